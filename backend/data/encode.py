@@ -1,0 +1,135 @@
+"""Canonical rows -> training tokens, through the tokenizer's own chat template.
+
+This is the one code path that turns a conversation into `input_ids` and
+`labels`: the trainer, the evaluator and the data checks (token lengths,
+over-cutoff rows) all call it, so a length shown in the Data tab is the length
+the trainer sees.
+
+How the loss mask is found: the whole conversation is rendered to one string
+with `apply_chat_template(tokenize=False)`. For every assistant turn i, the
+rendering of `messages[:i]` with `add_generation_prompt=True` ends where the
+assistant's content starts, and the rendering of `messages[:i+1]` ends after
+its end-of-turn marker. That character span is trainable; the role header
+(part of the generation prompt) is not. The full string is tokenised once with
+offsets and every token overlapping a span is labelled. Templates that are not
+prefix-stable (a rendering of the prefix is not a prefix of the full string,
+e.g. templates that drop earlier reasoning) fall back to locating the assistant
+content by search, so the content itself is still the trainable part.
+
+The rendered string already holds the template's BOS (if the template writes
+one), so it is tokenised with `add_special_tokens=False`: no second BOS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+IGNORE_INDEX = -100
+
+
+@dataclass
+class EncodedRow:
+    input_ids: list[int]
+    labels: list[int]  # -100 on every token that is not trained on
+    length: int  # tokens of the full templated conversation before truncation
+    truncated: bool  # True if cut to cutoff_len
+    response_cut: bool  # True if cutting removed every trainable token
+
+
+def render(tokenizer, messages: list[dict], tools: list | None = None, add_generation_prompt: bool = False) -> str:
+    """The chat template's text for `messages` (the string that gets tokenised)."""
+    kwargs = {"tokenize": False, "add_generation_prompt": add_generation_prompt}
+    if tools:
+        kwargs["tools"] = tools
+    return tokenizer.apply_chat_template(_plain(messages), **kwargs)
+
+
+def _plain(messages: list[dict]) -> list[dict]:
+    # Templates only know role/content; extra keys (ids, weights) are dropped.
+    return [{"role": m["role"], "content": m["content"]} for m in messages]
+
+
+def assistant_spans(tokenizer, messages: list[dict], full: str, tools: list | None = None) -> list[tuple[int, int]]:
+    """Character spans [start, end) of every assistant turn in `full`, end-of-turn marker included."""
+    spans: list[tuple[int, int]] = []
+    search_from = 0
+    for i, message in enumerate(messages):
+        if message["role"] != "assistant":
+            continue
+        before = render(tokenizer, messages[:i], tools, add_generation_prompt=True) if i else ""
+        through = render(tokenizer, messages[: i + 1], tools)
+        if i and full.startswith(before) and full.startswith(through) and len(through) > len(before):
+            spans.append((len(before), len(through)))
+        else:
+            spans.append(_search_span(full, message["content"], search_from))
+        search_from = spans[-1][1]
+    return [s for s in spans if s[1] > s[0]]
+
+
+def _search_span(full: str, content: str, start: int) -> tuple[int, int]:
+    """Fallback for templates that are not prefix-stable: the content's own characters."""
+    at = full.find(content, start) if content else -1
+    return (at, at + len(content)) if at >= 0 else (start, start)
+
+
+def _mask_from_offsets(offsets: list[tuple[int, int]], spans: list[tuple[int, int]]) -> list[bool]:
+    """True for each token whose characters overlap an assistant span (both lists sorted)."""
+    mask = []
+    k = 0
+    for start, end in offsets:
+        while k < len(spans) and spans[k][1] <= start:
+            k += 1
+        inside = k < len(spans) and start < spans[k][1] and max(end, start + 1) > spans[k][0]
+        mask.append(inside)
+    return mask
+
+
+def _tokenise_with_mask(tokenizer, full: str, spans: list[tuple[int, int]]) -> tuple[list[int], list[bool]]:
+    if getattr(tokenizer, "is_fast", False):
+        enc = tokenizer(full, add_special_tokens=False, return_offsets_mapping=True)
+        return list(enc["input_ids"]), _mask_from_offsets(enc["offset_mapping"], spans)
+    # Slow tokenizers have no offsets: tokenise the pieces between span edges separately.
+    ids: list[int] = []
+    mask: list[bool] = []
+    edges = sorted({0, len(full), *[e for s in spans for e in s]})
+    for a, b in zip(edges, edges[1:]):
+        piece = tokenizer(full[a:b], add_special_tokens=False)["input_ids"]
+        trainable = any(s <= a and b <= e for s, e in spans)
+        ids.extend(piece)
+        mask.extend([trainable] * len(piece))
+    return ids, mask
+
+
+def encode_messages(
+    tokenizer, messages: list[dict], cutoff_len: int, train_on_prompt: bool = False, tools: list | None = None
+) -> EncodedRow:
+    """Tokens and labels of one conversation, cut to `cutoff_len` tokens.
+
+    Labels are -100 everywhere except on assistant turns (each one in a
+    multi-turn conversation), or nowhere when `train_on_prompt`.
+    """
+    full = render(tokenizer, messages, tools)
+    spans = assistant_spans(tokenizer, messages, full, tools)
+    ids, mask = _tokenise_with_mask(tokenizer, full, spans)
+    length = len(ids)
+    truncated = cutoff_len > 0 and length > cutoff_len
+    if truncated:
+        ids, mask = ids[:cutoff_len], mask[:cutoff_len]
+    labels = list(ids) if train_on_prompt else [t if m else IGNORE_INDEX for t, m in zip(ids, mask)]
+    # "Cut away" is about the response tokens, whatever the prompt setting.
+    response_cut = truncated and not any(mask)
+    return EncodedRow(input_ids=ids, labels=labels, length=length, truncated=truncated, response_cut=response_cut)
+
+
+def count_tokens(tokenizer, rows: list[dict], batch_size: int = 1000) -> list[int]:
+    """Token length of each canonical row's full templated conversation.
+
+    Same rendering and tokenisation as `encode_messages` (its `length`), but
+    batched: the fast tokenizer encodes `batch_size` strings per call.
+    """
+    lengths: list[int] = []
+    for start in range(0, len(rows), batch_size):
+        texts = [render(tokenizer, r["messages"], r.get("tools")) for r in rows[start : start + batch_size]]
+        enc = tokenizer(texts, add_special_tokens=False, return_attention_mask=False)
+        lengths.extend(len(ids) for ids in enc["input_ids"])
+    return lengths

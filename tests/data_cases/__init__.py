@@ -1,0 +1,1 @@
+"""Helpers for the data tests: small local tokenizers and generated malformed files."""
