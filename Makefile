@@ -1,0 +1,32 @@
+# FineTune Studio: `make run` starts the app on the offline demo defaults,
+# `make test` runs the whole suite. Both set everything up first and are idempotent.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint bench browser clean
+
+$(STAMP): requirements.txt requirements-dev.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) app.py
+
+# Browser tests drive Debian's chromium (Playwright cannot download a browser offline).
+browser:
+	@command -v chromium >/dev/null || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -q && apt-get install -y -q chromium; \
+		else sudo apt-get update -q && sudo apt-get install -y -q chromium; fi; }
+
+test: $(STAMP) browser
+	$(PY) -m ruff check .
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""FineTune Studio backend: everything that is not the UI. Never imports gradio."""

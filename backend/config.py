@@ -1,0 +1,304 @@
+"""RunConfig: the one typed description of a training run.
+
+The UI form, the YAML file in the run folder and the command line
+(`--config`, `--set key=value`) are all views of this dataclass. Each field
+carries its help text (and allowed choices) in its metadata; `validate()`
+turns impossible combinations into one sentence a user can act on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_args, get_origin, get_type_hints
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """An invalid run configuration; the message is meant for the user."""
+
+
+def _f(default: Any, help: str, choices: tuple | None = None, **kw: Any) -> Any:
+    meta = {"help": help}
+    if choices is not None:
+        meta["choices"] = choices
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=meta, **kw)
+    return field(default=default, metadata=meta, **kw)
+
+
+METHODS = ("lora", "qlora", "full")
+PRECISIONS = ("auto", "bf16", "fp16", "fp32")
+SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant",
+              "constant_with_warmup", "inverse_sqrt", "cosine_with_min_lr")
+OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adafactor", "sgd", "adamw_8bit",
+              "paged_adamw_8bit", "paged_adamw_32bit")
+REPORT_TO = ("none", "tensorboard", "wandb")
+OVERFLOW = ("truncate", "drop")
+
+
+@dataclass
+class RunConfig:
+    # --- model -------------------------------------------------------------
+    model_name_or_path: str = _f("demo", "Base model: 'demo' (the offline demo model), a local folder in Hugging Face format, or a hub id.")
+    trust_remote_code: bool = _f(False, "Run Python code shipped with the model. Only for models you trust.")
+    # --- data --------------------------------------------------------------
+    dataset: str = _f("demo", "Training data: 'demo', a workspace dataset name, or a file (JSON, JSONL, CSV, Parquet).")
+    cutoff_len: int = _f(256, "Maximum tokens per example, after the chat template.")
+    overflow: str = _f("truncate", "What to do with examples longer than cutoff_len.", OVERFLOW)
+    val_size: float = _f(0.1, "Share of the data held out for evaluation (0 = no eval split), or the dataset's own eval split when it has one.")
+    train_on_prompt: bool = _f(False, "Also compute the loss on prompt tokens (default: assistant turns only).")
+    group_by_length: bool = _f(True, "Batch examples of similar length together, so little compute is spent on padding.")
+    # --- method ------------------------------------------------------------
+    method: str = _f("lora", "lora: train small adapters; qlora: adapters on a 4/8-bit base; full: every weight.", METHODS)
+    quantization_bits: int | None = _f(None, "Base model bits for qlora (4 = NF4 with double quantisation, 8 = LLM.int8).", (None, 4, 8))
+    lora_r: int = _f(16, "LoRA rank: adapter capacity.")
+    lora_alpha: int = _f(32, "LoRA scaling numerator (scale = alpha / r, or alpha / sqrt(r) with rsLoRA).")
+    lora_dropout: float = _f(0.05, "Dropout on the LoRA input.")
+    lora_target: str | list[str] = _f("all-linear", "Modules that get adapters: 'all-linear' or a list of module names (q_proj, v_proj, ...).")
+    use_rslora: bool = _f(False, "Rank-stabilised LoRA scaling (alpha / sqrt(r)).")
+    use_dora: bool = _f(False, "Weight-decomposed LoRA (DoRA).")
+    # --- precision and memory ----------------------------------------------
+    precision: str = _f("auto", "auto: bf16 where supported, else fp16 on a GPU, else fp32.", PRECISIONS)
+    gradient_checkpointing: bool = _f(False, "Recompute activations in the backward pass: less memory, ~30% slower.")
+    # --- optimisation ------------------------------------------------------
+    learning_rate: float = _f(2e-4, "Peak learning rate.")
+    num_train_epochs: float = _f(3.0, "Passes over the training data (ignored when max_steps > 0).")
+    max_steps: int = _f(-1, "Stop after this many optimizer steps (-1: use num_train_epochs).")
+    per_device_train_batch_size: int = _f(8, "Examples per device per forward pass.")
+    per_device_eval_batch_size: int = _f(8, "Examples per device per evaluation pass.")
+    gradient_accumulation_steps: int = _f(1, "Forward passes per optimizer step.")
+    optim: str = _f("adamw_torch", "Optimizer.", OPTIMIZERS)
+    lr_scheduler_type: str = _f("cosine", "Learning-rate schedule.", SCHEDULERS)
+    warmup_ratio: float = _f(0.05, "Share of the total steps spent warming up the learning rate.")
+    weight_decay: float = _f(0.0, "AdamW weight decay.")
+    max_grad_norm: float = _f(1.0, "Gradient clipping norm (0 = no clipping).")
+    neftune_noise_alpha: float | None = _f(None, "NEFTune embedding noise (typical 5); empty = off.")
+    seed: int = _f(42, "Random seed for data order, splits and initialisation.")
+    # --- evaluation and checkpoints ----------------------------------------
+    logging_steps: int = _f(5, "Log train metrics every N optimizer steps.")
+    eval_steps: int | None = _f(None, "Evaluate every N steps (empty = at each save).")
+    save_steps: int = _f(50, "Save a checkpoint every N steps (and at the end).")
+    save_total_limit: int | None = _f(3, "Keep at most N checkpoints (the best is always kept); empty = all.")
+    early_stopping_patience: int | None = _f(None, "Stop after N evaluations without eval-loss improvement; empty = off.")
+    early_stopping_threshold: float = _f(0.0, "Smallest eval-loss improvement that counts.")
+    # --- execution ---------------------------------------------------------
+    devices: str = _f("auto", "auto: every GPU (else the CPU); 'cpu'; or GPU indices such as '0,1'.")
+    num_processes: int | None = _f(None, "Worker processes (empty: one per device). >1 launches torchrun (DDP).")
+    dataloader_num_workers: int = _f(0, "Processes that prepare batches.")
+    report_to: str = _f("none", "Also log to TensorBoard (inside the run folder) or Weights & Biases.", REPORT_TO)
+    callbacks: list[str] = _f([], "Your own transformers TrainerCallback classes as 'module:Class'.")
+    loss_function: str | None = _f(None, "Optional 'module:function' that replaces the loss: fn(outputs, labels, num_items_in_batch) -> tensor.")
+    run_name: str | None = _f(None, "A label for the run (the run id is generated).")
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # --- validation ----------------------------------------------------------
+    def validate(self) -> None:
+        """Static checks: what can be told from the config alone."""
+        for f in dataclasses.fields(self):
+            choices = f.metadata.get("choices")
+            value = getattr(self, f.name)
+            if choices and value not in choices:
+                allowed = ", ".join(str(c) for c in choices if c is not None)
+                raise ConfigError(f"{f.name} = {value!r} is not one of: {allowed}.")
+        if self.method == "qlora" and self.quantization_bits is None:
+            self.quantization_bits = 4
+        if self.quantization_bits is not None and self.method != "qlora":
+            raise ConfigError(f"quantization_bits = {self.quantization_bits} only applies to method 'qlora'; "
+                              f"choose method qlora or clear quantization_bits.")
+        _positive(self, "lora_r", "lora_alpha", "cutoff_len", "per_device_train_batch_size",
+                  "per_device_eval_batch_size", "gradient_accumulation_steps", "logging_steps", "save_steps")
+        if self.learning_rate <= 0:
+            raise ConfigError(f"learning_rate must be above 0 (got {self.learning_rate}).")
+        if not 0 <= self.lora_dropout < 1:
+            raise ConfigError(f"lora_dropout must be in [0, 1) (got {self.lora_dropout}).")
+        if self.max_steps <= 0 and self.num_train_epochs <= 0:
+            raise ConfigError("Set num_train_epochs above 0 or max_steps above 0.")
+        if not 0 <= self.val_size < 1:
+            raise ConfigError(f"val_size is a share of the data in [0, 1) (got {self.val_size}).")
+        if not 0 <= self.warmup_ratio < 1:
+            raise ConfigError(f"warmup_ratio must be in [0, 1) (got {self.warmup_ratio}).")
+        if self.max_grad_norm < 0 or self.weight_decay < 0:
+            raise ConfigError("max_grad_norm and weight_decay cannot be negative.")
+        if self.val_size == 0 and self.early_stopping_patience:
+            raise ConfigError("early_stopping_patience needs an eval split: set val_size above 0 or clear early stopping.")
+        if self.val_size == 0 and self.eval_steps:
+            raise ConfigError("eval_steps needs an eval split: set val_size above 0 or clear eval_steps.")
+        for name in ("eval_steps", "save_total_limit", "early_stopping_patience", "num_processes"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"{name} must be at least 1, or empty (got {value}).")
+        if self.neftune_noise_alpha is not None and self.neftune_noise_alpha < 0:
+            raise ConfigError("neftune_noise_alpha cannot be negative.")
+        if isinstance(self.lora_target, list) and not self.lora_target:
+            raise ConfigError("lora_target is empty: use 'all-linear' or name at least one module.")
+        for ref in [*self.callbacks, *([self.loss_function] if self.loss_function else [])]:
+            if ":" not in ref or not all(ref.split(":", 1)):
+                raise ConfigError(f"{ref!r} should look like 'package.module:Name'.")
+
+    def check_model_context(self, context_length: int) -> None:
+        if self.cutoff_len > context_length:
+            raise ConfigError(f"cutoff_len = {self.cutoff_len} is longer than the model's context of "
+                              f"{context_length} tokens; lower cutoff_len to {context_length} or less.")
+
+    def check_devices(self, devices: list) -> str:
+        """Check precision against the devices; returns the precision to use."""
+        from backend.hardware import resolve_precision
+
+        names = ", ".join(d.name for d in devices)
+        if self.precision == "bf16" and not all(d.supports_bf16 for d in devices):
+            raise ConfigError(f"bf16 is not supported on {names}; choose precision auto, fp16 (GPU) or fp32.")
+        if self.precision == "fp16" and not all(d.supports_fp16 for d in devices):
+            raise ConfigError(f"fp16 training needs a GPU ({names} has none); choose precision auto or fp32.")
+        return resolve_precision(self.precision, devices)
+
+    # --- serialisation -------------------------------------------------------
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
+
+    def save(self, path: Path) -> None:
+        Path(path).write_text(self.to_yaml(), encoding="utf-8")
+
+    @classmethod
+    def from_dict(cls, data: dict) -> RunConfig:
+        data = dict(data or {})
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = [k for k in data if k not in known]
+        if unknown:
+            hints = []
+            for key in unknown:
+                close = difflib.get_close_matches(key, known, n=1)
+                hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+            raise ConfigError(f"Unknown setting {', '.join(hints)}.")
+        hints = get_type_hints(cls)
+        return cls(**{k: _coerce(k, v, hints[k]) for k, v in data.items()})
+
+    @classmethod
+    def from_yaml(cls, text: str) -> RunConfig:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise ConfigError(f"The config is not valid YAML: {error}") from None
+        if data is not None and not isinstance(data, dict):
+            raise ConfigError("The config must be a YAML mapping of setting: value.")
+        return cls.from_dict(data or {})
+
+    @classmethod
+    def load(cls, path: Path) -> RunConfig:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(f"Config file {path} does not exist.") from None
+        return cls.from_yaml(text)
+
+    def with_overrides(self, assignments: list[str]) -> RunConfig:
+        """Apply `key=value` strings (values parsed as YAML: 4, 1e-4, true, [a, b])."""
+        data = self.to_dict()
+        for item in assignments:
+            key, sep, raw = item.partition("=")
+            if not sep:
+                raise ConfigError(f"--set {item!r} should look like key=value.")
+            data[key.strip()] = yaml.safe_load(raw) if raw.strip() else None
+        return RunConfig.from_dict(data)
+
+    @staticmethod
+    def help_for(name: str) -> str:
+        return {f.name: f.metadata["help"] for f in dataclasses.fields(RunConfig)}[name]
+
+    @staticmethod
+    def choices_for(name: str) -> tuple | None:
+        return {f.name: f.metadata.get("choices") for f in dataclasses.fields(RunConfig)}[name]
+
+
+def _positive(config: RunConfig, *names: str) -> None:
+    for name in names:
+        value = getattr(config, name)
+        if value <= 0:
+            raise ConfigError(f"{name} must be above 0 (got {value}).")
+
+
+def _coerce(name: str, value: Any, hint: Any) -> Any:
+    """Coerce YAML / form values to the field's type, with a clear error."""
+    if value is None:
+        return None
+    types = [t for t in get_args(hint) if t is not type(None)] if get_origin(hint) is not None and get_origin(hint) is not list else [hint]
+    if get_origin(hint) is list or list in [get_origin(t) for t in types]:
+        if isinstance(value, list):
+            return [str(v) for v in value]
+        if str in types and isinstance(value, str) and "," not in value:
+            return value  # a single name such as 'all-linear'
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+    for kind in types:
+        if kind is bool:
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no", "1", "0"):
+                return value.lower() in ("true", "yes", "1")
+            continue
+        if kind in (int, float) and not isinstance(value, bool):
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                continue
+            if kind is int:
+                if number != int(number):
+                    continue
+                return int(number)
+            return number
+        if kind is str and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return str(value)
+    expected = " or ".join(getattr(t, "__name__", str(t)) for t in types)
+    raise ConfigError(f"{name} = {value!r} should be {expected}.")
+
+
+# --- derived numbers ---------------------------------------------------------
+
+def split_sizes(num_rows: int, val_size: float) -> tuple[int, int]:
+    """(train rows, eval rows) for `val_size`; at least one eval row when asked."""
+    eval_rows = 0 if val_size == 0 else max(1, round(num_rows * val_size))
+    return num_rows - eval_rows, eval_rows
+
+
+def derived_numbers(config: RunConfig, num_train_rows: int, world_size: int = 1) -> dict:
+    """The numbers the UI shows next to the form: effective batch, optimizer
+    steps per epoch, total steps and warmup steps (as the Trainer computes them)."""
+    import math
+
+    effective_batch = config.per_device_train_batch_size * config.gradient_accumulation_steps * world_size
+    batches_per_device = math.ceil(num_train_rows / (config.per_device_train_batch_size * world_size)) if num_train_rows else 0
+    steps_per_epoch = max(1, batches_per_device // config.gradient_accumulation_steps) if num_train_rows else 0
+    if config.max_steps > 0:
+        total_steps = config.max_steps
+    else:
+        total_steps = math.ceil(config.num_train_epochs * steps_per_epoch)
+    return {
+        "effective_batch": effective_batch,
+        "steps_per_epoch": steps_per_epoch,
+        "total_steps": total_steps,
+        "warmup_steps": math.ceil(config.warmup_ratio * total_steps),
+        "epochs": round(total_steps / steps_per_epoch, 2) if steps_per_epoch else 0.0,
+    }
+
+
+def import_reference(ref: str) -> Any:
+    """Import 'package.module:Name' (user callbacks and loss functions)."""
+    module_name, _, attr = ref.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ConfigError(f"Cannot import module {module_name!r} for {ref!r}: {error}. "
+                          f"Put it on PYTHONPATH or in the working folder.") from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise ConfigError(f"Module {module_name!r} has no {attr!r} (from {ref!r}).") from None

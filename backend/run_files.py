@@ -1,0 +1,131 @@
+"""Readers and writers for the files of a run (DESIGN section 3).
+
+Every writer of `status.json` and of markers goes through `atomic_write_*`
+(tmp file + rename), so a reader never sees half a file."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+CONFIG_FILE = "config.yaml"
+STATUS_FILE = "status.json"
+METRICS_FILE = "metrics.jsonl"
+LOG_FILE = "train.log"
+SUMMARY_FILE = "summary.json"
+FINAL_DIR = "final"
+# Written last into checkpoint-<step>/ and final/: a folder without it is incomplete.
+COMPLETE_MARKER = "COMPLETE"
+
+STATES = ("queued", "running", "completed", "stopped", "failed", "lost")
+FINAL_STATES = ("completed", "stopped", "failed")
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def read_json(path: Path, default: Any = None) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return default
+
+
+def read_status(run_dir: Path) -> dict:
+    return read_json(Path(run_dir) / STATUS_FILE, default={}) or {}
+
+
+def update_status(run_dir: Path, **fields: Any) -> dict:
+    """Merge `fields` into status.json. Only the owner of the run's current
+    phase writes (the supervisor before launch, the worker while it runs)."""
+    status = read_status(run_dir)
+    status.update(fields)
+    status["updated_at"] = time.time()
+    atomic_write_json(Path(run_dir) / STATUS_FILE, status)
+    return status
+
+
+def mark_complete(folder: Path) -> None:
+    atomic_write_json(Path(folder) / COMPLETE_MARKER, {"time": time.time()})
+
+
+def is_complete(folder: Path) -> bool:
+    return (Path(folder) / COMPLETE_MARKER).is_file()
+
+
+def checkpoint_step(folder: Path) -> int:
+    return int(Path(folder).name.rsplit("-", 1)[1])
+
+
+def list_checkpoints(run_dir: Path, complete_only: bool = True) -> list[Path]:
+    """checkpoint-<step> folders sorted by step; incomplete ones skipped by default."""
+    folders = [
+        p for p in Path(run_dir).glob("checkpoint-*")
+        if p.is_dir() and p.name.rsplit("-", 1)[1].isdigit()
+    ]
+    if complete_only:
+        folders = [p for p in folders if is_complete(p)]
+    return sorted(folders, key=checkpoint_step)
+
+
+def append_metrics(run_dir: Path, record: dict) -> None:
+    """Append one line to metrics.jsonl. One write() of a whole line, so a
+    concurrent reader sees either nothing or the full line."""
+    line = json.dumps(record, ensure_ascii=False) + "\n"
+    with open(Path(run_dir) / METRICS_FILE, "a", encoding="utf-8") as handle:
+        handle.write(line)
+
+
+class MetricsTail:
+    """Incremental reader of metrics.jsonl: each `read_new()` returns only the
+    records appended since the last call (it keeps a byte offset and never
+    re-reads the file). A partial last line is left for the next call."""
+
+    def __init__(self, run_dir: Path):
+        self.path = Path(run_dir) / METRICS_FILE
+        self.offset = 0
+
+    def read_new(self) -> list[dict]:
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                chunk = handle.read()
+        except FileNotFoundError:
+            return []
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            return []
+        self.offset += end + 1
+        records = []
+        for line in chunk[: end + 1].splitlines():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a torn line from a crash: skip it, keep the rest
+        return records
+
+
+def tail_text(path: Path, max_bytes: int = 20_000) -> str:
+    """The last `max_bytes` of a log file, decoded leniently."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - max_bytes))
+            return handle.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""

@@ -1,0 +1,64 @@
+"""Shared fixtures: the demo model (built once, cached between sessions) and
+a fresh workspace per test that links to it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+# Built models survive between sessions here; ensure_demo_model rebuilds a stale one.
+CACHE = Path(os.environ.get("FINETUNE_STUDIO_TEST_CACHE", REPO / ".cache" / "test-models"))
+
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+
+def pytest_collection_modifyitems(config, items):
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA device; none here")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip_gpu)
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    assert SHARED_DATA.is_dir(), f"{SHARED_DATA} is missing: CI runs with ../shared beside the repo"
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def demo_model_dir() -> Path:
+    from backend.models import ensure_demo_model
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    return ensure_demo_model(CACHE)
+
+
+@pytest.fixture
+def workspace(tmp_path, demo_model_dir):
+    """A fresh workspace whose models/demo is the cached demo model."""
+    from backend.workspace import Workspace
+
+    ws = Workspace(tmp_path / "workspace").ensure()
+    (ws.models_dir / "demo").symlink_to(demo_model_dir, target_is_directory=True)
+    return ws
+
+
+@pytest.fixture
+def subprocess_env() -> dict:
+    """Environment for real worker / CLI subprocesses started by tests."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env

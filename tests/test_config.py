@@ -1,0 +1,66 @@
+import pytest
+
+from backend.config import ConfigError, RunConfig, derived_numbers, split_sizes
+from backend.hardware import Device, resolve_precision
+
+CPU = Device("cpu", "CPU", 24.0, False, False)
+H100 = Device("cuda:0", "H100", 80.0, True, True)
+T4 = Device("cuda:0", "T4", 16.0, False, True)
+
+
+def test_yaml_round_trip():
+    config = RunConfig(method="qlora", lora_target=["q_proj", "v_proj"], eval_steps=10, callbacks=["m:C"])
+    assert RunConfig.from_yaml(config.to_yaml()) == config
+
+
+def test_overrides_parse_values():
+    config = RunConfig().with_overrides(["learning_rate=1e-4", "lora_target=q_proj,v_proj", "use_dora=true", "max_steps=20"])
+    assert config.learning_rate == 1e-4
+    assert config.lora_target == ["q_proj", "v_proj"]
+    assert config.use_dora is True and config.max_steps == 20
+
+
+def test_qlora_defaults_to_4_bits():
+    assert RunConfig(method="qlora").quantization_bits == 4
+
+
+@pytest.mark.parametrize("settings, words", [
+    ({"lr": 1}, "Unknown setting 'lr'"),
+    ({"lora_alpa": 8}, "did you mean 'lora_alpha'"),
+    ({"lora_alpha": 0}, "lora_alpha must be above 0"),
+    ({"method": "lora", "quantization_bits": 4}, "only applies to method 'qlora'"),
+    ({"val_size": 0, "early_stopping_patience": 2}, "needs an eval split"),
+    ({"val_size": 0, "eval_steps": 5}, "needs an eval split"),
+    ({"precision": "fp8"}, "is not one of"),
+    ({"max_steps": "ten"}, "should be int"),
+    ({"callbacks": ["nocolon"]}, "should look like"),
+    ({"max_steps": -1, "num_train_epochs": 0}, "num_train_epochs above 0"),
+])
+def test_impossible_settings_fail_with_a_sentence(settings, words):
+    with pytest.raises(ConfigError, match=words):
+        RunConfig.from_dict(settings)
+
+
+def test_cutoff_longer_than_context():
+    with pytest.raises(ConfigError, match="longer than the model's context"):
+        RunConfig(cutoff_len=4096).check_model_context(2048)
+
+
+def test_precision_against_devices():
+    assert RunConfig().check_devices([CPU]) == "fp32"
+    assert RunConfig().check_devices([H100]) == "bf16"
+    assert RunConfig().check_devices([T4]) == "fp16"
+    with pytest.raises(ConfigError, match="bf16 is not supported on T4"):
+        RunConfig(precision="bf16").check_devices([T4])
+    with pytest.raises(ConfigError, match="needs a GPU"):
+        RunConfig(precision="fp16").check_devices([CPU])
+    assert resolve_precision("auto", [H100, T4]) == "fp16"
+
+
+def test_derived_numbers():
+    config = RunConfig(per_device_train_batch_size=4, gradient_accumulation_steps=2, num_train_epochs=2, warmup_ratio=0.1)
+    numbers = derived_numbers(config, num_train_rows=100, world_size=2)
+    # 100 rows / (4 per device x 2 devices) = 13 batches per device, 6 optimizer steps per epoch
+    assert numbers == {"effective_batch": 16, "steps_per_epoch": 6, "total_steps": 12, "warmup_steps": 2, "epochs": 2.0}
+    assert derived_numbers(RunConfig(max_steps=30), 10)["total_steps"] == 30
+    assert split_sizes(100, 0.1) == (90, 10) and split_sizes(5, 0.01) == (4, 1) and split_sizes(5, 0) == (5, 0)
