@@ -1,0 +1,1 @@
+"""One module per tab, in the order the shell shows them."""
