@@ -22,6 +22,7 @@ one), so it is tokenised with `add_special_tokens=False`: no second BOS.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 IGNORE_INDEX = -100
@@ -92,7 +93,7 @@ def _tokenise_with_mask(tokenizer, full: str, spans: list[tuple[int, int]]) -> t
     ids: list[int] = []
     mask: list[bool] = []
     edges = sorted({0, len(full), *[e for s in spans for e in s]})
-    for a, b in zip(edges, edges[1:]):
+    for a, b in itertools.pairwise(edges):
         piece = tokenizer(full[a:b], add_special_tokens=False)["input_ids"]
         trainable = any(s <= a and b <= e for s, e in spans)
         ids.extend(piece)
