@@ -1,0 +1,29 @@
+# FineTune Studio for Linux GPU hosts.
+#   docker build -t finetune-studio .
+#   docker run --gpus all -p 127.0.0.1:7860:7860 -v "$PWD/workspace:/workspace" finetune-studio
+# Inside the container the app listens on all interfaces (the container's own
+# network namespace); publish the port on the host's loopback as above.
+FROM nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04
+
+ENV DEBIAN_FRONTEND=noninteractive \
+    PYTHONUNBUFFERED=1 \
+    GRADIO_ANALYTICS_ENABLED=False \
+    HF_HOME=/workspace/.hf
+
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 python3-venv python3-dev build-essential git \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+COPY requirements.txt .
+# The torch pin resolves to the CUDA build on Linux x86_64.
+RUN python3 -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir -r requirements.txt
+ENV PATH=/opt/venv/bin:$PATH
+
+COPY app.py ./
+COPY backend ./backend
+COPY ui ./ui
+
+VOLUME /workspace
+EXPOSE 7860
+CMD ["python", "app.py", "--host", "0.0.0.0", "--allow-remote", "--port", "7860", "--workspace", "/workspace"]
