@@ -1,0 +1,188 @@
+"""Open a data file (or a LLaMA-Factory dataset_info.json folder), detect its
+type, encoding and shape, and stream canonical rows with their problems.
+
+`iter_rows` yields one SourceRow per record of the file, in order, whether
+it converted or not: row-level problems travel with the row (they become the
+`schema` check), only a file that cannot be read at all raises DataError.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from backend.data.errors import DataError
+from backend.data.read import file_type, iter_records
+from backend.data.shapes import Shape, convert, detect_shape, known_shape_of, shape_from_mapping
+from backend.data.text_encoding import detect_encoding
+
+DATASET_INFO = "dataset_info.json"
+
+
+@dataclass
+class Source:
+    path: Path  # the data file that is read
+    label: str  # what the user gave: the file, or folder + dataset name
+    file_type: str  # json | jsonl | csv | tsv | parquet
+    encoding: str | None  # text encoding (None for Parquet)
+    shape: Shape
+
+    def describe(self) -> str:
+        enc = f", {self.encoding}" if self.encoding else ""
+        return f"{self.file_type}{enc}: {self.shape.describe()}"
+
+
+@dataclass
+class SourceRow:
+    index: int  # 0-based row number in the file
+    line: int | None  # 1-based line where it starts, for text files
+    row: dict | None  # canonical {"messages": [...]}, None when a problem blocks it
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (field, message)
+    flags: set[str] = field(default_factory=set)
+
+
+def open_source(path: str | Path, mapping: dict[str, str] | None = None, dataset: str | None = None) -> Source:
+    path = Path(path)
+    if not path.exists():
+        raise DataError(path, "no such file or folder", "Check the path")
+    if path.is_dir():
+        return _open_dataset_info(path, dataset)
+    if path.stat().st_size == 0:
+        raise DataError(path, "the file is empty", "Export the dataset again: it holds no rows")
+    kind = file_type(path)
+    encoding = None if kind == "parquet" else detect_encoding(path)
+    first = _first_record(path, kind, encoding)
+    shape = detect_shape(first.value, str(path), mapping, row=first.index)
+    return Source(path, str(path), kind, encoding, shape)
+
+
+def _first_record(path: Path, kind: str, encoding: str | None):
+    first_error = None
+    for record in iter_records(path, kind, encoding):
+        if isinstance(record.value, dict):
+            return record
+        first_error = first_error or record
+        if record.index >= 1000:
+            break
+    if first_error.error:
+        raise DataError(path, first_error.error, "Fix the file: no row could be read", row=first_error.index)
+    raise DataError(
+        path,
+        f"row {first_error.index} is {type(first_error.value).__name__}, expected an object with fields",
+        "Each row must be a JSON object such as {\"instruction\": ..., \"output\": ...}",
+        row=first_error.index,
+    )
+
+
+def _open_dataset_info(folder: Path, dataset: str | None) -> Source:
+    info_path = folder / DATASET_INFO
+    if not info_path.is_file():
+        raise DataError(folder, f"this folder has no {DATASET_INFO}", "Pass a data file, or a LLaMA-Factory data folder")
+    try:
+        info = json.loads(info_path.read_text(encoding="utf-8-sig"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise DataError(info_path, f"cannot be parsed ({e})", "Fix the JSON of dataset_info.json") from None
+    local = {k: v for k, v in info.items() if isinstance(v, dict) and v.get("file_name")}
+    if dataset is None:
+        if len(local) != 1:
+            names = ", ".join(sorted(local)) or "(none with a local file_name)"
+            raise DataError(info_path, f"holds {len(local)} local datasets: {names}", "Choose one with --dataset NAME")
+        dataset = next(iter(local))
+    entry = local.get(dataset)
+    if entry is None:
+        raise DataError(info_path, f"has no local dataset named '{dataset}'", f"Choose one of: {', '.join(sorted(local))}")
+    data_path = _inside(folder, entry["file_name"], info_path)
+    kind = file_type(data_path)
+    encoding = None if kind == "parquet" else detect_encoding(data_path)
+    first = _first_record(data_path, kind, encoding).value
+    formatting = entry.get("formatting", "alpaca")
+    mapping = dict(entry.get("columns") or {})
+    mapping.update(entry.get("tags") or {})
+    if formatting == "sharegpt":
+        mapping.setdefault("messages", "conversations")
+    elif formatting != "alpaca":
+        raise DataError(info_path, f"dataset '{dataset}' has formatting '{formatting}'", "Use alpaca or sharegpt")
+    mapping = {k: v for k, v in mapping.items() if k not in ("images", "videos", "audios", "chosen", "rejected", "kto_tag")}
+    shape = shape_from_mapping(mapping, first, str(data_path), origin=f"{DATASET_INFO} entry '{dataset}'")
+    return Source(data_path, f"{folder}:{dataset}", kind, encoding, shape)
+
+
+def _inside(folder: Path, name: str, info_path: Path) -> Path:
+    """dataset_info.json's file_name, refused when it leaves the folder or is not a file."""
+    target = (folder / name).resolve()
+    if not target.is_relative_to(folder.resolve()):
+        raise DataError(info_path, f"file_name '{name}' points outside the folder", "Keep data files inside the folder")
+    if not target.is_file():
+        raise DataError(info_path, f"file_name '{name}' is not a file in the folder", "Check the name in dataset_info.json")
+    return target
+
+
+def iter_rows(source: Source) -> Iterator[SourceRow]:
+    shape_kind = "alpaca" if source.shape.name == "alpaca" else "conversation"
+    for record in iter_records(source.path, source.file_type, source.encoding):
+        if record.error:
+            yield SourceRow(record.index, record.line, None, [("(row)", record.error)])
+            continue
+        raw = record.value
+        if not isinstance(raw, dict):
+            kind = "a list" if isinstance(raw, list) else type(raw).__name__
+            yield SourceRow(record.index, record.line, None, [("(row)", f"is {kind}, expected an object with fields")])
+            continue
+        _refuse_mixed(source, raw, record.index, record.line, shape_kind)
+        row, problems, flags = convert(raw, source.shape)
+        yield SourceRow(record.index, record.line, row, list(problems), flags)
+
+
+def _refuse_mixed(source: Source, raw: dict, index: int, line: int | None, shape_kind: str) -> None:
+    if all(c in raw for c in source.shape.required()):
+        return
+    other = known_shape_of(raw)
+    if other and other != shape_kind:
+        raise DataError(
+            source.path,
+            f"the file mixes shapes: it starts as {source.shape.name} but row {index} is {other} "
+            f"(columns: {', '.join(map(str, raw))})",
+            "Split it into one file per shape",
+            row=index,
+            line=line,
+        )
+
+
+@dataclass
+class Loaded:
+    source: Source
+    rows: list[dict]  # canonical rows that converted
+    indices: list[int]  # their row numbers in the file
+    rejected: list[SourceRow]  # rows with problems (not in `rows`)
+    total: int  # rows in the file
+
+
+def load_rows(path: str | Path, mapping: dict[str, str] | None = None, dataset: str | None = None) -> Loaded:
+    """All usable canonical rows of a file, in memory (for fixes and training)."""
+    source = open_source(path, mapping, dataset)
+    loaded = Loaded(source, [], [], [], 0)
+    for item in iter_rows(source):
+        loaded.total += 1
+        if item.row is None:
+            loaded.rejected.append(item)
+        else:
+            loaded.rows.append(item.row)
+            loaded.indices.append(item.index)
+    if not loaded.rows:
+        raise no_usable_rows(source, loaded.rejected)
+    return loaded
+
+
+def no_usable_rows(source: Source, rejected: list[SourceRow]) -> DataError:
+    first = rejected[0]
+    where, message = first.problems[0]
+    return DataError(
+        source.path,
+        f"none of the {len(rejected)} rows can be used; the first problem: {where} {message}",
+        "Fix the rows (see the schema check) or give a column mapping",
+        row=first.index,
+        line=first.line,
+        field=None if where == "(row)" else where,
+    )

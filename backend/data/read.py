@@ -1,0 +1,306 @@
+"""Bytes on disk -> a stream of raw records (dicts), one at a time.
+
+Streaming matters: a 1 GB JSON Lines or JSON array file is read in chunks and
+each record is handed on and forgotten, so the file is never held in memory
+several times over. File-level problems (wrong encoding, invalid JSON in an
+array, an empty or truncated file) raise DataError; a record that cannot be
+parsed on its own (a bad JSON Lines line, a CSV row with the wrong number of
+fields) is yielded with `error` set, so the other rows still get checked.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from backend.data.errors import DataError
+from backend.data.text_encoding import detect_encoding, open_text
+
+CHUNK_CHARS = 1 << 20
+# Whole-file parse to tell a top-level object from JSON Lines: only below this size.
+SNIFF_WHOLE_BYTES = 256 << 20
+EXTENSIONS = {
+    ".json": "json",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+
+
+@dataclass
+class RawRecord:
+    index: int  # 0-based row number among the file's records
+    line: int | None  # 1-based line where the record starts (text formats)
+    value: Any  # the parsed record; None when `error` is set
+    error: str | None = None  # why this one record could not be parsed
+
+
+def file_type(path: Path) -> str:
+    """json | jsonl | csv | tsv | parquet, from the extension, else from the content."""
+    kind = EXTENSIONS.get(path.suffix.lower())
+    if kind:
+        return kind
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if head == b"PAR1":
+        return "parquet"
+    raise DataError(
+        path,
+        f"the file type '{path.suffix or '(no extension)'}' is not supported",
+        "Use .json (a list of rows), .jsonl (one JSON object per line), .csv, .tsv or .parquet",
+    )
+
+
+def iter_records(path: Path, kind: str, encoding: str | None = None) -> Iterator[RawRecord]:
+    if kind == "parquet":
+        return _iter_parquet(path)
+    encoding = encoding or detect_encoding(path)
+    if kind in ("csv", "tsv"):
+        return _iter_csv(path, encoding, "\t" if kind == "tsv" else ",")
+    if kind == "jsonl":
+        return _iter_jsonl(path, encoding)
+    return _iter_json(path, encoding)
+
+
+def _first_char(path: Path, encoding: str) -> str:
+    with open_text(path, encoding) as f:
+        while True:
+            chunk = f.read(4096)
+            if not chunk:
+                return ""
+            stripped = chunk.lstrip()
+            if stripped:
+                return stripped[0]
+
+
+def _iter_json(path: Path, encoding: str) -> Iterator[RawRecord]:
+    first = _first_char(path, encoding)
+    if not first:
+        raise DataError(path, "the file is empty", "Export the dataset again: it holds no rows")
+    if first == "[":
+        yield from _iter_json_array(path, encoding)
+    elif first == "{":
+        _refuse_top_level_object(path, encoding)
+        yield from _iter_jsonl(path, encoding)
+    else:
+        raise DataError(
+            path,
+            f"the file starts with '{first}', not with '[' (a list of rows) or '{{' (JSON Lines)",
+            "Save the data as a JSON list of objects or as one JSON object per line",
+            line=1,
+        )
+
+
+def _refuse_top_level_object(path: Path, encoding: str) -> None:
+    """A .json file holding one object is a mistake (or a dataset_info.json); JSON Lines passes."""
+    if path.stat().st_size > SNIFF_WHOLE_BYTES:
+        return
+    with open_text(path, encoding) as f:
+        try:
+            value = json.load(f)
+        except json.JSONDecodeError:
+            return  # several objects (JSON Lines) or broken lines: the line reader reports them
+    if not isinstance(value, dict):
+        return
+    if path.name == "dataset_info.json":
+        raise DataError(path, "this is a LLaMA-Factory dataset_info.json", "Pass the folder that holds it instead")
+    keys = ", ".join(list(value)[:8])
+    lists = [k for k, v in value.items() if isinstance(v, list) and v and isinstance(v[0], dict)]
+    hint = (
+        f"The rows seem to be the list under '{lists[0]}': save that list alone as the file"
+        if lists
+        else "Wrap the rows in [ ] (a JSON list) or write one JSON object per line (.jsonl)"
+    )
+    raise DataError(path, f"the top level is one JSON object (keys: {keys}), expected a list of rows", hint, line=1)
+
+
+def _iter_jsonl(path: Path, encoding: str) -> Iterator[RawRecord]:
+    index = 0
+    last_line = 0
+    with open_text(path, encoding) as f:
+        for lineno, line in enumerate(f, 1):
+            last_line = lineno
+            if not line.strip():
+                continue
+            try:
+                yield RawRecord(index, lineno, json.loads(line))
+            except json.JSONDecodeError as e:
+                cut = "" if line.endswith("\n") else " (the last line is cut off: the file may be truncated)"
+                yield RawRecord(index, lineno, None, f"invalid JSON at line {lineno}, column {e.colno}: {e.msg}{cut}")
+            index += 1
+    if index == 0:
+        what = "the file is empty" if last_line == 0 else "the file holds only blank lines"
+        raise DataError(path, what, "Export the dataset again: it holds no rows")
+
+
+class _JsonArrayReader:
+    """Decodes the elements of a top-level JSON array from a text stream, chunk by chunk."""
+
+    def __init__(self, path: Path, stream):
+        self.path, self.stream = path, stream
+        self.buf, self.pos, self.eof = "", 0, False
+        self.base_line = 1  # line number of buf[0]
+        self.decoder = json.JSONDecoder()
+
+    def more(self) -> bool:
+        if self.eof:
+            return False
+        chunk = self.stream.read(CHUNK_CHARS)
+        self.base_line += self.buf.count("\n", 0, self.pos)
+        self.buf, self.pos = self.buf[self.pos :] + chunk, 0
+        self.eof = not chunk
+        return bool(chunk)
+
+    def where(self, pos: int) -> tuple[int, int]:
+        line = self.base_line + self.buf.count("\n", 0, pos)
+        return line, pos - (self.buf.rfind("\n", 0, pos) + 1) + 1
+
+    def peek(self) -> str:
+        """Next non-blank character ('' at the end of the file)."""
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in " \t\r\n":
+                self.pos += 1
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self.more():
+                return ""
+
+    def value(self, row: int) -> tuple[Any, int]:
+        while True:
+            try:
+                value, end = self.decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as e:
+                if self._maybe_incomplete(e) and self.more():
+                    continue
+                raise self._error(e, row) from None
+            if end == len(self.buf) and self.more():
+                continue  # a number may go on in the next chunk
+            line = self.where(self.pos)[0]
+            self.pos = end
+            return value, line
+
+    def _maybe_incomplete(self, e: json.JSONDecodeError) -> bool:
+        # Errors caused by the chunk ending lie within a literal's length of its end.
+        return e.msg.startswith("Unterminated string") or e.pos >= len(self.buf) - 10
+
+    def _error(self, e: json.JSONDecodeError, row: int) -> DataError:
+        line, column = self.where(e.pos)
+        rest = self.buf[e.pos :]
+        if e.msg.startswith("Unterminated string") or not any(c in rest for c in "]}"):
+            return DataError(
+                self.path,
+                f"the file ends in the middle of row {row}: it looks truncated",
+                "Export or download the file again",
+                line=line,
+                column=column,
+            )
+        return DataError(
+            self.path,
+            f"invalid JSON in row {row}: {e.msg}",
+            "Fix the JSON at that spot (a missing comma or quote, or a trailing comma?)",
+            line=line,
+            column=column,
+        )
+
+
+def _iter_json_array(path: Path, encoding: str) -> Iterator[RawRecord]:
+    with open_text(path, encoding) as stream:
+        reader = _JsonArrayReader(path, stream)
+        reader.peek()
+        reader.pos += 1  # the opening '['
+        index = 0
+        while True:
+            c = reader.peek()
+            if c == "]":
+                reader.pos += 1
+                break
+            if not c:
+                line, column = reader.where(reader.pos)
+                raise DataError(
+                    path,
+                    "the file ends before the JSON list is closed with ']': it looks truncated",
+                    "Export or download the file again",
+                    line=line,
+                    column=column,
+                )
+            if index > 0:
+                if c != ",":
+                    line, column = reader.where(reader.pos)
+                    raise DataError(
+                        path,
+                        f"invalid JSON after row {index - 1}: expected ',' or ']' but found '{c}'",
+                        "Fix the JSON at that spot (a missing comma between rows?)",
+                        line=line,
+                        column=column,
+                    )
+                reader.pos += 1
+                reader.peek()
+            value, line = reader.value(index)
+            yield RawRecord(index, line, value)
+            index += 1
+        trailing = reader.peek()
+        if trailing:
+            line, column = reader.where(reader.pos)
+            raise DataError(
+                path, f"extra text '{trailing}' after the closing ']'", "Remove it", line=line, column=column
+            )
+    if index == 0:
+        raise DataError(path, "the JSON list is empty", "Export the dataset again: it holds no rows")
+
+
+def _iter_csv(path: Path, encoding: str, delimiter: str) -> Iterator[RawRecord]:
+    # One legitimately long field (a whole document) must not stop the reader.
+    csv.field_size_limit(1 << 30)
+    with open_text(path, encoding, newline="") as f:
+        reader = csv.reader(f, delimiter=delimiter, strict=True)
+        try:
+            header = next(reader, None)
+            if not header or not any(h.strip() for h in header):
+                raise DataError(path, "the file is empty", "Export the dataset again with a header row", line=1)
+            index, start = 0, reader.line_num + 1
+            for fields in reader:
+                if not fields:
+                    start = reader.line_num + 1
+                    continue
+                if len(fields) != len(header):
+                    error = (
+                        f"row at line {start} has {len(fields)} fields but the header has {len(header)}: "
+                        "a comma or line break inside an unquoted field? Put such fields in double quotes"
+                    )
+                    yield RawRecord(index, start, None, error)
+                else:
+                    yield RawRecord(index, start, dict(zip(header, fields)))
+                index, start = index + 1, reader.line_num + 1
+        except csv.Error as e:
+            raise DataError(
+                path,
+                f"the CSV cannot be parsed: {e} (a quote opened near line {start} is never closed?)",
+                "Check the quotes of that row: fields with line breaks must be enclosed in double quotes",
+                line=start,
+            ) from None
+    if index == 0:
+        raise DataError(path, "the file has a header but no rows", "Export the dataset again with its rows")
+
+
+def _iter_parquet(path: Path) -> Iterator[RawRecord]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise DataError(path, f"this is not a readable Parquet file ({e})", "Export the Parquet file again") from None
+    if parquet.metadata.num_rows == 0:
+        raise DataError(path, "the Parquet file has no rows", "Export the dataset again")
+    index = 0
+    for batch in parquet.iter_batches(batch_size=1000):
+        for value in batch.to_pylist():
+            yield RawRecord(index, None, value)
+            index += 1
