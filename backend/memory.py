@@ -1,0 +1,234 @@
+"""Device-memory estimate of a training run, before it starts.
+
+Pure arithmetic on the model's architecture numbers (from a preset or a
+folder's config.json): no torch import, so the Train tab can update it on
+every keystroke. The formula, its assumptions and a comparison against the
+measured peak of real runs are in docs/MEMORY.md.
+
+All sizes are in GiB (2**30 bytes), like `Device.memory_gb`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+GIB = 2**30
+BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+# bitsandbytes NF4 with double quantisation: 4 bits + an 8-bit absmax per block
+# of 64 weights + an fp32 scale per 256 blocks.
+NF4_BYTES = 0.5 + 1 / 64 + 4 / (64 * 256)
+# LLM.int8: one byte per weight (+ an fp32 scale per output row, added separately).
+INT8_BYTES = 1.0
+# Optimizer state in bytes per trainable parameter.
+OPTIMIZER_BYTES = {
+    "adamw_torch": 8, "adamw_torch_fused": 8, "paged_adamw_32bit": 8,  # exp_avg + exp_avg_sq in fp32
+    "adamw_8bit": 2, "paged_adamw_8bit": 2,                              # both moments in 8 bits
+    "adafactor": 0.5,  # factored second moment: rows + columns, a small share of the weights
+    "sgd": 0,          # no momentum by default
+}
+# Fixed costs that do not scale with the model: the CUDA context and kernels
+# (not seen by torch's allocator, but they take device memory), or on the CPU
+# the Python process with torch / transformers imported (measured, docs/MEMORY.md).
+RUNTIME_GB = {"cuda": 0.6, "cpu": 0.9}
+# Keep this share of the device free: allocator fragmentation, other processes.
+HEADROOM = 0.10
+LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """The numbers of a Llama / Qwen / Mistral-style decoder that memory depends on."""
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    vocab_size: int
+    head_dim: int
+    tie_word_embeddings: bool = False
+
+    @classmethod
+    def from_config(cls, config: dict) -> Architecture:
+        """From a Hugging Face config.json mapping (a `text_config` inside is used when present)."""
+        config = config.get("text_config") or config
+        try:
+            hidden = int(config["hidden_size"])
+            heads = int(config["num_attention_heads"])
+            return cls(
+                hidden_size=hidden,
+                intermediate_size=int(config.get("intermediate_size") or 4 * hidden),
+                num_hidden_layers=int(config["num_hidden_layers"]),
+                num_attention_heads=heads,
+                num_key_value_heads=int(config.get("num_key_value_heads") or heads),
+                vocab_size=int(config["vocab_size"]),
+                head_dim=int(config.get("head_dim") or hidden // heads),
+                tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"config.json lacks the architecture number {error}; "
+                             f"the memory estimate needs hidden_size, num_hidden_layers, "
+                             f"num_attention_heads and vocab_size.") from None
+
+    @classmethod
+    def from_preset(cls, preset) -> Architecture:
+        """From a backend.model_presets.ModelPreset."""
+        return cls(hidden_size=preset.hidden_size, intermediate_size=preset.intermediate_size,
+                   num_hidden_layers=preset.num_layers, num_attention_heads=preset.num_heads,
+                   num_key_value_heads=preset.num_kv_heads, vocab_size=preset.vocab_size,
+                   head_dim=preset.hidden_size // preset.num_heads,
+                   tie_word_embeddings=preset.tie_word_embeddings)
+
+    @classmethod
+    def from_folder(cls, folder: str | Path) -> Architecture:
+        path = Path(folder) / "config.json"
+        try:
+            return cls.from_config(json.loads(path.read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            raise ValueError(f"{path} does not exist: the folder is not a Hugging Face model.") from None
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path} is not valid JSON ({error}).") from None
+
+    def linear_shapes(self) -> dict[str, tuple[int, int]]:
+        """(in_features, out_features) of each linear layer inside one decoder layer."""
+        h, i = self.hidden_size, self.intermediate_size
+        q, kv = self.num_attention_heads * self.head_dim, self.num_key_value_heads * self.head_dim
+        return {"q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h),
+                "gate_proj": (h, i), "up_proj": (h, i), "down_proj": (i, h)}
+
+    def layer_linear_params(self) -> int:
+        return sum(a * b for a, b in self.linear_shapes().values())
+
+    def embedding_params(self) -> int:
+        """Input embeddings plus the lm_head (once when they are tied)."""
+        return self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
+
+    def other_params(self) -> int:
+        """Norms: two per layer plus the final one (biases are below 0.1% and left out)."""
+        return self.hidden_size * (2 * self.num_hidden_layers + 1)
+
+    def num_parameters(self) -> int:
+        return self.num_hidden_layers * self.layer_linear_params() + self.embedding_params() + self.other_params()
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    weights_gb: float
+    adapters_gb: float
+    gradients_gb: float
+    optimizer_gb: float
+    activations_gb: float
+    runtime_gb: float
+    total_params: int
+    trainable_params: int
+
+    @property
+    def total_gb(self) -> float:
+        return (self.weights_gb + self.adapters_gb + self.gradients_gb + self.optimizer_gb
+                + self.activations_gb + self.runtime_gb)
+
+    def fits(self, device_memory_gb: float) -> bool:
+        return self.total_gb <= device_memory_gb * (1 - HEADROOM)
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "total_gb": self.total_gb}
+
+
+def architecture_for(model: str, models_dir: str | Path) -> Architecture:
+    """The architecture of 'demo' (its built folder), a preset hub id or a local folder."""
+    from backend.model_presets import PRESETS
+
+    if model in PRESETS:
+        return Architecture.from_preset(PRESETS[model])
+    folder = Path(models_dir) / "demo" if model == "demo" else Path(model).expanduser()
+    if model == "demo" and not (folder / "config.json").is_file():
+        raise ValueError("The demo model is not built yet (it is built on the first run); "
+                         "the estimate appears once it exists.")
+    return Architecture.from_folder(folder)
+
+
+def lora_params(arch: Architecture, r: int, target: str | list[str]) -> int:
+    """Adapter parameters: r * (in + out) per adapted linear layer.
+    'all-linear' is every linear layer inside the decoder layers (peft leaves the lm_head out)."""
+    shapes = arch.linear_shapes()
+    return arch.num_hidden_layers * sum(r * (shapes[n][0] + shapes[n][1]) for n in target_names(target))
+
+
+def target_names(target: str | list[str]) -> list[str]:
+    """The decoder-layer linear names a `lora_target` setting adapts (unknown names add nothing)."""
+    if target == "all-linear":
+        return list(LINEAR_NAMES)
+    names = [target] if isinstance(target, str) else target
+    return [n for n in names if n in LINEAR_NAMES]
+
+
+def activation_elements_per_token(arch: Architecture, lora_dropout_inputs: int = 0) -> int:
+    """Tensors one decoder layer keeps for the backward pass, per token (elements).
+
+    Attention through SDPA (no seq x seq score matrix is kept). Counted:
+    residual input + norm output (2h), q/k/v before and after RoPE (2q + 3kv:
+    v is not rotated), attention output (q), the second norm's input + output (2h),
+    gate, up, silu(gate) and their product (4i); plus, with LoRA dropout, one
+    dropped copy of each adapted layer's input."""
+    h, i = arch.hidden_size, arch.intermediate_size
+    q, kv = arch.num_attention_heads * arch.head_dim, arch.num_key_value_heads * arch.head_dim
+    return 4 * h + 3 * q + 3 * kv + 4 * i + lora_dropout_inputs
+
+
+def estimate_memory(arch: Architecture, *, method: str, precision: str, batch_size: int, cutoff_len: int,
+                    gradient_checkpointing: bool = False, quantization_bits: int | None = None,
+                    lora_r: int = 16, lora_target: str | list[str] = "all-linear", lora_dropout: float = 0.0,
+                    optim: str = "adamw_torch", device_kind: str = "cuda") -> MemoryEstimate:
+    """Peak memory of one training device. `precision` is the resolved one
+    (bf16 / fp16 / fp32, never auto); `batch_size` is per device."""
+    compute = BYTES[precision]
+    layers = arch.num_hidden_layers
+    linear = layers * arch.layer_linear_params()
+    rest = arch.embedding_params() + arch.other_params()
+
+    if method == "full":
+        # The Trainer keeps fp32 master weights and autocasts to bf16 / fp16.
+        weights = arch.num_parameters() * 4
+        trainable = arch.num_parameters()
+        adapters = 0
+    else:
+        if method == "qlora":
+            per_weight = NF4_BYTES if (quantization_bits or 4) == 4 else INT8_BYTES
+            row_scales = 4 * layers * sum(out for _, out in arch.linear_shapes().values()) if quantization_bits == 8 else 0
+            # prepare_model_for_kbit_training casts the unquantised rest (embeddings, norms) to fp32.
+            weights = linear * per_weight + row_scales + rest * 4
+        else:
+            weights = arch.num_parameters() * compute
+        trainable = lora_params(arch, lora_r, lora_target)
+        adapters = trainable * 4  # peft keeps adapter weights in fp32
+    gradients = trainable * 4
+    optimizer = trainable * OPTIMIZER_BYTES.get(optim, 8)
+    activations = _activation_bytes(arch, method, compute, batch_size, cutoff_len, gradient_checkpointing,
+                                    lora_target, lora_dropout)
+    return MemoryEstimate(
+        weights_gb=weights / GIB, adapters_gb=adapters / GIB, gradients_gb=gradients / GIB,
+        optimizer_gb=optimizer / GIB, activations_gb=activations / GIB,
+        runtime_gb=RUNTIME_GB["cpu" if device_kind == "cpu" else "cuda"],
+        total_params=arch.num_parameters() + (trainable if method != "full" else 0),
+        trainable_params=trainable,
+    )
+
+
+def _activation_bytes(arch: Architecture, method: str, compute: int, batch_size: int, cutoff_len: int,
+                      checkpointing: bool, lora_target: str | list[str], lora_dropout: float) -> int:
+    tokens = batch_size * cutoff_len  # padded to the longest in the batch: cutoff is the worst case
+    dropout_inputs = 0
+    if method != "full" and lora_dropout > 0:
+        shapes = arch.linear_shapes()
+        dropout_inputs = sum(shapes[n][0] for n in target_names(lora_target))
+    per_layer = activation_elements_per_token(arch, dropout_inputs) * compute * tokens
+    if checkpointing:
+        # Only each layer's input is kept; one layer is recomputed at a time in backward.
+        layers = arch.num_hidden_layers * arch.hidden_size * compute * tokens + per_layer
+    else:
+        layers = arch.num_hidden_layers * per_layer
+    # Logits in the compute dtype, their fp32 upcast for the loss, and the
+    # log-softmax output cross-entropy keeps: vocab-sized, often the largest term.
+    logits = tokens * arch.vocab_size * (compute + 4 + 4)
+    return layers + logits

@@ -1,0 +1,105 @@
+"""The memory estimate against numbers computed by hand (docs/MEMORY.md has the formula)."""
+
+import json
+
+import pytest
+
+from backend.memory import GIB, NF4_BYTES, RUNTIME_GB, Architecture, architecture_for, estimate_memory, lora_params
+from backend.model_presets import PRESETS
+
+# h=8, i=16, 2 layers, 2 heads of 4, 1 kv head, vocab 10, tied embeddings.
+TINY = Architecture(hidden_size=8, intermediate_size=16, num_hidden_layers=2, num_attention_heads=2,
+                    num_key_value_heads=1, vocab_size=10, head_dim=4, tie_word_embeddings=True)
+# Per layer: q 8x8=64, k 8x4=32, v 32, o 64, gate/up/down 8x16=128 each -> 576.
+LINEAR = 2 * 576
+PARAMS = LINEAR + 10 * 8 + 8 * 5   # + tied embedding + 5 norms of 8
+# Per token per layer: 4h + 3q + 3kv + 4i = 32 + 24 + 12 + 64.
+ACT = 132
+
+
+def b(gb):
+    return round(gb * GIB)
+
+
+def test_parameter_counts_by_hand():
+    assert TINY.num_parameters() == PARAMS == 1272
+    # r * (in + out) per adapted layer: (16+12+12+16+24+24+24) * 2 per layer, 2 layers.
+    assert lora_params(TINY, 2, "all-linear") == 512
+    assert lora_params(TINY, 2, ["q_proj", "v_proj"]) == 2 * 2 * (16 + 12)
+
+
+def test_lora_fp32_terms():
+    e = estimate_memory(TINY, method="lora", precision="fp32", batch_size=3, cutoff_len=5,
+                        lora_r=2, device_kind="cpu")
+    tokens = 15
+    assert b(e.weights_gb) == PARAMS * 4
+    assert b(e.adapters_gb) == b(e.gradients_gb) == 512 * 4
+    assert b(e.optimizer_gb) == 512 * 8
+    assert b(e.activations_gb) == 2 * ACT * 4 * tokens + tokens * 10 * (4 + 4 + 4)
+    assert e.runtime_gb == RUNTIME_GB["cpu"]
+    assert e.trainable_params == 512
+
+
+def test_checkpointing_keeps_layer_inputs_and_one_layer():
+    e = estimate_memory(TINY, method="lora", precision="fp32", batch_size=3, cutoff_len=5, lora_r=2,
+                        gradient_checkpointing=True)
+    assert b(e.activations_gb) == 2 * 8 * 4 * 15 + ACT * 4 * 15 + 15 * 10 * 12
+
+
+def test_lora_dropout_keeps_a_copy_of_each_adapted_input():
+    e = estimate_memory(TINY, method="lora", precision="bf16", batch_size=1, cutoff_len=1, lora_r=2,
+                        lora_target=["q_proj", "down_proj"], lora_dropout=0.1)
+    # inputs: q_proj 8 + down_proj 16 elements per token per layer, bf16.
+    assert b(e.activations_gb) == 2 * (ACT + 24) * 2 + 10 * (2 + 4 + 4)
+    assert b(e.weights_gb) == PARAMS * 2
+
+
+def test_qlora_quantises_linear_layers_only():
+    four = estimate_memory(TINY, method="qlora", quantization_bits=4, precision="bf16", batch_size=1, cutoff_len=1)
+    assert four.weights_gb * GIB == pytest.approx(LINEAR * NF4_BYTES + (80 + 40) * 4)
+    eight = estimate_memory(TINY, method="qlora", quantization_bits=8, precision="bf16", batch_size=1, cutoff_len=1)
+    row_scales = 4 * 2 * (8 + 4 + 4 + 8 + 16 + 16 + 8)
+    assert b(eight.weights_gb) == LINEAR + row_scales + 120 * 4
+
+
+def test_full_fine_tuning_pays_for_every_weight():
+    e = estimate_memory(TINY, method="full", precision="bf16", batch_size=1, cutoff_len=1, optim="adamw_8bit")
+    assert b(e.weights_gb) == b(e.gradients_gb) == PARAMS * 4
+    assert b(e.optimizer_gb) == PARAMS * 2
+    assert e.adapters_gb == 0 and e.trainable_params == PARAMS
+
+
+def test_verdict_keeps_headroom():
+    arch = Architecture.from_preset(PRESETS["Qwen/Qwen2.5-7B-Instruct"])
+    full = estimate_memory(arch, method="full", precision="bf16", batch_size=1, cutoff_len=512)
+    qlora = estimate_memory(arch, method="qlora", precision="bf16", batch_size=1, cutoff_len=512,
+                            gradient_checkpointing=True)
+    # 7.6 B weights: fp32 master weights + grads + Adam = 16 bytes each, ~113 GiB before activations.
+    assert full.weights_gb + full.gradients_gb + full.optimizer_gb == pytest.approx(7_615_487_488 * 16 / GIB)
+    assert not full.fits(80) and qlora.fits(16) and not qlora.fits(qlora.total_gb)
+
+
+def test_presets_match_published_parameter_counts():
+    for preset in PRESETS.values():
+        assert Architecture.from_preset(preset).num_parameters() == pytest.approx(preset.num_parameters, rel=0.01)
+
+
+def test_config_json_matches_a_real_model(tmp_path):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
+                         num_key_value_heads=2, vocab_size=300, tie_word_embeddings=False)
+    (tmp_path / "config.json").write_text(json.dumps(config.to_dict()))
+    model = LlamaForCausalLM(config)
+    arch = architecture_for(str(tmp_path), tmp_path / "models")
+    assert arch.num_parameters() == sum(p.numel() for p in model.parameters())
+
+
+def test_unusable_folders_say_why(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        architecture_for(str(tmp_path), tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "x"}))
+    with pytest.raises(ValueError, match="lacks the architecture number"):
+        architecture_for(str(tmp_path), tmp_path)
+    with pytest.raises(ValueError, match="not built yet"):
+        architecture_for("demo", tmp_path / "models")
