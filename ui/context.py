@@ -8,6 +8,22 @@ Labels use `ctx.t(key)` (resolved in the browser by gr.I18n). Messages produced
 by handlers take `ctx.lang` (a component holding "en" or "zh") as an input and
 format them with `ctx.msg(lang, key, **values)`. Every event listener passes
 `api_visibility="private"` unless it is part of the documented API.
+
+Shared components (`ctx.shared`), created by the shell before any tab is built:
+  "dataset"  gr.State[str | None]  workspace dataset name chosen or saved in Data;
+                                   Train reads it (listen to its .change).
+  "run_id"   gr.State[str | None]  run chosen in Runs; Chat / Evaluate / Export may follow it.
+Both start from the last used values in settings.json.
+
+Last used settings: `ctx.saved()` returns the workspace's settings.json as a
+dict (read fresh, so use it inside a handler or `demo.load`), and
+`ctx.remember(key=value, ...)` merges values into it (None removes a key).
+Known keys: "language", "dataset", "run_id", "model"; a tab may keep its form
+under its own key, e.g. "train": {...}.
+
+Heavy libraries (torch, transformers, peft, plotly) must not be imported when
+a tab module is imported or built: import them inside handlers, so the page is
+served before they load (tests/test_app_startup.py checks this).
 """
 
 from __future__ import annotations
@@ -29,6 +45,16 @@ class UIContext:
     # Components more than one tab reads or writes, e.g. "dataset" (workspace
     # dataset name chosen in Data, used by Train) and "run_id" (run chosen in Runs).
     shared: dict[str, Any] = field(default_factory=dict)
+
+    def saved(self) -> dict[str, Any]:
+        from ui.settings import load_settings
+
+        return load_settings(self.workspace)
+
+    def remember(self, **values: Any) -> dict[str, Any]:
+        from ui.settings import save_settings
+
+        return save_settings(self.workspace, **values)
 
     def t(self, key: str) -> Any:
         return self.i18n(key)

@@ -1,0 +1,80 @@
+"""FineTune Studio: `python app.py` serves the UI on http://127.0.0.1:7860.
+
+parse flags -> refuse unsafe ones -> build the UI -> launch. Training never runs
+here: the UI starts worker processes and reads what they write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import sys
+from pathlib import Path
+
+AUTH_ENV = "FINETUNE_STUDIO_AUTH"
+LOOPBACK_NAMES = {"localhost"}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="app.py", description="FineTune Studio: fine-tune language models locally.")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
+    parser.add_argument("--port", type=int, default=7860, help="port to listen on (default: 7860)")
+    parser.add_argument("--workspace", default=os.environ.get("FINETUNE_STUDIO_WORKSPACE", "workspace"),
+                        help="folder holding datasets, runs, models and settings (default: ./workspace)")
+    parser.add_argument("--allow-remote", action="store_true",
+                        help="allow --host to be an address other computers can reach (use with --auth)")
+    parser.add_argument("--share", action="store_true", help="also publish a public gradio.live link (off by default)")
+    parser.add_argument("--auth", default=os.environ.get(AUTH_ENV),
+                        help=f"USER:PASS required to sign in (or set {AUTH_ENV})")
+    parser.add_argument("--max-file-size", default="200mb", help="largest upload accepted, e.g. 200mb, 2gb (default: 200mb)")
+    return parser.parse_args(argv)
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_args(args: argparse.Namespace) -> tuple[str, str] | None:
+    """Refuse unsafe or malformed flags with a sentence; returns the parsed --auth."""
+    if not is_loopback(args.host) and not args.allow_remote:
+        sys.exit(f"Refusing to listen on {args.host}: other computers could reach your data and models. "
+                 "Use --host 127.0.0.1, or add --allow-remote (together with --auth USER:PASS) if you mean it.")
+    auth = None
+    if args.auth:
+        user, sep, password = args.auth.partition(":")
+        if not sep or not user or not password:
+            sys.exit(f"--auth (or {AUTH_ENV}) must look like USER:PASS, with both parts non-empty.")
+        auth = (user, password)
+    if args.share:
+        print("Warning: --share publishes this app on a public gradio.live address. "
+              "Anyone with the link can use it" + ("." if auth else "; add --auth USER:PASS."), file=sys.stderr)
+    if not is_loopback(args.host) and not auth:
+        print(f"Warning: listening on {args.host} without --auth: anyone on the network can use this app.", file=sys.stderr)
+    return auth
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    auth = check_args(args)
+    root = Path(args.workspace).expanduser().resolve()
+    # Uploads land inside the workspace, the only folder the app serves files from.
+    os.environ.setdefault("GRADIO_TEMP_DIR", str(root / ".uploads"))
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+    from backend.workspace import Workspace
+    from ui.shell import build_app, launch_options
+
+    workspace = Workspace(root).ensure()
+    demo = build_app(workspace)
+    options = launch_options(demo, workspace, share=args.share, auth=auth, max_file_size=args.max_file_size)
+    demo.queue(default_concurrency_limit=4).launch(server_name=args.host, server_port=args.port, **options)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""The window around the tabs: title, language switch, the six tabs in order,
+and the gradio launch settings that make a local app safe by default.
+
+Each tab is `ui/tabs/<name>.py` exposing TEXT and build(ctx) (see ui/context.py).
+A tab module that does not exist yet is left out, so the shell always starts.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+from typing import Any
+
+# Before gradio is imported: no usage analytics leave this machine.
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+import gradio as gr  # noqa: E402
+
+from backend.workspace import Workspace  # noqa: E402
+from ui.context import UIContext  # noqa: E402
+from ui.i18n import APPLY_LANGUAGE_JS, BROWSER_LANGUAGE_JS, build_i18n, merge_texts, normalise_language  # noqa: E402
+from ui.settings import load_settings, save_settings  # noqa: E402
+
+TAB_ORDER = ("data", "train", "runs", "chat", "evaluate", "export")
+
+TEXT: dict[str, dict[str, str]] = {
+    "shell.title": {"en": "FineTune Studio", "zh": "FineTune Studio 微调工作室"},
+    "shell.subtitle": {
+        "en": "Fine-tune language models on your own data, locally.",
+        "zh": "在本机用你自己的数据微调语言模型。",
+    },
+    "shell.language": {"en": "Language", "zh": "语言"},
+    "shell.tab.data": {"en": "Data", "zh": "数据"},
+    "shell.tab.train": {"en": "Train", "zh": "训练"},
+    "shell.tab.runs": {"en": "Runs", "zh": "运行"},
+    "shell.tab.chat": {"en": "Chat", "zh": "对话"},
+    "shell.tab.evaluate": {"en": "Evaluate", "zh": "评估"},
+    "shell.tab.export": {"en": "Export", "zh": "导出"},
+}
+
+CSS = """
+#shell-header { align-items: center; }
+#shell-header h1 { margin: 0; }
+#shell-language { max-width: 16rem; }
+footer { opacity: 0.6; }
+"""
+
+
+def load_tab_modules() -> dict[str, ModuleType]:
+    """The tab modules that exist, in display order. A missing module is skipped;
+    an error inside an existing module is raised (it is a bug, not an absence)."""
+    modules = {}
+    for name in TAB_ORDER:
+        qualified = f"ui.tabs.{name}"
+        try:
+            modules[name] = importlib.import_module(qualified)
+        except ModuleNotFoundError as error:
+            if error.name != qualified:
+                raise
+    return modules
+
+
+def build_app(workspace: Workspace) -> gr.Blocks:
+    """The whole UI for `workspace` (not launched)."""
+    modules = load_tab_modules()
+    texts = merge_texts(TEXT, *(getattr(m, "TEXT", {}) for m in modules.values()))
+    i18n = build_i18n(texts)
+    saved = load_settings(workspace)
+    with gr.Blocks(title="FineTune Studio", fill_width=True, analytics_enabled=False) as demo:
+        with gr.Row(elem_id="shell-header", equal_height=True):
+            gr.Markdown(f"# {i18n('shell.title')}\n{i18n('shell.subtitle')}", elem_id="shell-title")
+            lang = gr.Radio(
+                choices=[("English", "en"), ("中文", "zh")],
+                value=normalise_language(saved.get("language", "en")),
+                label=i18n("shell.language"),
+                elem_id="shell-language",
+                scale=0,
+            )
+        ctx = UIContext(workspace=workspace, texts=texts, i18n=i18n, lang=lang)
+        ctx.shared["dataset"] = gr.State(saved.get("dataset"))
+        ctx.shared["run_id"] = gr.State(saved.get("run_id"))
+        with gr.Tabs(elem_id="shell-tabs"):
+            for name, module in modules.items():
+                with gr.Tab(i18n(f"shell.tab.{name}"), id=name, elem_id=f"tab-{name}"):
+                    module.build(ctx)
+        _wire_language(demo, ctx)
+    demo.i18n_instance = i18n  # gradio's own attribute; launch() must be given it again
+    return demo
+
+
+def _wire_language(demo: gr.Blocks, ctx: UIContext) -> None:
+    """Page load: saved language, else the browser's; user change: apply and remember."""
+
+    def initial(browser_lang: str) -> str:
+        return normalise_language(ctx.saved().get("language") or browser_lang)
+
+    def remember(value: str) -> None:
+        save_settings(ctx.workspace, language=normalise_language(value))
+
+    demo.load(initial, ctx.lang, ctx.lang, js=BROWSER_LANGUAGE_JS, api_visibility="private").then(
+        None, ctx.lang, None, js=APPLY_LANGUAGE_JS, api_visibility="private"
+    )
+    ctx.lang.input(remember, ctx.lang, None, js=APPLY_LANGUAGE_JS, api_visibility="private")
+
+
+def launch_options(
+    demo: gr.Blocks, workspace: Workspace, *, share: bool, auth: tuple[str, str] | None, max_file_size: str
+) -> dict[str, Any]:
+    """gradio launch() keywords: everything a local tool does not need is off."""
+    root = str(workspace.root.resolve())
+    return {
+        "i18n": demo.i18n_instance,
+        "share": share,
+        "auth": auth,
+        "auth_message": "FineTune Studio: sign in with the user and password given to --auth.",
+        "max_file_size": max_file_size,
+        "allowed_paths": [root],           # the workspace and nothing else
+        "enable_monitoring": False,        # no /monitoring endpoint
+        "mcp_server": False,
+        "run_history": False,              # nothing about the user's calls kept in the browser
+        "footer_links": ["settings"],      # no "use via API" link: the documented API lives in docs/
+        "ssr_mode": False,                 # no node server: faster start, one process
+        "show_error": True,
+        "theme": gr.themes.Soft(),
+        "css": CSS,
+    }
