@@ -1,0 +1,358 @@
+"""The run store: create, start, stop, resume, list and delete runs.
+
+A run is its folder, workspace/runs/<run-id>/ (DESIGN section 3); nothing
+about a run lives only in memory, so a restarted UI finds every run again,
+reports a live worker as running and keeps charting it. Who writes
+status.json: this store before launch and right after it (queued, then
+running with pid + create_time), the worker while it runs and at its end,
+and this store again only once the worker is gone without a final state
+(lost) or was killed after a stop's grace period.
+
+Policy: one job per device set. A start on devices a live run holds is
+refused (not queued) with a message naming that run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from backend import supervisor
+from backend.config import ConfigError, RunConfig
+from backend.hardware import Device, detect_devices, training_devices
+from backend.run_files import (
+    CONFIG_FILE,
+    FINAL_STATES,
+    LOG_FILE,
+    SUMMARY_FILE,
+    MetricsTail,
+    checkpoint_step,
+    list_checkpoints,
+    read_json,
+    read_status,
+    tail_text,
+    update_status,
+)
+from backend.workspace import Workspace
+
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+RESUMABLE = ("stopped", "lost", "failed")
+
+
+class RunError(RuntimeError):
+    """A run operation that cannot be done; the message is meant for the user."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    step: int
+    path: Path
+
+
+@dataclass
+class RunInfo:
+    run_id: str
+    run_dir: Path
+    state: str
+    model: str = ""
+    method: str = ""
+    dataset: str = ""
+    created_at: float | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    global_step: int = 0
+    max_steps: int | None = None
+    progress: float = 0.0           # 0..1
+    best_eval_loss: float | None = None
+    error: str | None = None
+    advice: str | None = None
+    checkpoints: list[Checkpoint] = field(default_factory=list)  # complete ones, by step
+    config: RunConfig | None = None  # None when config.yaml is unreadable (see error)
+    pid: int | None = None
+    devices: list[str] = field(default_factory=list)
+    command: list[str] = field(default_factory=list)
+
+    @property
+    def live(self) -> bool:
+        return self.state in ("queued", "running") and self.pid is not None
+
+
+class RunStore:
+    """Runs of one workspace. Instance state is only a cache (child processes
+    to reap, metrics readers); everything that must survive is on disk."""
+
+    def __init__(self, workspace: Workspace, devices: list[Device] | None = None):
+        self.workspace = workspace
+        self.runs_dir = workspace.runs_dir
+        self._devices = devices  # detected lazily: detection imports torch
+        self._children: dict[str, subprocess.Popen] = {}
+        self._best_eval: dict[str, tuple[MetricsTail, float | None]] = {}
+
+    # --- create and start ------------------------------------------------------
+    def command_for(self, config: RunConfig, run_dir: Path | None = None) -> tuple[list[str], str]:
+        """(argv, YAML) that reproduce a run from a shell: save the YAML as
+        run.yaml and run argv from the repository folder. With `run_dir`, the
+        argv the store itself launches for that run folder."""
+        args = ["--config", "run.yaml"] if run_dir is None else ["--config", str(Path(run_dir) / CONFIG_FILE),
+                                                                  "--run-dir", str(run_dir)]
+        return supervisor.build_command(args, self._num_processes(config)), config.to_yaml()
+
+    def create(self, config: RunConfig) -> str:
+        """Make the run folder with config.yaml (never edited after) and a
+        queued status.json; returns the run id."""
+        devices = self._resolve_devices(config)
+        run_dir = self._new_run_dir(config)
+        config.save(run_dir / CONFIG_FILE)
+        argv, _ = self.command_for(config, run_dir)
+        update_status(run_dir, state="queued", run_id=run_dir.name, created_at=time.time(), command=argv,
+                      devices=[d.id for d in devices], model=config.model_name_or_path, method=config.method)
+        return run_dir.name
+
+    def start(self, run_id: str) -> None:
+        status = self.refresh(run_id)
+        if status.get("state") != "queued" or status.get("pid"):
+            raise RunError(f"Run {run_id} was already started (state: {status.get('state')}); "
+                           f"use Resume to continue it or start a new run.")
+        self._launch(run_id, status["command"], {})
+
+    def launch(self, config: RunConfig) -> str:
+        run_id = self.create(config)
+        try:
+            self.start(run_id)
+        except RunError:
+            shutil.rmtree(self._run_dir(run_id), ignore_errors=True)  # a refused start leaves no trace
+            raise
+        return run_id
+
+    def resume(self, run_id: str, overrides: list[str] | None = None) -> None:
+        """Continue a stopped, lost or failed run from its newest complete
+        checkpoint. The worker reconciles the config (and fails on a changed
+        model or LoRA shape); its error lands in status.json."""
+        overrides = list(overrides or [])
+        status = self.refresh(run_id)
+        state = status.get("state")
+        if state not in RESUMABLE:
+            hint = "it is still running" if state in ("queued", "running") else "it completed; start a new run instead"
+            raise RunError(f"Run {run_id} cannot be resumed: {hint}.")
+        run_dir = self._run_dir(run_id)
+        checkpoints = list_checkpoints(run_dir)
+        if not checkpoints:
+            raise RunError(f"Run {run_id} has no complete checkpoint to resume from; start it again instead.")
+        config = self._config(run_dir)
+        try:
+            config.with_overrides(overrides)
+        except ConfigError as error:
+            raise RunError(f"Cannot resume {run_id}: {error}") from None
+        args = ["--resume", str(run_dir), *[a for item in overrides for a in ("--set", item)]]
+        argv = supervisor.build_command(args, self._num_processes(config))
+        self._launch(run_id, argv, {"resumed_from": checkpoints[-1].name, "resume_overrides": overrides,
+                                    "ended_at": None, "exit_code": None, "error": None, "advice": None})
+
+    def _launch(self, run_id: str, argv: list[str], fields: dict) -> None:
+        run_dir = self._run_dir(run_id)
+        devices = read_status(run_dir).get("devices") or []
+        # The lock makes check-then-launch atomic across threads and UI processes.
+        with self._lock():
+            busy = self.busy_devices()
+            taken = [d for d in devices if d in busy]
+            if taken:
+                raise RunError(f"{', '.join(taken)} is busy with run {busy[taken[0]]}; "
+                               f"stop that run or wait for it to finish, then start this one.")
+            update_status(run_dir, state="queued", command=argv, pid=None, pgid=None, create_time=None, **fields)
+            try:
+                child = supervisor.launch(argv, run_dir)
+            except OSError as error:
+                update_status(run_dir, state="failed", ended_at=time.time(), error=f"Could not start the worker: {error}.")
+                raise RunError(f"Could not start the worker for {run_id}: {error}.") from None
+            self._children[run_id] = child
+            update_status(run_dir, state="running", pid=child.pid, pgid=child.pid,
+                          create_time=supervisor.create_time(child.pid), started_at=time.time())
+
+    # --- stop, watch, delete ---------------------------------------------------
+    def stop(self, run_id: str, grace_s: float = 30) -> None:
+        """Ask the worker to save a checkpoint and exit; returns at once. After
+        `grace_s` seconds a daemon thread SIGKILLs whatever is left (then the
+        run is `stopped` at its last complete checkpoint)."""
+        status = self.refresh(run_id)
+        if not self._is_live(status):
+            raise RunError(f"Run {run_id} is not running (state: {status.get('state')}).")
+        pid, started = status["pid"], status["create_time"]
+        supervisor.request_stop(pid)
+        run_dir = self._run_dir(run_id)
+
+        def after_kill() -> None:
+            if read_status(run_dir).get("state") not in FINAL_STATES:
+                update_status(run_dir, state="stopped", ended_at=time.time(),
+                              advice=f"The worker did not stop within {grace_s:g} s and was killed. "
+                                     f"{self._resume_hint(run_dir)}")
+
+        supervisor.escalate_later(pid, started, grace_s, self._children.get(run_id), after_kill)
+
+    def refresh(self, run_id: str) -> dict:
+        """status.json of the run, after lost detection: a run marked queued
+        (with a pid) or running whose process is gone, or whose pid now belongs
+        to another program, becomes `lost` (or `failed` when we saw it exit
+        with an error code)."""
+        run_dir = self._run_dir(run_id)
+        status = read_status(run_dir)
+        child = self._children.get(run_id)
+        if child is not None and child.poll() is not None:
+            self._children.pop(run_id)  # reaped: no zombie left behind
+        if status.get("state") not in ("queued", "running") or not status.get("pid"):
+            return status
+        if supervisor.is_alive(status["pid"], status.get("create_time")):
+            return status
+        status = read_status(run_dir)  # the worker may have written its end just before exiting
+        if status.get("state") in FINAL_STATES:
+            return status
+        return self._mark_gone(run_dir, status, child.returncode if child is not None else None)
+
+    def _mark_gone(self, run_dir: Path, status: dict, exit_code: int | None) -> dict:
+        if exit_code is not None and exit_code > 0:
+            last = _last_line(run_dir / LOG_FILE)
+            return update_status(run_dir, state="failed", exit_code=exit_code, ended_at=time.time(),
+                                 error=last or f"The worker exited with code {exit_code}; see train.log.")
+        how = f" (killed by signal {-exit_code})" if exit_code else ""
+        error = (f"The worker (pid {status['pid']}) ended without recording a final state{how}: "
+                 f"it was killed, crashed or the machine restarted. {self._resume_hint(run_dir)}")
+        return update_status(run_dir, state="lost", exit_code=exit_code, ended_at=time.time(), error=error)
+
+    @staticmethod
+    def _resume_hint(run_dir: Path) -> str:
+        checkpoints = list_checkpoints(run_dir)
+        if checkpoints:
+            return f"Resume continues from {checkpoints[-1].name}."
+        return "No checkpoint was completed, so start it again instead."
+
+    def busy_devices(self) -> dict[str, str]:
+        """Device id -> id of the live run that holds it."""
+        busy = {}
+        for run_dir in self._run_dirs():
+            status = self.refresh(run_dir.name)
+            if self._is_live(status):
+                for device in status.get("devices") or []:
+                    busy.setdefault(device, run_dir.name)
+        return busy
+
+    def delete(self, run_id: str) -> None:
+        status = self.refresh(run_id)
+        if self._is_live(status):
+            raise RunError(f"Run {run_id} is still running; stop it before deleting it.")
+        shutil.rmtree(self._run_dir(run_id))
+        self._best_eval.pop(run_id, None)
+
+    # --- reading ---------------------------------------------------------------
+    def list(self) -> list[RunInfo]:
+        """Every run of the workspace, newest first, refreshed from disk."""
+        infos = [self.get(d.name) for d in self._run_dirs()]
+        return sorted(infos, key=lambda i: (i.created_at or 0, i.run_id), reverse=True)
+
+    def get(self, run_id: str) -> RunInfo:
+        status = self.refresh(run_id)
+        run_dir = self._run_dir(run_id)
+        info = RunInfo(run_id=run_id, run_dir=run_dir, state=status.get("state", "queued"),
+                       created_at=status.get("created_at"), started_at=status.get("started_at"),
+                       ended_at=status.get("ended_at"), global_step=int(status.get("global_step") or 0),
+                       error=status.get("error"), advice=status.get("advice"), pid=status.get("pid"),
+                       devices=status.get("devices") or [], command=status.get("command") or [],
+                       checkpoints=[Checkpoint(checkpoint_step(p), p) for p in list_checkpoints(run_dir)])
+        try:
+            info.config = self._config(run_dir)
+        except RunError as error:
+            info.error = info.error or str(error)
+        if info.config is not None:
+            info.model, info.method, info.dataset = (info.config.model_name_or_path, info.config.method,
+                                                     info.config.dataset)
+        max_steps = status.get("max_steps") or (info.config.max_steps if info.config else -1)
+        info.max_steps = max_steps if max_steps and max_steps > 0 else None
+        if info.state == "completed":
+            info.progress = 1.0
+        elif info.max_steps:
+            info.progress = min(1.0, info.global_step / info.max_steps)
+        info.best_eval_loss = self._best_eval_loss(run_id, run_dir)
+        return info
+
+    def _best_eval_loss(self, run_id: str, run_dir: Path) -> float | None:
+        summary = read_json(run_dir / SUMMARY_FILE, default={}) or {}
+        if summary.get("best_eval_loss") is not None:
+            return summary["best_eval_loss"]
+        # Tail metrics.jsonl incrementally: each call reads only the new lines.
+        tail, best = self._best_eval.get(run_id) or (MetricsTail(run_dir), None)
+        for record in tail.read_new():
+            loss = record.get("eval_loss")
+            if loss is not None and (best is None or loss < best):
+                best = loss
+        self._best_eval[run_id] = (tail, best)
+        return best
+
+    # --- helpers ---------------------------------------------------------------
+    def _run_dir(self, run_id: str) -> Path:
+        run_dir = self.runs_dir / run_id
+        if not RUN_ID.match(run_id or "") or not run_dir.is_dir():
+            raise RunError(f"No run named {run_id!r} in {self.runs_dir}.")
+        return run_dir
+
+    def _run_dirs(self) -> list[Path]:
+        if not self.runs_dir.is_dir():
+            return []
+        return [d for d in self.runs_dir.iterdir() if d.is_dir() and RUN_ID.match(d.name)
+                and ((d / CONFIG_FILE).exists() or (d / "status.json").exists())]
+
+    def _new_run_dir(self, config: RunConfig) -> Path:
+        label = re.sub(r"[^A-Za-z0-9._-]+", "-", config.run_name or config.method).strip("-.")[:40] or "run"
+        base = f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        for n in range(1, 1000):
+            run_dir = self.runs_dir / (base if n == 1 else f"{base}-{n}")
+            with contextlib.suppress(FileExistsError):
+                run_dir.mkdir()
+                return run_dir
+        raise RunError(f"Could not make a new run folder in {self.runs_dir}.")
+
+    @staticmethod
+    def _config(run_dir: Path) -> RunConfig:
+        try:
+            return RunConfig.load(run_dir / CONFIG_FILE)
+        except ConfigError as error:
+            raise RunError(f"{run_dir / CONFIG_FILE} cannot be read: {error}") from None
+
+    def _resolve_devices(self, config: RunConfig) -> list[Device]:
+        if self._devices is None:
+            self._devices = detect_devices()
+        try:
+            devices = training_devices(config.devices, self._devices)
+            config.check_devices(devices)
+        except (ValueError, ConfigError) as error:
+            raise RunError(str(error)) from None
+        return devices
+
+    def _num_processes(self, config: RunConfig) -> int:
+        if config.num_processes:
+            return config.num_processes
+        devices = self._resolve_devices(config)
+        return len(devices) if devices[0].id != "cpu" else 1
+
+    @staticmethod
+    def _is_live(status: dict) -> bool:
+        return status.get("state") in ("queued", "running") and bool(status.get("pid"))
+
+    @contextlib.contextmanager
+    def _lock(self):
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.runs_dir / ".launch.lock", "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _last_line(path: Path) -> str:
+    lines = [line.strip() for line in tail_text(path, 4000).splitlines() if line.strip()]
+    return lines[-1] if lines else ""

@@ -1,0 +1,178 @@
+"""Worker processes: build the command, launch detached, recognise, signal, reap.
+
+The run store (backend/runs.py) decides *what* to do with a run; this module
+knows *how* to do it to a process. Identity of a worker is (pid, create_time)
+as psutil reports it, so a pid the kernel recycled for another program is
+never taken for our worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+
+from backend.run_files import LOG_FILE
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+WORKER_MODULE = "backend.train"
+# Two create_time readings of one process agree to the clock tick (10 ms);
+# a recycled pid was started at another time.
+SAME_PROCESS_TOLERANCE_S = 0.05
+
+
+def build_command(worker_args: list[str], num_processes: int = 1) -> list[str]:
+    """argv of the worker; more than one process goes through torchrun (DDP).
+
+    `sys.executable -m torch.distributed.run` is the venv's own torchrun;
+    `--standalone` makes torchrun pick a free rendezvous port itself, so two
+    runs on different GPUs never race for one --master-port."""
+    if num_processes > 1:
+        return [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                f"--nproc-per-node={num_processes}", "-m", WORKER_MODULE, *worker_args]
+    return [sys.executable, "-m", WORKER_MODULE, *worker_args]
+
+
+def worker_env(base: dict | None = None) -> dict:
+    """The caller's environment plus the repo on PYTHONPATH (so `-m backend.train`
+    imports from any working folder) and unbuffered output (a live train.log)."""
+    env = dict(os.environ if base is None else base)
+    parts = [str(REPO_ROOT), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
+    env["PYTHONUNBUFFERED"] = "1"
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    return env
+
+
+def launch(argv: list[str], run_dir: Path, env: dict | None = None) -> subprocess.Popen:
+    """Start `argv` detached: its own session and process group (a crash or
+    restart of the UI does not take it down), stdin from /dev/null, stdout and
+    stderr appended to train.log. A file, never a pipe: a full pipe nobody
+    reads would stall the worker."""
+    with open(Path(run_dir) / LOG_FILE, "ab") as log:
+        return subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True, env=worker_env(env), close_fds=True,
+        )
+
+
+def create_time(pid: int) -> float | None:
+    """psutil's start time of `pid`, or None when no such process runs."""
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+        return None
+
+
+def is_alive(pid: int | None, started: float | None) -> bool:
+    """True when `pid` still is the process started at `started` and has not
+    exited. A zombie (exited, not yet reaped) counts as gone."""
+    if not pid or started is None:
+        return False
+    try:
+        process = psutil.Process(int(pid))
+        if abs(process.create_time() - float(started)) > SAME_PROCESS_TOLERANCE_S:
+            return False  # the pid was recycled for another program
+        return process.status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+        return False
+
+
+def trainer_processes(pid: int) -> list[psutil.Process]:
+    """The processes that run the training loop: the worker itself, or under
+    torchrun its direct children (each rank, started by torchrun in a session
+    of its own)."""
+    try:
+        process = psutil.Process(pid)
+        children = process.children()
+    except psutil.NoSuchProcess:
+        return []
+    launched_torchrun = any("torch.distributed.run" in part for part in _cmdline(process))
+    return children if launched_torchrun and children else [process]
+
+
+def request_stop(pid: int) -> int:
+    """SIGTERM to the training processes; each saves a checkpoint at the next
+    step boundary and exits. Sent to the processes, not their group: DataLoader
+    worker processes share the group, and a SIGTERM to them makes the main
+    loop raise instead of finishing its step. Returns how many were signalled."""
+    count = 0
+    for process in trainer_processes(pid):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.send_signal(signal.SIGTERM)
+            count += 1
+    return count
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL to the worker and everything below it, group by group (torchrun
+    ranks run in sessions of their own, so the launcher's group alone would
+    leave them orphaned and training)."""
+    try:
+        root = psutil.Process(pid)
+        tree = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return
+    groups = set()
+    for process in tree:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            groups.add(os.getpgid(process.pid))
+    groups.discard(os.getpgrp())  # never our own group
+    for group in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
+    for process in tree:  # any member that had left its group
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+
+
+def wait_gone(pid: int, started: float, timeout: float, child: subprocess.Popen | None = None) -> bool:
+    """Wait up to `timeout` seconds for the worker to end (reaping it when it
+    is our child). True when it is gone."""
+    if child is not None:
+        try:
+            child.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    if not is_alive(pid, started):
+        return True
+    try:
+        psutil.Process(pid).wait(timeout=timeout)
+    except psutil.TimeoutExpired:
+        return not is_alive(pid, started)
+    except psutil.NoSuchProcess:
+        pass
+    return True
+
+
+def escalate_later(pid: int, started: float, grace_s: float, child: subprocess.Popen | None,
+                   on_killed: Callable[[], None]) -> threading.Thread:
+    """After `grace_s` seconds, SIGKILL the worker's tree if it still runs, then
+    call `on_killed`. A daemon thread, so stop() returns at once; it dies with
+    the calling process (a UI restarted during the grace period does not
+    escalate: the worker keeps stopping on its own or is killed by hand)."""
+    def run() -> None:
+        if wait_gone(pid, started, grace_s, child):
+            return
+        kill_tree(pid)
+        wait_gone(pid, started, 10.0, child)
+        on_killed()
+
+    thread = threading.Thread(target=run, name=f"escalate-stop-{pid}", daemon=True)
+    thread.start()
+    return thread
+
+
+def _cmdline(process: psutil.Process) -> list[str]:
+    try:
+        return process.cmdline()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return []

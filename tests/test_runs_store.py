@@ -1,0 +1,202 @@
+"""RunStore and supervisor on real processes that are not the worker: the
+process mechanics (identity, lost detection, device locking, stop
+escalation, reaping) hold whatever program runs. The worker itself is
+exercised in test_runs_worker.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from backend import supervisor
+from backend.config import RunConfig
+from backend.hardware import detect_devices
+from backend.run_files import COMPLETE_MARKER, mark_complete, read_status, update_status
+from backend.runs import RunError, RunStore
+from backend.workspace import Workspace
+
+# A program that ignores SIGTERM: only the SIGKILL escalation can end it.
+STUBBORN = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+            "print('ready', flush=True); time.sleep(120)")
+
+
+@pytest.fixture(scope="module")
+def devices():
+    return detect_devices()
+
+
+@pytest.fixture
+def store(tmp_path, devices):
+    return RunStore(Workspace(tmp_path / "ws").ensure(), devices=devices)
+
+
+def cpu_config(**kw) -> RunConfig:
+    return RunConfig(devices="cpu", max_steps=4, save_steps=2, **kw)
+
+
+def run_program(store: RunStore, run_id: str, code: str) -> subprocess.Popen:
+    """Start `code` the way the store starts a worker and record it as running."""
+    run_dir = store.runs_dir / run_id
+    child = supervisor.launch([sys.executable, "-c", code], run_dir)
+    update_status(run_dir, state="running", pid=child.pid, pgid=child.pid,
+                  create_time=supervisor.create_time(child.pid), started_at=time.time())
+    return child
+
+
+def wait_for(predicate, what: str, limit_s: float = 60):
+    """Poll until `predicate()` is truthy (a hang guard, not a timing assertion)."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"gave up waiting for {what}")
+
+
+def test_create_writes_config_and_queued_status(store):
+    config = cpu_config(run_name="my first run")
+    run_id = store.create(config)
+    run_dir = store.runs_dir / run_id
+    assert RunConfig.load(run_dir / "config.yaml") == config
+    status = read_status(run_dir)
+    assert status["state"] == "queued" and status["run_id"] == run_id
+    assert status["devices"] == ["cpu"] and status["model"] == "demo" and status["method"] == "lora"
+    assert status["command"][1:] == ["-m", "backend.train", "--config", str(run_dir / "config.yaml"),
+                                     "--run-dir", str(run_dir)]
+    assert "my-first-run" in run_id
+    info = store.get(run_id)
+    assert info.state == "queued" and info.config == config and info.max_steps == 4 and info.progress == 0
+    assert [i.run_id for i in store.list()] == [run_id]
+
+
+def test_list_is_newest_first(store):
+    first = store.create(cpu_config())
+    update_status(store.runs_dir / first, created_at=time.time() - 60)
+    second = store.create(cpu_config())
+    assert first != second
+    assert [i.run_id for i in store.list()] == [second, first]
+
+
+def test_command_for_reproduces_the_run(store):
+    config = cpu_config(learning_rate=1e-3)
+    argv, text = store.command_for(config)
+    assert argv == [sys.executable, "-m", "backend.train", "--config", "run.yaml"]
+    assert RunConfig.from_yaml(text) == config
+    argv, _ = store.command_for(cpu_config(num_processes=2))
+    assert argv[1:6] == ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m"]
+    assert argv[6:] == ["backend.train", "--config", "run.yaml"]
+
+
+def test_unknown_gpu_is_refused_at_create(store):
+    with pytest.raises(RunError, match="no such GPU cuda:7"):
+        store.create(RunConfig(devices="7"))
+    assert list(store.runs_dir.iterdir()) == []
+
+
+def test_live_run_holds_its_devices_then_is_lost_when_killed(store):
+    run_id = store.create(cpu_config())
+    child = run_program(store, run_id, "import time; time.sleep(120)")
+    assert store.get(run_id).state == "running"
+    assert store.busy_devices() == {"cpu": run_id}
+
+    other = store.create(cpu_config())
+    with pytest.raises(RunError, match=f"cpu is busy with run {run_id}"):
+        store.start(other)
+    with pytest.raises(RunError, match="busy with run"):
+        store.launch(cpu_config())
+    with pytest.raises(RunError, match="still running"):
+        store.delete(run_id)
+
+    os.killpg(child.pid, 9)
+    child.wait()
+    info = store.get(run_id)
+    assert info.state == "lost"
+    assert f"pid {child.pid}" in info.error and "start it again instead" in info.error
+    assert store.busy_devices() == {}
+
+
+def test_zombie_child_counts_as_gone_and_is_reaped(store):
+    run_id = store.create(cpu_config())
+    run_dir = store.runs_dir / run_id
+    # Started by the store itself, so the store is its parent and must reap it.
+    store._launch(run_id, [sys.executable, "-c", "import os; os.kill(os.getpid(), 9)"], {})
+    pid = read_status(run_dir)["pid"]
+    wait_for(lambda: psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, "the child to exit")
+    info = store.get(run_id)
+    assert info.state == "lost" and "killed by signal 9" in info.error
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+
+
+def test_error_exit_becomes_failed_with_the_last_log_line(store):
+    run_id = store.create(cpu_config())
+    code = "import sys; print('loading'); print('Config error: lora_r must be above 0.'); sys.exit(2)"
+    store._launch(run_id, [sys.executable, "-c", code], {})
+    wait_for(lambda: store.get(run_id).state != "running", "the child to exit")
+    info = store.get(run_id)
+    assert info.state == "failed" and info.error == "Config error: lora_r must be above 0."
+    assert read_status(info.run_dir)["exit_code"] == 2
+
+
+def test_recycled_pid_is_not_the_worker(store):
+    run_id = store.create(cpu_config())
+    # A live pid (this test process) with another start time: the pid was reused.
+    update_status(store.runs_dir / run_id, state="running", pid=os.getpid(),
+                  create_time=psutil.Process().create_time() - 1000)
+    assert store.get(run_id).state == "lost"
+    assert store.busy_devices() == {}
+
+
+def test_new_store_reattaches_and_stop_escalates_to_kill(store, devices):
+    run_id = store.create(cpu_config())
+    run_dir = store.runs_dir / run_id
+    mark_dir = run_dir / "checkpoint-2"
+    mark_dir.mkdir()
+    mark_complete(mark_dir)
+    child = run_program(store, run_id, STUBBORN)
+    wait_for(lambda: "ready" in (run_dir / "train.log").read_text(), "SIGTERM to be ignored")
+
+    restarted = RunStore(store.workspace, devices=devices)  # an app restart: not our child any more
+    assert restarted.get(run_id).state == "running"
+    restarted.stop(run_id, grace_s=0.5)
+    info = wait_for(lambda: (i := restarted.get(run_id)).state != "running" and i, "the kill")
+    assert info.state == "stopped"
+    assert "was killed" in info.advice and "Resume continues from checkpoint-2" in info.advice
+    child.wait()
+    assert child.returncode == -9
+    with pytest.raises(RunError, match="not running"):
+        restarted.stop(run_id)
+
+
+def test_resume_refusals(store):
+    run_id = store.create(cpu_config())
+    with pytest.raises(RunError, match="still running"):
+        store.resume(run_id)  # queued counts as not finished
+    run_dir = store.runs_dir / run_id
+    update_status(run_dir, state="completed")
+    with pytest.raises(RunError, match="completed; start a new run"):
+        store.resume(run_id)
+    update_status(run_dir, state="lost")
+    (run_dir / "checkpoint-4").mkdir()  # half written: no marker
+    with pytest.raises(RunError, match="no complete checkpoint.*start it again instead"):
+        store.resume(run_id)
+    (run_dir / "checkpoint-4" / COMPLETE_MARKER).write_text("{}")
+    with pytest.raises(RunError, match="Unknown setting 'lora_rank'"):
+        store.resume(run_id, ["lora_rank=8"])
+    assert [c.step for c in store.get(run_id).checkpoints] == [4]
+
+
+def test_start_twice_and_unknown_run(store):
+    with pytest.raises(RunError, match="No run named '../etc'"):
+        store.get("../etc")
+    run_id = store.create(cpu_config())
+    update_status(store.runs_dir / run_id, state="stopped")
+    with pytest.raises(RunError, match="already started"):
+        store.start(run_id)
+    store.delete(run_id)
+    assert not (store.runs_dir / run_id).exists()
