@@ -1,0 +1,229 @@
+"""Run every check in one streaming pass over the rows.
+
+Memory: rows are looked at once and forgotten. What is kept per row is small
+and fixed: 8-byte digests for the duplicate / near-duplicate / prompt keys,
+the character and token lengths, a script code. Token lengths are counted in
+batches with `count_tokens`, the same template path the trainer uses; only
+rows over the cutoff are fully encoded, to see whether the cut removes the
+whole response.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from backend.data.checks.report import CheckResult, Report
+from backend.data.checks.specs import MIN_RESPONSE_CHARS, OUTLIER_IQR, SPECS, TOKEN_CHECKS
+from backend.data.checks.stats import token_stats, upper_fence
+from backend.data.encode import count_tokens, encode_messages
+from backend.data.load import SourceRow, iter_rows, no_usable_rows, open_source
+from backend.data.textrules import (
+    control_found,
+    html_found,
+    placeholders,
+    prompt_and_response,
+    row_key,
+    script_counts,
+    script_of,
+)
+
+MAX_DETAILS = 1000  # reasons kept per check; the row list itself is complete
+SCRIPTS = ("none", "cjk", "latin")
+
+
+class Checker:
+    def __init__(self, tokenizer=None, cutoff_len: int = 1024, batch_size: int = 1000):
+        self.tokenizer, self.cutoff_len, self.batch_size = tokenizer, cutoff_len, batch_size
+        self.results = {s.id: CheckResult(s) for s in SPECS if tokenizer is not None or s.id not in TOKEN_CHECKS}
+        self.exact: dict[bytes, int] = {}
+        self.near: dict[bytes, int] = {}
+        self.prompts: dict[bytes, list] = {}  # prompt key -> [first row, response key, rows, conflict]
+        self.rows_seen = 0
+        self.first_rejected: SourceRow | None = None
+        self.usable = array("q")  # row numbers of usable rows, in order
+        self.chars = array("q")  # their character lengths
+        self.scripts = array("b")  # their script: index into SCRIPTS (row, prompt, response packed)
+        self.token_lengths = array("q")
+        self.batch: list[tuple[int, dict]] = []
+
+    def flag(self, check_id: str, row: int, detail: str | None = None) -> None:
+        result = self.results[check_id]
+        result.rows.append(row)
+        if detail and len(result.details) < MAX_DETAILS:
+            result.details[row] = detail
+
+    def observe(self, item: SourceRow) -> None:
+        self.rows_seen += 1
+        if item.row is None:
+            self.first_rejected = self.first_rejected or item
+            where, message = item.problems[0]
+            more = f" (+{len(item.problems) - 1} more)" if len(item.problems) > 1 else ""
+            self.flag("schema", item.index, f"{where} {message}{more}")
+            return
+        index, messages = item.index, item.row["messages"]
+        if "empty_input" in item.flags:
+            self.flag("empty_input", index)
+        self._text_checks(index, messages)
+        self._duplicates(index, messages)
+        self.usable.append(index)
+        self.chars.append(sum(len(m["content"]) for m in messages))
+        if self.tokenizer is not None:
+            self.batch.append((index, item.row))
+            if len(self.batch) >= self.batch_size:
+                self._count_batch()
+
+    def _text_checks(self, index: int, messages: list[dict]) -> None:
+        found: dict[str, str] = {}
+        for turn, m in enumerate(messages):
+            text, who = m["content"], f"{m['role']} message {turn}"
+            if not text.strip():
+                found.setdefault("empty_field", f"{who} is empty")
+                continue
+            if "html" not in found and (tag := html_found(text)):
+                found["html"] = f"{who}: {tag}"
+            if "control_chars" not in found and (char := control_found(text)):
+                found["control_chars"] = f"{who}: {char}"
+            if "placeholder" not in found and (names := placeholders(text)):
+                found["placeholder"] = f"{who}: " + ", ".join("{{" + n + "}}" for n in dict.fromkeys(names))
+        for check_id, detail in found.items():
+            self.flag(check_id, index, detail)
+        prompt, response = prompt_and_response(messages)
+        if 0 < len(response.strip()) < MIN_RESPONSE_CHARS:
+            self.flag("short_response", index, f"response {response.strip()!r}")
+        p_counts = [0, 0]
+        for m in prompt:
+            if m["role"] == "user":
+                c = script_counts(m["content"])
+                p_counts[0] += c[0]
+                p_counts[1] += c[1]
+        r_counts = script_counts(response)
+        row_counts = (p_counts[0] + r_counts[0], p_counts[1] + r_counts[1])
+        codes = [SCRIPTS.index(script_of(c)) for c in (row_counts, tuple(p_counts), r_counts)]
+        self.scripts.extend(codes)
+
+    def _duplicates(self, index: int, messages: list[dict]) -> None:
+        key = row_key(messages)
+        first = self.exact.setdefault(key, index)
+        if first != index:
+            self.flag("duplicate", index, f"same as row {first}")
+        else:
+            near = self.near.setdefault(row_key(messages, folded=True), index)
+            if near != index:
+                self.flag("near_duplicate", index, f"like row {near}")
+        prompt, response = prompt_and_response(messages)
+        if not any(m["role"] == "user" for m in prompt):
+            return
+        group = self.prompts.get(p_key := row_key(prompt))
+        r_key = row_key([{"role": "assistant", "content": response}])
+        if group is None:
+            self.prompts[p_key] = [index, r_key, None, False]
+        else:
+            if group[2] is None:
+                group[2] = []
+            group[2].append(index)
+            group[3] = group[3] or r_key != group[1]
+
+    def _count_batch(self) -> None:
+        rows = [row for _, row in self.batch]
+        lengths = count_tokens(self.tokenizer, rows, batch_size=len(rows))
+        for (index, row), length in zip(self.batch, lengths):
+            self.token_lengths.append(length)
+            if length > self.cutoff_len:
+                self.flag("over_cutoff", index, f"{length} tokens > cutoff {self.cutoff_len}")
+                encoded = encode_messages(self.tokenizer, row["messages"], self.cutoff_len)
+                if encoded.response_cut:
+                    self.flag("response_cut", index, f"the prompt alone fills the {self.cutoff_len} tokens")
+        self.batch = []
+
+    def finish(self) -> dict:
+        """Set-level checks; returns the language summary."""
+        if self.batch:
+            self._count_batch()
+        for group in self.prompts.values():
+            if group[3]:
+                for row in [group[0], *group[2]]:
+                    self.flag("conflicting_answers", row, f"same prompt as row {group[0]}, another answer")
+        fence = upper_fence(self.chars, OUTLIER_IQR)
+        for index, chars in zip(self.usable, self.chars):
+            if fence is not None and chars > fence:
+                self.flag("length_outlier", index, f"{chars} characters (fence {fence:.0f})")
+        language = self._language()
+        for result in self.results.values():
+            result.rows.sort()
+        return language
+
+    def _language(self) -> dict:
+        codes = self.scripts
+        row_scripts = codes[0::3]
+        counts = {name: row_scripts.count(i) for i, name in enumerate(SCRIPTS)}
+        major = 1 if counts["cjk"] >= counts["latin"] else 2
+        for k, index in enumerate(self.usable):
+            row, prompt, response = codes[3 * k : 3 * k + 3]
+            if prompt and response and prompt != response:
+                self.flag("language_mix", index, f"prompt {SCRIPTS[prompt]}, response {SCRIPTS[response]}")
+            elif row and row != major:
+                self.flag("language_mix", index, f"{SCRIPTS[row]} row in a mostly {SCRIPTS[major]} set")
+        return {"cjk_rows": counts["cjk"], "latin_rows": counts["latin"], "no_letters_rows": counts["none"]}
+
+
+def check_file(
+    path: str | Path,
+    *,
+    tokenizer=None,
+    model: str | None = None,
+    cutoff_len: int = 1024,
+    mapping: dict[str, str] | None = None,
+    dataset: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Report:
+    """Stream the file once through every check. Raises DataError when it cannot be read."""
+    source = open_source(path, mapping, dataset)
+    checker = Checker(tokenizer, cutoff_len)
+    _feed(checker, iter_rows(source), progress)
+    if not checker.usable:
+        raise no_usable_rows(source, [checker.first_rejected])
+    report = _report(checker, source.label, source.shape.name, source.file_type, source.encoding, model)
+    report.detected = source.describe()
+    if source.encoding not in (None, "utf-8"):
+        report.notes.append(f"decoded as {source.encoding}")
+    return report
+
+
+def check_rows(rows: list[dict], *, tokenizer=None, model: str | None = None, cutoff_len: int = 1024,
+               label: str = "(rows)") -> Report:
+    """The same checks on canonical rows already in memory (e.g. after fixes)."""
+    checker = Checker(tokenizer, cutoff_len)
+    _feed(checker, (SourceRow(i, None, row) for i, row in enumerate(rows)), None)
+    report = _report(checker, label, "canonical", "rows", None, model)
+    report.detected = f"{len(rows)} canonical rows"
+    return report
+
+
+def _feed(checker: Checker, items: Iterable[SourceRow], progress) -> None:
+    for item in items:
+        checker.observe(item)
+        if progress and checker.rows_seen % 10000 == 0:
+            progress(checker.rows_seen)
+
+
+def _report(checker: Checker, label, shape, kind, encoding, model) -> Report:
+    language = checker.finish()
+    report = Report(
+        file=str(label),
+        format=shape,
+        file_type=kind,
+        encoding=encoding,
+        detected="",
+        rows=checker.rows_seen,
+        usable_rows=len(checker.usable),
+        checks=list(checker.results.values()),
+        model=model,
+        language=language,
+    )
+    if checker.tokenizer is not None:
+        report.token_lengths = token_stats(checker.token_lengths, checker.cutoff_len)
+    else:
+        report.notes.append("token lengths not counted: pass a model (--model PATH or --model demo)")
+    return report
