@@ -1,0 +1,66 @@
+"""The training worker: `python -m backend.train --config run.yaml [--run-dir DIR] [--set k=v ...]`.
+
+Runs in its own process (started by backend/runs.py or by hand, or under
+torchrun for DDP) and talks to the rest of the app only through the run folder
+(DESIGN section 3): config.yaml, status.json, metrics.jsonl, train.log,
+checkpoint-<step>/ + COMPLETE, final/, summary.json. SIGTERM saves a
+checkpoint at the next step boundary and exits 0 with state "stopped".
+Exit codes: 0 completed or stopped, 1 failed while running, 2 bad config or path.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+
+import psutil
+
+from backend.run_files import read_status, update_status
+from backend.training.callbacks import GracefulStop
+from backend.training.cli import create_run_dir, parse_args, prepare, setup_logging
+from backend.training.session import build, fail, finish, train
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.print_default_config:
+        from backend.config import RunConfig
+
+        print(RunConfig().to_yaml(), end="")
+        return 0
+    stop = GracefulStop()
+    stop.install()  # before the slow model load: a stop during loading still ends cleanly
+    job = None
+    try:
+        job = prepare(args)
+        create_run_dir(job)
+        setup_logging(job)
+        mark_running(job)
+        session = build(job, stop)
+        final_state = train(session, stop)
+        return finish(session, final_state)
+    except Exception as error:  # every failure ends as error + advice in status.json
+        return fail(job, error)
+
+
+def mark_running(job) -> None:
+    """status.json at start; keeps what the supervisor wrote (pid, command, devices...)."""
+    for warning in job.warnings:
+        logging.getLogger("backend.train").warning(warning)
+    if not job.is_main:
+        return
+    me = psutil.Process()
+    fields = {"state": "running", "worker_pid": os.getpid(), "pgid": os.getpgid(0),
+              "create_time": me.create_time(), "worker_started_at": time.time(),
+              "exit_code": None, "error": None, "advice": None, "ended_at": None}
+    if not read_status(job.run_dir).get("pid"):
+        fields["pid"] = os.getpid()
+    if job.resuming:
+        fields["resumed_from"] = job.resume_from.name if job.resume_from else None
+    update_status(job.run_dir, **fields)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""RunConfig -> transformers TrainingArguments.
+
+Deliberate choices:
+* save_total_limit is *not* handed to the Trainer: CheckpointCallback rotates
+  after the completion marker is written, so a crash mid-save never deletes
+  the last complete checkpoint first.
+* The best checkpoint is tracked on eval_loss (metric_for_best_model) without
+  load_best_model_at_end, which would reload weights behind the markers' back;
+  summary.json names the best checkpoint instead.
+* Length-grouped sampling + our PadToLongest collator: little padding.
+* Non-padding tokens are counted by the Trainer (include_num_input_tokens_seen)
+  so tokens/s is comparable across runs and processes.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+from transformers import TrainingArguments
+
+from backend.config import RunConfig
+
+
+def training_arguments(config: RunConfig, run_dir: Path, precision: str, has_eval: bool,
+                       on_cpu: bool) -> TrainingArguments:
+    eval_steps = config.eval_steps or config.save_steps
+    kwargs = dict(
+        output_dir=str(run_dir),
+        seed=config.seed,
+        data_seed=config.seed,
+        learning_rate=config.learning_rate,
+        num_train_epochs=config.num_train_epochs,
+        max_steps=config.max_steps,
+        per_device_train_batch_size=config.per_device_train_batch_size,
+        per_device_eval_batch_size=config.per_device_eval_batch_size,
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
+        optim=config.optim,
+        lr_scheduler_type=config.lr_scheduler_type,
+        warmup_steps=config.warmup_ratio,  # transformers 5: a float < 1 is a ratio of the total steps
+        weight_decay=config.weight_decay,
+        max_grad_norm=config.max_grad_norm,
+        gradient_checkpointing=config.gradient_checkpointing,
+        gradient_checkpointing_kwargs={"use_reentrant": False} if config.gradient_checkpointing else None,
+        neftune_noise_alpha=config.neftune_noise_alpha,
+        bf16=precision == "bf16",
+        fp16=precision == "fp16",
+        use_cpu=on_cpu,
+        ddp_backend="gloo" if on_cpu or not torch.cuda.is_available() else None,
+        ddp_find_unused_parameters=False if config.method != "full" else None,
+        logging_steps=config.logging_steps,
+        logging_first_step=True,
+        save_strategy="steps",
+        save_steps=config.save_steps,
+        save_total_limit=None,
+        eval_strategy="steps" if has_eval else "no",
+        eval_steps=eval_steps if has_eval else None,
+        metric_for_best_model="eval_loss" if has_eval else None,
+        greater_is_better=False if has_eval else None,
+        load_best_model_at_end=False,
+        train_sampling_strategy="group_by_length" if config.group_by_length else "random",
+        length_column_name="length",
+        remove_unused_columns=False,  # the collator drops "length" itself; the sampler reads it
+        include_num_input_tokens_seen="non_padding",
+        dataloader_num_workers=config.dataloader_num_workers,
+        report_to=[] if config.report_to == "none" else [config.report_to],
+        run_name=config.run_name,
+        disable_tqdm=True,  # train.log gets one readable line per logging step instead
+    )
+    if config.report_to == "tensorboard":
+        # TensorBoardCallback reads its folder from the environment (transformers 5).
+        os.environ["TENSORBOARD_LOGGING_DIR"] = str(run_dir / "tensorboard")
+    return TrainingArguments(**kwargs)

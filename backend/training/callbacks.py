@@ -1,0 +1,144 @@
+"""Trainer callbacks that keep the run folder safe to resume from.
+
+CheckpointCallback  after checkpoint-<step>/ is fully written: the completion
+                    marker, the best checkpoint (lowest eval_loss), and our
+                    own save_total_limit rotation, done *after* the marker so
+                    an interrupted save never costs the last complete one.
+DiskSpaceCallback   before each save: enough free disk for one more
+                    checkpoint (1.5 x the last one), else fail cleanly.
+GracefulStop        SIGTERM -> at the next step boundary save and stop.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import signal
+from pathlib import Path
+
+import torch.distributed as dist
+from transformers import TrainerCallback
+
+from backend.run_files import checkpoint_step, list_checkpoints, mark_complete
+
+log = logging.getLogger("backend.train")
+
+
+class DiskFullError(OSError):
+    """Not enough free disk for the next checkpoint."""
+
+
+def _barrier() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
+def folder_size(folder: Path) -> int:
+    return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())
+
+
+class CheckpointCallback(TrainerCallback):
+    def __init__(self, run_dir: Path, save_total_limit: int | None):
+        self.run_dir = Path(run_dir)
+        self.save_total_limit = save_total_limit
+        self.eval_loss_at: dict[int, float] = {}
+        self.best: tuple[int, float] | None = None  # (step, eval_loss) of the best complete checkpoint
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        if metrics and "eval_loss" in metrics:
+            self.eval_loss_at[state.global_step] = float(metrics["eval_loss"])
+
+    def on_save(self, args, state, control, **kwargs):
+        _barrier()  # every rank has written its part (rng_state_<rank>.pth) before the marker
+        if state.is_world_process_zero:
+            folder = self.run_dir / f"checkpoint-{state.global_step}"
+            mark_complete(folder)
+            loss = self.eval_loss_at.get(state.global_step)
+            if loss is not None and (self.best is None or loss < self.best[1]):
+                self.best = (state.global_step, loss)
+            self._rotate()
+            log.info("saved %s", folder.name)
+        _barrier()
+
+    def _rotate(self) -> None:
+        """Delete the oldest complete checkpoints beyond the limit, never the best
+        nor the newest. Incomplete folders are left for resume to skip."""
+        if not self.save_total_limit:
+            return
+        complete = list_checkpoints(self.run_dir)
+        best = self.run_dir / f"checkpoint-{self.best[0]}" if self.best else None
+        keep = set(complete[-self.save_total_limit:])
+        if best in complete and best not in keep:
+            # The newest is what resume needs, the best is what the user wants: keep both.
+            keep = {*complete[-max(self.save_total_limit - 1, 1):], best}
+        for folder in complete:
+            if folder not in keep:
+                shutil.rmtree(folder, ignore_errors=True)
+
+    def restore(self, trainer_state_best: tuple[int, float] | None, history: list[dict]) -> None:
+        """On resume: eval losses and the best checkpoint from trainer_state.json."""
+        for entry in history:
+            if "eval_loss" in entry:
+                self.eval_loss_at[int(entry["step"])] = float(entry["eval_loss"])
+        steps = {checkpoint_step(c) for c in list_checkpoints(self.run_dir)}
+        scored = [(s, v) for s, v in self.eval_loss_at.items() if s in steps]
+        self.best = min(scored, key=lambda sv: sv[1]) if scored else trainer_state_best
+
+
+class DiskSpaceCallback(TrainerCallback):
+    """Runs after DefaultFlowCallback in the same on_step_end, so should_save is already decided."""
+
+    def __init__(self, run_dir: Path, first_estimate_bytes: int):
+        self.run_dir = Path(run_dir)
+        self.first_estimate = first_estimate_bytes
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if control.should_save and state.is_world_process_zero:
+            self.check()
+        return control
+
+    def needed_bytes(self) -> int:
+        existing = list_checkpoints(self.run_dir)
+        size = folder_size(existing[-1]) if existing else self.first_estimate
+        return int(size * 1.5)
+
+    def check(self) -> None:
+        free = shutil.disk_usage(self.run_dir).free
+        needed = self.needed_bytes()
+        if free < needed:
+            raise DiskFullError(
+                f"Only {free / 2**30:.2f} GiB free on the disk of {self.run_dir}, a checkpoint needs about "
+                f"{needed / 2**30:.2f} GiB")
+
+
+class GracefulStop(TrainerCallback):
+    """SIGTERM sets a flag; at the next step boundary every rank saves and stops together."""
+
+    def __init__(self):
+        self.requested = False
+
+    def install(self) -> None:
+        signal.signal(signal.SIGTERM, self._handle)
+
+    def _handle(self, signum, frame) -> None:
+        self.requested = True
+
+    def _agreed(self) -> bool:
+        # Under torchrun the ranks may see the signal at different steps: agree on the flag.
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            import torch
+
+            flag = torch.tensor([1 if self.requested else 0])
+            if dist.get_backend() == "nccl":
+                flag = flag.cuda()
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+            self.requested = bool(flag.item())
+        return self.requested
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self._agreed():
+            if not control.should_training_stop:
+                log.info("stop requested: saving a checkpoint at step %d", state.global_step)
+            control.should_save = True
+            control.should_training_stop = True
+        return control

@@ -1,0 +1,131 @@
+"""Command line, run folder and resume reconciliation for the worker.
+
+    python -m backend.train --config run.yaml [--run-dir DIR] [--workspace DIR] [--set key=value ...]
+    python -m backend.train --resume RUN_DIR [--set key=value ...]
+    python -m backend.train --print-default-config
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import secrets
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from backend.config import ConfigError, RunConfig
+from backend.run_files import CONFIG_FILE, LOG_FILE, list_checkpoints
+from backend.workspace import DEFAULT_WORKSPACE, Workspace
+
+log = logging.getLogger("backend.train")
+
+# Changing these on resume would load a checkpoint into a different model or adapter shape.
+RESUME_MUST_MATCH = ("model_name_or_path", "method", "quantization_bits", "lora_r", "lora_target", "use_dora")
+# Allowed, but the run is then not the same run any more.
+RESUME_WARN = ("seed", "per_device_train_batch_size", "gradient_accumulation_steps")
+
+
+@dataclass
+class Job:
+    config: RunConfig
+    run_dir: Path
+    workspace: Workspace
+    resume_from: Path | None = None  # the newest complete checkpoint when resuming
+    resuming: bool = False
+    warnings: list[str] = field(default_factory=list)
+    rank: int = field(default_factory=lambda: int(os.environ.get("RANK", "0")))
+    world_size: int = field(default_factory=lambda: int(os.environ.get("WORLD_SIZE", "1")))
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m backend.train", description="FineTune Studio training worker.")
+    parser.add_argument("--config", type=Path, help="Run config YAML (see --print-default-config).")
+    parser.add_argument("--run-dir", type=Path, help="Run folder (default: a new one under WORKSPACE/runs).")
+    parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="Continue this run from its newest complete checkpoint.")
+    parser.add_argument("--workspace", type=Path, help=f"Workspace folder (default: {DEFAULT_WORKSPACE}).")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="Override one config field (repeatable), e.g. --set max_steps=20.")
+    parser.add_argument("--print-default-config", action="store_true", help="Print the default (demo) config as YAML.")
+    return parser.parse_args(argv)
+
+
+def new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def prepare(args: argparse.Namespace) -> Job:
+    """Config + run folder. Raises ConfigError for anything the user must fix first."""
+    if args.resume:
+        return _prepare_resume(args)
+    if not args.config:
+        raise ConfigError("Give --config run.yaml (or --resume RUN_DIR); --print-default-config shows a starting point.")
+    config = RunConfig.load(args.config).with_overrides(args.overrides)
+    if args.run_dir:
+        run_dir = args.run_dir
+        workspace = Workspace(args.workspace) if args.workspace else Workspace.for_run_dir(run_dir)
+    else:
+        workspace = Workspace(args.workspace or DEFAULT_WORKSPACE)
+        run_dir = workspace.runs_dir / new_run_id()
+    return Job(config=config, run_dir=run_dir.resolve(), workspace=workspace)
+
+
+def _prepare_resume(args: argparse.Namespace) -> Job:
+    run_dir = args.resume.resolve()
+    saved = RunConfig.load(run_dir / CONFIG_FILE)
+    config = saved.with_overrides(args.overrides)
+    changed = [n for n in RESUME_MUST_MATCH if getattr(config, n) != getattr(saved, n)]
+    if changed:
+        detail = ", ".join(f"{n} {getattr(saved, n)!r} -> {getattr(config, n)!r}" for n in changed)
+        raise ConfigError(f"Cannot resume with a different model or adapter shape ({detail}); "
+                          f"start a new run for that.")
+    warnings = [f"resuming with {n} changed from {getattr(saved, n)!r} to {getattr(config, n)!r}: "
+                f"the run will not match an uninterrupted one" for n in RESUME_WARN
+                if getattr(config, n) != getattr(saved, n)]
+    complete = list_checkpoints(run_dir)
+    workspace = Workspace(args.workspace) if args.workspace else Workspace.for_run_dir(run_dir)
+    return Job(config=config, run_dir=run_dir, workspace=workspace, resuming=True,
+               resume_from=complete[-1] if complete else None, warnings=warnings)
+
+
+def create_run_dir(job: Job) -> None:
+    """The folder and config.yaml (written once; the supervisor may have written it already)."""
+    job.run_dir.mkdir(parents=True, exist_ok=True)
+    config_file = job.run_dir / CONFIG_FILE
+    if job.is_main and not config_file.exists():
+        job.config.save(config_file)
+
+
+def setup_logging(job: Job) -> None:
+    """Log lines to stderr, and into train.log unless stderr already is train.log
+    (the supervisor redirects the worker's output there: no duplicate lines)."""
+    level = logging.INFO if job.is_main else logging.WARNING
+    formatter = logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%d %H:%M:%S")
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    log_file = job.run_dir / LOG_FILE
+    if job.is_main and not _same_file(sys.stderr, log_file):
+        handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+    for name in ("backend", "transformers"):
+        logger = logging.getLogger(name)
+        logger.handlers = [h for h in logger.handlers if not getattr(h, "_worker", False)]
+        for handler in handlers:
+            handler.setFormatter(formatter)
+            handler._worker = True  # type: ignore[attr-defined]
+            logger.addHandler(handler)
+        logger.propagate = False
+    logging.getLogger("backend").setLevel(level)
+    logging.getLogger("transformers").setLevel(logging.WARNING)
+
+
+def _same_file(stream, path: Path) -> bool:
+    try:
+        a, b = os.fstat(stream.fileno()), os.stat(path)
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)

@@ -1,0 +1,76 @@
+"""Exceptions -> what a person reads: one sentence (error), what to do
+(advice), and the exit code. The worker writes both into status.json and
+train.log; exit code 2 means "the config or a path is wrong, nothing ran"."""
+
+from __future__ import annotations
+
+import errno
+from dataclasses import dataclass
+
+from backend.config import ConfigError, RunConfig
+
+EXIT_CONFIG = 2
+EXIT_FAILED = 1
+
+
+@dataclass
+class Explained:
+    error: str
+    advice: str
+    exit_code: int = EXIT_FAILED
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+def explain(error: BaseException, config: RunConfig | None = None) -> Explained:
+    from backend.models import ModelLoadError
+    from backend.training.callbacks import DiskFullError
+    from backend.training.dataset import DatasetNotFound
+
+    message = _first_line(error)
+    if isinstance(error, ConfigError):
+        return Explained(message, "Fix the setting named above and start again.", EXIT_CONFIG)
+    if isinstance(error, DatasetNotFound):
+        return Explained(message, "Check the dataset path, or pick a dataset saved in the Data tab.", EXIT_CONFIG)
+    if "bitsandbytes" in message or (isinstance(error, ImportError) and "bitsandbytes" in repr(error)):
+        return Explained(f"4/8-bit loading failed: {message}",
+                         "Install bitsandbytes (pip install bitsandbytes==0.50.2), or choose method lora or full.")
+    if isinstance(error, ModelLoadError):
+        missing = "does not exist" in message or "not a model folder" in message or "not a local folder" in message
+        return Explained(message, "Check model_name_or_path: a local Hugging Face folder, 'demo', or a preset.",
+                         EXIT_CONFIG if missing else EXIT_FAILED)
+    if _is_oom(error):
+        return Explained(f"The GPU ran out of memory ({message[:160]}).", oom_advice(config))
+    if isinstance(error, DiskFullError) or (isinstance(error, OSError) and error.errno == errno.ENOSPC):
+        return Explained(f"Not enough disk space to save a checkpoint: {message}.",
+                         "Free disk space or lower save_total_limit, then resume: the last complete "
+                         "checkpoint was kept.")
+    if "Target modules" in message and "not found" in message:
+        return Explained(f"lora_target names modules the model does not have: {message}",
+                         "Use lora_target: all-linear, or module names from the model (q_proj, v_proj, ...).",
+                         EXIT_CONFIG)
+    return Explained(f"{type(error).__name__}: {message}", "See train.log for the full traceback.")
+
+
+def _is_oom(error: BaseException) -> bool:
+    import torch
+
+    if isinstance(error, torch.OutOfMemoryError):
+        return True
+    return isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
+
+
+def oom_advice(config: RunConfig | None) -> str:
+    if config is None:
+        return "Lower per_device_train_batch_size or cutoff_len, or turn on gradient_checkpointing."
+    steps = [f"lower per_device_train_batch_size (now {config.per_device_train_batch_size}) and raise "
+             f"gradient_accumulation_steps (now {config.gradient_accumulation_steps}) to keep the effective batch",
+             f"lower cutoff_len (now {config.cutoff_len})"]
+    if not config.gradient_checkpointing:
+        steps.append("turn on gradient_checkpointing (now off)")
+    if config.method != "qlora" or config.quantization_bits != 4:
+        steps.append(f"use method qlora with quantization_bits 4 (now {config.method})")
+    return "Try: " + "; ".join(steps) + "."

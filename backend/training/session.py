@@ -1,0 +1,186 @@
+"""The worker's lifecycle: build (tokenizer, data, model, Trainer), train or
+resume, then finish (final/, summary.json, status.json) or fail."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import EarlyStoppingCallback, PrinterCallback, Trainer, TrainerState
+
+from backend.config import ConfigError, import_reference
+from backend.hardware import training_devices
+from backend.run_files import FINAL_DIR, append_metrics, mark_complete, read_json, update_status
+from backend.training.arguments import training_arguments
+from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, GracefulStop, _barrier
+from backend.training.cli import Job
+from backend.training.collator import PadToLongest
+from backend.training.dataset import RowCounts, build_datasets
+from backend.training.errors import EXIT_CONFIG, explain
+from backend.training.metrics import MetricsCallback
+from backend.training.model import build_model, parameter_counts
+from backend.training.summary import write_summary
+
+log = logging.getLogger("backend.train")
+
+
+@dataclass
+class Session:
+    job: Job
+    trainer: Trainer
+    counts: RowCounts
+    precision: str
+    checkpoints: CheckpointCallback
+    parameters: dict
+    started: float
+    output: object = None  # TrainOutput of trainer.train()
+    tokens_at_start: int = 0  # non-padding tokens already seen by the resumed checkpoint
+
+
+def resolve_model(job: Job) -> str:
+    from backend.models import model_context_length, resolve_model_path
+
+    name = job.config.model_name_or_path
+    path = resolve_model_path(name, job.workspace.models_dir)
+    if not Path(path).is_dir() and (name.startswith((".", "/", "~")) or name.count("/") != 1):
+        raise ConfigError(f"Model folder {Path(name).expanduser()} does not exist; "
+                          f"give a local Hugging Face model folder or 'demo'.")
+    if Path(path).is_dir():
+        job.config.check_model_context(model_context_length(path))
+    return path
+
+
+def build(job: Job, stop: GracefulStop) -> Session:
+    from backend.models import load_tokenizer
+
+    config = job.config
+    devices = training_devices(config.devices)
+    precision = config.check_devices(devices)
+    on_cpu = devices[0].id == "cpu"
+    if job.is_main:
+        update_status(job.run_dir, precision=precision, world_size=job.world_size)
+    model_path = resolve_model(job)
+    tokenizer = load_tokenizer(model_path, trust_remote_code=config.trust_remote_code)
+    train_data, eval_data, counts = build_datasets(tokenizer, config, job.workspace)
+    log.info("rows: %d total, %d train, %d eval, %d truncated, %d dropped %s", counts.total, counts.train,
+             counts.eval, counts.truncated, counts.dropped, counts.reasons or "")
+    quantized_on_gpu = config.method == "qlora" and not on_cpu
+    device_map = {"": int(os.environ.get("LOCAL_RANK", "0"))} if quantized_on_gpu else None
+    model = build_model(config, model_path, precision, device_map)
+    parameters = parameter_counts(model)
+    log.info("method %s, precision %s, %d of %d parameters trainable", config.method, precision,
+             parameters["trainable_parameters"], parameters["total_parameters"])
+    args = training_arguments(config, job.run_dir, precision, eval_data is not None, on_cpu)
+    checkpoints = CheckpointCallback(job.run_dir, config.save_total_limit)
+    # Order matters: the stop flag and DefaultFlowCallback decide should_save before the disk check.
+    callbacks = [stop, DiskSpaceCallback(job.run_dir, parameters["trainable_parameters"] * 12 + 2**20),
+                 MetricsCallback(job.run_dir), checkpoints]
+    if config.early_stopping_patience:
+        if eval_data is None:
+            raise ConfigError("early_stopping_patience needs eval rows, but none are left after filtering.")
+        callbacks.append(EarlyStoppingCallback(config.early_stopping_patience, config.early_stopping_threshold))
+    callbacks += [_instantiate(ref) for ref in config.callbacks]
+    trainer = Trainer(
+        model=model, args=args, train_dataset=train_data, eval_dataset=eval_data,
+        data_collator=PadToLongest(tokenizer.pad_token_id), processing_class=tokenizer, callbacks=callbacks,
+        compute_loss_func=import_reference(config.loss_function) if config.loss_function else None,
+    )
+    trainer.remove_callback(PrinterCallback)  # MetricsCallback writes the readable line instead
+    return Session(job, trainer, counts, precision, checkpoints, parameters, time.time())
+
+
+def _instantiate(ref: str):
+    target = import_reference(ref)
+    return target() if isinstance(target, type) else target
+
+
+def train(session: Session, stop: GracefulStop) -> str:
+    """Train (or resume) until done or stopped; returns the final state."""
+    job, trainer = session.job, session.trainer
+    resume = job.resume_from
+    if resume:
+        state = TrainerState.load_from_json(str(resume / "trainer_state.json"))
+        best = session.checkpoints.best
+        session.checkpoints.restore(best, state.log_history)
+        log.info("resuming from %s (step %d)", resume.name, state.global_step)
+    elif job.resuming:
+        log.warning("no complete checkpoint in %s: starting again from step 0", job.run_dir)
+    _system_record(session, "resume" if resume else "start")
+    session.tokens_at_start = _tokens_in(resume)
+    if stop.requested:
+        return "stopped"
+    session.output = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    done = trainer.state.global_step >= trainer.state.max_steps or not stop.requested
+    return "completed" if done else "stopped"
+
+
+def _tokens_in(checkpoint: Path | None) -> int:
+    if checkpoint is None:
+        return 0
+    return int((read_json(checkpoint / "trainer_state.json", {}) or {}).get("num_input_tokens_seen", 0))
+
+
+def _system_record(session: Session, event: str) -> None:
+    job = session.job
+    if job.is_main:
+        append_metrics(job.run_dir, {"time": round(time.time(), 3), "step": _resume_step(job), "epoch": 0.0,
+                                     "kind": "system", "event": event, "precision": session.precision,
+                                     "world_size": job.world_size, **session.parameters,
+                                     **session.counts.as_dict()})
+
+
+def _resume_step(job: Job) -> int:
+    from backend.run_files import checkpoint_step
+
+    return checkpoint_step(job.resume_from) if job.resume_from else 0
+
+
+def finish(session: Session, final_state: str) -> int:
+    job, trainer = session.job, session.trainer
+    if final_state == "completed":
+        final = job.run_dir / FINAL_DIR
+        trainer.save_model(str(final))  # adapter (or full model) + tokenizer
+        _barrier()
+        if job.is_main:
+            mark_complete(final)
+    if job.is_main:
+        summary = write_summary(
+            job.run_dir, state=trainer.state, train_output=session.output,
+            started=session.started, tokens_at_start=session.tokens_at_start,
+            counts=session.counts.as_dict(), best=session.checkpoints.best, precision=session.precision,
+            world_size=job.world_size, final_state=final_state, parameters=session.parameters)
+        append_metrics(job.run_dir, {"time": round(time.time(), 3), "step": trainer.state.global_step,
+                                     "epoch": round(trainer.state.epoch or 0.0, 4), "kind": "system",
+                                     "event": "end", "state": final_state,
+                                     **{k: v for k, v in summary.items() if k.startswith("peak_")}})
+        update_status(job.run_dir, state=final_state, exit_code=0, ended_at=time.time(),
+                      global_step=trainer.state.global_step, max_steps=trainer.state.max_steps,
+                      epoch=round(trainer.state.epoch or 0.0, 4))
+        log.info("%s at step %d; summary in %s", final_state, trainer.state.global_step, job.run_dir / "summary.json")
+    return 0
+
+
+def fail(job: Job | None, error: BaseException) -> int:
+    """Log the error as one sentence + advice (and the traceback for unexpected
+    ones), record it in status.json, and return the exit code."""
+    explained = explain(error, job.config if job else None)
+    line = f"error: {explained.error} Advice: {explained.advice}"
+    logged = job is not None and job.run_dir.is_dir()
+    if logged:
+        if explained.exit_code != EXIT_CONFIG:
+            log.error("%s", "".join(traceback.format_exception(error)).rstrip())
+        log.error("%s", line)
+        if job.is_main:
+            update_status(job.run_dir, state="failed", exit_code=explained.exit_code, ended_at=time.time(),
+                          error=explained.error, advice=explained.advice)
+    else:
+        print(line, file=sys.stderr)  # nothing was created: the one line is all there is
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
+    return explained.exit_code
