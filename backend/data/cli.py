@@ -1,0 +1,160 @@
+"""python -m backend.data check FILE ... | fix FILE --out NAME ...
+
+Exit codes: 0 the file loads and no check of severity `error` fires (fix: the
+dataset was saved); 1 error-severity findings; 2 the file (or a model, or an
+argument) cannot be used at all. Never a traceback for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from backend.data.errors import DataError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
+
+
+def parse_mapping(items: list[str] | None) -> dict[str, str] | None:
+    """['instruction=question,output=answer', 'system=sys'] -> a dict."""
+    mapping: dict[str, str] = {}
+    for item in items or []:
+        for pair in item.split(","):
+            key, sep, value = pair.partition("=")
+            if not sep or not key.strip() or not value.strip():
+                raise ValueError(f"--mapping takes FIELD=COLUMN pairs, got {pair!r}")
+            mapping[key.strip()] = value.strip()
+    return mapping or None
+
+
+def parse_fill(items: list[str] | None) -> dict[str, str]:
+    values = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--fill takes NAME=VALUE, got {item!r}")
+        values[key.strip()] = value
+    return values
+
+
+def load_model_tokenizer(model: str | None, workspace: Path):
+    """The tokenizer of 'demo' or a local model folder (None without --model)."""
+    if not model:
+        return None
+    from backend.models import ModelLoadError, load_tokenizer, resolve_model_path
+    from backend.workspace import Workspace
+
+    try:
+        tokenizer = load_tokenizer(resolve_model_path(model, Workspace(workspace).models_dir))
+    except ModelLoadError as e:
+        raise DataError(model, str(e).rstrip("."), "Pass --model demo or a local model folder") from None
+    if not getattr(tokenizer, "chat_template", None):
+        raise DataError(model, "the tokenizer has no chat template", "Pick a chat / instruct model, or 'demo'")
+    return tokenizer
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="a .json/.jsonl/.csv/.tsv/.parquet file or a LLaMA-Factory data folder")
+    p.add_argument("--model", help="'demo' or a local model folder: its tokenizer counts tokens")
+    p.add_argument("--cutoff", type=int, default=1024, help="cutoff_len in tokens (default 1024)")
+    p.add_argument("--mapping", action="append", help="FIELD=COLUMN pairs, e.g. instruction=question,output=answer")
+    p.add_argument("--dataset", help="dataset name inside a dataset_info.json folder")
+    p.add_argument("--workspace", default="workspace", help="workspace folder (default ./workspace)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m backend.data", description="Check and fix instruction data.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check", help="report what is wrong with a data file")
+    _common(check)
+    check.add_argument("--all-rows", action="store_true", help="with --json: list every flagged row, not examples")
+    fix = sub.add_parser("fix", help="apply fixes and save a workspace dataset (the file is not modified)")
+    _common(fix)
+    fix.add_argument("--out", required=True, help="name of the workspace dataset to write")
+    fix.add_argument("--drop-empty", action="store_true")
+    fix.add_argument("--strip-html", action="store_true")
+    fix.add_argument("--remove-control-chars", action="store_true")
+    fix.add_argument("--normalize", action="store_true", help="Unicode NFC + whitespace")
+    fix.add_argument("--drop-duplicates", action="store_true")
+    fix.add_argument("--drop-near-duplicates", action="store_true")
+    fix.add_argument("--conflicts", choices=("drop", "keep-first"))
+    fix.add_argument("--over-cutoff", choices=("drop", "truncate"), help="needs --model")
+    fix.add_argument("--fill", action="append", metavar="NAME=VALUE", help="fill {{NAME}} placeholders")
+    fix.add_argument("--eval-ratio", type=float, default=0.0, help="share of rows held out as eval.jsonl")
+    fix.add_argument("--seed", type=int, default=42, help="seed of the train / eval split")
+    fix.add_argument("--overwrite", action="store_true")
+    return parser
+
+
+def run_check(args) -> int:
+    from backend.data.checks import check_file
+
+    tokenizer = load_model_tokenizer(args.model, Path(args.workspace))
+    report = check_file(
+        args.file, tokenizer=tokenizer, model=args.model, cutoff_len=args.cutoff,
+        mapping=parse_mapping(args.mapping), dataset=args.dataset,
+    )
+    print(json.dumps(report.to_dict(all_rows=args.all_rows), ensure_ascii=False) if args.json else report.to_text())
+    return report.exit_code
+
+
+def run_fix(args) -> int:
+    from backend.data.fixes import FixPlan, apply_fixes
+    from backend.data.load import load_rows
+    from backend.data.store import file_sha256, save_dataset, validate_name
+    from backend.workspace import Workspace
+
+    validate_name(args.out)
+    plan = FixPlan(
+        remove_control_chars=args.remove_control_chars, strip_html=args.strip_html, normalize=args.normalize,
+        fill=parse_fill(args.fill), drop_empty=args.drop_empty, drop_duplicates=args.drop_duplicates,
+        drop_near_duplicates=args.drop_near_duplicates, conflicts=args.conflicts, over_cutoff=args.over_cutoff,
+    )
+    if plan.over_cutoff and not args.model:
+        raise ValueError("--over-cutoff counts tokens: add --model demo or --model PATH")
+    tokenizer = load_model_tokenizer(args.model, Path(args.workspace))
+    loaded = load_rows(args.file, parse_mapping(args.mapping), args.dataset)
+    fixed = apply_fixes(loaded.rows, loaded.indices, plan, tokenizer, args.cutoff)
+    steps = [s.to_dict() for s in fixed.steps]
+    if loaded.rejected:
+        steps.insert(0, {"id": "drop_schema_errors", "params": {}, "changed": 0, "removed": len(loaded.rejected)})
+    source = {
+        "path": str(Path(loaded.source.path).resolve()), "sha256": file_sha256(loaded.source.path),
+        "format": loaded.source.shape.name, "file_type": loaded.source.file_type,
+        "encoding": loaded.source.encoding, "rows": loaded.total,
+    }
+    folder = save_dataset(
+        Workspace(Path(args.workspace)).datasets_dir, args.out, fixed.rows, source=source, fixes=steps,
+        rows_before=loaded.total, eval_ratio=args.eval_ratio, seed=args.seed, overwrite=args.overwrite,
+    )
+    result = {"dataset": str(folder), "rows_before": loaded.total, "rows_after": len(fixed.rows), "fixes": steps}
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+    else:
+        for s in steps:
+            print(f"{s['id']:22} changed {s['changed']:6}  removed {s['removed']:6}")
+        print(f"saved {folder}: {loaded.total} rows -> {len(fixed.rows)}")
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run_check(args) if args.command == "check" else run_fix(args)
+    except DataError as e:
+        _fail(args, e.message, e.to_dict())
+    except (ValueError, FileExistsError) as e:
+        _fail(args, str(e), {"error": str(e)})
+    except BrokenPipeError:  # output piped into `head`: not an error of ours
+        sys.stderr.close()
+        return EXIT_OK
+    return EXIT_UNREADABLE
+
+
+def _fail(args, message: str, payload: dict) -> None:
+    if args.json:
+        print(json.dumps(payload, ensure_ascii=False))
+    print(f"error: {message}", file=sys.stderr)

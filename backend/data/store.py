@@ -1,0 +1,163 @@
+"""Workspace datasets: the cleaned, canonical result of load + fixes, saved with
+its provenance, and read back by the trainer.
+
+Layout of workspace/datasets/<name>/ (DESIGN section 3):
+  data.jsonl   the TRAIN rows, one canonical {"messages": [...]} per line
+  eval.jsonl   the held-out EVAL rows (present only when eval_ratio > 0)
+  meta.json    source file path + sha256, detected format, fixes with their
+               counts, rows before / after, the split (seed, ratio, counts)
+The folder is written under a temporary name and renamed into place, so a
+dataset folder with meta.json is always complete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from backend.data.errors import DataError
+
+TRAIN_FILE, EVAL_FILE, META_FILE = "data.jsonl", "eval.jsonl", "meta.json"
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def validate_name(name: str) -> str:
+    """A dataset name is one plain folder name: no separators, no '..', no hidden names."""
+    if not isinstance(name, str) or not NAME_RE.match(name) or ".." in name:
+        raise ValueError(
+            f"dataset name {name!r} is not allowed: use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit, without '..'"
+        )
+    return name
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def split_rows(count: int, eval_ratio: float, seed: int) -> tuple[list[int], list[int]]:
+    """Positions of the train and eval rows: a seeded shuffle, each part kept in file order."""
+    if not 0 <= eval_ratio < 1:
+        raise ValueError(f"eval_ratio must be at least 0 and below 1, not {eval_ratio}")
+    n_eval = round(count * eval_ratio)
+    if eval_ratio > 0 and count >= 2:
+        n_eval = min(max(n_eval, 1), count - 1)
+    order = list(range(count))
+    random.Random(seed).shuffle(order)
+    eval_set = set(order[:n_eval])
+    return [i for i in range(count) if i not in eval_set], sorted(eval_set)
+
+
+def save_dataset(
+    datasets_dir: str | Path,
+    name: str,
+    rows: list[dict],
+    *,
+    source: dict,
+    fixes: list[dict],
+    rows_before: int,
+    eval_ratio: float = 0.0,
+    seed: int = 42,
+    overwrite: bool = False,
+) -> Path:
+    """Write the dataset folder; `source` holds at least {"path", "sha256"}."""
+    validate_name(name)
+    if not rows:
+        raise ValueError("no rows left to save: every row was removed by the fixes")
+    datasets_dir = Path(datasets_dir)
+    datasets_dir.mkdir(parents=True, exist_ok=True)
+    target = datasets_dir / name
+    if target.exists() and not overwrite:
+        raise FileExistsError(f"dataset '{name}' already exists in {datasets_dir}: pick another name or overwrite it")
+    train, held_out = split_rows(len(rows), eval_ratio, seed)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=datasets_dir))
+    try:
+        _write_jsonl(staging / TRAIN_FILE, (rows[i] for i in train))
+        if held_out:
+            _write_jsonl(staging / EVAL_FILE, (rows[i] for i in held_out))
+        meta = {
+            "name": name,
+            "created": time.time(),
+            "source": source,
+            "fixes": fixes,
+            "rows_before": rows_before,
+            "rows_after": len(rows),
+            "split": {
+                "seed": seed,
+                "eval_ratio": eval_ratio,
+                "train_rows": len(train),
+                "eval_rows": len(held_out),
+                "train_file": TRAIN_FILE,
+                "eval_file": EVAL_FILE if held_out else None,
+            },
+        }
+        (staging / META_FILE).write_text(json.dumps(meta, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staging, target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _write_jsonl(path: Path, rows) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def is_workspace_dataset(path: str | Path) -> bool:
+    path = Path(path)
+    return path.is_dir() and (path / META_FILE).is_file() and (path / TRAIN_FILE).is_file()
+
+
+def load_dataset_rows(path: str | Path, split: str = "train", mapping: dict[str, str] | None = None) -> list[dict]:
+    """Canonical rows of a workspace dataset folder (its train or eval split) or of any data file.
+
+    For a plain file `split` is ignored: every usable row is returned (rows with
+    schema problems are left out, as the check reports them).
+    """
+    path = Path(path)
+    if is_workspace_dataset(path):
+        if split not in ("train", "eval"):
+            raise ValueError(f"split must be 'train' or 'eval', not {split!r}")
+        file = path / (TRAIN_FILE if split == "train" else EVAL_FILE)
+        if not file.is_file():
+            return []
+        with open(file, encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+    if path.is_dir() and not (path / "dataset_info.json").is_file():
+        raise DataError(path, f"this folder is not a workspace dataset (no {META_FILE} + {TRAIN_FILE})",
+                        "Pass a data file or a folder made by the Data tab / `python -m backend.data fix`")
+    from backend.data.load import load_rows
+
+    return load_rows(path, mapping).rows
+
+
+def list_workspace_datasets(datasets_dir: str | Path) -> list[dict]:
+    """meta.json of every complete dataset, newest first (plus its folder as "path")."""
+    datasets_dir = Path(datasets_dir)
+    if not datasets_dir.is_dir():
+        return []
+    found = []
+    for folder in datasets_dir.iterdir():
+        if folder.name.startswith(".") or not is_workspace_dataset(folder):
+            continue
+        try:
+            meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        found.append({**meta, "name": folder.name, "path": str(folder)})
+    return sorted(found, key=lambda m: m.get("created", 0), reverse=True)
