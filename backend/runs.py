@@ -87,8 +87,9 @@ class RunStore:
     """Runs of one workspace. Instance state is only a cache (child processes
     to reap, metrics readers); everything that must survive is on disk."""
 
-    def __init__(self, workspace: Workspace, devices: list[Device] | None = None):
+    def __init__(self, workspace: Workspace, devices: list[Device] | None = None, env: dict | None = None):
         self.workspace = workspace
+        self.env = env  # the workers' environment (default: this process's)
         self.runs_dir = workspace.runs_dir
         self._devices = devices  # detected lazily: detection imports torch
         self._children: dict[str, subprocess.Popen] = {}
@@ -138,7 +139,8 @@ class RunStore:
         status = self.refresh(run_id)
         state = status.get("state")
         if state not in RESUMABLE:
-            hint = "it is still running" if state in ("queued", "running") else "it completed; start a new run instead"
+            hint = {"queued": "it was never started; start it instead", "running": "it is still running",
+                    "completed": "it completed; start a new run instead"}.get(state, f"its state is {state!r}")
             raise RunError(f"Run {run_id} cannot be resumed: {hint}.")
         run_dir = self._run_dir(run_id)
         checkpoints = list_checkpoints(run_dir)
@@ -166,7 +168,7 @@ class RunStore:
                                f"stop that run or wait for it to finish, then start this one.")
             update_status(run_dir, state="queued", command=argv, pid=None, pgid=None, create_time=None, **fields)
             try:
-                child = supervisor.launch(argv, run_dir)
+                child = supervisor.launch(argv, run_dir, self.env)
             except OSError as error:
                 update_status(run_dir, state="failed", ended_at=time.time(), error=f"Could not start the worker: {error}.")
                 raise RunError(f"Could not start the worker for {run_id}: {error}.") from None

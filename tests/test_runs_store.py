@@ -175,8 +175,8 @@ def test_new_store_reattaches_and_stop_escalates_to_kill(store, devices):
 
 def test_resume_refusals(store):
     run_id = store.create(cpu_config())
-    with pytest.raises(RunError, match="still running"):
-        store.resume(run_id)  # queued counts as not finished
+    with pytest.raises(RunError, match="never started; start it instead"):
+        store.resume(run_id)
     run_dir = store.runs_dir / run_id
     update_status(run_dir, state="completed")
     with pytest.raises(RunError, match="completed; start a new run"):

@@ -1,0 +1,27 @@
+"""A TrainerCallback the run-store tests load into the real worker through
+RunConfig.callbacks (the user-callback feature), so a test can act while the
+worker is provably mid-run, with no timing guesses.
+
+While RUN_DIR/.hold exists, the worker waits at the end of each step from
+step HOLD_FROM_STEP on (after checkpoint-2 is complete with save_steps=2),
+and says so in RUN_DIR/.held. Signals still reach it while it waits."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+HOLD_FROM_STEP = 3
+
+
+class HoldWhileFileExists(TrainerCallback):
+    def on_step_end(self, args, state, control, **kwargs):
+        run_dir = Path(args.output_dir)
+        if state.global_step < HOLD_FROM_STEP or not (run_dir / ".hold").exists():
+            return control
+        (run_dir / ".held").write_text(str(state.global_step))
+        while (run_dir / ".hold").exists():
+            time.sleep(0.05)
+        return control

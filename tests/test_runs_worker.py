@@ -1,0 +1,150 @@
+"""RunStore driving the real worker (python -m backend.train) on the demo
+model: complete runs, stop / resume, kill -9, a half-written checkpoint, an
+app restart, one job per device, and the 2-process torchrun path."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import time
+
+import pytest
+
+from backend.config import RunConfig
+from backend.hardware import detect_devices
+from backend.run_files import COMPLETE_MARKER, FINAL_STATES, read_status
+from backend.runs import RunError, RunInfo, RunStore
+
+pytestmark = pytest.mark.slow
+
+HOLD = "tests.test_runs_callbacks:HoldWhileFileExists"
+MAX_STEPS = 8
+
+
+@pytest.fixture(scope="module")
+def devices():
+    return detect_devices()
+
+
+@pytest.fixture
+def store(workspace, subprocess_env, devices):
+    return RunStore(workspace, devices=devices, env=subprocess_env)
+
+
+def small_config(**kw) -> RunConfig:
+    # fp32 on the CPU: a resumed run can match an uninterrupted one closely.
+    settings = dict(devices="cpu", precision="fp32", max_steps=MAX_STEPS, save_steps=2, logging_steps=1,
+                    per_device_train_batch_size=4, cutoff_len=128, lora_r=8, seed=7, save_total_limit=None)
+    return RunConfig(**{**settings, **kw})
+
+
+def wait_for(predicate, what: str, limit_s: float = 300):
+    """Poll until `predicate()` is truthy: a hang guard, not a timing assertion."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"gave up waiting for {what}")
+
+
+def wait_final(store: RunStore, run_id: str) -> RunInfo:
+    def ended():
+        info = store.get(run_id)
+        return info if info.state in (*FINAL_STATES, "lost") else None
+    return wait_for(ended, f"run {run_id} to end")
+
+
+def start_held(store: RunStore, config: RunConfig) -> str:
+    """Start a run that waits after step 3 (checkpoint-2 complete) until released."""
+    run_id = store.create(config)
+    run_dir = store.runs_dir / run_id
+    (run_dir / ".hold").touch()
+    store.start(run_id)
+    wait_for(lambda: (run_dir / ".held").exists() or store.get(run_id).state != "running", "the worker to hold")
+    assert store.get(run_id).state == "running", (run_dir / "train.log").read_text()[-3000:]
+    return run_id
+
+
+def metrics(run_dir) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def train_losses(records: list[dict]) -> dict[int, float]:
+    return {r["step"]: r["loss"] for r in records if r["kind"] == "train" and "loss" in r}
+
+
+def log_of(info: RunInfo) -> str:
+    return (info.run_dir / "train.log").read_text()[-3000:]
+
+
+def test_stop_after_app_restart_then_resume_matches_uninterrupted_run(store, workspace, subprocess_env, devices):
+    reference = wait_final(store, store.launch(small_config()))
+    assert reference.state == "completed", log_of(reference)
+    assert reference.global_step == MAX_STEPS and reference.progress == 1.0
+    assert [c.step for c in reference.checkpoints] == [2, 4, 6, 8]
+    assert reference.best_eval_loss is not None
+    for name in ("config.yaml", "status.json", "train.log", "metrics.jsonl", "summary.json", "final/COMPLETE"):
+        assert (reference.run_dir / name).exists(), name
+    assert read_status(reference.run_dir)["exit_code"] == 0
+
+    run_id = start_held(store, small_config(callbacks=[HOLD]))
+    with pytest.raises(RunError, match=f"cpu is busy with run {run_id}"):
+        store.launch(small_config())
+
+    restarted = RunStore(workspace, devices=devices, env=subprocess_env)  # the app restarted
+    assert restarted.get(run_id).state == "running"
+    restarted.stop(run_id)
+    (store.runs_dir / run_id / ".hold").unlink()
+    stopped = wait_final(restarted, run_id)
+    assert stopped.state == "stopped", log_of(stopped)
+    assert 3 <= stopped.global_step < MAX_STEPS
+    assert stopped.checkpoints[-1].step == stopped.global_step  # saved at the step boundary
+
+    restarted.resume(run_id)
+    resumed = wait_final(restarted, run_id)
+    assert resumed.state == "completed", log_of(resumed)
+    assert resumed.global_step == MAX_STEPS
+    final_loss = train_losses(metrics(resumed.run_dir))[MAX_STEPS]
+    assert final_loss == pytest.approx(train_losses(metrics(reference.run_dir))[MAX_STEPS], rel=1e-3)
+    assert store.get(run_id).state == "completed"  # the first store reaps its child too
+
+
+def test_kill_9_is_lost_and_resume_skips_a_half_written_checkpoint(store):
+    run_id = start_held(store, small_config(callbacks=[HOLD]))
+    run_dir = store.runs_dir / run_id
+    os.killpg(read_status(run_dir)["pgid"], signal.SIGKILL)
+    lost = wait_for(lambda: (i := store.get(run_id)).state != "running" and i, "lost detection")
+    assert lost.state == "lost"
+    last = lost.checkpoints[-1].step
+    assert f"Resume continues from checkpoint-{last}." in lost.error
+
+    # A checkpoint the kill interrupted: files there, the marker never written.
+    half = run_dir / f"checkpoint-{last + 1}"
+    shutil.copytree(run_dir / f"checkpoint-{last}", half)
+    (half / COMPLETE_MARKER).unlink()
+    assert store.get(run_id).checkpoints[-1].step == last
+
+    seen = len(metrics(run_dir))
+    store.resume(run_id)
+    resumed = wait_final(store, run_id)
+    assert resumed.state == "completed", log_of(resumed)
+    assert resumed.global_step == MAX_STEPS
+    after = [r["step"] for r in metrics(run_dir)[seen:] if r["kind"] == "train"]
+    assert after[0] == last + 1  # continued from the last complete checkpoint
+    assert not (half / COMPLETE_MARKER).exists()
+
+
+def test_torchrun_two_processes_write_one_consistent_run(store):
+    info = wait_final(store, store.launch(small_config(num_processes=2, max_steps=4)))
+    assert info.state == "completed", log_of(info)
+    assert info.command[1:4] == ["-m", "torch.distributed.run", "--standalone"]
+    assert read_status(info.run_dir)["world_size"] == 2
+    steps = [r["step"] for r in metrics(info.run_dir) if r["kind"] == "train"]
+    assert steps == [1, 2, 3, 4]  # rank 1 writes no lines
+    assert [c.step for c in info.checkpoints] == [2, 4]
+    assert (info.run_dir / "final" / COMPLETE_MARKER).exists()
+    assert json.loads((info.run_dir / "summary.json").read_text())["world_size"] == 2
