@@ -94,6 +94,9 @@ class RunStore:
         self._devices = devices  # detected lazily: detection imports torch
         self._children: dict[str, subprocess.Popen] = {}
         self._best_eval: dict[str, tuple[MetricsTail, float | None]] = {}
+        # Runs this store asked to stop -> how the stop went; a worker that then
+        # vanishes without a final state is `stopped`, not `lost`.
+        self._stopping: dict[str, str] = {}
 
     # --- create and start ------------------------------------------------------
     def command_for(self, config: RunConfig, run_dir: Path | None = None) -> tuple[list[str], str]:
@@ -173,6 +176,7 @@ class RunStore:
                 update_status(run_dir, state="failed", ended_at=time.time(), error=f"Could not start the worker: {error}.")
                 raise RunError(f"Could not start the worker for {run_id}: {error}.") from None
             self._children[run_id] = child
+            self._stopping.pop(run_id, None)
             update_status(run_dir, state="running", pid=child.pid, pgid=child.pid,
                           create_time=supervisor.create_time(child.pid), started_at=time.time())
 
@@ -186,15 +190,13 @@ class RunStore:
             raise RunError(f"Run {run_id} is not running (state: {status.get('state')}).")
         pid, started = status["pid"], status["create_time"]
         supervisor.request_stop(pid)
-        run_dir = self._run_dir(run_id)
+        self._stopping[run_id] = "ended after the stop request without recording it"
 
-        def after_kill() -> None:
-            if read_status(run_dir).get("state") not in FINAL_STATES:
-                update_status(run_dir, state="stopped", ended_at=time.time(),
-                              advice=f"The worker did not stop within {grace_s:g} s and was killed. "
-                                     f"{self._resume_hint(run_dir)}")
+        def before_kill() -> None:
+            self._stopping[run_id] = f"did not stop within {grace_s:g} s and was killed"
 
-        supervisor.escalate_later(pid, started, grace_s, self._children.get(run_id), after_kill)
+        supervisor.escalate_later(pid, started, grace_s, self._children.get(run_id),
+                                  before_kill, after_kill=lambda: self.refresh(run_id))
 
     def refresh(self, run_id: str) -> dict:
         """status.json of the run, after lost detection: a run marked queued
@@ -213,7 +215,11 @@ class RunStore:
         status = read_status(run_dir)  # the worker may have written its end just before exiting
         if status.get("state") in FINAL_STATES:
             return status
-        return self._mark_gone(run_dir, status, child.returncode if child is not None else None)
+        exit_code = child.returncode if child is not None else None
+        if run_id in self._stopping:
+            return update_status(run_dir, state="stopped", exit_code=exit_code, ended_at=time.time(),
+                                 advice=f"The worker {self._stopping[run_id]}. {self._resume_hint(run_dir)}")
+        return self._mark_gone(run_dir, status, exit_code)
 
     def _mark_gone(self, run_dir: Path, status: dict, exit_code: int | None) -> dict:
         if exit_code is not None and exit_code > 0:

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -142,29 +143,29 @@ def wait_gone(pid: int, started: float, timeout: float, child: subprocess.Popen 
             return True
         except subprocess.TimeoutExpired:
             return False
-    if not is_alive(pid, started):
-        return True
-    try:
-        psutil.Process(pid).wait(timeout=timeout)
-    except psutil.TimeoutExpired:
-        return not is_alive(pid, started)
-    except psutil.NoSuchProcess:
-        pass
+    # Polled rather than psutil's wait(), which would reap (and so hide the
+    # exit code from) a process that another Popen in this process owns.
+    deadline = time.monotonic() + timeout
+    while is_alive(pid, started):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
     return True
 
 
 def escalate_later(pid: int, started: float, grace_s: float, child: subprocess.Popen | None,
-                   on_killed: Callable[[], None]) -> threading.Thread:
-    """After `grace_s` seconds, SIGKILL the worker's tree if it still runs, then
-    call `on_killed`. A daemon thread, so stop() returns at once; it dies with
+                   before_kill: Callable[[], None], after_kill: Callable[[], None]) -> threading.Thread:
+    """After `grace_s` seconds, if the worker still runs: `before_kill()`, SIGKILL
+    its tree, wait for it to go, `after_kill()`. A daemon thread, so stop() returns at once; it dies with
     the calling process (a UI restarted during the grace period does not
     escalate: the worker keeps stopping on its own or is killed by hand)."""
     def run() -> None:
         if wait_gone(pid, started, grace_s, child):
             return
+        before_kill()
         kill_tree(pid)
         wait_gone(pid, started, 10.0, child)
-        on_killed()
+        after_kill()
 
     thread = threading.Thread(target=run, name=f"escalate-stop-{pid}", daemon=True)
     thread.start()
