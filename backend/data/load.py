@@ -19,6 +19,7 @@ from backend.data.shapes import Shape, convert, detect_shape, known_shape_of, sh
 from backend.data.text_encoding import detect_encoding
 
 DATASET_INFO = "dataset_info.json"
+ROW = "(row)"  # the field of a problem that concerns the whole row
 
 
 @dataclass
@@ -123,12 +124,12 @@ def iter_rows(source: Source) -> Iterator[SourceRow]:
     shape_kind = "alpaca" if source.shape.name == "alpaca" else "conversation"
     for record in iter_records(source.path, source.file_type, source.encoding):
         if record.error:
-            yield SourceRow(record.index, record.line, None, [("(row)", record.error)])
+            yield SourceRow(record.index, record.line, None, [(ROW, record.error)])
             continue
         raw = record.value
         if not isinstance(raw, dict):
             kind = "a list" if isinstance(raw, list) else type(raw).__name__
-            yield SourceRow(record.index, record.line, None, [("(row)", f"is {kind}, expected an object with fields")])
+            yield SourceRow(record.index, record.line, None, [(ROW, f"is {kind}, expected an object with fields")])
             continue
         _refuse_mixed(source, raw, record.index, record.line, shape_kind)
         row, problems, flags = convert(raw, source.shape)
@@ -171,18 +172,21 @@ def load_rows(path: str | Path, mapping: dict[str, str] | None = None, dataset: 
             loaded.rows.append(item.row)
             loaded.indices.append(item.index)
     if not loaded.rows:
-        raise no_usable_rows(source, loaded.rejected)
+        raise no_usable_rows(source, loaded.rejected[0], len(loaded.rejected))
     return loaded
 
 
-def no_usable_rows(source: Source, rejected: list[SourceRow]) -> DataError:
-    first = rejected[0]
+def no_usable_rows(source: Source, first: SourceRow, count: int) -> DataError:
     where, message = first.problems[0]
     return DataError(
         source.path,
-        f"none of the {len(rejected)} rows can be used; the first problem: {where} {message}",
+        f"none of the {count} rows can be used; the first problem: {problem_text(where, message)}",
         "Fix the rows (see the schema check) or give a column mapping",
         row=first.index,
         line=first.line,
-        field=None if where == "(row)" else where,
+        field=None if where == ROW else where,
     )
+
+
+def problem_text(where: str, message: str) -> str:
+    return message if where == ROW else f"{where} {message}"

@@ -18,7 +18,7 @@ from backend.data.checks.report import CheckResult, Report
 from backend.data.checks.specs import MIN_RESPONSE_CHARS, OUTLIER_IQR, SPECS, TOKEN_CHECKS
 from backend.data.checks.stats import token_stats, upper_fence
 from backend.data.encode import count_tokens, encode_messages
-from backend.data.load import SourceRow, iter_rows, no_usable_rows, open_source
+from backend.data.load import SourceRow, iter_rows, no_usable_rows, open_source, problem_text
 from backend.data.textrules import (
     control_found,
     html_found,
@@ -60,7 +60,7 @@ class Checker:
             self.first_rejected = self.first_rejected or item
             where, message = item.problems[0]
             more = f" (+{len(item.problems) - 1} more)" if len(item.problems) > 1 else ""
-            self.flag("schema", item.index, f"{where} {message}{more}")
+            self.flag("schema", item.index, problem_text(where, message) + more)
             return
         index, messages = item.index, item.row["messages"]
         if "empty_input" in item.flags:
@@ -183,7 +183,7 @@ def check_file(
     checker = Checker(tokenizer, cutoff_len)
     _feed(checker, iter_rows(source), progress)
     if not checker.usable:
-        raise no_usable_rows(source, [checker.first_rejected])
+        raise no_usable_rows(source, checker.first_rejected, checker.rows_seen)
     report = _report(checker, source.label, source.shape.name, source.file_type, source.encoding, model)
     report.detected = source.describe()
     if source.encoding not in (None, "utf-8"):
