@@ -1,0 +1,99 @@
+"""Background jobs for evaluation and export: a detached `python -m ...` process
+that reports through a progress file the UI polls.
+
+Like the training worker (DESIGN section 1), a job runs in its own session, so
+closing the browser or restarting the app neither stops nor loses it; its
+output goes to a log file, never to a pipe nobody reads (DESIGN section 8).
+
+Progress file (JSON, written atomically): {"state": "running" | "completed" |
+"failed", "pid", "started_at", "done", "total", "stage", "error", "result"}.
+A "running" file whose process is gone reads as "failed" (lost).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from backend.run_files import atomic_write_json, read_json
+
+RUNNING, COMPLETED, FAILED = "running", "completed", "failed"
+
+
+def launch(module: str, args: list[str], log_path: Path, progress_path: Path) -> int:
+    """Start `python -m module args...` detached; returns its pid.
+
+    The progress file is written before the process starts, so a poll right
+    after launch already sees the job (and a job that dies at import reads as lost)."""
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    progress_path = Path(progress_path)
+    progress_path.parent.mkdir(parents=True, exist_ok=True)
+    repo = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = repo + os.pathsep + env.get("PYTHONPATH", "")
+    command = [sys.executable, "-m", module, *args, "--progress", str(progress_path)]
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   cwd=repo, env=env, start_new_session=True)
+    write_progress(progress_path, state=RUNNING, pid=process.pid, started_at=time.time(),
+                   start_time=_process_start(process.pid), done=0, total=0, stage="starting",
+                   command=command, log=str(log_path))
+    return process.pid
+
+
+def write_progress(path: Path | None, **fields) -> None:
+    """Merge `fields` into the progress file (no-op without a file: plain CLI use)."""
+    if path is None:
+        return
+    progress = read_json(path, default={}) or {}
+    progress.update(fields)
+    progress["updated_at"] = time.time()
+    atomic_write_json(Path(path), progress)
+
+
+def read_progress(path: Path) -> dict:
+    """The progress file, with a vanished "running" process reported as failed."""
+    progress = read_json(path, default=None)
+    if not progress:
+        return {}
+    if progress.get("state") == RUNNING and not _alive(progress.get("pid"), progress.get("start_time")):
+        # Re-read: the job may have finished between the two reads.
+        progress = read_json(path, default={}) or {}
+        if progress.get("state") == RUNNING:
+            progress["state"] = FAILED
+            progress["error"] = progress.get("error") or (
+                f"The background process (pid {progress.get('pid')}) ended without finishing; "
+                f"see its log {progress.get('log', '')} and start it again.")
+    return progress
+
+
+def is_running(path: Path) -> bool:
+    return read_progress(path).get("state") == RUNNING
+
+
+def _process_start(pid: int) -> float | None:
+    try:
+        import psutil
+
+        return psutil.Process(pid).create_time()
+    except Exception:  # noqa: BLE001 - psutil missing or process gone: no start time to compare
+        return None
+
+
+def _alive(pid: int | None, start_time: float | None) -> bool:
+    """True when `pid` runs and is the process we started (not a recycled pid)."""
+    if not pid:
+        return False
+    try:
+        import psutil
+
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return start_time is None or abs(process.create_time() - start_time) < 1.0
+    except Exception:  # noqa: BLE001 - NoSuchProcess, AccessDenied: treat as gone
+        return False

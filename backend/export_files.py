@@ -1,0 +1,188 @@
+"""File-level helpers of the export: what a checkpoint is, where its base model
+is, sizes and free disk, the output folder's staging / publish / zip."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+from pathlib import Path
+
+from backend.run_files import CONFIG_FILE
+
+# Files a Trainer checkpoint holds only for resuming: not part of an exported model.
+RESUME_ONLY = ("optimizer.pt", "scheduler.pt", "scaler.pt", "training_args.bin", "trainer_state.json", "COMPLETE")
+RESUME_PREFIXES = ("rng_state",)
+BYTES_PER_PARAM = {"bf16": 2, "fp16": 2, "fp32": 4}
+STORED_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+# Headroom over the weights: tokenizer, JSON files, the zip's own overhead.
+DISK_MARGIN = 1.1
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]i?B|B)?\s*$", re.IGNORECASE)
+_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
+
+
+class ExportError(RuntimeError):
+    """An export that cannot go ahead; the message says why and what to do."""
+
+
+def checkpoint_kind(folder: Path) -> str:
+    """'adapter' (PEFT folder) or 'full' (whole-model weights)."""
+    if (folder / "adapter_config.json").is_file():
+        return "adapter"
+    if (folder / "config.json").is_file() and (any(folder.glob("*.safetensors")) or any(folder.glob("*.bin"))):
+        return "full"
+    raise ExportError(f"{folder} holds neither a LoRA adapter (adapter_config.json) nor model weights "
+                      f"(config.json + *.safetensors): pick a checkpoint-<step> or final folder of a run.")
+
+
+def find_run_dir(checkpoint: Path) -> Path | None:
+    """The run folder holding `checkpoint` (it has config.yaml), if any."""
+    parent = Path(checkpoint).resolve().parent
+    return parent if (parent / CONFIG_FILE).is_file() else None
+
+
+def _run_config(run_dir: Path | None) -> dict:
+    from backend.model_card import run_config
+
+    return run_config(run_dir)
+
+
+def base_model_for(checkpoint: Path, run_dir: Path | None, workspace, override: str | None, resolve: bool) -> str:
+    """The adapter's base model: --base, else the run's model_name_or_path, else adapter_config.json."""
+    name = override or _run_config(run_dir).get("model_name_or_path")
+    if not name:
+        try:
+            name = json.loads((checkpoint / "adapter_config.json").read_text(encoding="utf-8"))["base_model_name_or_path"]
+        except (OSError, ValueError, KeyError):
+            name = None
+    if not name:
+        raise ExportError(f"Cannot tell the base model of {checkpoint}: no run config.yaml beside it and no "
+                          f"base_model_name_or_path in adapter_config.json. Pass --base FOLDER.")
+    if not resolve:
+        return name
+    from backend.models import resolve_model_path
+
+    path = resolve_model_path(name, workspace.models_dir) if workspace else name
+    if not Path(path).is_dir():
+        raise ExportError(f"Base model {name!r} is not a local folder ({path}); merging needs its weights on disk. "
+                          f"Download it, then pass --base FOLDER.")
+    return path
+
+
+def is_qlora(run_dir: Path | None, checkpoint: Path) -> bool:
+    config = _run_config(run_dir)
+    return config.get("method") == "qlora" or bool(config.get("quantization_bits"))
+
+
+def parse_size(text: str | int) -> int:
+    """'2GB' / '500MB' / '1.5GiB' / bytes -> bytes."""
+    if isinstance(text, int):
+        return text
+    match = _SIZE.match(str(text))
+    if not match or float(match.group(1)) <= 0:
+        raise ExportError(f"Shard size {text!r} is not a size: write it like 2GB, 500MB or 1GiB.")
+    return int(float(match.group(1)) * _UNITS[(match.group(2) or "B").lower()])
+
+
+def resolve_dtype(choice: str, base_path: str) -> str:
+    """'auto' -> the base's stored 16-bit dtype; fp32 bases: bf16/fp16 on a GPU, fp32 on the CPU."""
+    if choice != "auto":
+        return choice
+    stored = _base_config(base_path).get("dtype") or _base_config(base_path).get("torch_dtype")
+    if STORED_DTYPES.get(stored) in ("bf16", "fp16"):
+        return STORED_DTYPES[stored]
+    import torch
+
+    if torch.cuda.is_available():
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    return "fp32"
+
+
+def _base_config(base_path: str) -> dict:
+    try:
+        return json.loads((Path(base_path) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def count_parameters(base_path: str) -> int:
+    """Parameter count from the safetensors headers (no weights read), else from config numbers."""
+    files = sorted(Path(base_path).glob("*.safetensors"))
+    if files:
+        from safetensors import safe_open
+
+        total = 0
+        for file in files:
+            with safe_open(str(file), framework="pt") as handle:
+                for key in handle.keys():  # noqa: SIM118 - safe_open has keys(), no __iter__
+                    total += math.prod(handle.get_slice(key).get_shape())
+        return total
+    from backend.models import estimate_num_parameters
+
+    count = estimate_num_parameters(_base_config(base_path))
+    if not count:
+        raise ExportError(f"Cannot tell the size of {base_path}: no safetensors files and no sizes in config.json.")
+    return count
+
+
+def disk_needed_for_merge(base_path: str, dtype: str) -> int:
+    """Bytes the merged folder and its zip need: parameters x bytes per parameter, twice, plus margin."""
+    return int(2 * count_parameters(base_path) * BYTES_PER_PARAM[dtype] * DISK_MARGIN)
+
+
+def ensure_disk_space(folder: Path, needed: int) -> None:
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(folder).free
+    if needed > free:
+        raise ExportError(f"Not enough disk space in {folder}: the export needs about {_gb(needed)} "
+                          f"and {_gb(free)} is free. Free some space or choose another output folder.")
+
+
+def _gb(n: int) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB"
+
+
+def prepare_output(out: Path, overwrite: bool) -> None:
+    """Refuse an existing output (unless overwrite); clear a stale staging folder."""
+    zip_path = out.with_name(out.name + ".zip")
+    existing = [p for p in (out, zip_path) if p.exists()]
+    if existing and not overwrite:
+        raise ExportError(f"{existing[0]} already exists. Choose another name, or tick Overwrite "
+                          f"(--overwrite) to replace it.")
+    shutil.rmtree(out.parent / f".{out.name}.partial", ignore_errors=True)
+
+
+def copy_files(checkpoint: Path, staging: Path) -> list[str]:
+    """Copy a checkpoint's model files (not the resume-only ones) into `staging`."""
+    staging.mkdir(parents=True)
+    copied = []
+    for item in sorted(checkpoint.iterdir()):
+        if item.name in RESUME_ONLY or item.name.startswith(RESUME_PREFIXES) or not item.is_file():
+            continue
+        shutil.copy2(item, staging / item.name)
+        copied.append(item.name)
+    return copied
+
+
+def publish(staging: Path, out: Path) -> None:
+    """Move the finished staging folder to `out`, replacing an old one (overwrite was checked)."""
+    if out.exists():
+        old = out.with_name(f".{out.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        out.rename(old)
+        staging.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        staging.rename(out)
+
+
+def write_zip(out: Path) -> Path:
+    """<out>.zip beside the folder, written under a temporary name first."""
+    tmp_base = out.with_name(f".{out.name}.zip-partial")
+    archive = Path(shutil.make_archive(str(tmp_base), "zip", root_dir=out.parent, base_dir=out.name))
+    final = out.with_name(out.name + ".zip")
+    os.replace(archive, final)
+    return final

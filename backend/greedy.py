@@ -1,0 +1,48 @@
+"""Greedy, batched answers to conversations: the generation step shared by
+evaluation (answers scored against references) and export (merged model
+checked against the adapter)."""
+
+from __future__ import annotations
+
+from backend.data.encode import render
+
+
+def prompt_and_reference(messages: list[dict]) -> tuple[list[dict], str]:
+    """Split a conversation before its last assistant turn: (prompt messages, reference answer)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i]["role"] == "assistant":
+            return messages[:i], messages[i]["content"]
+    return messages, ""
+
+
+def greedy_answers(model, tokenizer, prompts: list[list[dict]], max_new_tokens: int = 64, batch_size: int = 8,
+                   max_prompt_tokens: int | None = None, on_batch=None) -> list[str]:
+    """Greedy answers to each prompt (a list of messages), generated in batches.
+
+    Left padding, so every prompt in a batch ends where generation starts.
+    `max_prompt_tokens` keeps the last tokens of a too-long prompt (the part
+    next to the answer). `on_batch(done)` is called after each batch."""
+    import torch
+
+    side = tokenizer.padding_side
+    tokenizer.padding_side = "left"
+    answers: list[str] = []
+    device = next(model.parameters()).device
+    try:
+        for start in range(0, len(prompts), batch_size):
+            texts = [render(tokenizer, p, add_generation_prompt=True) for p in prompts[start:start + batch_size]]
+            if max_prompt_tokens:
+                tokenizer.truncation_side = "left"
+            batch = tokenizer(texts, add_special_tokens=False, padding=True, return_tensors="pt",
+                              truncation=bool(max_prompt_tokens), max_length=max_prompt_tokens)
+            batch = {k: v.to(device) for k, v in batch.items()}
+            with torch.no_grad():
+                output = model.generate(**batch, do_sample=False, max_new_tokens=max_new_tokens,
+                                        pad_token_id=tokenizer.pad_token_id)
+            new_tokens = output[:, batch["input_ids"].shape[1]:]
+            answers.extend(t.strip() for t in tokenizer.batch_decode(new_tokens, skip_special_tokens=True))
+            if on_batch:
+                on_batch(len(answers))
+    finally:
+        tokenizer.padding_side = side
+    return answers

@@ -1,0 +1,101 @@
+"""Evaluation of real LoRA checkpoints: the command line writes metrics.json and
+predictions.jsonl whose numbers equal independent computations."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import sacrebleu
+
+from backend.eval_results import (
+    best_per_metric,
+    checkpoint_choices,
+    disagreement_rows,
+    load_results,
+    training_eval_curve,
+)
+from backend.evaluate import EvalError, evaluate_run, held_out_rows, start_evaluation
+from backend.workspace import Workspace
+from tests.eval_export_runs import link_demo_model, make_run
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, demo_model_dir):
+    workspace = Workspace(tmp_path_factory.mktemp("evaluate") / "workspace").ensure()
+    link_demo_model(workspace, demo_model_dir)
+    return make_run(workspace, "eval-run")
+
+
+def _independent_loss(run_dir, rows):
+    """Token-weighted mean of the model's own causal-LM loss (labels=...) per row."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from backend.data.encode import IGNORE_INDEX, encode_messages
+
+    path = run_dir.parents[1] / "models" / "demo"
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    total = count = 0
+    for row in rows:
+        enc = encode_messages(tokenizer, row["messages"], 256)
+        n = sum(label != IGNORE_INDEX for label in enc.labels[1:])
+        with torch.no_grad():
+            loss = model(input_ids=torch.tensor([enc.input_ids]), labels=torch.tensor([enc.labels])).loss.item()
+        total, count = total + loss * n, count + n
+    return total / count
+
+
+def test_cli_writes_metrics_and_predictions(run_dir, subprocess_env):
+    command = [sys.executable, "-m", "backend.evaluate", "--run", str(run_dir), "--checkpoint", "base",
+               "checkpoint-16", "--max-samples", "8", "--max-new-tokens", "24", "--json"]
+    done = subprocess.run(command, env=subprocess_env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout)
+    assert list(summary["results"]) == ["base", "checkpoint-16"]
+    for name in ("base", "checkpoint-16"):
+        metrics = json.loads((run_dir / "eval" / name / "metrics.json").read_text())
+        predictions = [json.loads(line) for line in (run_dir / "eval" / name / "predictions.jsonl").open()]
+        assert len(predictions) == metrics["num_samples"] == 8
+        refs, preds = [p["reference"] for p in predictions], [p["prediction"] for p in predictions]
+        tokenize = "zh" if any("\u4e00" <= c <= "\u9fff" for r in refs for c in r) else "13a"
+        assert metrics["bleu"] == pytest.approx(sacrebleu.corpus_bleu(preds, [refs], tokenize=tokenize).score)
+        assert metrics["perplexity"] == pytest.approx(2.718281828 ** metrics["eval_loss"], rel=1e-6)
+        assert metrics["data"] == "the run's held-out split"
+    rows = held_out_rows(run_dir)[:8]
+    base = json.loads((run_dir / "eval" / "base" / "metrics.json").read_text())
+    assert base["eval_loss"] == pytest.approx(_independent_loss(run_dir, rows), rel=1e-4)
+    tuned = json.loads((run_dir / "eval" / "checkpoint-16" / "metrics.json").read_text())
+    # The LoRA run learned the demo answers: better loss and ROUGE than the base.
+    assert tuned["eval_loss"] < base["eval_loss"] and tuned["rougeL"] > base["rougeL"]
+    assert tuned["step"] == 16 and base["step"] == 0
+
+    results = load_results(run_dir)
+    best = best_per_metric(results)
+    assert best["eval_loss"] == "checkpoint-16" and best["rougeL"] == "checkpoint-16"
+    table = disagreement_rows(run_dir, list(results))
+    assert len(table) == 8 and table[0]["distinct"] >= table[-1]["distinct"]
+    assert table[0]["base"] != table[0]["checkpoint-16"]
+
+
+def test_uploaded_file_and_bad_choices(run_dir, tmp_path):
+    assert checkpoint_choices(run_dir) == ["base", "checkpoint-8", "checkpoint-16", "final"]
+    assert [step for step, _ in training_eval_curve(run_dir)] == [8, 16]
+    data = tmp_path / "qa.json"
+    data.write_text(json.dumps([{"instruction": "法国的首都是哪里？", "input": "", "output": "法国的首都是巴黎。"},
+                                {"instruction": "What is 2 + 3?", "input": "", "output": "2 + 3 = 5."}],
+                               ensure_ascii=False), encoding="utf-8")
+    summary = evaluate_run(run_dir, ["checkpoint-8"], data=data, max_new_tokens=16)
+    metrics = summary["results"]["checkpoint-8"]
+    assert metrics["num_samples"] == 2 and metrics["data"] == "file qa.json" and metrics["bleu_tokenize"] == "zh"
+    with pytest.raises(EvalError, match="No complete checkpoint checkpoint-99.*choose from: base"):
+        evaluate_run(run_dir, ["checkpoint-99"])
+    broken = tmp_path / "broken.json"
+    broken.write_text('[{"instruction": "x",', encoding="utf-8")
+    with pytest.raises(EvalError, match="Cannot use broken.json"):
+        evaluate_run(run_dir, ["base"], data=broken)
+    with pytest.raises(EvalError, match="at least one checkpoint"):
+        start_evaluation(run_dir, [])
