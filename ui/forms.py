@@ -1,0 +1,210 @@
+"""Gradio inputs built from RunConfig's field metadata, and back.
+
+The Train tab's form is a view of RunConfig: each field below names the
+widget and its bounds; the help text and choices come from the dataclass, so
+the form, the YAML and the command line never disagree. Values travel as one
+ordered list (gradio passes inputs positionally); `config_from_values`
+rebuilds the RunConfig through `RunConfig.from_dict`, which validates it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from backend.config import RunConfig
+from backend.memory import LINEAR_NAMES
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    name: str                 # RunConfig field (or "method_choice", see below)
+    widget: str               # number | slider | checkbox | dropdown | radio | text | multiselect
+    minimum: float | None = None
+    maximum: float | None = None
+    step: float | None = None
+    advanced: bool = False     # folded away in the "Advanced" accordion
+
+
+# "method" and "quantization_bits" are one choice for a user.
+METHOD_CHOICES = {"lora": ("lora", None), "qlora4": ("qlora", 4), "qlora8": ("qlora", 8), "full": ("full", None)}
+METHOD_LABELS = {"lora": "LoRA", "qlora4": "QLoRA 4-bit", "qlora8": "QLoRA 8-bit", "full": "Full"}
+
+MODEL_FIELDS = [FieldSpec("trust_remote_code", "checkbox")]
+METHOD_FIELDS = [FieldSpec("method_choice", "radio"), FieldSpec("precision", "radio")]
+LORA_FIELDS = [
+    FieldSpec("lora_r", "slider", 1, 256, 1),
+    FieldSpec("lora_alpha", "slider", 1, 512, 1),
+    FieldSpec("lora_dropout", "slider", 0, 0.5, 0.01),
+    FieldSpec("lora_target", "multiselect"),
+    FieldSpec("use_rslora", "checkbox"),
+    FieldSpec("use_dora", "checkbox"),
+]
+TRAIN_FIELDS = [
+    FieldSpec("learning_rate", "number", 1e-7, 1.0, 1e-6),
+    FieldSpec("num_train_epochs", "number", 0, 100, 0.5),
+    FieldSpec("max_steps", "number", -1, 1_000_000, 1),
+    FieldSpec("per_device_train_batch_size", "slider", 1, 128, 1),
+    FieldSpec("gradient_accumulation_steps", "slider", 1, 256, 1),
+    FieldSpec("cutoff_len", "slider", 16, 32768, 16),
+    FieldSpec("lr_scheduler_type", "dropdown"),
+    FieldSpec("warmup_ratio", "slider", 0, 0.5, 0.01),
+    FieldSpec("val_size", "slider", 0, 0.5, 0.01),
+    FieldSpec("eval_steps", "number", 1, 1_000_000, 1),
+    FieldSpec("save_steps", "number", 1, 1_000_000, 1),
+    FieldSpec("save_total_limit", "number", 1, 1000, 1),
+    FieldSpec("gradient_checkpointing", "checkbox"),
+    FieldSpec("train_on_prompt", "checkbox"),
+    FieldSpec("devices", "text"),
+    FieldSpec("num_processes", "number", 1, 64, 1),
+]
+ADVANCED_FIELDS = [
+    FieldSpec("weight_decay", "number", 0, 1, 0.01, advanced=True),
+    FieldSpec("max_grad_norm", "number", 0, 100, 0.1, advanced=True),
+    FieldSpec("early_stopping_patience", "number", 1, 100, 1, advanced=True),
+    FieldSpec("early_stopping_threshold", "number", 0, 10, 0.001, advanced=True),
+    FieldSpec("neftune_noise_alpha", "number", 0, 50, 0.5, advanced=True),
+    FieldSpec("seed", "number", 0, 2**31 - 1, 1, advanced=True),
+    FieldSpec("optim", "dropdown", advanced=True),
+    FieldSpec("per_device_eval_batch_size", "slider", 1, 128, 1, advanced=True),
+    FieldSpec("logging_steps", "number", 1, 10_000, 1, advanced=True),
+    FieldSpec("overflow", "radio", advanced=True),
+    FieldSpec("group_by_length", "checkbox", advanced=True),
+    FieldSpec("dataloader_num_workers", "number", 0, 64, 1, advanced=True),
+    FieldSpec("report_to", "dropdown", advanced=True),
+    FieldSpec("run_name", "text", advanced=True),
+]
+ALL_FIELDS = MODEL_FIELDS + METHOD_FIELDS + LORA_FIELDS + TRAIN_FIELDS + ADVANCED_FIELDS
+NAMES = [spec.name for spec in ALL_FIELDS]
+# Settings the form leaves to YAML / the command line keep their loaded or default value.
+HIDDEN = {"model_name_or_path", "dataset", "method", "quantization_bits", "callbacks", "loss_function"}
+assert {f.name for f in fields(RunConfig)} == (set(NAMES) - {"method_choice"}) | HIDDEN, "form out of sync with RunConfig"
+
+
+def help_text(name: str) -> str:
+    if name == "method_choice":
+        return RunConfig.help_for("method") + " " + RunConfig.help_for("quantization_bits")
+    return RunConfig.help_for(name)
+
+
+def method_choice(config: RunConfig) -> str:
+    if config.method == "qlora":
+        return "qlora8" if config.quantization_bits == 8 else "qlora4"
+    return config.method
+
+
+def form_values(config: RunConfig) -> list[Any]:
+    """The form's values for `config`, in NAMES order."""
+    values = []
+    for name in NAMES:
+        if name == "method_choice":
+            values.append(method_choice(config))
+        elif name == "lora_target":
+            target = config.lora_target
+            values.append([target] if isinstance(target, str) else list(target))
+        else:
+            values.append(getattr(config, name))
+    return values
+
+
+def config_from_values(values: list[Any], model: str, dataset: str, base: RunConfig | None = None) -> RunConfig:
+    """A validated RunConfig from the form values (NAMES order); raises ConfigError."""
+    data = (base or RunConfig()).to_dict()
+    data.update(model_name_or_path=model or "demo", dataset=dataset or "demo")
+    for name, value in zip(NAMES, values):
+        if name == "method_choice":
+            data["method"], data["quantization_bits"] = METHOD_CHOICES.get(value, ("lora", None))
+        elif name == "lora_target":
+            names = [v for v in (value or []) if v]
+            data[name] = "all-linear" if not names or "all-linear" in names else names
+        elif name == "devices":
+            data[name] = (value or "").strip() or "auto"
+        elif isinstance(value, str) and value.strip() == "":
+            data[name] = None  # a cleared box means "empty" (off / all / default)
+        else:
+            data[name] = value
+    return RunConfig.from_dict(data)
+
+
+def build_inputs(ctx, specs: list[FieldSpec], defaults: RunConfig) -> dict[str, Any]:
+    """One gradio component per spec, labelled `train.field.<name>`, with the field's help as info."""
+    import gradio as gr
+
+    values = dict(zip(NAMES, form_values(defaults)))
+    components = {}
+    for spec in specs:
+        label, info, value = ctx.t(f"train.field.{spec.name}"), help_text(spec.name), values[spec.name]
+        common = {"label": label, "info": info, "elem_id": f"train-{spec.name.replace('_', '-')}"}
+        if spec.widget == "number":
+            component = gr.Number(value=value, minimum=spec.minimum, maximum=spec.maximum, step=spec.step,
+                                  **common)
+        elif spec.widget == "slider":
+            component = gr.Slider(spec.minimum, spec.maximum, value=value, step=spec.step, **common)
+        elif spec.widget == "checkbox":
+            component = gr.Checkbox(value=value, **common)
+        elif spec.widget == "multiselect":
+            component = gr.Dropdown(["all-linear", *LINEAR_NAMES], value=value, multiselect=True,
+                                    allow_custom_value=True, **common)
+        elif spec.widget in ("dropdown", "radio"):
+            choices = _choices(spec.name)
+            maker = gr.Radio if spec.widget == "radio" else gr.Dropdown
+            component = maker(choices, value=value, **common)
+        else:
+            component = gr.Textbox(value=value or "", **common)
+        components[spec.name] = component
+    return components
+
+
+def _choices(name: str) -> list:
+    if name == "method_choice":
+        return [(label, key) for key, label in METHOD_LABELS.items()]
+    return [c for c in RunConfig.choices_for(name) if c is not None]
+
+
+def _label(en: str, zh: str) -> dict[str, str]:
+    return {"en": en, "zh": zh}
+
+
+# Labels of the form's fields (help texts come from RunConfig, in English).
+FIELD_TEXT: dict[str, dict[str, str]] = {f"train.field.{name}": text for name, text in {
+    "trust_remote_code": _label("Trust remote code", "信任远程代码"),
+    "method_choice": _label("Method", "方法"),
+    "precision": _label("Precision", "精度"),
+    "lora_r": _label("LoRA rank r", "LoRA 秩 r"),
+    "lora_alpha": _label("LoRA alpha", "LoRA alpha"),
+    "lora_dropout": _label("LoRA dropout", "LoRA dropout"),
+    "lora_target": _label("Target modules", "目标模块"),
+    "use_rslora": _label("rsLoRA", "rsLoRA"),
+    "use_dora": _label("DoRA", "DoRA"),
+    "learning_rate": _label("Learning rate", "学习率"),
+    "num_train_epochs": _label("Epochs", "训练轮数"),
+    "max_steps": _label("Max steps (-1: use epochs)", "最大步数（-1：按轮数）"),
+    "per_device_train_batch_size": _label("Batch size per device", "每设备批大小"),
+    "gradient_accumulation_steps": _label("Gradient accumulation", "梯度累积"),
+    "cutoff_len": _label("Cutoff length (tokens)", "截断长度（token）"),
+    "lr_scheduler_type": _label("LR scheduler", "学习率调度器"),
+    "warmup_ratio": _label("Warmup ratio", "预热比例"),
+    "val_size": _label("Eval split", "验证集比例"),
+    "eval_steps": _label("Eval every N steps", "每 N 步评估"),
+    "save_steps": _label("Save every N steps", "每 N 步保存"),
+    "save_total_limit": _label("Keep at most N checkpoints", "最多保留 N 个检查点"),
+    "gradient_checkpointing": _label("Gradient checkpointing", "梯度检查点"),
+    "train_on_prompt": _label("Train on prompt", "在提示词上训练"),
+    "devices": _label("Devices", "设备"),
+    "num_processes": _label("Processes", "进程数"),
+    "weight_decay": _label("Weight decay", "权重衰减"),
+    "max_grad_norm": _label("Gradient clipping", "梯度裁剪"),
+    "early_stopping_patience": _label("Early stopping patience", "早停耐心"),
+    "early_stopping_threshold": _label("Early stopping threshold", "早停阈值"),
+    "neftune_noise_alpha": _label("NEFTune noise alpha", "NEFTune 噪声 alpha"),
+    "seed": _label("Seed", "随机种子"),
+    "optim": _label("Optimizer", "优化器"),
+    "per_device_eval_batch_size": _label("Eval batch size per device", "每设备评估批大小"),
+    "logging_steps": _label("Log every N steps", "每 N 步记录"),
+    "overflow": _label("Longer than cutoff", "超过截断长度时"),
+    "group_by_length": _label("Group by length", "按长度分组"),
+    "dataloader_num_workers": _label("Data loader workers", "数据加载进程"),
+    "report_to": _label("Also report to", "同时记录到"),
+    "run_name": _label("Run name", "运行名称"),
+}.items()}
+assert set(FIELD_TEXT) == {f"train.field.{n}" for n in NAMES}

@@ -1,0 +1,117 @@
+"""What the Runs tab shows about runs, as plain values (no gradio): the table
+rows, the progress line with elapsed time and ETA, the alert for a failed or
+lost run, the config differences between runs, and the per-run watcher that
+tails metrics.jsonl incrementally.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from backend.run_files import MetricsTail
+from backend.runs import RunInfo
+
+Msg = Callable[..., str]
+TABLE_COLUMNS = ("run", "state", "model", "method", "progress", "best_eval_loss", "started", "duration")
+STATE_ICONS = {"queued": "⏳", "running": "🟢", "completed": "✅", "stopped": "⏹", "failed": "❌", "lost": "⚠️"}
+
+
+@dataclass
+class Watch:
+    """One session's view of one run: its MetricsTail and the records read so
+    far. Kept in gr.State, so each browser tab has its own and nothing is global."""
+    run_id: str | None = None
+    tail: MetricsTail | None = None
+    records: list[dict] = field(default_factory=list)
+
+    def follow(self, run_id: str | None, run_dir) -> bool:
+        """Switch to `run_id` (from its first record) when it changed; True when it did."""
+        if run_id == self.run_id:
+            return False
+        self.run_id, self.records = run_id, []
+        self.tail = MetricsTail(run_dir) if run_id else None
+        return True
+
+    def read_new(self) -> list[dict]:
+        new = self.tail.read_new() if self.tail else []
+        self.records.extend(new)
+        return new
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None or seconds < 0:
+        return ""
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+def run_seconds(info: RunInfo, now: float | None = None) -> float | None:
+    if not info.started_at:
+        return None
+    end = info.ended_at if info.state not in ("queued", "running") and info.ended_at else (now or time.time())
+    return end - info.started_at
+
+
+def table_rows(infos: list[RunInfo]) -> list[list]:
+    rows = []
+    for info in infos:
+        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.started_at or info.created_at or 0))
+        best = f"{info.best_eval_loss:.4f}" if info.best_eval_loss is not None else ""
+        rows.append([info.run_id, f"{STATE_ICONS.get(info.state, '')} {info.state}", info.model, info.method,
+                     f"{info.progress:.0%}", best, started, duration(run_seconds(info))])
+    return rows
+
+
+def eta_seconds(records: list[dict], max_steps: int | None) -> float | None:
+    """Remaining time from the step rate of the current session (records after
+    the last start / resume event), so a resumed run's pause is not counted."""
+    if not max_steps:
+        return None
+    start = max((i for i, r in enumerate(records) if r.get("kind") == "system" and r.get("event") != "end"),
+                default=-1)
+    points = [(r["time"], r["step"]) for r in records[start + 1:] if r.get("kind") == "train" and "time" in r]
+    if len(points) < 2 or points[-1][1] <= points[0][1]:
+        return None
+    rate = (points[-1][0] - points[0][0]) / (points[-1][1] - points[0][1])  # seconds per step
+    return max(0.0, (max_steps - points[-1][1]) * rate)
+
+
+def progress_html(msg: Msg, info: RunInfo, records: list[dict]) -> str:
+    percent = round(info.progress * 100, 1)
+    eta = eta_seconds(records, info.max_steps) if info.state == "running" else None
+    text = msg("runs.progress", step=info.global_step, max_steps=info.max_steps or "?",
+               elapsed=duration(run_seconds(info)) or "-", eta=duration(eta) or "-")
+    return (f'<div class="run-progress"><progress value="{percent}" max="100" style="width:100%"></progress>'
+            f"<div>{percent}% · {text}</div></div>")
+
+
+def alert_text(msg: Msg, info: RunInfo) -> str:
+    """Error and advice of a failed run, the story of a lost one: at the top, not in the log."""
+    if info.state == "failed":
+        text = msg("runs.alert.failed", error=info.error or msg("runs.alert.no_error"))
+        return text + (f"\n\n💡 {info.advice}" if info.advice else "")
+    if info.state == "lost":
+        return msg("runs.alert.lost", error=info.error or "")
+    if info.state == "stopped" and info.advice:
+        return f"⏹ {info.advice}"
+    return ""
+
+
+def can_resume(info: RunInfo) -> bool:
+    return info.state in ("stopped", "lost", "failed") and bool(info.checkpoints)
+
+
+def config_diff(infos: list[RunInfo]) -> tuple[list[str], list[list]]:
+    """(headers, rows): the settings whose values differ between the runs."""
+    configs = [i.config.to_dict() if i.config else {} for i in infos]
+    keys = [k for k in (configs[0] if configs else {}) if len({repr(c.get(k)) for c in configs}) > 1]
+    headers = ["setting", *[i.run_id for i in infos]]
+    return headers, [[k, *[_short(c.get(k)) for c in configs]] for k in keys]
+
+
+def _short(value) -> str:
+    text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+    return text if len(text) <= 60 else text[:57] + "…"

@@ -1,0 +1,191 @@
+"""Runs tab: every run of the workspace, and a live monitor of the selected one.
+
+The monitor is a gr.Timer tick that reads only the lines appended to
+metrics.jsonl since the last tick (one MetricsTail per browser session and
+run, kept in gr.State) and redraws the plotly charts from the records it
+holds. Everything comes from the run folder, so a page refresh or an app
+restart shows a running run again with its whole history.
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from backend.run_files import LOG_FILE, MetricsTail, tail_text
+from backend.runs import RunError
+from ui import run_view
+from ui.context import UIContext
+from ui.forms import _label as _
+from ui.tabs.train import resume, run_store, stop
+
+TICK_S = 2.0
+TABLE_TICK_S = 5.0
+LOG_BYTES = 8000
+CHART_KEYS = ("loss", "lr", "grad_norm", "tokens", "memory", "layers")
+
+TEXT: dict[str, dict[str, str]] = {
+    "runs.table": _("Runs", "运行列表"),
+    "runs.refresh": _("Refresh", "刷新"),
+    "runs.select": _("Watch run", "查看运行"),
+    "runs.stop": _("Stop", "停止"),
+    "runs.resume": _("Resume", "继续"),
+    "runs.none": _("No run selected. Start one in the Train tab, or pick one above.",
+                   "未选择运行。请在“训练”页开始一个，或在上方选择。"),
+    "runs.progress": _("step {step} / {max_steps} · elapsed {elapsed} · ETA {eta}",
+                       "第 {step} / {max_steps} 步 · 已用 {elapsed} · 预计剩余 {eta}"),
+    "runs.alert.failed": _("❌ **This run failed:** {error}", "❌ **运行失败：**{error}"),
+    "runs.alert.no_error": _("the worker recorded no error; see the log below.", "训练进程未记录错误，请查看下方日志。"),
+    "runs.alert.lost": _("⚠️ **This run was lost.** {error} Press Resume to continue it.",
+                         "⚠️ **运行已丢失。**{error} 点击“继续”以接着训练。"),
+    "runs.log": _("train.log (last lines)", "train.log（末尾）"),
+    "runs.chart.loss": _("Loss (train raw and smoothed, eval)", "损失（训练原始/平滑，验证）"),
+    "runs.chart.lr": _("Learning rate", "学习率"),
+    "runs.chart.grad_norm": _("Gradient norm", "梯度范数"),
+    "runs.chart.tokens": _("Tokens per second", "每秒 token 数"),
+    "runs.chart.memory": _("Memory (GiB)", "内存（GiB）"),
+    "runs.chart.layers": _("Gradient norm per layer (attention / MLP)", "逐层梯度范数（注意力 / MLP）"),
+    "runs.chart.empty": _("Waiting for the first logged step…", "等待第一个记录的步骤…"),
+    "runs.compare": _("Compare runs", "对比运行"),
+    "runs.compare.pick": _("Runs to compare (two or more)", "要对比的运行（两个或更多）"),
+    "runs.compare.go": _("Compare", "对比"),
+    "runs.compare.need_two": _("Pick at least two runs to compare.", "请至少选择两个运行。"),
+    "runs.compare.same": _("These runs have the same settings.", "这些运行的设置相同。"),
+    "runs.msg.error": _("❌ {error}", "❌ {error}"),
+}
+
+
+def _msg(ctx: UIContext, lang: str | None):
+    return lambda key, **values: ctx.msg(lang, key, **values)
+
+
+# --- handlers ---------------------------------------------------------------
+
+def list_runs(ctx: UIContext, selected: str | None = None) -> tuple[list[list], list[str], str | None]:
+    """(table rows, run ids, run to watch): keeps `selected` when it still exists,
+    else watches the newest live run, else the newest run."""
+    infos = run_store(ctx).list()
+    ids = [i.run_id for i in infos]
+    if selected not in ids:
+        live = [i.run_id for i in infos if i.state in ("queued", "running")]
+        selected = (live or ids or [None])[0]
+    return run_view.table_rows(infos), ids, selected
+
+
+def figures(ctx: UIContext, lang: str | None, records: list[dict]) -> list:
+    from ui import charts  # plotly: imported on the first tick, not at page build
+
+    msg = _msg(ctx, lang)
+    empty = msg("runs.chart.empty")
+    title = {k: msg(f"runs.chart.{k}") for k in CHART_KEYS}
+    return [
+        charts.loss_figure(records, title["loss"], empty),
+        charts.line_figure(records, "learning_rate", title["lr"], empty),
+        charts.line_figure(records, "grad_norm", title["grad_norm"], empty),
+        charts.line_figure(records, "tokens_per_second", title["tokens"], empty),
+        charts.memory_figure(records, title["memory"], empty),
+        charts.grad_heatmap(records, title["layers"], empty),
+    ]
+
+
+def tick(ctx: UIContext, lang: str | None, watch: run_view.Watch | None, run_id: str | None) -> list:
+    """One monitor update: [watch, alert, progress, resume visible, log, *figures].
+    Figures are only rebuilt when new records arrived (else gr.skip())."""
+    msg = _msg(ctx, lang)
+    watch = watch if isinstance(watch, run_view.Watch) else run_view.Watch()
+    if not run_id:
+        watch.follow(None, None)
+        return [watch, msg("runs.none"), "", gr.update(visible=False), "", *[gr.skip()] * len(CHART_KEYS)]
+    try:
+        info = run_store(ctx).get(run_id)
+    except RunError as error:
+        return [watch, msg("runs.msg.error", error=str(error)), "", gr.update(visible=False), "",
+                *[gr.skip()] * len(CHART_KEYS)]
+    switched = watch.follow(run_id, info.run_dir)
+    new = watch.read_new()
+    charts = figures(ctx, lang, watch.records) if (new or switched) else [gr.skip()] * len(CHART_KEYS)
+    return [watch, run_view.alert_text(msg, info), run_view.progress_html(msg, info, watch.records),
+            gr.update(visible=run_view.can_resume(info)), tail_text(info.run_dir / LOG_FILE, LOG_BYTES), *charts]
+
+
+def compare(ctx: UIContext, lang: str | None, run_ids: list[str] | None) -> tuple:
+    """(message, figure, config-difference table) for two or more runs."""
+    from ui import charts
+
+    msg = _msg(ctx, lang)
+    if not run_ids or len(run_ids) < 2:
+        return msg("runs.compare.need_two"), None, None
+    try:
+        infos = [run_store(ctx).get(r) for r in run_ids]
+    except RunError as error:
+        return msg("runs.msg.error", error=str(error)), None, None
+    # One full read per run, once per click: compare is not on the timer.
+    records = {i.run_id: MetricsTail(i.run_dir).read_new() for i in infos}
+    headers, rows = run_view.config_diff(infos)
+    note = "" if rows else msg("runs.compare.same")
+    table = {"headers": headers, "data": rows or [["", *[""] * len(infos)]]}
+    return note, charts.compare_figure(records, msg("runs.compare"), msg("runs.chart.empty")), table
+
+
+# --- layout -----------------------------------------------------------------
+
+def build(ctx: UIContext) -> None:
+    c: dict = {}
+    with gr.Row(equal_height=True):
+        c["select"] = gr.Dropdown([], label=ctx.t("runs.select"), allow_custom_value=False, scale=3,
+                                  elem_id="runs-select")
+        c["refresh"] = gr.Button(ctx.t("runs.refresh"), scale=0, elem_id="runs-refresh")
+        c["stop"] = gr.Button(ctx.t("runs.stop"), variant="stop", scale=0, elem_id="runs-stop")
+        c["resume"] = gr.Button(ctx.t("runs.resume"), visible=False, scale=0, elem_id="runs-resume")
+    c["table"] = gr.Dataframe(headers=list(run_view.TABLE_COLUMNS), interactive=False, label=ctx.t("runs.table"),
+                              elem_id="runs-table", max_height=260)
+    c["alert"] = gr.Markdown(elem_id="runs-alert")
+    c["message"] = gr.Markdown(elem_id="runs-message")
+    c["progress"] = gr.HTML(elem_id="runs-progress")
+    plots = []
+    for row in (("loss", "lr"), ("grad_norm", "tokens"), ("memory", "layers")):
+        with gr.Row():
+            plots += [gr.Plot(label=ctx.t(f"runs.chart.{k}"), elem_id=f"runs-chart-{k.replace('_', '-')}")
+                      for k in row]
+    c["log"] = gr.Textbox(label=ctx.t("runs.log"), lines=12, max_lines=12, autoscroll=True, interactive=False,
+                          elem_id="runs-log")
+    with gr.Accordion(ctx.t("runs.compare"), open=False):
+        with gr.Row(equal_height=True):
+            c["pick"] = gr.Dropdown([], multiselect=True, label=ctx.t("runs.compare.pick"), scale=3,
+                                    elem_id="runs-compare-pick")
+            c["go"] = gr.Button(ctx.t("runs.compare.go"), scale=0, elem_id="runs-compare-go")
+        c["compare_note"] = gr.Markdown()
+        c["compare_plot"] = gr.Plot(elem_id="runs-compare-chart")
+        c["compare_table"] = gr.Dataframe(interactive=False, elem_id="runs-compare-table")
+    c["watch"] = gr.State(None)  # a run_view.Watch per session
+    _wire(ctx, c, plots)
+
+
+def _wire(ctx: UIContext, c: dict, plots: list) -> None:
+    private = {"api_visibility": "private"}
+    lang, shared_run = ctx.lang, ctx.shared.get("run_id")
+
+    def do_list(selected):
+        rows, ids, chosen = list_runs(ctx, selected)
+        return rows, gr.update(choices=ids, value=chosen), gr.update(choices=ids)
+
+    list_outputs = [c["table"], c["select"], c["pick"]]
+    select_source = shared_run if shared_run is not None else c["select"]
+    page = gr.context.Context.root_block
+    page.load(do_list, select_source, list_outputs, **private)
+    c["refresh"].click(do_list, c["select"], list_outputs, **private)
+    gr.Timer(TABLE_TICK_S).tick(do_list, c["select"], list_outputs, show_progress="hidden", **private)
+    if shared_run is not None:
+        c["select"].change(lambda r: r, c["select"], shared_run, **private)
+        # A run started in Train shows up here selected.
+        shared_run.change(do_list, shared_run, list_outputs, **private)
+        shared_run.change(lambda r: ctx.remember(run_id=r) and None, shared_run, None, **private)
+
+    monitor_outputs = [c["watch"], c["alert"], c["progress"], c["resume"], c["log"], *plots]
+    timer = gr.Timer(TICK_S)
+    for trigger in (timer.tick, c["select"].change):
+        trigger(lambda lang, w, r: tick(ctx, lang, w, r), [lang, c["watch"], c["select"]], monitor_outputs,
+                show_progress="hidden", trigger_mode="always_last", **private)
+    c["stop"].click(lambda lang, r: stop(ctx, lang, r), [lang, c["select"]], c["message"], **private)
+    c["resume"].click(lambda lang, r: resume(ctx, lang, r), [lang, c["select"]], c["message"], **private)
+    c["go"].click(lambda lang, ids: compare(ctx, lang, ids), [lang, c["pick"]],
+                  [c["compare_note"], c["compare_plot"], c["compare_table"]], **private)

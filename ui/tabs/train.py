@@ -1,0 +1,310 @@
+"""Train tab: pick a model and a recipe, see what it will cost, start it.
+
+The form is a view of RunConfig (ui/forms.py). Start hands the config to the
+RunStore, which launches a worker process: nothing trains in this process.
+Handlers are module functions taking the UIContext first, so tests call them
+with the values a browser would send.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from pathlib import Path
+
+import gradio as gr
+
+from backend.config import ConfigError, RunConfig
+from backend.model_presets import PRESETS
+from backend.runs import RunError, RunStore
+from ui import forms
+from ui import train_summary as summary
+from ui.context import UIContext
+
+_ = forms._label
+TEXT: dict[str, dict[str, str]] = {
+    **forms.FIELD_TEXT,
+    "train.model": _("Model", "模型"),
+    "train.model.info": _("'demo', a preset hub id, or the path of a local model folder.",
+                          "'demo'、预设的 Hub ID，或本地模型文件夹路径。"),
+    "train.model.demo": _("The offline demo model: a small Qwen2 built on this machine, trains in minutes on a CPU.",
+                          "离线演示模型：在本机构建的小型 Qwen2，CPU 上几分钟即可训练完。"),
+    "train.model.preset": _("{label}: {params:.2f} B parameters, context {context} tokens (loaded from the hub or its local cache).",
+                            "{label}：{params:.2f} B 参数，上下文 {context} token（从 Hub 或本地缓存加载）。"),
+    "train.model.ok": _("✅ Model folder looks complete: {architecture}, about {params:.0f} M parameters, context {context} tokens, tokenizer and chat template present.",
+                        "✅ 模型文件夹完整：{architecture}，约 {params:.0f} M 参数，上下文 {context} token，含分词器和对话模板。"),
+    "train.model.problems": _("❌ This model folder cannot be trained yet:", "❌ 该模型文件夹暂时无法训练："),
+    "train.remote_warning": _("⚠️ Trust remote code runs Python files shipped with the model on this machine. Tick it only for a model whose source you trust.",
+                              "⚠️ 信任远程代码会在本机运行模型自带的 Python 文件。仅对来源可信的模型勾选。"),
+    "train.dataset": _("Dataset", "数据集"),
+    "train.dataset.info": _("'demo', a dataset saved in the Data tab, or a file path.",
+                            "'demo'、在数据页保存的数据集，或文件路径。"),
+    "train.hardware.detecting": _("Detecting hardware…", "正在检测硬件…"),
+    "train.hardware.header": _("**Hardware**", "**硬件**"),
+    "train.hardware.auto": _("`auto` trains on {devices} in **{precision}**.", "`auto` 将在 {devices} 上以 **{precision}** 训练。"),
+    "train.section.lora": _("LoRA", "LoRA"),
+    "train.section.training": _("Training", "训练"),
+    "train.section.advanced": _("Advanced", "高级"),
+    "train.section.plan": _("Plan", "计划"),
+    "train.derived": _("**{rows}** training rows → effective batch **{effective_batch}**, **{steps_per_epoch}** steps per epoch, **{total_steps}** steps in all (**{epochs}** epochs), **{warmup_steps}** warmup steps.",
+                       "**{rows}** 条训练数据 → 有效批大小 **{effective_batch}**，每轮 **{steps_per_epoch}** 步，共 **{total_steps}** 步（**{epochs}** 轮），预热 **{warmup_steps}** 步。"),
+    "train.derived.no_rows": _("Step numbers appear once the dataset can be read. {error}", "数据集可读后显示步数。{error}"),
+    "train.estimate.unknown": _("No memory estimate: {reason}", "无法估算显存：{reason}"),
+    "train.estimate.header": _("{params:.1f} M parameters, {trainable:.2f} M trainable, computing in {precision}.",
+                               "{params:.1f} M 参数，其中 {trainable:.2f} M 可训练，计算精度 {precision}。"),
+    "train.estimate.weights": _("Weights", "权重"),
+    "train.estimate.adapters": _("Adapters", "适配器"),
+    "train.estimate.gradients": _("Gradients", "梯度"),
+    "train.estimate.optimizer": _("Optimizer state", "优化器状态"),
+    "train.estimate.activations": _("Activations", "激活值"),
+    "train.estimate.runtime": _("Runtime overhead", "运行时开销"),
+    "train.estimate.total": _("Total", "合计"),
+    "train.estimate.fits": _("✅ Fits on {device}: about {total:.2f} GiB of {memory:.1f} GiB.",
+                             "✅ {device} 放得下：约 {total:.2f} GiB / {memory:.1f} GiB。"),
+    "train.estimate.too_big": _("❌ Does not fit on {device}: about {total:.2f} GiB needed, {memory:.1f} GiB there (10% kept free).",
+                                "❌ {device} 放不下：约需 {total:.2f} GiB，设备仅 {memory:.1f} GiB（保留 10%）。"),
+    "train.estimate.hints": _("Try gradient checkpointing, QLoRA 4-bit, a smaller batch (raise accumulation instead) or a shorter cutoff.",
+                              "可尝试梯度检查点、QLoRA 4-bit、更小的批大小（改用梯度累积）或更短的截断长度。"),
+    "train.start": _("Start", "开始训练"),
+    "train.stop": _("Stop", "停止"),
+    "train.resume": _("Resume", "继续"),
+    "train.show_command": _("Show command", "显示命令"),
+    "train.save_yaml": _("Save config (YAML)", "保存配置（YAML）"),
+    "train.load_yaml": _("Load config (YAML)", "加载配置（YAML）"),
+    "train.command": _("Command", "命令"),
+    "train.yaml": _("run.yaml", "run.yaml"),
+    "train.msg.started": _("✅ Started run **{run_id}**. Watch it in the Runs tab.", "✅ 已开始运行 **{run_id}**，可在“运行”页查看。"),
+    "train.msg.stopping": _("⏹ Stopping run **{run_id}**: it saves a checkpoint and exits.", "⏹ 正在停止 **{run_id}**：保存检查点后退出。"),
+    "train.msg.resumed": _("▶️ Resumed run **{run_id}**.", "▶️ 已继续运行 **{run_id}**。"),
+    "train.msg.no_run": _("No run to act on: start one here or select one in the Runs tab.", "没有可操作的运行：请在此开始一个，或在“运行”页选择。"),
+    "train.msg.invalid": _("❌ {error}", "❌ {error}"),
+    "train.msg.command": _("Save the YAML below as `run.yaml` and run this from the repository folder:",
+                           "将下面的 YAML 保存为 `run.yaml`，并在仓库目录运行："),
+    "train.msg.saved": _("Saved the config as {path}.", "配置已保存为 {path}。"),
+    "train.msg.loaded": _("Loaded the config from {name}.", "已从 {name} 加载配置。"),
+}
+
+
+def run_store(ctx: UIContext) -> RunStore:
+    """One RunStore per app (it reaps the workers it launched), shared by the tabs."""
+    return ctx.shared.setdefault("run_store", RunStore(ctx.workspace))
+
+
+def _msg(ctx: UIContext, lang: str | None):
+    return lambda key, **values: ctx.msg(lang, key, **values)
+
+
+# --- handlers ---------------------------------------------------------------
+
+def detect_hardware(ctx: UIContext, lang: str) -> tuple[str, list[dict]]:
+    from backend.hardware import as_dicts, detect_devices  # imports torch: only after the page is up
+
+    devices = detect_devices()
+    return summary.hardware_text(_msg(ctx, lang), devices), as_dicts(devices)
+
+
+def check_model(ctx: UIContext, lang: str, model: str) -> str:
+    return summary.model_text(_msg(ctx, lang), (model or "").strip(), ctx.workspace)
+
+
+def count_rows(ctx: UIContext, dataset: str) -> dict:
+    return summary.dataset_rows((dataset or "demo").strip(), ctx.workspace)
+
+
+def plan(ctx: UIContext, lang: str, model: str, dataset: str, rows: dict, devices: list[dict],
+         *values) -> tuple[str, str]:
+    """(derived numbers, memory estimate) for the form as it is now."""
+    msg = _msg(ctx, lang)
+    try:
+        config = forms.config_from_values(list(values), model, dataset)
+    except ConfigError as error:
+        return msg("train.msg.invalid", error=str(error)), ""
+    found = summary.devices_from_state(devices)
+    return (summary.derived_text(msg, config, rows, _world_size(config, found)),
+            summary.estimate_text(msg, config, ctx.workspace, found))
+
+
+def _world_size(config: RunConfig, devices) -> int:
+    """Data-parallel processes: as set, else one per training GPU, else one."""
+    from backend.hardware import training_devices
+
+    if config.num_processes:
+        return config.num_processes
+    try:
+        picked = training_devices(config.devices, devices) if devices else []
+    except ValueError:
+        return 1
+    return len([d for d in picked if d.id != "cpu"]) or 1
+
+
+def start(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> tuple[str, str | None]:
+    """Launch a worker for the form's config; (message, new run id or None)."""
+    msg = _msg(ctx, lang)
+    try:
+        config = forms.config_from_values(list(values), model, dataset)
+        run_id = run_store(ctx).launch(config)
+    except (ConfigError, RunError) as error:
+        return msg("train.msg.invalid", error=str(error)), None
+    ctx.remember(model=config.model_name_or_path, train=config.to_dict())
+    return msg("train.msg.started", run_id=run_id), run_id
+
+
+def stop(ctx: UIContext, lang: str, run_id: str | None) -> str:
+    msg = _msg(ctx, lang)
+    if not run_id:
+        return msg("train.msg.no_run")
+    try:
+        run_store(ctx).stop(run_id)
+    except RunError as error:
+        return msg("train.msg.invalid", error=str(error))
+    return msg("train.msg.stopping", run_id=run_id)
+
+
+def resume(ctx: UIContext, lang: str, run_id: str | None) -> str:
+    msg = _msg(ctx, lang)
+    if not run_id:
+        return msg("train.msg.no_run")
+    try:
+        run_store(ctx).resume(run_id)
+    except RunError as error:
+        return msg("train.msg.invalid", error=str(error))
+    return msg("train.msg.resumed", run_id=run_id)
+
+
+def show_command(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> tuple[str, str, str]:
+    """(message, shell command, YAML) that reproduce the run from a shell."""
+    msg = _msg(ctx, lang)
+    try:
+        config = forms.config_from_values(list(values), model, dataset)
+        argv, yaml_text = run_store(ctx).command_for(config)
+    except (ConfigError, RunError) as error:
+        return msg("train.msg.invalid", error=str(error)), "", ""
+    return msg("train.msg.command"), shlex.join(argv), yaml_text
+
+
+def save_yaml(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> tuple[str, str | None]:
+    """Write the config under workspace/configs/ (the app serves files from the workspace only)."""
+    msg = _msg(ctx, lang)
+    try:
+        config = forms.config_from_values(list(values), model, dataset)
+    except ConfigError as error:
+        return msg("train.msg.invalid", error=str(error)), None
+    folder = ctx.workspace.root / "configs"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{config.run_name or 'train'}-{time.strftime('%Y%m%d-%H%M%S')}.yaml"
+    config.save(path)
+    return msg("train.msg.saved", path=path.name), str(path)
+
+
+def load_yaml(ctx: UIContext, lang: str, path: str | None) -> list:
+    """(message, model, dataset, *form values); on a bad file only the message changes."""
+    msg = _msg(ctx, lang)
+    keep = [gr.update()] * (2 + len(forms.NAMES))
+    if not path:
+        return [gr.update(), *keep]
+    try:
+        config = RunConfig.load(Path(path))
+    except ConfigError as error:
+        return [msg("train.msg.invalid", error=f"{Path(path).name}: {error}"), *keep]
+    return [msg("train.msg.loaded", name=Path(path).name), config.model_name_or_path, config.dataset,
+            *forms.form_values(config)]
+
+
+# --- layout -----------------------------------------------------------------
+
+def _defaults(ctx: UIContext) -> RunConfig:
+    """The last started config (settings.json), else RunConfig's defaults."""
+    try:
+        return RunConfig.from_dict(ctx.saved().get("train") or {})
+    except ConfigError:
+        return RunConfig()
+
+
+def _dataset_choices(ctx: UIContext) -> list[str]:
+    folder = ctx.workspace.datasets_dir
+    names = sorted(p.name for p in folder.iterdir() if (p / "data.jsonl").is_file()) if folder.is_dir() else []
+    return ["demo", *[n for n in names if n != "demo"]]
+
+
+def build(ctx: UIContext) -> None:
+    defaults = _defaults(ctx)
+    model_choices = [("demo", "demo"), *[(f"{p.label} ({hub_id})", hub_id) for hub_id, p in PRESETS.items()]]
+    with gr.Row():
+        with gr.Column(scale=3):
+            model = gr.Dropdown(model_choices, value=defaults.model_name_or_path, allow_custom_value=True,
+                                label=ctx.t("train.model"), info=ctx.t("train.model.info"), elem_id="train-model")
+            model_check = gr.Markdown(elem_id="train-model-check")
+        with gr.Column(scale=2):
+            dataset = gr.Dropdown(_dataset_choices(ctx), value=defaults.dataset, allow_custom_value=True,
+                                  label=ctx.t("train.dataset"), info=ctx.t("train.dataset.info"),
+                                  elem_id="train-dataset")
+            inputs = forms.build_inputs(ctx, forms.MODEL_FIELDS, defaults)
+            remote_warning = gr.Markdown(ctx.t("train.remote_warning"), visible=defaults.trust_remote_code)
+    with gr.Row():
+        with gr.Column(scale=3):
+            inputs |= forms.build_inputs(ctx, forms.METHOD_FIELDS, defaults)
+        hardware = gr.Markdown(ctx.t("train.hardware.detecting"), elem_id="train-hardware")
+    with gr.Accordion(ctx.t("train.section.lora"), open=True), gr.Row():
+        inputs |= forms.build_inputs(ctx, forms.LORA_FIELDS, defaults)
+    with gr.Accordion(ctx.t("train.section.training"), open=True), gr.Row():
+        inputs |= forms.build_inputs(ctx, forms.TRAIN_FIELDS, defaults)
+    with gr.Accordion(ctx.t("train.section.advanced"), open=False), gr.Row():
+        inputs |= forms.build_inputs(ctx, forms.ADVANCED_FIELDS, defaults)
+    with gr.Accordion(ctx.t("train.section.plan"), open=True), gr.Row():
+        derived = gr.Markdown(elem_id="train-derived")
+        estimate = gr.Markdown(elem_id="train-estimate")
+    with gr.Row():
+        start_btn = gr.Button(ctx.t("train.start"), variant="primary", elem_id="train-start")
+        stop_btn = gr.Button(ctx.t("train.stop"), variant="stop", elem_id="train-stop")
+        resume_btn = gr.Button(ctx.t("train.resume"), elem_id="train-resume")
+        command_btn = gr.Button(ctx.t("train.show_command"), elem_id="train-show-command")
+        save_btn = gr.Button(ctx.t("train.save_yaml"), elem_id="train-save-yaml")
+        load_btn = gr.UploadButton(ctx.t("train.load_yaml"), file_types=[".yaml", ".yml"], elem_id="train-load-yaml")
+    message = gr.Markdown(elem_id="train-message")
+    saved_file = gr.File(visible=True, interactive=False, height=60, show_label=False)
+    command = gr.Code(language="shell", label=ctx.t("train.command"), interactive=False, visible=True)
+    yaml_box = gr.Code(language="yaml", label=ctx.t("train.yaml"), interactive=False)
+    devices_state, rows_state = gr.State(None), gr.State(None)
+    _wire(ctx, locals(), [inputs[name] for name in forms.NAMES])
+
+
+def _wire(ctx: UIContext, c: dict, form: list) -> None:
+    lang, shared_run, shared_dataset = ctx.lang, ctx.shared.get("run_id"), ctx.shared.get("dataset")
+    private = {"api_visibility": "private"}
+    head = [lang, c["model"], c["dataset"]]
+    plan_inputs = [*head, c["rows_state"], c["devices_state"], *form]
+    plan_outputs = [c["derived"], c["estimate"]]
+
+    def do_plan(*values):
+        return plan(ctx, *values)
+
+    def do_rows(dataset):
+        return count_rows(ctx, dataset)
+
+    page = gr.context.Context.root_block
+    page.load(lambda lang: detect_hardware(ctx, lang), lang, [c["hardware"], c["devices_state"]], **private).then(
+        do_rows, c["dataset"], c["rows_state"], **private).then(do_plan, plan_inputs, plan_outputs, **private)
+    page.load(lambda lang, m: check_model(ctx, lang, m), [lang, c["model"]], c["model_check"], **private)
+    c["model"].change(lambda lang, m: check_model(ctx, lang, m), [lang, c["model"]], c["model_check"], **private)
+    c["dataset"].change(do_rows, c["dataset"], c["rows_state"], **private)
+    if shared_dataset is not None:
+        shared_dataset.change(lambda name: gr.update(value=name, choices=_dataset_choices(ctx)) if name else gr.update(),
+                              shared_dataset, c["dataset"], **private)
+    inputs_trust = c["inputs"]["trust_remote_code"]
+    inputs_trust.change(lambda on: gr.update(visible=on), inputs_trust, c["remote_warning"], **private)
+    gr.on([c["model"].change, c["rows_state"].change, lang.change, *[f.change for f in form]],
+          do_plan, plan_inputs, plan_outputs, trigger_mode="always_last", **private)
+
+    run_target = shared_run if shared_run is not None else gr.State(None)
+    def do_start(*values):
+        text, run_id = start(ctx, *values)
+        return text, run_id or gr.update()  # a refused start keeps the selected run
+
+    c["start_btn"].click(do_start, [*head, *form], [c["message"], run_target], **private)
+    c["stop_btn"].click(lambda lang, r: stop(ctx, lang, r), [lang, run_target], c["message"], **private)
+    c["resume_btn"].click(lambda lang, r: resume(ctx, lang, r), [lang, run_target], c["message"], **private)
+    c["command_btn"].click(lambda *v: show_command(ctx, *v), [*head, *form],
+                           [c["message"], c["command"], c["yaml_box"]], **private)
+    c["save_btn"].click(lambda *v: save_yaml(ctx, *v), [*head, *form], [c["message"], c["saved_file"]], **private)
+    c["load_btn"].upload(lambda lang, p: load_yaml(ctx, lang, p), [lang, c["load_btn"]],
+                         [c["message"], c["model"], c["dataset"], *form], **private)

@@ -1,0 +1,124 @@
+"""What the Train tab shows next to its form: detected hardware, the derived
+step numbers and the device-memory estimate with its verdict.
+
+Markdown strings from plain values (no gradio), so handler tests read them
+directly. `msg(key, **values)` is the tab's translator for the current language.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from backend.config import ConfigError, RunConfig, derived_numbers, split_sizes
+from backend.hardware import Device, resolve_precision, training_devices
+from backend.memory import architecture_for, estimate_memory
+from backend.workspace import Workspace
+
+Msg = Callable[..., str]
+
+
+def devices_from_state(state: list[dict] | None) -> list[Device] | None:
+    return [Device(**d) for d in state] if state else None
+
+
+def hardware_text(msg: Msg, devices: list[Device] | None) -> str:
+    if not devices:
+        return msg("train.hardware.detecting")
+    lines = [msg("train.hardware.header")]
+    for d in devices:
+        flags = ", ".join(p for p, ok in (("bf16", d.supports_bf16), ("fp16", d.supports_fp16)) if ok) or "fp32"
+        lines.append(f"- **{d.name}** (`{d.id}`): {d.memory_gb:.1f} GiB, {flags}")
+    picked = training_devices("auto", devices)
+    lines.append(msg("train.hardware.auto", precision=resolve_precision("auto", picked),
+                     devices=", ".join(d.name for d in picked)))
+    return "\n".join(lines)
+
+
+def dataset_rows(dataset: str, workspace: Workspace) -> dict:
+    """{"rows": total rows, "has_eval": bool} of 'demo', a workspace dataset or a
+    file; {"error": sentence} when it cannot be read. Rows are before the
+    cutoff filter, so the step numbers are an upper bound."""
+    try:
+        if dataset in ("", "demo"):
+            from backend.demo_data import build_demo_rows
+
+            return {"rows": len(build_demo_rows()), "has_eval": False}
+        folder = workspace.datasets_dir / dataset
+        if "/" not in dataset and folder.is_dir():
+            from backend.training.dataset import EVAL_FILES
+
+            return {"rows": _count_lines(folder / "data.jsonl"),
+                    "has_eval": any((folder / n).is_file() for n in EVAL_FILES)}
+        from backend.training.dataset import load_rows, resolve_dataset
+
+        rows, eval_rows = load_rows(resolve_dataset(dataset, workspace))
+        return {"rows": len(rows), "has_eval": eval_rows is not None}
+    except (OSError, ValueError, KeyError, json.JSONDecodeError) as error:
+        return {"error": str(error)}
+
+
+def _count_lines(path: Path) -> int:
+    with open(path, "rb") as handle:
+        return sum(1 for line in handle if line.strip())
+
+
+def derived_text(msg: Msg, config: RunConfig, rows: dict | None, world_size: int = 1) -> str:
+    if not rows or "rows" not in rows:
+        return msg("train.derived.no_rows", error=(rows or {}).get("error", ""))
+    train_rows = rows["rows"] if rows.get("has_eval") else split_sizes(rows["rows"], config.val_size)[0]
+    numbers = derived_numbers(config, train_rows, world_size)
+    return msg("train.derived", rows=train_rows, **numbers)
+
+
+def estimate_text(msg: Msg, config: RunConfig, workspace: Workspace, devices: list[Device] | None) -> str:
+    """The memory table and a fits / does-not-fit verdict on the run's device."""
+    try:
+        arch = architecture_for(config.model_name_or_path, workspace.models_dir)
+    except ValueError as error:
+        return msg("train.estimate.unknown", reason=str(error))
+    if not devices:
+        return msg("train.hardware.detecting")
+    try:
+        targets = training_devices(config.devices, devices)
+        precision = config.check_devices(targets)
+    except (ValueError, ConfigError) as error:
+        return f"⚠️ {error}"
+    device = min(targets, key=lambda d: d.memory_gb)  # DDP replicates: the smallest device decides
+    kind = "cpu" if device.id == "cpu" else "cuda"
+    estimate = estimate_memory(
+        arch, method=config.method, precision=precision, batch_size=config.per_device_train_batch_size,
+        cutoff_len=config.cutoff_len, gradient_checkpointing=config.gradient_checkpointing,
+        quantization_bits=config.quantization_bits, lora_r=config.lora_r, lora_target=config.lora_target,
+        lora_dropout=config.lora_dropout, optim=config.optim, device_kind=kind)
+    rows = [(msg(f"train.estimate.{part}"), getattr(estimate, f"{part}_gb"))
+            for part in ("weights", "adapters", "gradients", "optimizer", "activations", "runtime")]
+    table = "\n".join(f"| {name} | {value:.2f} |" for name, value in rows)
+    verdict_key = "train.estimate.fits" if estimate.fits(device.memory_gb) else "train.estimate.too_big"
+    verdict = msg(verdict_key, total=estimate.total_gb, device=device.name, memory=device.memory_gb)
+    if verdict_key == "train.estimate.too_big":
+        verdict += " " + msg("train.estimate.hints")
+    header = msg("train.estimate.header", params=estimate.total_params / 1e6,
+                 trainable=estimate.trainable_params / 1e6, precision=precision)
+    return f"{verdict}\n\n{header}\n\n| | GiB |\n|---|---:|\n{table}\n| **{msg('train.estimate.total')}** | **{estimate.total_gb:.2f}** |"
+
+
+def model_text(msg: Msg, model: str, workspace: Workspace) -> str:
+    """A line about the chosen model; for a local folder, what is missing in it."""
+    from backend.model_presets import PRESETS
+
+    if model in ("", "demo"):
+        return msg("train.model.demo")
+    if model in PRESETS:
+        preset = PRESETS[model]
+        return msg("train.model.preset", label=preset.label, params=preset.num_parameters / 1e9,
+                   context=preset.context_length)
+    from backend.models import inspect_model_folder
+
+    report = inspect_model_folder(model)
+    if report["ok"]:
+        params = (report["num_parameters"] or 0) / 1e6
+        return msg("train.model.ok", architecture=report["architecture"], params=params,
+                   context=report["context_length"])
+    return msg("train.model.problems") + "\n" + "\n".join(f"- {p}" for p in report["problems"])
