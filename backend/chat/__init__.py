@@ -1,0 +1,12 @@
+"""Chat with the base model and every checkpoint side by side (issue 5).
+
+engine.py      ChatEngine: one base per (model, device, bits), LoRA checkpoints as named adapters
+generation.py  settings, chat-template prompt with truncation notice, streamed generation with Stop
+targets.py     what can be chatted with: runs, complete checkpoints, step and eval loss
+catalog.py     the choices a UI offers across runs, and column headers
+preferences.py blind-mode order and per-run vote tallies (RUN_DIR/preferences.json)
+cli.py         python -m backend.chat
+
+Nothing is imported here: the UI imports targets / catalog / preferences at
+start-up without pulling in torch; engine and generation load it.
+"""

@@ -1,0 +1,5 @@
+import sys
+
+from backend.chat.cli import main
+
+sys.exit(main())

@@ -1,0 +1,66 @@
+"""The choices the Chat tab offers: the base of each distinct model and every
+complete checkpoint of the chosen runs, keyed by a short string a dropdown
+can hold. Re-read from disk on each call, so new checkpoints show up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from backend.chat.targets import BASE, ChatTarget, RunChoices, TargetError, run_choices
+
+# At most this many columns side by side: the base and four checkpoints.
+MAX_COLUMNS = 5
+
+
+def catalog(runs_dir: Path, run_ids: list[str], resolve_model) -> dict[str, ChatTarget]:
+    """value -> target for the chosen runs, base(s) first, in a stable order.
+
+    Values: "base@<run>" (one per distinct base model) and "<run>/<checkpoint>"."""
+    bases: dict[str, ChatTarget] = {}
+    checkpoints: dict[str, ChatTarget] = {}
+    for run_id in run_ids:
+        run_dir = Path(runs_dir) / run_id
+        try:
+            choices: RunChoices = run_choices(run_dir, resolve_model)
+        except (OSError, ValueError, TargetError):
+            continue   # a run folder mid-creation or with an unreadable config: offer nothing yet
+        base = choices.targets[0]
+        if all(b.model != base.model for b in bases.values()):
+            bases[f"{BASE}@{run_id}"] = base
+        for target in choices.targets[1:]:
+            checkpoints[f"{run_id}/{target.name}"] = target
+    return {**bases, **checkpoints}
+
+
+def choice_label(value: str, target: ChatTarget, several_bases: bool) -> str:
+    if target.kind == BASE:
+        return f"base · {Path(target.model).name}" if several_bases else "base"
+    extra = f" · step {target.step}" if target.step is not None and target.name == "final" else ""
+    loss = f" · eval loss {target.eval_loss:.4f}" if target.eval_loss is not None else ""
+    full = " · full" if target.kind == "full" else ""
+    return f"{target.run_id} / {target.name}{extra}{loss}{full}"
+
+
+def dropdown_choices(targets: dict[str, ChatTarget]) -> list[tuple[str, str]]:
+    several = sum(t.kind == BASE for t in targets.values()) > 1
+    return [(choice_label(value, t, several), value) for value, t in targets.items()]
+
+
+def header(target: ChatTarget) -> str:
+    """Markdown above a column: which model, its step and eval loss."""
+    if target.kind == BASE:
+        return f"**base** · {Path(target.model).name}"
+    step = f"step {target.step}" if target.step is not None else "step ?"
+    loss = f"eval loss {target.eval_loss:.4f}" if target.eval_loss is not None else "no eval loss logged"
+    kind = " · full weights" if target.kind == "full" else ""
+    return f"**{target.run_id} / {target.name}** · {step} · {loss}{kind}"
+
+
+def run_ids_of(values: list[str]) -> list[str]:
+    """The runs a selection draws checkpoints from (for recording votes)."""
+    runs = []
+    for value in values:
+        run_id = value.split("@", 1)[1] if value.startswith(f"{BASE}@") else value.split("/", 1)[0]
+        if run_id not in runs:
+            runs.append(run_id)
+    return runs

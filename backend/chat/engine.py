@@ -1,0 +1,254 @@
+"""The chat engine: every base model loaded once per (model, device, bits),
+each LoRA checkpoint attached to it as a named peft adapter, so switching
+columns is `set_adapter`, not a reload. Full fine-tuning checkpoints are
+models of their own (`plan()` tells their memory cost before loading).
+
+Not a singleton: whoever needs one creates it and owns it (the Chat tab makes
+one per UI process in build(); the CLI one per command). All model work is
+serialised by one lock, because the active adapter is model-wide state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from backend import models
+from backend.chat.generation import (
+    GenerationSettings,
+    Reply,
+    build_messages,
+    build_prompt,
+    generate_stream,
+)
+from backend.chat.targets import ChatTarget
+
+MIB = 2**20
+
+
+@dataclass
+class _Loaded:
+    """A model in memory with its tokenizer and the adapters attached to it."""
+    model: object
+    tokenizer: object
+    context_length: int
+    adapters: dict[str, str] = field(default_factory=dict)   # checkpoint folder -> adapter name
+
+
+def default_dtype(device: str) -> torch.dtype:
+    if device.startswith("cuda"):
+        index = int(device.split(":")[1]) if ":" in device else 0
+        return torch.bfloat16 if torch.cuda.get_device_capability(index)[0] >= 8 else torch.float16
+    return torch.float32
+
+
+def weights_bytes(folder: str | Path, dtype: torch.dtype) -> int | None:
+    """Bytes the weights in `folder` take once loaded in `dtype` (from safetensors headers)."""
+    from safetensors import safe_open
+
+    files = sorted(Path(folder).glob("*.safetensors"))
+    if not files:
+        return None
+    numel = 0
+    for file in files:
+        with safe_open(str(file), framework="pt") as handle:
+            for name in handle.keys():  # noqa: SIM118 - safe_open is not a dict
+                numel += _prod(handle.get_slice(name).get_shape())
+    return numel * torch.tensor([], dtype=dtype).element_size()
+
+
+def _prod(shape) -> int:
+    total = 1
+    for size in shape:
+        total *= size
+    return total
+
+
+def memory_now(device: str) -> dict:
+    """Process RSS (MiB) and, on a GPU, CUDA memory allocated / reserved (MiB)."""
+    import psutil
+
+    report = {"rss_mib": round(psutil.Process().memory_info().rss / MIB, 1)}
+    if device.startswith("cuda") and torch.cuda.is_available():
+        report["cuda_allocated_mib"] = round(torch.cuda.memory_allocated(device) / MIB, 1)
+        report["cuda_reserved_mib"] = round(torch.cuda.memory_reserved(device) / MIB, 1)
+    return report
+
+
+def _release_freed_memory() -> None:
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    # glibc keeps freed heap pages in the process; malloc_trim hands them back to the OS.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+class ChatEngine:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._bases: dict[tuple, _Loaded] = {}    # (model, device, bits) -> base (+ adapters)
+        self._full: dict[tuple, _Loaded] = {}     # (checkpoint, device) -> full model
+
+    # ------------------------------------------------------------ loading
+
+    def _base(self, target: ChatTarget, device: str) -> _Loaded:
+        key = (target.model, device, target.quantization_bits)
+        if key not in self._bases:
+            self._bases[key] = self._load(target.model, device, target.quantization_bits, target.trust_remote_code)
+        return self._bases[key]
+
+    def _load(self, path: str, device: str, bits: int | None, trust_remote_code: bool, tokenizer_from: str | None = None) -> _Loaded:
+        model = models.load_model(path, quantization_bits=bits, dtype=default_dtype(device),
+                                  device_map=device, trust_remote_code=trust_remote_code)
+        model.eval()
+        tokenizer = models.load_tokenizer(tokenizer_from or path, trust_remote_code=trust_remote_code)
+        return _Loaded(model, tokenizer, _context_length(model, tokenizer))
+
+    def _ensure(self, target: ChatTarget, device: str) -> _Loaded:
+        """Load what `target` needs (once) and make it the active model."""
+        if target.kind == "full":
+            key = (target.checkpoint, device)
+            if key not in self._full:
+                own = any((Path(target.checkpoint) / name).is_file() for name in models.TOKENIZER_FILES)
+                tokenizer_from = target.checkpoint if own else target.model
+                self._full[key] = self._load(target.checkpoint, device, None, target.trust_remote_code, tokenizer_from)
+            return self._full[key]
+        loaded = self._base(target, device)
+        if target.kind == "lora":
+            self._attach(loaded, target)
+        return loaded
+
+    def _attach(self, loaded: _Loaded, target: ChatTarget) -> None:
+        from peft import PeftModel
+
+        if target.checkpoint in loaded.adapters:
+            return
+        name = target.adapter_name()
+        if isinstance(loaded.model, PeftModel):
+            loaded.model.load_adapter(target.checkpoint, adapter_name=name, is_trainable=False)
+        else:
+            loaded.model = PeftModel.from_pretrained(loaded.model, target.checkpoint, adapter_name=name, is_trainable=False)
+        loaded.model.eval()
+        loaded.adapters[target.checkpoint] = name
+
+    @contextlib.contextmanager
+    def _activated(self, loaded: _Loaded, target: ChatTarget):
+        """The base answers with adapters disabled; a LoRA column with its own adapter set."""
+        from peft import PeftModel
+
+        model = loaded.model
+        if target.kind == "lora":
+            model.set_adapter(loaded.adapters[target.checkpoint])
+            yield model
+        elif target.kind == "base" and isinstance(model, PeftModel):
+            with model.disable_adapter():
+                yield model
+        else:
+            yield model
+
+    def prepare(self, targets: list[ChatTarget], device: str) -> None:
+        """Load everything `targets` need now (the UI calls this before streaming)."""
+        with self._lock:
+            for target in targets:
+                self._ensure(target, device)
+
+    # ------------------------------------------------------------ generation
+
+    def stream(self, target: ChatTarget, history: list[dict], user_text: str, settings: GenerationSettings,
+               device: str = "cpu", stop: threading.Event | None = None, reply: Reply | None = None):
+        """Yield `target`'s answer text as it grows; `reply` holds the result when done.
+
+        `history` is this column's earlier turns ({"role", "content"} dicts)."""
+        reply = reply if reply is not None else Reply()
+        stop = stop or threading.Event()
+        with self._lock:
+            loaded = self._ensure(target, device)
+            messages = build_messages(settings.system_prompt, history, user_text)
+            prompt = build_prompt(loaded.tokenizer, messages, loaded.context_length, settings.max_new_tokens)
+            reply.notices.extend(prompt.notices)
+            with self._activated(loaded, target) as model:
+                yield from generate_stream(model, loaded.tokenizer, prompt, settings, stop, reply)
+
+    def answer(self, target: ChatTarget, user_text: str, settings: GenerationSettings, device: str = "cpu",
+               history: list[dict] | None = None) -> Reply:
+        reply = Reply()
+        for _ in self.stream(target, history or [], user_text, settings, device, reply=reply):
+            pass
+        return reply
+
+    # ------------------------------------------------------------ memory
+
+    def plan(self, targets: list[ChatTarget], device: str) -> list[str]:
+        """What loading `targets` will cost on `device`, said before anything is loaded."""
+        lines, seen = [], set()
+        dtype = default_dtype(device)
+        for target in targets:
+            if target.kind == "full":
+                key = ("full", target.checkpoint)
+                loaded = (target.checkpoint, device) in self._full
+                what = f"{target.label}: full fine-tuned model, loaded as its own copy"
+            elif target.kind == "base" or (target.model, device, target.quantization_bits) not in self._bases:
+                key = ("base", target.model)
+                loaded = (target.model, device, target.quantization_bits) in self._bases
+                what = f"base model {Path(target.model).name}" + (f" ({target.quantization_bits}-bit)" if target.quantization_bits else "")
+            else:
+                continue
+            if key in seen:
+                continue
+            seen.add(key)
+            if loaded:
+                lines.append(f"{what}: already in memory on {device}.")
+                continue
+            folder = target.checkpoint if target.kind == "full" else target.model
+            size = weights_bytes(folder, dtype) if Path(folder).is_dir() else None
+            if size and target.kind != "full" and target.quantization_bits:
+                size = size * target.quantization_bits // (8 * torch.tensor([], dtype=dtype).element_size())
+            cost = f"about {size / MIB:,.0f} MiB" if size else "size unknown"
+            lines.append(f"{what}: {cost} on {device}.")
+        adapters = [t for t in targets if t.kind == "lora"]
+        if adapters:
+            lines.append(f"{len(adapters)} LoRA checkpoint(s) attach to their base as adapters: a few MiB each, no reload.")
+        return lines
+
+    def loaded(self) -> list[str]:
+        lines = [f"{Path(model).name} on {device}" + (f" + {len(entry.adapters)} adapter(s)" if entry.adapters else "")
+                 for (model, device, _bits), entry in self._bases.items()]
+        lines += [f"{Path(ckpt).parent.name}/{Path(ckpt).name} (full) on {device}" for (ckpt, device) in self._full]
+        return lines
+
+    def unload(self, device: str = "cpu") -> dict:
+        """Drop every model, free the memory, and measure it (MiB before / after)."""
+        with self._lock:
+            before = memory_now(device)
+            count = len(self._bases) + len(self._full)
+            self._bases.clear()
+            self._full.clear()
+            _release_freed_memory()
+            return {"models": count, "before": before, "after": memory_now(device)}
+
+
+def _context_length(model, tokenizer) -> int:
+    """Tokens the model can attend to: its config's number, else the tokenizer's."""
+    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    limit = getattr(tokenizer, "model_max_length", None)
+    return limit if isinstance(limit, int) and 0 < limit < 10**7 else 2048
+
+
+def device_notice(device: str, busy: dict[str, str]) -> str | None:
+    """A sentence when a live training run holds `device` (busy: device -> run id, from RunStore)."""
+    run_id = busy.get(device)
+    if run_id is None:
+        return None
+    return (f"Training run {run_id} is using {device} right now; loading models there may run it out of "
+            "memory mid-run. Chat on the CPU, or wait until the run ends.")

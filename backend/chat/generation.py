@@ -1,0 +1,227 @@
+"""One reply from one model: settings, the prompt through the chat template
+(cut to the context with a notice), and streamed generation that a Stop
+event cancels. No model loading here: the engine hands in a ready model."""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+
+import torch
+from transformers import StoppingCriteria, StoppingCriteriaList, TextIteratorStreamer
+
+# Hard ceiling on new tokens whatever the user asks: a chat answer, not a book.
+MAX_NEW_TOKENS_CAP = 4096
+# Tokens kept for the prompt at the least when max new tokens is capped to the context.
+MIN_PROMPT_TOKENS = 16
+
+
+@dataclass
+class GenerationSettings:
+    greedy: bool = True
+    temperature: float = 0.7
+    top_p: float = 0.9
+    top_k: int = 50
+    repetition_penalty: float = 1.0
+    max_new_tokens: int = 128
+    seed: int = 0               # sampling only: the same seed gives the same sampled answer
+    system_prompt: str = ""
+
+    def problems(self) -> list[str]:
+        """What is wrong with these settings, as sentences a user can act on."""
+        found = []
+        if self.max_new_tokens < 1:
+            found.append(f"Max new tokens must be at least 1 (got {self.max_new_tokens}).")
+        if not self.greedy:
+            if self.temperature <= 0:
+                found.append(f"Temperature must be above 0 when sampling (got {self.temperature}); tick Greedy for deterministic answers.")
+            if not 0 < self.top_p <= 1:
+                found.append(f"Top-p must be in (0, 1] (got {self.top_p}).")
+            if self.top_k < 0:
+                found.append(f"Top-k must be 0 (off) or more (got {self.top_k}).")
+        if self.repetition_penalty <= 0:
+            found.append(f"Repetition penalty must be above 0 (got {self.repetition_penalty}); 1.0 means none.")
+        return found
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Prompt:
+    input_ids: torch.Tensor        # shape (1, tokens), after the chat template
+    max_new_tokens: int            # after capping
+    notices: list[str] = field(default_factory=list)
+
+
+def _render(tokenizer, messages: list[dict]) -> list[int]:
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=False)
+    if isinstance(ids, dict) or hasattr(ids, "keys"):  # some tokenizers return a BatchEncoding anyway
+        ids = ids["input_ids"]
+    return list(ids)
+
+
+def build_messages(system_prompt: str, history: list[dict], user_text: str) -> list[dict]:
+    messages = [{"role": "system", "content": system_prompt}] if system_prompt.strip() else []
+    return messages + list(history) + [{"role": "user", "content": user_text}]
+
+
+def build_prompt(tokenizer, messages: list[dict], context_length: int, max_new_tokens: int) -> Prompt:
+    """Template `messages`; if prompt + answer would not fit the context, drop the
+    oldest turns, then cut the end of the last user message, and say so."""
+    notices = []
+    cap = min(MAX_NEW_TOKENS_CAP, max(1, context_length - MIN_PROMPT_TOKENS))
+    if max_new_tokens > cap:
+        notices.append(f"Max new tokens lowered from {max_new_tokens} to {cap} (model context {context_length} tokens).")
+        max_new_tokens = cap
+    budget = context_length - max_new_tokens   # tokens, after the chat template
+    ids = _render(tokenizer, messages)
+    full_length = len(ids)
+    if len(ids) <= budget:
+        return Prompt(torch.tensor([ids]), max_new_tokens, notices)
+
+    system = [m for m in messages[:1] if m["role"] == "system"]
+    turns = messages[len(system):]
+    dropped = 0
+    while len(turns) > 1 and len(ids) > budget:   # drop the oldest user/assistant pair
+        turns = turns[2:] if len(turns) > 2 else turns[1:]
+        dropped += 1
+        ids = _render(tokenizer, system + turns)
+    if len(ids) > budget:
+        ids = _cut_last_message(tokenizer, system + turns, budget)
+    what = f"dropped {dropped} earlier exchange(s) and " if dropped else ""
+    notices.append(
+        f"Prompt cut to fit the context: {what}kept {len(ids)} of {full_length} prompt tokens "
+        f"(context {context_length} = prompt + {max_new_tokens} new tokens)."
+    )
+    return Prompt(torch.tensor([ids]), max_new_tokens, notices)
+
+
+def _cut_last_message(tokenizer, messages: list[dict], budget: int) -> list[int]:
+    """Keep the start of the last message so the templated prompt fits `budget`."""
+    last = messages[-1]
+    overhead = len(_render(tokenizer, messages[:-1] + [{**last, "content": ""}]))
+    pieces = tokenizer(last["content"], add_special_tokens=False)["input_ids"]
+    keep = max(0, budget - overhead)
+    while True:
+        text = tokenizer.decode(pieces[:keep], skip_special_tokens=True)
+        ids = _render(tokenizer, messages[:-1] + [{**last, "content": text}])
+        if len(ids) <= budget or keep == 0:
+            break
+        keep -= max(1, len(ids) - budget)   # re-tokenising can merge differently: shrink and retry
+    # Even an empty message may not fit a tiny budget (a long system prompt): keep the end,
+    # which holds the generation prompt the model must see.
+    return ids[-budget:] if len(ids) > budget else ids
+
+
+class _EventStop(StoppingCriteria):
+    """Stops generation at the next token once any of the events is set."""
+
+    def __init__(self, *events: threading.Event):
+        self.events = events
+
+    def __call__(self, input_ids, scores, **kwargs) -> torch.BoolTensor:
+        stop = any(event.is_set() for event in self.events)
+        return torch.full((input_ids.shape[0],), stop, dtype=torch.bool, device=input_ids.device)
+
+
+def generation_config_for(model, tokenizer, settings: GenerationSettings, max_new_tokens: int):
+    """The model's own generation config with the user's settings on top."""
+    config = copy.deepcopy(model.generation_config)
+    if config.eos_token_id is None:
+        config.eos_token_id = tokenizer.eos_token_id
+    if config.pad_token_id is None:
+        config.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    config.max_new_tokens = max_new_tokens
+    config.max_length = None
+    config.repetition_penalty = settings.repetition_penalty
+    if settings.greedy:
+        # Neutral values, so transformers does not warn about unused sampling flags.
+        config.update(do_sample=False, temperature=1.0, top_p=1.0, top_k=50)
+    else:
+        config.update(do_sample=True, temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k)
+    return config
+
+
+@dataclass
+class Reply:
+    text: str = ""
+    new_tokens: int = 0
+    seconds: float = 0.0
+    finish: str = ""          # "eos" | "length" | "stopped" | "error"
+    notices: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.new_tokens / self.seconds if self.seconds > 0 else 0.0
+
+
+def generate_stream(model, tokenizer, prompt: Prompt, settings: GenerationSettings,
+                    stop: threading.Event, reply: Reply):
+    """Yield the answer text as it grows; fill `reply` as generation goes.
+
+    model.generate runs in a thread and feeds a TextIteratorStreamer; the caller
+    iterates here. If the caller abandons the iterator, generation is stopped
+    and its thread joined before this returns, so the model is free again."""
+    streamer = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
+    input_ids = prompt.input_ids.to(model.device)
+    config = generation_config_for(model, tokenizer, settings, prompt.max_new_tokens)
+    abandoned = threading.Event()
+    outcome: dict = {}
+
+    def work() -> None:
+        try:
+            if not settings.greedy:
+                torch.manual_seed(settings.seed)   # seeds every device's generator
+            with torch.inference_mode():
+                output = model.generate(
+                    input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
+                    generation_config=config, streamer=streamer,
+                    stopping_criteria=StoppingCriteriaList([_EventStop(stop, abandoned)]),
+                )
+            outcome["new_tokens"] = int(output.shape[1] - input_ids.shape[1])
+            outcome["last"] = int(output[0, -1])
+        except Exception as error:  # noqa: BLE001 - reported to the user in the reply
+            outcome["error"] = error
+            streamer.end()
+
+    start = time.perf_counter()
+    thread = threading.Thread(target=work, name="chat-generate", daemon=True)
+    thread.start()
+    drained = False
+    try:
+        for piece in streamer:
+            reply.text += piece
+            yield reply.text
+        drained = True
+    finally:
+        if not drained:
+            abandoned.set()
+        thread.join()
+    reply.seconds = time.perf_counter() - start
+    reply.new_tokens = outcome.get("new_tokens", 0)
+    if "error" in outcome:
+        reply.finish, reply.error = "error", _explain(outcome["error"])
+    elif stop.is_set():
+        reply.finish = "stopped"
+    elif reply.new_tokens >= prompt.max_new_tokens and outcome.get("last") not in _eos_ids(config):
+        reply.finish = "length"
+    else:
+        reply.finish = "eos"
+    yield reply.text
+
+
+def _eos_ids(config) -> set[int]:
+    eos = config.eos_token_id
+    return set(eos) if isinstance(eos, (list, tuple)) else {eos}
+
+
+def _explain(error: Exception) -> str:
+    text = str(error)
+    if isinstance(error, torch.cuda.OutOfMemoryError) or "out of memory" in text.lower():
+        return ("The device ran out of memory while generating: lower Max new tokens, unload other "
+                "checkpoints, choose fewer columns or chat on the CPU.")
+    return f"Generation failed: {type(error).__name__}: {text}"

@@ -1,0 +1,165 @@
+"""What can be chatted with: the base model and each complete checkpoint of
+each run, with its step and eval loss. Read from the run folders on disk
+(DESIGN section 3), so lists refresh as training writes new checkpoints."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from backend.run_files import (
+    CONFIG_FILE,
+    FINAL_DIR,
+    STATUS_FILE,
+    SUMMARY_FILE,
+    is_complete,
+    list_checkpoints,
+    read_json,
+    read_status,
+)
+
+BASE = "base"
+ADAPTER_CONFIG = "adapter_config.json"
+TRAINER_STATE = "trainer_state.json"
+
+
+class TargetError(ValueError):
+    """A checkpoint cannot be chatted with; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class ChatTarget:
+    """One column: the base model, or a checkpoint on top of it."""
+    model: str                      # base model folder (resolved path) or hub id
+    checkpoint: str | None = None   # checkpoint folder; None = the base model itself
+    kind: str = BASE                # "base" | "lora" | "full"
+    run_id: str | None = None
+    name: str = BASE                # "base", "checkpoint-40", "final", or a folder name
+    step: int | None = None
+    eval_loss: float | None = None
+    quantization_bits: int | None = None
+    trust_remote_code: bool = False
+
+    @property
+    def key(self) -> str:
+        """Stable id of this column's model (also the blind-vote label inside its run)."""
+        return f"{self.run_id}/{self.name}" if self.run_id and self.checkpoint else self.name
+
+    @property
+    def label(self) -> str:
+        return f"{self.run_id} · {self.name}" if self.run_id and self.checkpoint else self.name
+
+    def adapter_name(self) -> str:
+        """A peft adapter name from run + step: module-safe, unique per folder."""
+        digest = hashlib.sha1(str(Path(self.checkpoint).resolve()).encode()).hexdigest()[:8]
+        readable = re.sub(r"[^0-9A-Za-z_]", "_", f"{self.run_id or 'ckpt'}_{self.name}")
+        return f"{readable}_{digest}"
+
+
+def checkpoint_kind(folder: Path) -> str:
+    folder = Path(folder)
+    if (folder / ADAPTER_CONFIG).is_file():
+        return "lora"
+    if (folder / "config.json").is_file():
+        return "full"
+    raise TargetError(f"{folder} holds neither a PEFT adapter (adapter_config.json) nor model weights "
+                      "(config.json): pick a checkpoint folder written by training.")
+
+
+def in_run_folder(folder: Path) -> bool:
+    parent = Path(folder).resolve().parent
+    return (parent / STATUS_FILE).is_file() or (parent / CONFIG_FILE).is_file()
+
+
+def eval_loss_at(folder: Path, step: int | None) -> float | None:
+    """The last eval_loss logged at or before `step`, from the folder's trainer_state.json."""
+    state = read_json(Path(folder) / TRAINER_STATE, default={}) or {}
+    best = None
+    for entry in state.get("log_history", []):
+        if "eval_loss" in entry and (step is None or entry.get("step", 0) <= step):
+            best = entry["eval_loss"]
+    return best
+
+
+def _final_step(run_dir: Path, final: Path) -> int | None:
+    state = read_json(final / TRAINER_STATE, default={}) or {}
+    summary = read_json(run_dir / SUMMARY_FILE, default={}) or {}
+    for value in (state.get("global_step"), summary.get("global_step"), summary.get("steps")):
+        if isinstance(value, int):
+            return value
+    return None
+
+
+@dataclass(frozen=True)
+class RunChoices:
+    run_id: str
+    run_dir: Path
+    state: str
+    model: str                       # resolved base model
+    targets: tuple[ChatTarget, ...]  # base first, then complete checkpoints by step, then final
+
+
+def run_model_settings(run_dir: Path) -> dict:
+    config = yaml.safe_load((Path(run_dir) / CONFIG_FILE).read_text(encoding="utf-8")) or {}
+    return {
+        "model_name_or_path": str(config.get("model_name_or_path", "demo")),
+        "quantization_bits": config.get("quantization_bits"),
+        "trust_remote_code": bool(config.get("trust_remote_code", False)),
+    }
+
+
+def run_choices(run_dir: Path, resolve_model) -> RunChoices:
+    """The base and every complete checkpoint of one run. `resolve_model(name)` maps
+    config.yaml's model_name_or_path to a loadable path (e.g. 'demo' -> its folder)."""
+    run_dir = Path(run_dir)
+    settings = run_model_settings(run_dir)
+    model = resolve_model(settings["model_name_or_path"])
+    common = {"model": model, "run_id": run_dir.name, "quantization_bits": settings["quantization_bits"],
+              "trust_remote_code": settings["trust_remote_code"]}
+    targets = [ChatTarget(**{**common, "run_id": None})]
+    folders = [(p, p.name, int(p.name.rsplit("-", 1)[1])) for p in list_checkpoints(run_dir, complete_only=True)]
+    final = run_dir / FINAL_DIR
+    if is_complete(final):
+        folders.append((final, FINAL_DIR, _final_step(run_dir, final)))
+    for folder, name, step in folders:
+        try:
+            kind = checkpoint_kind(folder)
+        except TargetError:
+            continue  # a complete folder with neither adapter nor weights: nothing to offer
+        loss = eval_loss_at(folder, step) if name != FINAL_DIR else _final_eval_loss(run_dir, folder, step)
+        targets.append(ChatTarget(**common, checkpoint=str(folder), kind=kind, name=name, step=step, eval_loss=loss))
+    state = read_status(run_dir).get("state", "unknown")
+    return RunChoices(run_dir.name, run_dir, state, model, tuple(targets))
+
+
+def _final_eval_loss(run_dir: Path, final: Path, step: int | None) -> float | None:
+    loss = eval_loss_at(final, step)
+    if loss is None:
+        checkpoints = list_checkpoints(run_dir, complete_only=True)
+        loss = eval_loss_at(checkpoints[-1], step) if checkpoints else None
+    return loss
+
+
+def list_runs(runs_dir: Path) -> list[Path]:
+    """Run folders (those with a config.yaml), newest first."""
+    runs = [p for p in Path(runs_dir).glob("*") if (p / CONFIG_FILE).is_file()]
+    return sorted(runs, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+def target_for_folder(model: str, folder: str | Path, quantization_bits: int | None = None) -> ChatTarget:
+    """A column for a checkpoint folder given by path (the command line)."""
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        raise TargetError(f"Checkpoint folder {folder} does not exist: check the path.")
+    if in_run_folder(folder) and not is_complete(folder):
+        raise TargetError(f"{folder} has no COMPLETE marker: it is still being written or its run was "
+                          "killed while saving. Pick a complete checkpoint of the run.")
+    kind = checkpoint_kind(folder)
+    step = int(folder.name.rsplit("-", 1)[1]) if re.fullmatch(r"checkpoint-\d+", folder.name) else None
+    run_id = folder.resolve().parent.name if in_run_folder(folder) else None
+    return ChatTarget(model=model, checkpoint=str(folder), kind=kind, run_id=run_id, name=folder.name,
+                      step=step, eval_loss=eval_loss_at(folder, step), quantization_bits=quantization_bits)

@@ -1,0 +1,30 @@
+"""After the real demo training, chatting with its final checkpoint shows the
+point of training: different answers from the base, and mostly right ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from backend.chat.catalog import catalog
+from backend.chat.engine import ChatEngine
+from backend.chat.generation import GenerationSettings
+from backend.demo_data import DEMO_PROMPTS
+
+
+def test_final_checkpoint_answers_the_demo_prompts(trained_demo_run, workspace):
+    from backend.models import resolve_model_path
+
+    run_dir = Path(getattr(trained_demo_run, "run_dir", trained_demo_run))
+    targets = catalog(run_dir.parent, [run_dir.name], lambda name: resolve_model_path(name, workspace.models_dir))
+    checkpoints = [t for value, t in targets.items() if t.checkpoint]
+    assert len(checkpoints) >= 2, "the demo run should offer at least two complete checkpoints"
+    final = next(t for t in checkpoints if t.name == "final")
+    base = next(t for t in targets.values() if t.kind == "base")
+    engine, settings = ChatEngine(), GenerationSettings(greedy=True, max_new_tokens=48)
+    base_answers = [engine.answer(base, prompt, settings).text.strip() for prompt, _ in DEMO_PROMPTS]
+    final_answers = [engine.answer(final, prompt, settings).text.strip() for prompt, _ in DEMO_PROMPTS]
+    right = sum(got == expected for got, (_, expected) in zip(final_answers, DEMO_PROMPTS))
+    base_right = sum(got == expected for got, (_, expected) in zip(base_answers, DEMO_PROMPTS))
+    changed = sum(a != b for a, b in zip(base_answers, final_answers))
+    assert changed >= len(DEMO_PROMPTS) // 2, list(zip(base_answers, final_answers))
+    assert right >= len(DEMO_PROMPTS) // 2 and right > base_right, list(zip(final_answers, DEMO_PROMPTS))

@@ -1,0 +1,349 @@
+"""Chat tab: one prompt to the base model and up to four checkpoints, answers
+streaming into side-by-side columns; blind mode for preference votes.
+
+State: one ChatEngine per UI process, made on first use inside build()'s
+closure (so the base model stays loaded across prompts, browser sessions and
+tabs, and torch is not imported while the page starts). Per browser session:
+a gr.State dict with the columns' histories and the blind order. Votes live
+on disk in each run's preferences.json.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import gradio as gr
+
+from backend.chat.catalog import MAX_COLUMNS, catalog, dropdown_choices, header, run_ids_of
+from backend.chat.preferences import PreferenceStore, blind_letter, blind_order, tally_rows
+from backend.run_files import CONFIG_FILE
+from ui.context import UIContext
+
+# Seconds between UI updates while streaming: fast enough to look live, few enough messages.
+STREAM_INTERVAL_S = 0.1
+REFRESH_EVERY_S = 5.0
+
+TEXT: dict[str, dict[str, str]] = {
+    "chat.runs": {"en": "Runs", "zh": "训练运行"},
+    "chat.checkpoints": {"en": "Base and checkpoints (up to 5 columns)", "zh": "基座与检查点（最多 5 列）"},
+    "chat.refresh": {"en": "Refresh", "zh": "刷新"},
+    "chat.device": {"en": "Device", "zh": "设备"},
+    "chat.prompt": {"en": "Your message", "zh": "你的消息"},
+    "chat.prompt_placeholder": {"en": "Type once; every column answers.", "zh": "输入一次，每一列都会回答。"},
+    "chat.send": {"en": "Send", "zh": "发送"},
+    "chat.stop": {"en": "Stop", "zh": "停止"},
+    "chat.clear": {"en": "Clear", "zh": "清空"},
+    "chat.unload": {"en": "Unload models", "zh": "卸载模型"},
+    "chat.settings": {"en": "Generation settings", "zh": "生成设置"},
+    "chat.system": {"en": "System prompt", "zh": "系统提示词"},
+    "chat.greedy": {"en": "Greedy (deterministic)", "zh": "贪心解码（确定性）"},
+    "chat.temperature": {"en": "Temperature", "zh": "温度"},
+    "chat.top_p": {"en": "Top-p", "zh": "Top-p"},
+    "chat.top_k": {"en": "Top-k (0 = off)", "zh": "Top-k（0 为关闭）"},
+    "chat.repetition_penalty": {"en": "Repetition penalty (1 = none)", "zh": "重复惩罚（1 为不惩罚）"},
+    "chat.max_new_tokens": {"en": "Max new tokens", "zh": "最大新生成 token 数"},
+    "chat.seed": {"en": "Seed (sampling)", "zh": "随机种子（采样时）"},
+    "chat.blind": {"en": "Blind mode: hide which column is which", "zh": "盲评模式：隐藏每列对应的模型"},
+    "chat.vote": {"en": "Which answer is better?", "zh": "哪个回答更好？"},
+    "chat.vote_button": {"en": "Record vote", "zh": "记录投票"},
+    "chat.tally": {"en": "Preference tally", "zh": "偏好统计"},
+    "chat.tally_run": {"en": "Run", "zh": "运行"},
+    "chat.tally_checkpoint": {"en": "Checkpoint", "zh": "检查点"},
+    "chat.tally_wins": {"en": "Wins", "zh": "胜出"},
+    "chat.tally_shown": {"en": "Shown", "zh": "参与"},
+    "chat.tally_rate": {"en": "Win %", "zh": "胜率 %"},
+    # Messages made by handlers (ctx.msg).
+    "chat.msg_no_runs": {"en": "No runs yet: train one in the Train tab; its checkpoints appear here as they are saved.",
+                         "zh": "还没有训练运行：请在“训练”页开始训练，检查点保存后会出现在这里。"},
+    "chat.msg_pick": {"en": "Pick the base and/or checkpoints to chat with first.", "zh": "请先选择要对话的基座和/或检查点。"},
+    "chat.msg_too_many": {"en": "At most {n} columns: keep the base and up to four checkpoints.",
+                          "zh": "最多 {n} 列：基座加最多四个检查点。"},
+    "chat.msg_empty": {"en": "Type a message first.", "zh": "请先输入消息。"},
+    "chat.msg_gone": {"en": "{what} is no longer on disk (deleted or its run removed); refresh and pick again.",
+                      "zh": "{what} 已不在磁盘上（被删除或运行已移除）；请刷新后重新选择。"},
+    "chat.msg_loading": {"en": "Loading models …", "zh": "正在加载模型……"},
+    "chat.msg_generating": {"en": "Answering in column {i} of {n} …", "zh": "第 {i}/{n} 列正在回答……"},
+    "chat.msg_done": {"en": "Done.", "zh": "完成。"},
+    "chat.msg_stopped": {"en": "Stopped.", "zh": "已停止。"},
+    "chat.msg_vote_first": {"en": "Send a prompt in blind mode, then pick the better answer.",
+                            "zh": "请先在盲评模式下发送消息，再选出更好的回答。"},
+    "chat.msg_voted": {"en": "Vote recorded for answer {letter}: it was {label}.",
+                       "zh": "已记录对回答 {letter} 的投票：它是 {label}。"},
+    "chat.msg_already_voted": {"en": "This prompt already has a vote; send the next prompt.",
+                               "zh": "这条消息已经投过票；请发送下一条。"},
+    "chat.msg_unloaded": {"en": "Unloaded {models} model(s): process memory {before} → {after} MiB.",
+                          "zh": "已卸载 {models} 个模型：进程内存 {before} → {after} MiB。"},
+    "chat.answer": {"en": "Answer {letter}", "zh": "回答 {letter}"},
+    "chat.msg_error": {"en": "{label}: {error}", "zh": "{label}：{error}"},
+}
+
+
+class _EngineHolder:
+    """The tab's one engine, created on first use (imports torch then, not at start-up)."""
+
+    def __init__(self) -> None:
+        self._engine = None
+        self._lock = threading.Lock()
+
+    def get(self):
+        with self._lock:
+            if self._engine is None:
+                from backend.chat.engine import ChatEngine
+
+                self._engine = ChatEngine()
+            return self._engine
+
+
+def _new_session() -> dict:
+    # keys: selected values in column order; histories: value -> messages;
+    # order: blind position -> column index; voted: the last blind prompt has its vote.
+    return {"keys": [], "histories": {}, "order": [], "blind": False, "voted": True, "prompt": "", "runs": []}
+
+
+def build(ctx: UIContext) -> None:
+    engine = _EngineHolder()
+    preferences = PreferenceStore()
+    stops: dict[str, threading.Event] = {}   # browser session -> its Stop signal
+    runs_dir = ctx.workspace.runs_dir
+
+    def resolve(name: str) -> str:
+        from backend.models import resolve_model_path
+
+        return resolve_model_path(name, ctx.workspace.models_dir)
+
+    def run_ids() -> list[str]:
+        if not runs_dir.is_dir():
+            return []
+        runs = [p for p in runs_dir.iterdir() if (p / CONFIG_FILE).is_file()]
+        return [p.name for p in sorted(runs, key=lambda p: p.stat().st_mtime, reverse=True)]
+
+    session = gr.State(_new_session())
+    with gr.Row(equal_height=True):
+        runs = gr.Dropdown(label=ctx.t("chat.runs"), multiselect=True, choices=[], scale=2, elem_id="chat-runs")
+        picks = gr.Dropdown(label=ctx.t("chat.checkpoints"), multiselect=True, choices=[], max_choices=MAX_COLUMNS,
+                            scale=4, elem_id="chat-checkpoints")
+        device = gr.Dropdown(label=ctx.t("chat.device"), choices=["cpu"], value="cpu", scale=1, elem_id="chat-device")
+        refresh = gr.Button(ctx.t("chat.refresh"), scale=0, elem_id="chat-refresh")
+    notice = gr.Markdown(elem_id="chat-notice")
+    columns, headers, bots = [], [], []
+    with gr.Row(equal_height=False):
+        for index in range(MAX_COLUMNS):
+            with gr.Column(visible=False, min_width=220, elem_id=f"chat-col-{index}") as column:
+                headers.append(gr.Markdown(elem_id=f"chat-head-{index}"))
+                bots.append(gr.Chatbot(show_label=False, height=380, buttons=["copy", "copy_all"],
+                                       elem_id=f"chat-answer-{index}", feedback_options=None))
+            columns.append(column)
+    with gr.Row(equal_height=True):
+        prompt = gr.Textbox(label=ctx.t("chat.prompt"), placeholder=ctx.t("chat.prompt_placeholder"), lines=2,
+                            scale=6, elem_id="chat-prompt")
+        send = gr.Button(ctx.t("chat.send"), variant="primary", scale=1, elem_id="chat-send")
+        stop = gr.Button(ctx.t("chat.stop"), variant="stop", scale=1, elem_id="chat-stop")
+        clear = gr.Button(ctx.t("chat.clear"), scale=1, elem_id="chat-clear")
+    status = gr.Markdown(elem_id="chat-status")
+    with gr.Accordion(ctx.t("chat.settings"), open=False, elem_id="chat-settings"):
+        system = gr.Textbox(label=ctx.t("chat.system"), lines=2, elem_id="chat-system")
+        with gr.Row():
+            greedy = gr.Checkbox(label=ctx.t("chat.greedy"), value=True, elem_id="chat-greedy")
+            temperature = gr.Slider(0.05, 2.0, value=0.7, step=0.05, label=ctx.t("chat.temperature"))
+            top_p = gr.Slider(0.05, 1.0, value=0.9, step=0.05, label=ctx.t("chat.top_p"))
+            top_k = gr.Slider(0, 200, value=50, step=1, label=ctx.t("chat.top_k"))
+        with gr.Row():
+            repetition = gr.Slider(0.8, 2.0, value=1.0, step=0.05, label=ctx.t("chat.repetition_penalty"))
+            max_new = gr.Slider(1, 4096, value=128, step=1, label=ctx.t("chat.max_new_tokens"), elem_id="chat-max-new")
+            seed = gr.Number(value=0, precision=0, label=ctx.t("chat.seed"))
+        unload = gr.Button(ctx.t("chat.unload"), size="sm", elem_id="chat-unload")
+    with gr.Row(equal_height=True):
+        blind = gr.Checkbox(label=ctx.t("chat.blind"), value=False, elem_id="chat-blind")
+        vote = gr.Radio(label=ctx.t("chat.vote"), choices=[], elem_id="chat-vote", scale=3)
+        vote_button = gr.Button(ctx.t("chat.vote_button"), elem_id="chat-vote-button", scale=1)
+    tally = gr.Dataframe(headers=["run", "checkpoint", "wins", "shown", "win %"], label=ctx.t("chat.tally"),
+                         interactive=False, elem_id="chat-tally")
+
+    # ------------------------------------------------------------ choices
+
+    def refresh_choices(lang, chosen_runs, chosen, current_device):
+        ids = run_ids()
+        chosen_runs = [r for r in (chosen_runs or []) if r in ids] or ids[:1]
+        targets = catalog(runs_dir, chosen_runs, resolve)
+        chosen = [c for c in (chosen or []) if c in targets]
+        message = "" if ids else ctx.msg(lang, "chat.msg_no_runs")
+        return (gr.update(choices=ids, value=chosen_runs), gr.update(choices=dropdown_choices(targets), value=chosen),
+                gr.update(choices=_devices(), value=current_device or "cpu"), message or _plan(chosen_runs, chosen, current_device))
+
+    def _devices() -> list[str]:
+        from backend.hardware import detect_devices
+
+        return [d.id for d in detect_devices()]
+
+    def _plan(chosen_runs, chosen, current_device) -> str:
+        """The memory cost of what is picked, and any training run on the device, before loading."""
+        from backend.chat.engine import device_notice
+        from backend.runs import RunStore
+
+        lines = []
+        busy = device_notice(current_device or "cpu", RunStore(ctx.workspace).busy_devices())
+        if busy:
+            lines.append(f"⚠️ {busy}")
+        targets = catalog(runs_dir, chosen_runs or [], resolve)
+        picked = [targets[c] for c in (chosen or []) if c in targets]
+        if picked:
+            lines += [f"- {line}" for line in engine.get().plan(picked, current_device or "cpu")]
+        return "\n".join(lines)
+
+    choice_io = dict(inputs=[ctx.lang, runs, picks, device], outputs=[runs, picks, device, notice],
+                     api_visibility="private", show_progress="hidden")
+    refresh.click(refresh_choices, **choice_io)
+    gr.Timer(REFRESH_EVERY_S).tick(refresh_choices, **choice_io)
+    runs.input(refresh_choices, **choice_io)
+    picks.input(lambda r, c, d: _plan(r, c, d), [runs, picks, device], notice, api_visibility="private")
+    device.input(lambda r, c, d: _plan(r, c, d), [runs, picks, device], notice, api_visibility="private")
+
+    # ------------------------------------------------------------ sending
+
+    def visible_columns(lang, keys, targets, state, revealed):
+        """(column updates, header texts, chatbot values) for the current selection."""
+        column_updates, header_texts, bot_values = [], [], []
+        for position in range(MAX_COLUMNS):
+            if position >= len(keys):
+                column_updates.append(gr.update(visible=False))
+                header_texts.append("")
+                bot_values.append([])
+                continue
+            key = keys[state["order"][position]] if state["blind"] else keys[position]
+            column_updates.append(gr.update(visible=True))
+            hidden = state["blind"] and not revealed
+            text = header(targets[key]) if key in targets else f"**{key}**"
+            if hidden:
+                text = f"**{ctx.msg(lang, 'chat.answer', letter=blind_letter(position))}**"
+            elif state["blind"]:
+                text = f"**{blind_letter(position)}** = {text}"
+            header_texts.append(text)
+            bot_values.append(list(state["histories"].get(key, [])))
+        return column_updates, header_texts, bot_values
+
+    def outputs_for(lang, keys, targets, state, message, revealed=False, vote_choices=None):
+        cols, heads, values = visible_columns(lang, keys, targets, state, revealed)
+        vote_update = gr.update(choices=vote_choices, value=None) if vote_choices is not None else gr.update()
+        return (*cols, *heads, *values, message, state, vote_update)
+
+    def send_prompt(lang, chosen_runs, chosen, current_device, text, state, blind_on, system_prompt, greedy_on,
+                    temp, p, k, rep, max_tokens, seed_value, request: gr.Request):
+        from backend.chat.engine import device_notice
+        from backend.chat.generation import GenerationSettings, Reply
+        from backend.runs import RunStore
+
+        targets = catalog(runs_dir, chosen_runs or [], resolve)
+        chosen = list(chosen or [])
+        problem = None
+        if not chosen:
+            problem = ctx.msg(lang, "chat.msg_pick")
+        elif len(chosen) > MAX_COLUMNS:
+            problem = ctx.msg(lang, "chat.msg_too_many", n=MAX_COLUMNS)
+        elif not (text or "").strip():
+            problem = ctx.msg(lang, "chat.msg_empty")
+        missing = [c for c in chosen if c not in targets]
+        if not problem and missing:
+            problem = ctx.msg(lang, "chat.msg_gone", what=", ".join(missing))
+        settings = GenerationSettings(greedy=bool(greedy_on), temperature=float(temp), top_p=float(p), top_k=int(k),
+                                      repetition_penalty=float(rep), max_new_tokens=int(max_tokens),
+                                      seed=int(seed_value or 0), system_prompt=system_prompt or "")
+        problem = problem or " ".join(settings.problems()) or device_notice(
+            current_device or "cpu", RunStore(ctx.workspace).busy_devices())
+        if problem:
+            yield outputs_for(lang, state["keys"], targets, state, f"⚠️ {problem}")
+            return
+        if chosen != state["keys"] or bool(blind_on) != state["blind"]:
+            state = {**_new_session(), "keys": chosen}   # a new comparison starts with empty histories
+        state["blind"], state["runs"] = bool(blind_on), run_ids_of(chosen)
+        state["order"] = blind_order(len(chosen), random.SystemRandom().randrange(2**31)) if blind_on \
+            else list(range(len(chosen)))
+        state["voted"], state["prompt"] = not blind_on, text
+        stop_event = stops[request.session_hash] = threading.Event()
+        for key in chosen:
+            state["histories"].setdefault(key, []).append({"role": "user", "content": text})
+        yield outputs_for(lang, chosen, targets, state, ctx.msg(lang, "chat.msg_loading"))
+        notes = []
+        for position in range(len(chosen)):
+            key = chosen[state["order"][position]]
+            history = state["histories"][key]
+            reply, last = Reply(), 0.0
+            history.append({"role": "assistant", "content": ""})
+            step = ctx.msg(lang, "chat.msg_generating", i=position + 1, n=len(chosen))
+            try:
+                for partial in engine.get().stream(targets[key], history[:-2], text, settings, current_device or "cpu",
+                                                   stop=stop_event, reply=reply):
+                    history[-1]["content"] = partial
+                    if time.monotonic() - last >= STREAM_INTERVAL_S:
+                        last = time.monotonic()
+                        yield outputs_for(lang, chosen, targets, state, step)
+            except Exception as error:  # noqa: BLE001 - a load failure names the model, the rest go on
+                reply.error = str(error)
+            label = ctx.msg(lang, "chat.answer", letter=blind_letter(position)) if blind_on else targets[key].label
+            if reply.error:
+                history[-1]["content"] = f"⚠️ {reply.error}"
+                notes.append(ctx.msg(lang, "chat.msg_error", label=label, error=reply.error))
+            notes += [f"{label}: {n}" for n in reply.notices]
+            if stop_event.is_set():
+                break
+        done = ctx.msg(lang, "chat.msg_stopped" if stop_event.is_set() else "chat.msg_done")
+        letters = [blind_letter(i) for i in range(len(chosen))] if blind_on else []
+        yield outputs_for(lang, chosen, targets, state, "\n\n".join([done, *notes]), vote_choices=letters)
+
+    answer_outputs = [*columns, *headers, *bots, status, session, vote]
+    send_inputs = [ctx.lang, runs, picks, device, prompt, session, blind, system, greedy, temperature, top_p, top_k,
+                   repetition, max_new, seed]
+    for trigger in (send.click, prompt.submit):
+        trigger(send_prompt, send_inputs, answer_outputs, api_visibility="private", concurrency_limit=1)
+
+    def stop_all(request: gr.Request) -> None:
+        event = stops.get(request.session_hash)
+        if event is not None:
+            event.set()
+
+    stop.click(stop_all, None, None, api_visibility="private", queue=False)
+
+    def clear_all(lang, chosen_runs, chosen):
+        state = {**_new_session(), "keys": list(chosen or [])}
+        targets = catalog(runs_dir, chosen_runs or [], resolve)
+        keys = [c for c in state["keys"] if c in targets]
+        state["keys"], state["order"] = keys, list(range(len(keys)))
+        return outputs_for(lang, keys, targets, state, "", vote_choices=[])
+
+    clear.click(clear_all, [ctx.lang, runs, picks], answer_outputs, api_visibility="private")
+    picks.change(clear_all, [ctx.lang, runs, picks], answer_outputs, api_visibility="private")
+
+    # ------------------------------------------------------------ blind votes
+
+    def tally_table(run_list):
+        return [[run_id, *row] for run_id in run_list for row in tally_rows(runs_dir / run_id)]
+
+    def record_vote(lang, letter, chosen_runs, state):
+        targets = catalog(runs_dir, chosen_runs or [], resolve)
+        if not state["blind"] or not letter or not state["keys"]:
+            return outputs_for(lang, state["keys"], targets, state, ctx.msg(lang, "chat.msg_vote_first")) + (gr.update(),)
+        if state["voted"]:
+            return outputs_for(lang, state["keys"], targets, state, ctx.msg(lang, "chat.msg_already_voted"),
+                               revealed=True) + (gr.update(),)
+        position = "ABCDE".index(letter)
+        keys = state["keys"]
+        shown = [targets[k].key for k in keys if k in targets]
+        winner = targets[keys[state["order"][position]]]
+        run_dirs = [runs_dir / r for r in state["runs"]]
+        preferences.record(run_dirs, shown, winner.key, state["prompt"])
+        state["voted"] = True
+        message = ctx.msg(lang, "chat.msg_voted", letter=letter, label=winner.label)
+        return outputs_for(lang, keys, targets, state, message, revealed=True, vote_choices=[]) + (tally_table(state["runs"]),)
+
+    vote_button.click(record_vote, [ctx.lang, vote, runs, session], [*answer_outputs, tally],
+                      api_visibility="private")
+    runs.change(lambda r: tally_table([x for x in (r or []) if (runs_dir / x).is_dir()]), runs, tally,
+                api_visibility="private")
+
+    def unload_all(lang, current_device):
+        report = engine.get().unload(current_device or "cpu")
+        return ctx.msg(lang, "chat.msg_unloaded", models=report["models"], before=report["before"]["rss_mib"],
+                       after=report["after"]["rss_mib"])
+
+    unload.click(unload_all, [ctx.lang, device], status, api_visibility="private")
