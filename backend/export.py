@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 import time
 from pathlib import Path
 
-from backend.background import COMPLETED, FAILED, write_progress
+from backend.background import COMPLETED, FAILED, is_running, launch, write_progress
 from backend.export_files import (
     ExportError,
     base_model_for,
@@ -50,6 +51,7 @@ DEFAULT_SHARD_SIZE = "2GB"
 VERIFY_PROMPTS = 3
 VERIFY_NEW_TOKENS = 32
 REPORT_FILE = "export_report.json"
+EXPORT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 FALLBACK_PROMPTS = ("Hello! Who are you?", "What is the capital of France?", "用一句话介绍你自己。")
 QLORA_NOTE = ("QLoRA: the adapter was trained on a 4/8-bit base. Merging into a quantised base gives a wrong "
               "model, so the base was reloaded unquantised ({dtype}) and the adapter merged into that.")
@@ -197,6 +199,35 @@ def _finish(staging, out, report, checkpoint, run_dir, workspace, base_name, req
         raise ExportError(f"Verification failed: {verification['summary']} The export was kept for inspection "
                           f"in {failed}, not in {out}; report this with {failed / REPORT_FILE}.")
     publish(staging, out)
+
+
+# ---------------------------------------------------------------- background job (the Export tab)
+
+def exports_dir(workspace: Workspace) -> Path:
+    return workspace.root / "exports"
+
+
+def job_progress_path(workspace: Workspace, name: str) -> Path:
+    return exports_dir(workspace) / ".jobs" / f"{name}.json"
+
+
+def start_export(workspace: Workspace, checkpoint: Path, name: str, *, merge: bool, shard_size: str = DEFAULT_SHARD_SIZE,
+                 dtype: str = "auto", overwrite: bool = False, make_zip: bool = True) -> Path:
+    """Launch `python -m backend.export` detached into workspace/exports/<name>; returns the progress file."""
+    if not EXPORT_NAME.match(name or ""):
+        raise ExportError(f"Export name {name!r} is not usable: use letters, digits, '.', '_' and '-' only "
+                          f"(it becomes the folder workspace/exports/<name>).")
+    out = exports_dir(workspace) / name
+    prepare_output(out, overwrite)  # refuse an existing folder now, before a process starts
+    parse_size(shard_size)
+    progress = job_progress_path(workspace, name)
+    if is_running(progress):
+        raise ExportError(f"An export into {out} is already running; wait for it to finish.")
+    progress.unlink(missing_ok=True)
+    args = ["--checkpoint", str(checkpoint), "--out", str(out), "--shard-size", shard_size, "--dtype", dtype]
+    args += ["--merge"] * merge + ["--overwrite"] * overwrite + ["--no-zip"] * (not make_zip)
+    launch("backend.export", args, progress.with_suffix(".log"), progress)
+    return progress
 
 
 # ---------------------------------------------------------------- command line

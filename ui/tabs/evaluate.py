@@ -1,0 +1,280 @@
+"""Evaluate tab: score the base model and checkpoints of a run on its held-out
+split or an uploaded file; table, chart against the training step, and the
+predictions side by side.
+
+The evaluation runs as a detached `python -m backend.evaluate` process; this
+tab only starts it and polls RUN/eval/progress.json and the result files, so
+closing the browser or restarting the app loses nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import shutil
+from pathlib import Path
+
+import gradio as gr
+
+from backend.run_files import CONFIG_FILE
+from ui.context import UIContext
+
+POLL_EVERY_S = 2.0
+UPLOAD_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".parquet")
+METRIC_LABELS = {"eval_loss": "eval loss", "perplexity": "perplexity", "bleu": "BLEU", "rouge1": "ROUGE-1",
+                 "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "exact_match": "exact match %"}
+
+TEXT: dict[str, dict[str, str]] = {
+    "evaluate.run": {"en": "Run", "zh": "训练运行"},
+    "evaluate.refresh": {"en": "Refresh", "zh": "刷新"},
+    "evaluate.checkpoints": {"en": "Checkpoints to evaluate (base = the model before training)",
+                             "zh": "要评估的检查点（base 为训练前的基座模型）"},
+    "evaluate.source": {"en": "Evaluation set", "zh": "评估数据"},
+    "evaluate.source_split": {"en": "The run's held-out split", "zh": "该运行留出的验证集"},
+    "evaluate.source_file": {"en": "An uploaded file", "zh": "上传的文件"},
+    "evaluate.file": {"en": "Evaluation file (JSON, JSONL, CSV, Parquet)", "zh": "评估文件（JSON、JSONL、CSV、Parquet）"},
+    "evaluate.max_samples": {"en": "Max rows (0 = all)", "zh": "最多行数（0 为全部）"},
+    "evaluate.max_new_tokens": {"en": "Max new tokens per answer", "zh": "每个回答最多生成的 token 数"},
+    "evaluate.start": {"en": "Evaluate", "zh": "开始评估"},
+    "evaluate.results": {"en": "Results (★ = best per metric)", "zh": "结果（★ 表示该指标最佳）"},
+    "evaluate.chart": {"en": "Metrics against the training step", "zh": "各指标随训练步数的变化"},
+    "evaluate.predictions": {"en": "Predictions and references", "zh": "预测与参考答案"},
+    "evaluate.disagree_only": {"en": "Only rows where the checkpoints disagree (most first)",
+                               "zh": "只看检查点回答不一致的行（分歧最大的在前）"},
+    "evaluate.about": {
+        "en": "Eval loss and perplexity are over the assistant tokens only. Answers are greedy. BLEU: sacrebleu "
+              "(zh tokenizer when the references hold Chinese). ROUGE: F-measure with every Chinese character as a "
+              "token and English words as rouge-score splits them. Exact match ignores surrounding whitespace.",
+        "zh": "评估损失与困惑度只计算助手回答部分的 token。回答采用贪心解码。BLEU 使用 sacrebleu（参考答案含中文时用 zh 分词）。"
+              "ROUGE 为 F 值，每个汉字作为一个词元，英文按 rouge-score 的方式分词。完全匹配忽略首尾空白。"},
+    "evaluate.msg_no_runs": {"en": "No runs yet: train one in the Train tab first.",
+                             "zh": "还没有训练运行：请先在“训练”页训练一个。"},
+    "evaluate.msg_pick_run": {"en": "Pick a run first.", "zh": "请先选择一个训练运行。"},
+    "evaluate.msg_no_file": {"en": "Upload an evaluation file first, or choose the held-out split.",
+                             "zh": "请先上传评估文件，或选择留出的验证集。"},
+    "evaluate.msg_bad_suffix": {"en": "The file must end in {suffixes}.", "zh": "文件扩展名必须是 {suffixes} 之一。"},
+    "evaluate.msg_started": {"en": "Evaluation started in the background (pid {pid}). You can close this page.",
+                             "zh": "评估已在后台开始（进程 {pid}）。可以关闭本页面。"},
+    "evaluate.msg_error": {"en": "Cannot evaluate: {error}", "zh": "无法评估：{error}"},
+    "evaluate.progress": {"en": "{stage}: {done} of {total}", "zh": "{stage}：{done} / {total}"},
+    "evaluate.done": {"en": "Evaluation finished.", "zh": "评估完成。"},
+    "evaluate.failed": {"en": "Evaluation failed: {error}", "zh": "评估失败：{error}"},
+    "evaluate.none_yet": {"en": "No evaluation results for this run yet.", "zh": "该运行还没有评估结果。"},
+}
+
+
+def build(ctx: UIContext) -> None:
+    runs_dir = ctx.workspace.runs_dir
+
+    def run_ids() -> list[str]:
+        if not runs_dir.is_dir():
+            return []
+        runs = [p for p in runs_dir.iterdir() if (p / CONFIG_FILE).is_file()]
+        return [p.name for p in sorted(runs, key=lambda p: p.stat().st_mtime, reverse=True)]
+
+    with gr.Row(equal_height=True):
+        run = gr.Dropdown(label=ctx.t("evaluate.run"), choices=[], scale=3, elem_id="evaluate-run")
+        refresh = gr.Button(ctx.t("evaluate.refresh"), scale=0, elem_id="evaluate-refresh")
+    checkpoints = gr.CheckboxGroup(label=ctx.t("evaluate.checkpoints"), choices=[], elem_id="evaluate-checkpoints")
+    with gr.Row(equal_height=True):
+        source = gr.Radio(label=ctx.t("evaluate.source"), value="split", elem_id="evaluate-source",
+                          choices=[(ctx.t("evaluate.source_split"), "split"), (ctx.t("evaluate.source_file"), "file")])
+        upload = gr.File(label=ctx.t("evaluate.file"), file_types=list(UPLOAD_SUFFIXES), type="filepath",
+                         elem_id="evaluate-file")
+        max_samples = gr.Number(label=ctx.t("evaluate.max_samples"), value=50, minimum=0, precision=0,
+                                elem_id="evaluate-max-samples")
+        max_new = gr.Slider(8, 1024, value=64, step=8, label=ctx.t("evaluate.max_new_tokens"),
+                            elem_id="evaluate-max-new")
+    start = gr.Button(ctx.t("evaluate.start"), variant="primary", elem_id="evaluate-start")
+    status = gr.Markdown(elem_id="evaluate-status")
+    progress = gr.HTML(elem_id="evaluate-progress")
+    gr.Markdown(ctx.t("evaluate.about"), elem_id="evaluate-about")
+    table = gr.Dataframe(label=ctx.t("evaluate.results"), interactive=False, elem_id="evaluate-table")
+    chart = gr.Plot(label=ctx.t("evaluate.chart"), elem_id="evaluate-chart")
+    disagree = gr.Checkbox(label=ctx.t("evaluate.disagree_only"), value=True, elem_id="evaluate-disagree")
+    predictions = gr.Dataframe(label=ctx.t("evaluate.predictions"), interactive=False, wrap=True,
+                               elem_id="evaluate-predictions")
+    seen = gr.State("")  # signature of the result files last drawn: redraw only when they change
+
+    def refresh_runs(lang, current):
+        ids = run_ids()
+        current = current if current in ids else (ids[0] if ids else None)
+        choices, chosen = _checkpoint_choices(runs_dir, current)
+        message = "" if ids else ctx.msg(lang, "evaluate.msg_no_runs")
+        return gr.update(choices=ids, value=current), gr.update(choices=choices, value=chosen), message, ""
+
+    def on_run(current):
+        choices, chosen = _checkpoint_choices(runs_dir, current)
+        return gr.update(choices=choices, value=chosen), ""
+
+    def start_eval(lang, current, chosen, source_kind, upload_path, samples, new_tokens):
+        from backend.evaluate import EvalError, start_evaluation
+
+        if not current:
+            return ctx.msg(lang, "evaluate.msg_pick_run")
+        run_dir = runs_dir / current
+        data = None
+        if source_kind == "file":
+            if not upload_path:
+                return ctx.msg(lang, "evaluate.msg_no_file")
+            suffix = Path(upload_path).suffix.lower()
+            if suffix not in UPLOAD_SUFFIXES:
+                return ctx.msg(lang, "evaluate.msg_bad_suffix", suffixes=", ".join(UPLOAD_SUFFIXES))
+            data = _keep_upload(run_dir, Path(upload_path), suffix)
+        try:
+            pid = start_evaluation(run_dir, list(chosen or []), data, int(samples or 0) or None, int(new_tokens))
+        except EvalError as error:
+            return ctx.msg(lang, "evaluate.msg_error", error=error)
+        ctx.remember(run_id=current)
+        return ctx.msg(lang, "evaluate.msg_started", pid=pid)
+
+    def poll(lang, current, only_disagree, signature):
+        if not current:
+            return "", gr.skip(), gr.skip(), gr.skip(), signature
+        run_dir = runs_dir / current
+        bar = _progress_html(ctx, lang, run_dir)
+        new_signature = _signature(run_dir) + f"|{only_disagree}"
+        if new_signature == signature:
+            return bar, gr.skip(), gr.skip(), gr.skip(), signature
+        frame, figure, rows = _results(run_dir, only_disagree)
+        return bar, frame, figure, rows, new_signature
+
+    def redraw(lang, current, only_disagree):
+        bar, frame, figure, rows, signature = poll(lang, current, only_disagree, "")
+        return bar, frame, figure, rows, signature
+
+    private = {"api_visibility": "private"}
+    outputs = [progress, table, chart, predictions, seen]
+    refresh.click(refresh_runs, [ctx.lang, run], [run, checkpoints, status, seen], **private).then(
+        redraw, [ctx.lang, run, disagree], outputs, **private)
+    run.input(on_run, run, [checkpoints, seen], **private).then(redraw, [ctx.lang, run, disagree], outputs, **private)
+    start.click(start_eval, [ctx.lang, run, checkpoints, source, upload, max_samples, max_new], status, **private)
+    disagree.change(redraw, [ctx.lang, run, disagree], outputs, **private)
+    gr.Timer(POLL_EVERY_S).tick(poll, [ctx.lang, run, disagree, seen], outputs, show_progress="hidden", **private)
+    # The run chosen elsewhere (Runs tab) or last time.
+    shared_run = ctx.shared.get("run_id")
+
+    def on_load(lang, remembered):
+        ids = run_ids()
+        current = remembered if remembered in ids else None
+        return refresh_runs(lang, current)
+
+    load_inputs = [ctx.lang, shared_run] if shared_run is not None else [ctx.lang, run]
+    _on_page_load(on_load, load_inputs, [run, checkpoints, status, seen], redraw, [ctx.lang, run, disagree], outputs)
+    if shared_run is not None:
+        shared_run.change(on_load, [ctx.lang, shared_run], [run, checkpoints, status, seen], **private).then(
+            redraw, [ctx.lang, run, disagree], outputs, **private)
+
+
+def _on_page_load(fn, inputs, outputs, then_fn, then_inputs, then_outputs) -> None:
+    """Fill the tab when the page loads (the Blocks is the enclosing context)."""
+    from gradio.context import Context
+
+    Context.root_block.load(fn, inputs, outputs, api_visibility="private").then(then_fn, then_inputs, then_outputs,
+                                                                    api_visibility="private")
+
+
+def _checkpoint_choices(runs_dir: Path, run_id: str | None) -> tuple[list[str], list[str]]:
+    from backend.eval_results import checkpoint_choices
+
+    if not run_id or not (runs_dir / run_id).is_dir():
+        return [], []
+    choices = checkpoint_choices(runs_dir / run_id)
+    return choices, choices[:1] + choices[-2:] if len(choices) > 3 else choices
+
+
+def _keep_upload(run_dir: Path, upload: Path, suffix: str) -> Path:
+    """Copy the upload into the run's eval folder under a content-hash name (never the user's file name)."""
+    digest = hashlib.sha256(upload.read_bytes()).hexdigest()[:16]
+    target = run_dir / "eval" / "uploads" / f"{digest}{suffix}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.exists():
+        shutil.copyfile(upload, target)
+    return target
+
+
+def _signature(run_dir: Path) -> str:
+    folder = run_dir / "eval"
+    if not folder.is_dir():
+        return "none"
+    stamps = [f"{p.parent.name}:{p.stat().st_mtime_ns}" for p in sorted(folder.glob("*/metrics.json"))]
+    return ";".join(stamps) or "none"
+
+
+def _progress_html(ctx: UIContext, lang: str, run_dir: Path) -> str:
+    from backend.background import COMPLETED, FAILED, RUNNING, read_progress
+    from backend.evaluate import progress_path
+
+    state = read_progress(progress_path(run_dir))
+    if not state:
+        return ""
+    if state.get("state") == RUNNING:
+        done, total = int(state.get("done") or 0), int(state.get("total") or 0)
+        text = ctx.msg(lang, "evaluate.progress", stage=state.get("stage", ""), done=done, total=total or "?")
+        return (f'<div id="evaluate-running"><progress value="{done}" max="{max(total, 1)}" '
+                f'style="width:100%"></progress><div>{_escape(text)}</div></div>')
+    if state.get("state") == FAILED:
+        return f'<div id="evaluate-failed">❌ {_escape(ctx.msg(lang, "evaluate.failed", error=state.get("error", "")))}</div>'
+    if state.get("state") == COMPLETED:
+        return f'<div id="evaluate-done">✅ {_escape(ctx.msg(lang, "evaluate.done"))}</div>'
+    return ""
+
+
+def _escape(text: str) -> str:
+    import html
+
+    return html.escape(str(text))
+
+
+def _results(run_dir: Path, only_disagree: bool):
+    """(metrics table, plotly figure, predictions table) from the run's eval folder."""
+    import pandas as pd
+
+    from backend.eval_results import best_per_metric, disagreement_rows, load_results
+
+    results = load_results(run_dir)
+    if not results:
+        return pd.DataFrame(), None, pd.DataFrame()
+    best = best_per_metric(results)
+    rows = []
+    for name, metrics in results.items():
+        row = {"checkpoint": name, "step": metrics.get("step"), "samples": metrics.get("num_samples")}
+        for key, label in METRIC_LABELS.items():
+            value = metrics.get(key)
+            text = f"{value:.4g}" if isinstance(value, (int, float)) and math.isfinite(value) else "–"
+            row[label] = f"★ {text}" if best.get(key) == name else text
+        row["data"] = metrics.get("data", "")
+        rows.append(row)
+    table = disagreement_rows(run_dir, list(results))
+    if only_disagree:
+        table = [r for r in table if r["distinct"] > 1]
+    columns = ["index", "prompt", "reference", *results.keys(), "distinct"]
+    predictions = pd.DataFrame([{c: r.get(c, "") for c in columns} for r in table], columns=columns)
+    return pd.DataFrame(rows), _figure(run_dir, results, best), predictions
+
+
+def _figure(run_dir: Path, results: dict, best: dict):
+    from plotly.subplots import make_subplots
+
+    from backend.eval_results import training_eval_curve
+
+    keys = list(METRIC_LABELS)
+    figure = make_subplots(rows=2, cols=4, subplot_titles=[METRIC_LABELS[k] for k in keys], horizontal_spacing=0.06)
+    curve = training_eval_curve(run_dir)
+    for i, key in enumerate(keys):
+        row, col = i // 4 + 1, i % 4 + 1
+        points = [(m.get("step", 0), m.get(key), name) for name, m in results.items()
+                  if isinstance(m.get(key), (int, float)) and math.isfinite(m[key])]
+        if key == "eval_loss" and curve:
+            figure.add_scatter(x=[s for s, _ in curve], y=[v for _, v in curve], mode="lines", name="training eval_loss",
+                               line={"dash": "dot", "color": "gray"}, row=row, col=col)
+        figure.add_scatter(x=[p[0] for p in points], y=[p[1] for p in points], mode="lines+markers", name=key,
+                           text=[p[2] for p in points], hovertemplate="%{text}: %{y:.4g}<extra></extra>",
+                           showlegend=False, row=row, col=col)
+        winner = [p for p in points if p[2] == best.get(key)]
+        if winner:
+            figure.add_scatter(x=[winner[0][0]], y=[winner[0][1]], mode="markers", showlegend=False,
+                               marker={"symbol": "star", "size": 14, "color": "gold"}, row=row, col=col)
+    figure.update_layout(height=520, margin={"l": 30, "r": 10, "t": 40, "b": 30}, legend={"orientation": "h"})
+    figure.update_xaxes(title_text="step", row=2)
+    return figure

@@ -1,0 +1,199 @@
+"""Export tab: a checkpoint as its LoRA adapter (+ zip) or merged into the base
+model as sharded safetensors, verified against the adapter.
+
+The export runs as a detached `python -m backend.export` process writing to
+workspace/exports/<name>; the tab polls its progress file and then shows the
+report (verification rows, notes) and the zip to download.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import gradio as gr
+
+from backend.run_files import CONFIG_FILE
+from ui.context import UIContext
+
+POLL_EVERY_S = 2.0
+SHARD_SIZES = ("500MB", "1GB", "2GB", "5GB", "10GB")
+
+TEXT: dict[str, dict[str, str]] = {
+    "export.run": {"en": "Run", "zh": "训练运行"},
+    "export.checkpoint": {"en": "Checkpoint", "zh": "检查点"},
+    "export.refresh": {"en": "Refresh", "zh": "刷新"},
+    "export.kind": {"en": "What to export", "zh": "导出内容"},
+    "export.kind_adapter": {"en": "Adapter only (small; needs the base model to run)",
+                            "zh": "仅适配器（体积小；运行时需要基座模型）"},
+    "export.kind_merged": {"en": "Merged model (base + LoRA, runs anywhere)", "zh": "合并后的模型（基座 + LoRA，可独立运行）"},
+    "export.name": {"en": "Name (folder under workspace/exports)", "zh": "名称（workspace/exports 下的文件夹）"},
+    "export.shard_size": {"en": "Largest safetensors shard", "zh": "safetensors 单个分片上限"},
+    "export.dtype": {"en": "Weights dtype (merged)", "zh": "权重精度（合并时）"},
+    "export.overwrite": {"en": "Overwrite an existing export of this name", "zh": "覆盖同名的已有导出"},
+    "export.zip": {"en": "Also make a zip to download", "zh": "同时生成可下载的 zip"},
+    "export.start": {"en": "Export", "zh": "导出"},
+    "export.download": {"en": "Download", "zh": "下载"},
+    "export.dtype_help": {
+        "en": "auto: the base model's own 16-bit dtype; a base stored in fp32 stays fp32 on the CPU (bf16 on a GPU). "
+              "Choose bf16 or fp16 to halve the size.",
+        "zh": "auto：使用基座模型自身的 16 位精度；以 fp32 存储的基座在 CPU 上保持 fp32（GPU 上为 bf16）。选择 bf16 或 fp16 可将体积减半。"},
+    "export.note_qlora": {
+        "en": "⚠️ This is a QLoRA run: its base was loaded in {bits}-bit for training. Merging LoRA into a quantised "
+              "base gives a wrong model, so the export reloads the base in 16 bits (or fp32) and merges there.",
+        "zh": "⚠️ 这是 QLoRA 运行：训练时基座以 {bits} 位量化加载。把 LoRA 合并进量化基座会得到错误的模型，"
+              "因此导出时会以 16 位（或 fp32）重新加载基座后再合并。"},
+    "export.note_full": {
+        "en": "This run fine-tuned every weight: there is no adapter to merge; the export copies the weights.",
+        "zh": "该运行是全参数微调：没有可合并的适配器，导出会直接复制权重。"},
+    "export.msg_pick": {"en": "Pick a run and a checkpoint first.", "zh": "请先选择训练运行和检查点。"},
+    "export.msg_exists": {"en": "{path} already exists. Choose another name, or tick Overwrite to replace it.",
+                          "zh": "{path} 已存在。请换一个名称，或勾选“覆盖”以替换它。"},
+    "export.msg_started": {"en": "Export started in the background (writing {path}).",
+                           "zh": "导出已在后台开始（写入 {path}）。"},
+    "export.msg_error": {"en": "Cannot export: {error}", "zh": "无法导出：{error}"},
+    "export.running": {"en": "Exporting: {stage} …", "zh": "正在导出：{stage}……"},
+    "export.failed": {"en": "Export failed: {error}", "zh": "导出失败：{error}"},
+    "export.done": {"en": "Export finished: {path}", "zh": "导出完成：{path}"},
+    "export.verified": {"en": "Verification passed: {summary}", "zh": "验证通过：{summary}"},
+    "export.not_verified": {"en": "Verification FAILED: {summary}", "zh": "验证失败：{summary}"},
+}
+
+
+def build(ctx: UIContext) -> None:
+    runs_dir = ctx.workspace.runs_dir
+
+    def run_ids() -> list[str]:
+        if not runs_dir.is_dir():
+            return []
+        runs = [p for p in runs_dir.iterdir() if (p / CONFIG_FILE).is_file()]
+        return [p.name for p in sorted(runs, key=lambda p: p.stat().st_mtime, reverse=True)]
+
+    with gr.Row(equal_height=True):
+        run = gr.Dropdown(label=ctx.t("export.run"), choices=[], scale=3, elem_id="export-run")
+        checkpoint = gr.Dropdown(label=ctx.t("export.checkpoint"), choices=[], scale=2, elem_id="export-checkpoint")
+        refresh = gr.Button(ctx.t("export.refresh"), scale=0, elem_id="export-refresh")
+    kind = gr.Radio(label=ctx.t("export.kind"), value="merged", elem_id="export-kind",
+                    choices=[(ctx.t("export.kind_merged"), "merged"), (ctx.t("export.kind_adapter"), "adapter")])
+    note = gr.Markdown(elem_id="export-note")
+    with gr.Row(equal_height=True):
+        name = gr.Textbox(label=ctx.t("export.name"), scale=3, elem_id="export-name")
+        shard = gr.Dropdown(label=ctx.t("export.shard_size"), choices=list(SHARD_SIZES), value="2GB", scale=1,
+                            elem_id="export-shard")
+        dtype = gr.Dropdown(label=ctx.t("export.dtype"), choices=["auto", "bf16", "fp16", "fp32"], value="auto",
+                            scale=1, info=ctx.t("export.dtype_help"), elem_id="export-dtype")
+    with gr.Row():
+        overwrite = gr.Checkbox(label=ctx.t("export.overwrite"), value=False, elem_id="export-overwrite")
+        make_zip = gr.Checkbox(label=ctx.t("export.zip"), value=True, elem_id="export-zip")
+    start = gr.Button(ctx.t("export.start"), variant="primary", elem_id="export-start")
+    status = gr.Markdown(elem_id="export-status")
+    report = gr.HTML(elem_id="export-report")
+    download = gr.DownloadButton(ctx.t("export.download"), visible=False, elem_id="export-download")
+    job = gr.State(None)  # the progress file of this session's export
+
+    def refresh_runs(current, current_ckpt):
+        ids = run_ids()
+        current = current if current in ids else (ids[0] if ids else None)
+        names = _checkpoints(runs_dir, current)
+        chosen = current_ckpt if current_ckpt in names else (names[-1] if names else None)
+        return gr.update(choices=ids, value=current), gr.update(choices=names, value=chosen)
+
+    def describe(lang, current, ckpt, export_kind):
+        """Default name and the notes that apply (QLoRA base, full run)."""
+        if not current or not ckpt:
+            return gr.skip(), ""
+        config = _config(runs_dir / current)
+        notes = []
+        if config.get("method") == "qlora" and export_kind == "merged":
+            notes.append(ctx.msg(lang, "export.note_qlora", bits=config.get("quantization_bits") or 4))
+        if config.get("method") == "full":
+            notes.append(ctx.msg(lang, "export.note_full"))
+        suffix = "merged" if export_kind == "merged" and config.get("method") != "full" else "adapter"
+        suffix = "model" if config.get("method") == "full" else suffix
+        return f"{current}-{ckpt}-{suffix}", "\n\n".join(notes)
+
+    def start_job(lang, current, ckpt, export_kind, export_name, shard_size, dtype_name, replace, want_zip):
+        from backend.export import exports_dir, start_export
+        from backend.export_files import ExportError
+
+        if not current or not ckpt:
+            return ctx.msg(lang, "export.msg_pick"), None
+        out = exports_dir(ctx.workspace) / (export_name or "")
+        if export_name and (out.exists() or out.with_name(out.name + ".zip").exists()) and not replace:
+            return ctx.msg(lang, "export.msg_exists", path=out), None
+        try:
+            progress = start_export(ctx.workspace, runs_dir / current / ckpt, export_name, merge=export_kind == "merged",
+                                    shard_size=shard_size, dtype=dtype_name, overwrite=bool(replace),
+                                    make_zip=bool(want_zip))
+        except ExportError as error:
+            return ctx.msg(lang, "export.msg_error", error=error), None
+        return ctx.msg(lang, "export.msg_started", path=out), str(progress)
+
+    def poll(lang, progress_file):
+        if not progress_file:
+            return gr.skip(), gr.skip()
+        return _report_view(ctx, lang, Path(progress_file))
+
+    private = {"api_visibility": "private"}
+    describe_io = {"inputs": [ctx.lang, run, checkpoint, kind], "outputs": [name, note], **private}
+    refresh.click(refresh_runs, [run, checkpoint], [run, checkpoint], **private).then(describe, **describe_io)
+    run.input(lambda r: refresh_runs(r, None), run, [run, checkpoint], **private).then(describe, **describe_io)
+    checkpoint.input(describe, **describe_io)
+    kind.input(describe, **describe_io)
+    start.click(start_job, [ctx.lang, run, checkpoint, kind, name, shard, dtype, overwrite, make_zip], [status, job],
+                **private).then(poll, [ctx.lang, job], [report, download], **private)
+    gr.Timer(POLL_EVERY_S).tick(poll, [ctx.lang, job], [report, download], show_progress="hidden", **private)
+
+    from gradio.context import Context
+
+    shared_run = ctx.shared.get("run_id")
+    first = [shared_run, checkpoint] if shared_run is not None else [run, checkpoint]
+    Context.root_block.load(refresh_runs, first, [run, checkpoint], **private).then(describe, **describe_io)
+
+
+def _checkpoints(runs_dir: Path, run_id: str | None) -> list[str]:
+    """Complete checkpoints of a run (the base model is not an export)."""
+    from backend.eval_results import checkpoint_choices
+
+    if not run_id or not (runs_dir / run_id).is_dir():
+        return []
+    return [c for c in checkpoint_choices(runs_dir / run_id) if c != "base"]
+
+
+def _config(run_dir: Path) -> dict:
+    from backend.model_card import run_config
+
+    return run_config(run_dir)
+
+
+def _report_view(ctx: UIContext, lang: str, progress_file: Path):
+    """(report HTML, download button update) for the export behind `progress_file`."""
+    from backend.background import COMPLETED, FAILED, read_progress
+
+    state = read_progress(progress_file)
+    if state.get("state") == FAILED:
+        text = ctx.msg(lang, "export.failed", error=state.get("error", ""))
+        return f'<div id="export-failed">❌ {html.escape(text)}</div>', gr.update(visible=False)
+    if state.get("state") != COMPLETED:
+        text = ctx.msg(lang, "export.running", stage=state.get("stage", "starting"))
+        return f'<div id="export-running">⏳ {html.escape(text)}</div>', gr.skip()
+    result = state.get("result") or {}
+    parts = [f'<div id="export-done">✅ {html.escape(ctx.msg(lang, "export.done", path=result.get("out", "")))}</div>',
+             f"<p>{html.escape(result.get('message', ''))}</p>"]
+    parts += [f"<p>⚠️ {html.escape(n)}</p>" for n in result.get("notes", [])]
+    verification = result.get("verification")
+    if verification:
+        key = "export.verified" if verification["passed"] else "export.not_verified"
+        parts.append(f'<p id="export-verification">{html.escape(ctx.msg(lang, key, summary=verification["summary"]))}</p>')
+        parts.append(_verification_table(verification["rows"]))
+    zip_path = result.get("zip")
+    button = gr.update(value=zip_path, visible=True) if zip_path and Path(zip_path).is_file() else gr.update(visible=False)
+    return "\n".join(parts), button
+
+
+def _verification_table(rows: list[dict]) -> str:
+    head = "<tr><th>prompt</th><th>checkpoint (adapter)</th><th>exported</th><th>equal</th></tr>"
+    body = "".join(
+        f"<tr><td>{html.escape(r['prompt'])}</td><td>{html.escape(r['expected'])}</td>"
+        f"<td>{html.escape(r['exported'])}</td><td>{'✅' if r['equal'] else '❌'}</td></tr>" for r in rows)
+    return f'<table class="export-verification">{head}{body}</table>'
