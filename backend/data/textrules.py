@@ -16,9 +16,12 @@ HTML_ANY = re.compile(f"{HTML_TAG.pattern}|{HTML_ENTITY.pattern}")
 CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u2060\ufeff\ufffd\ud800-\udfff]")
 PLACEHOLDER = re.compile(r"\{\{\s*([^{}\s][^{}]{0,40}?)\s*\}\}")
 # CJK ideographs, kana and hangul; Latin letters with their accented forms.
-CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-LATIN = re.compile("[A-Za-z\u00c0-\u024f]")
+CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+LATIN = re.compile("[A-Za-z\u00c0-\u024f]+")
 FOLD_DROP = re.compile(r"[\W_]+")
+# ASCII fast paths (most rows): bytes.translate runs in C at memory speed.
+ASCII_NOT_ALNUM = bytes(b for b in range(128) if not chr(b).isalnum())
+ASCII_NOT_ALPHA = bytes(b for b in range(128) if not chr(b).isalpha())
 # A CJK character carries about as much text as 3 Latin letters (a short word).
 CJK_WEIGHT = 3
 
@@ -59,7 +62,13 @@ def normalize(text: str) -> str:
 
 def fold(text: str) -> str:
     """Case, whitespace and punctuation folded away (NFKC first): the near-duplicate key text."""
-    return FOLD_DROP.sub("", unicodedata.normalize("NFKC", text).casefold())
+    return _fold_bytes(text).decode("utf-8", "surrogatepass")
+
+
+def _fold_bytes(text: str) -> bytes:
+    if text.isascii():  # same result as below for ASCII: keep [a-z0-9] only
+        return text.encode().lower().translate(None, ASCII_NOT_ALNUM)
+    return FOLD_DROP.sub("", unicodedata.normalize("NFKC", text).casefold()).encode("utf-8", "surrogatepass")
 
 
 def row_key(messages: list[dict], folded: bool = False) -> bytes:
@@ -68,14 +77,16 @@ def row_key(messages: list[dict], folded: bool = False) -> bytes:
     for m in messages:
         h.update(m["role"].encode())
         h.update(b"\x1f")
-        h.update((fold(m["content"]) if folded else m["content"]).encode("utf-8", "surrogatepass"))
+        h.update(_fold_bytes(m["content"]) if folded else m["content"].encode("utf-8", "surrogatepass"))
         h.update(b"\x1e")
     return h.digest()
 
 
 def script_counts(text: str) -> tuple[int, int]:
     """(CJK characters x CJK_WEIGHT, Latin letters) in `text`."""
-    return CJK.subn("", text)[1] * CJK_WEIGHT, LATIN.subn("", text)[1]
+    if text.isascii():
+        return 0, len(text.encode().translate(None, ASCII_NOT_ALPHA))
+    return sum(map(len, CJK.findall(text))) * CJK_WEIGHT, sum(map(len, LATIN.findall(text)))
 
 
 def script_of(counts: tuple[int, int]) -> str:

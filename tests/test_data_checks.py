@@ -1,0 +1,217 @@
+"""Checks: every shared file loads with the right shape and row count, and each
+check's count equals an independent computation written here."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tracemalloc
+
+import numpy as np
+import pytest
+from data_cases.toks import CHATML, build_tokenizer
+
+from backend.data.checks import check_file, check_rows
+
+SHARED = {
+    "alpaca_en_demo.json": "alpaca",
+    "alpaca_zh_demo.json": "alpaca",
+    "identity.json": "alpaca",
+    "glaive_toolcall_zh_demo.json": "sharegpt",
+}
+PLACEHOLDER = re.compile(r"\{\{[^{}]+\}\}")
+TAG = re.compile(r"<\s*/?\s*[a-zA-Z][\w-]*(\s[^<>]*)?/?>|&(#\d+|#x[0-9a-fA-F]+|[a-zA-Z]\w+);")
+
+
+def _raw(shared_data, name):
+    return json.loads((shared_data / name).read_text(encoding="utf-8"))
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _rows_where(raw, predicate):
+    return [i for i, r in enumerate(raw) if predicate(r)]
+
+
+def _repeats(keys):
+    seen, out = set(), []
+    for i, k in enumerate(keys):
+        if k in seen:
+            out.append(i)
+        seen.add(k)
+    return out
+
+
+def _conflicts(prompts, answers):
+    groups = {}
+    for i, (p, a) in enumerate(zip(prompts, answers)):
+        groups.setdefault(p, []).append((i, a))
+    return sorted(i for g in groups.values() if len({a for _, a in g}) > 1 for i, _ in g)
+
+
+@pytest.fixture(scope="module")
+def reports(shared_data):
+    return {name: check_file(shared_data / name) for name in SHARED}
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_shared_file_detected_with_row_count(shared_data, reports, name):
+    raw = _raw(shared_data, name)
+    report = reports[name]
+    assert report.format == SHARED[name] and report.file_type == "json" and report.encoding == "utf-8"
+    assert report.rows == report.usable_rows == len(raw)
+    assert report.check("schema").count == 0
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_duplicates_placeholders_html_match_independent_counts(shared_data, reports, name):
+    raw = _raw(shared_data, name)
+    report = reports[name]
+    keys = [json.dumps({k: v for k, v in r.items() if v not in ("", None)}, sort_keys=True, ensure_ascii=False) for r in raw]
+    assert report.check("duplicate").rows == _repeats(keys)
+    assert report.check("placeholder").rows == _rows_where(raw, lambda r: any(PLACEHOLDER.search(s) for s in _strings(r)))
+    html_fields = ("conversations",) if SHARED[name] == "sharegpt" else ("instruction", "input", "output")
+    assert report.check("html").rows == _rows_where(
+        raw, lambda r: any(TAG.search(s) for f in html_fields for s in _strings(r.get(f))))
+
+
+@pytest.mark.parametrize("name", [n for n, shape in SHARED.items() if shape == "alpaca"])
+def test_alpaca_conflicts_empty_inputs_short_and_outliers(shared_data, reports, name):
+    raw = _raw(shared_data, name)
+    report = reports[name]
+    prompts = [(r["instruction"], r.get("input", "")) for r in raw]
+    assert report.check("conflicting_answers").rows == _conflicts(prompts, [r["output"] for r in raw])
+    assert report.check("empty_input").rows == _rows_where(raw, lambda r: not r.get("input", "").strip())
+    assert report.check("short_response").rows == _rows_where(raw, lambda r: 0 < len(r["output"].strip()) < 3)
+    assert report.check("empty_field").rows == _rows_where(raw, lambda r: not r["instruction"].strip() or not r["output"].strip())
+    chars = np.array([len(r["instruction"]) + (len(r["input"]) + 1 if r["input"] else 0) + len(r["output"]) for r in raw])
+    q1, q3 = np.percentile(chars, [25, 75])
+    assert report.check("length_outlier").rows == [int(i) for i in np.flatnonzero(chars > q3 + 3 * (q3 - q1))]
+
+
+def test_identity_has_its_known_defects_found(reports, shared_data):
+    # Not a copied literal: the placeholders are recounted in the test above; here the
+    # two conflicting prompts must form exactly two groups of two.
+    raw = _raw(shared_data, "identity.json")
+    rows = reports["identity.json"].check("conflicting_answers").rows
+    assert len({raw[i]["instruction"] for i in rows}) == len(rows) // 2
+    assert reports["identity.json"].exit_code == 1  # placeholders are errors
+    assert reports["alpaca_en_demo.json"].exit_code == 0
+
+
+def _msg(user, assistant, system=None):
+    messages = [{"role": "system", "content": system}] if system else []
+    return {"messages": [*messages, {"role": "user", "content": user}, {"role": "assistant", "content": assistant}]}
+
+
+def test_each_text_check_flags_exactly_its_rows():
+    rows = [
+        _msg("What is the capital of France?", "Paris is the capital."),       # 0 clean
+        _msg("what is the capital of france", "Paris is the capital!"),        # 1 near duplicate of 0
+        _msg("What is the capital of France?", "Paris is the capital."),       # 2 exact duplicate of 0
+        _msg("Bold?", "Use <b>bold</b> &amp; more"),                            # 3 html
+        _msg("Zero\u200bwidth", "bad \ufffd char\x07"),                          # 4 control chars
+        _msg("   ", "An answer to nothing"),                                    # 5 empty field
+        _msg("Who are you?", "I am {{ name }} by {{author}}."),                  # 6 placeholder
+        _msg("请把这句话翻译成英文", "Please translate this sentence."),           # 7 prompt cjk, response latin
+        _msg("2+2?", "4"),                                                       # 8 short
+        _msg("What is the capital of France?", "Lyon."),                         # 9 conflicts with 0 and 2
+    ]
+    report = check_rows(rows)
+    assert report.check("near_duplicate").rows == [1]
+    assert report.check("duplicate").rows == [2]
+    assert report.check("html").rows == [3]
+    assert report.check("control_chars").rows == [4]
+    assert report.check("empty_field").rows == [5]
+    assert report.check("placeholder").rows == [6]
+    assert report.check("placeholder").details[6].endswith("{{name}}, {{author}}")
+    assert report.check("language_mix").rows == [7]
+    assert report.check("short_response").rows == [8]
+    assert report.check("conflicting_answers").rows == [0, 2, 9]
+    flags = report.row_flags()
+    assert flags[2] == ["duplicate", "conflicting_answers"]
+    assert 0 not in report.check("duplicate").rows
+
+
+def test_token_lengths_and_over_cutoff_match_the_template_count(shared_data):
+    tok = build_tokenizer(CHATML)
+    cutoff = 300
+    report = check_file(shared_data / "identity.json", tokenizer=tok, model="chatml", cutoff_len=cutoff)
+    raw = _raw(shared_data, "identity.json")
+    lengths = np.array([
+        len(tok(tok.apply_chat_template([{"role": "user", "content": r["instruction"] + ("\n" + r["input"] if r["input"] else "")},
+                                         {"role": "assistant", "content": r["output"]}], tokenize=False),
+                add_special_tokens=False)["input_ids"])
+        for r in raw
+    ])
+    stats = report.token_lengths
+    assert stats.count == len(raw) and stats.max == lengths.max()
+    assert stats.p50 == int(np.ceil(np.percentile(lengths, 50))) and stats.mean == pytest.approx(lengths.mean(), abs=0.01)
+    assert report.check("over_cutoff").rows == [int(i) for i in np.flatnonzero(lengths > cutoff)]
+    assert stats.over_cutoff == int((lengths > cutoff).sum()) > 0
+    hist = stats.histogram
+    assert sum(hist["counts"]) == len(raw) and hist["edges"][0] <= cutoff <= hist["edges"][-1]
+    assert hist["cutoff_len"] == cutoff
+
+
+def test_response_cut_flags_rows_whose_prompt_fills_the_cutoff():
+    tok = build_tokenizer(CHATML)
+    rows = [_msg("hello " * 5, "short answer"), _msg("hello " * 300, "short answer"), _msg("hi", "world " * 300)]
+    prompt_len = [len(tok(tok.apply_chat_template(r["messages"][:1], tokenize=False, add_generation_prompt=True),
+                          add_special_tokens=False)["input_ids"]) for r in rows]
+    full_0 = len(tok(tok.apply_chat_template(rows[0]["messages"], tokenize=False), add_special_tokens=False)["input_ids"])
+    cutoff = full_0 + 5
+    assert prompt_len[1] >= cutoff > prompt_len[2]
+    report = check_rows(rows, tokenizer=tok, cutoff_len=cutoff)
+    assert report.check("over_cutoff").rows == [1, 2]
+    assert report.check("response_cut").rows == [1]
+    assert report.exit_code == 1
+
+
+def test_report_dict_is_the_cli_json_contract(reports):
+    data = json.loads(json.dumps(reports["identity.json"].to_dict()))
+    assert {"file", "format", "rows", "token_lengths", "checks"} <= set(data)
+    placeholder = next(c for c in data["checks"] if c["id"] == "placeholder")
+    assert placeholder["severity"] == "error" and placeholder["count"] == reports["identity.json"].check("placeholder").count
+    assert placeholder["examples"] == reports["identity.json"].check("placeholder").rows[:10]
+
+
+def test_cli_check_with_demo_model(shared_data, workspace, subprocess_env):
+    proc = subprocess.run(
+        [sys.executable, "-m", "backend.data", "check", str(shared_data / "identity.json"), "--model", "demo",
+         "--workspace", str(workspace.root), "--cutoff", "64", "--json"],
+        capture_output=True, text=True, env=subprocess_env, timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["format"] == "alpaca" and data["rows"] == 91
+    assert data["token_lengths"]["count"] == 91 and data["token_lengths"]["cutoff_len"] == 64
+    over = next(c for c in data["checks"] if c["id"] == "over_cutoff")
+    assert over["count"] == data["token_lengths"]["over_cutoff"] > 0
+
+
+def test_check_streams_a_large_file(tmp_path):
+    path = tmp_path / "big.jsonl"
+    text = "lorem ipsum dolor sit amet " * 80
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(4_000):
+            f.write(json.dumps({"instruction": f"question {i} {text}", "input": "", "output": f"answer {i} {text}"}) + "\n")
+    size = path.stat().st_size
+    tracemalloc.start()
+    report = check_file(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert report.rows == report.usable_rows == 4_000
+    # Rows are not kept: the peak stays far below the file itself.
+    assert peak < size / 4, (peak, size)
