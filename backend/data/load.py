@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from backend.data.errors import DataError
 from backend.data.read import file_type, iter_records
@@ -42,6 +43,7 @@ class SourceRow:
     row: dict | None  # canonical {"messages": [...]}, None when a problem blocks it
     problems: list[tuple[str, str]] = field(default_factory=list)  # (field, message)
     flags: set[str] = field(default_factory=set)
+    raw: Any = None  # the record as read from the file (for display)
 
 
 def open_source(path: str | Path, mapping: dict[str, str] | None = None, dataset: str | None = None) -> Source:
@@ -129,11 +131,11 @@ def iter_rows(source: Source) -> Iterator[SourceRow]:
         raw = record.value
         if not isinstance(raw, dict):
             kind = "a list" if isinstance(raw, list) else type(raw).__name__
-            yield SourceRow(record.index, record.line, None, [(ROW, f"is {kind}, expected an object with fields")])
+            yield SourceRow(record.index, record.line, None, [(ROW, f"is {kind}, expected an object with fields")], raw=raw)
             continue
         _refuse_mixed(source, raw, record.index, record.line, shape_kind)
         row, problems, flags = convert(raw, source.shape)
-        yield SourceRow(record.index, record.line, row, list(problems), flags)
+        yield SourceRow(record.index, record.line, row, list(problems), flags, raw)
 
 
 def _refuse_mixed(source: Source, raw: dict, index: int, line: int | None, shape_kind: str) -> None:
@@ -190,3 +192,20 @@ def no_usable_rows(source: Source, first: SourceRow, count: int) -> DataError:
 
 def problem_text(where: str, message: str) -> str:
     return message if where == ROW else f"{where} {message}"
+
+
+def read_rows(path: str | Path, indices, mapping: dict[str, str] | None = None,
+              dataset: str | None = None) -> dict[int, SourceRow]:
+    """The given rows (0-based row numbers) with their canonical form and problems,
+    for showing the rows behind a check; reads only up to the last one asked for."""
+    wanted = set(indices)
+    found: dict[int, SourceRow] = {}
+    if not wanted:
+        return found
+    last = max(wanted)
+    for item in iter_rows(open_source(path, mapping, dataset)):
+        if item.index in wanted:
+            found[item.index] = item
+        if item.index >= last:
+            break
+    return found
