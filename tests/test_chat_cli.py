@@ -9,13 +9,12 @@ import pytest
 
 from backend.chat.cli import main
 from backend.demo_data import DEMO_PROMPTS
-from tests.test_chat_support import make_lora_run
+from tests.test_chat_support import chat_lora_run  # noqa: F401 (fixture)
 
 
 @pytest.fixture(scope="module")
-def cli_run(demo_model_dir, tmp_path_factory):
-    run_dir = tmp_path_factory.mktemp("cli") / "runs" / "run-cli"
-    return run_dir, make_lora_run(run_dir, demo_model_dir, steps=(4, 8), incomplete_step=12, seed=3)
+def cli_run(chat_lora_run):
+    return chat_lora_run, [chat_lora_run / f"checkpoint-{step}" for step in (10, 20, 30)]
 
 
 def test_cli_prints_each_answer_labelled(demo_model_dir, cli_run, subprocess_env):
@@ -30,7 +29,7 @@ def test_cli_prints_each_answer_labelled(demo_model_dir, cli_run, subprocess_env
     done = subprocess.run(command, env=subprocess_env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
     blocks = done.stdout.split("=== ")[1:]
-    assert [b.split(" (")[0] for b in blocks] == ["base", "run-cli · checkpoint-4", "run-cli · checkpoint-8"]
+    assert [b.split(" (")[0] for b in blocks] == ["base", "run-a · checkpoint-10", "run-a · checkpoint-20"]
     # Each block's answer is what the engine gives in this process.
     engine, settings = ChatEngine(), GenerationSettings(greedy=True, max_new_tokens=16)
     targets = [ChatTarget(model=str(demo_model_dir))] + [target_for_folder(str(demo_model_dir), f) for f in (first, second)]

@@ -15,7 +15,7 @@ from backend.chat.generation import GenerationSettings, Reply, build_messages, b
 from backend.chat.targets import ChatTarget, TargetError, run_choices, target_for_folder
 from backend.demo_data import DEMO_PROMPTS
 from backend.models import load_model, load_tokenizer
-from tests.test_chat_support import make_lora_run, plain_greedy
+from tests.test_chat_support import chat_lora_run, plain_greedy  # noqa: F401 (fixture)
 
 PROMPTS = [DEMO_PROMPTS[0][0], DEMO_PROMPTS[3][0]]   # one English, one Chinese
 TOKENS = 20
@@ -23,10 +23,8 @@ GREEDY = GenerationSettings(greedy=True, max_new_tokens=TOKENS)
 
 
 @pytest.fixture(scope="module")
-def lora_run(demo_model_dir, tmp_path_factory):
-    run_dir = tmp_path_factory.mktemp("ws") / "runs" / "run-a"
-    make_lora_run(run_dir, demo_model_dir)
-    return run_dir
+def lora_run(chat_lora_run):
+    return chat_lora_run
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import torch
 import yaml
 
@@ -26,12 +27,12 @@ def make_lora_run(run_dir: Path, model_dir: Path, steps=(10, 20), incomplete_ste
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(yaml.safe_dump({"model_name_or_path": str(model_dir), "method": "lora"}))
     atomic_write_json(run_dir / "status.json", {"state": "completed"})
+    base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    peft_model = get_peft_model(base, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "o_proj"],
+                                                 task_type="CAUSAL_LM"))
     folders = []
     all_steps = list(steps) + ([incomplete_step] if incomplete_step else [])
     for index, step in enumerate(all_steps):
-        base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-        peft_model = get_peft_model(base, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "o_proj"],
-                                                     task_type="CAUSAL_LM"))
         generator = torch.Generator().manual_seed(seed * 100 + index)
         with torch.no_grad():
             for name, param in peft_model.named_parameters():
@@ -45,6 +46,14 @@ def make_lora_run(run_dir: Path, model_dir: Path, steps=(10, 20), incomplete_ste
             mark_complete(folder)
         folders.append(folder)
     return folders
+
+
+@pytest.fixture(scope="session")
+def chat_lora_run(demo_model_dir, tmp_path_factory) -> Path:
+    """workspace/runs/run-a with complete checkpoint-10 and -20 and an incomplete checkpoint-30."""
+    run_dir = tmp_path_factory.mktemp("chat-ws") / "runs" / "run-a"
+    make_lora_run(run_dir, demo_model_dir)
+    return run_dir
 
 
 def plain_greedy(model, tokenizer, messages: list[dict], max_new_tokens: int) -> str:

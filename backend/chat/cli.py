@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from backend import models
 from backend.chat.engine import ChatEngine
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def build_targets(args: argparse.Namespace) -> list[ChatTarget]:
-    model = models.resolve_model_path(args.model, Workspace(args.workspace).models_dir)
+    model = models.resolve_model_path(args.model, Workspace(Path(args.workspace)).models_dir)
     base = ChatTarget(model=model, quantization_bits=args.quantization_bits)
     checkpoints = [target_for_folder(model, folder, args.quantization_bits) for folder in args.checkpoint]
     if args.no_base and not checkpoints:

@@ -106,6 +106,7 @@ def build(ctx: UIContext) -> None:
     engine = _EngineHolder()
     preferences = PreferenceStore()
     stops: dict[str, threading.Event] = {}   # browser session -> its Stop signal
+    device_ids: list[str] = []                # "cpu", "cuda:0", ... once detected
     runs_dir = ctx.workspace.runs_dir
 
     def resolve(name: str) -> str:
@@ -163,19 +164,28 @@ def build(ctx: UIContext) -> None:
 
     # ------------------------------------------------------------ choices
 
-    def refresh_choices(lang, chosen_runs, chosen, current_device):
+    def refresh_choices(lang, chosen_runs, chosen, current_device, known):
+        """New runs / checkpoints / devices into the lists. Unchanged lists are skipped,
+        so a tick never disturbs a dropdown the user is working in."""
         ids = run_ids()
-        chosen_runs = [r for r in (chosen_runs or []) if r in ids] or ids[:1]
-        targets = catalog(runs_dir, chosen_runs, resolve)
-        chosen = [c for c in (chosen or []) if c in targets]
-        message = "" if ids else ctx.msg(lang, "chat.msg_no_runs")
-        return (gr.update(choices=ids, value=chosen_runs), gr.update(choices=dropdown_choices(targets), value=chosen),
-                gr.update(choices=_devices(), value=current_device or "cpu"), message or _plan(chosen_runs, chosen, current_device))
+        kept_runs = [r for r in (chosen_runs or []) if r in ids] or ids[:1]
+        targets = catalog(runs_dir, kept_runs, resolve)
+        options = dropdown_choices(targets)
+        kept = [c for c in (chosen or []) if c in targets]
+        now = {"runs": ids, "kept_runs": kept_runs, "options": [list(o) for o in options], "kept": kept}
+        message = _plan(kept_runs, kept, current_device) if ids else ctx.msg(lang, "chat.msg_no_runs")
+        if now == known:
+            return gr.skip(), gr.skip(), gr.skip(), message, known
+        devices = gr.update(choices=_devices(), value=current_device or "cpu")
+        return (gr.update(choices=ids, value=kept_runs), gr.update(choices=options, value=kept), devices, message, now)
 
     def _devices() -> list[str]:
-        from backend.hardware import detect_devices
+        """Detected once per UI process (it imports torch), after the page is up."""
+        if not device_ids:
+            from backend.hardware import detect_devices
 
-        return [d.id for d in detect_devices()]
+            device_ids.extend(d.id for d in detect_devices())
+        return device_ids
 
     def _plan(chosen_runs, chosen, current_device) -> str:
         """The memory cost of what is picked, and any training run on the device, before loading."""
@@ -192,10 +202,12 @@ def build(ctx: UIContext) -> None:
             lines += [f"- {line}" for line in engine.get().plan(picked, current_device or "cpu")]
         return "\n".join(lines)
 
-    choice_io = dict(inputs=[ctx.lang, runs, picks, device], outputs=[runs, picks, device, notice],
+    known = gr.State({})
+    choice_io = dict(inputs=[ctx.lang, runs, picks, device, known], outputs=[runs, picks, device, notice, known],
                      api_visibility="private", show_progress="hidden")
     refresh.click(refresh_choices, **choice_io)
     gr.Timer(REFRESH_EVERY_S).tick(refresh_choices, **choice_io)
+    gr.context.Context.root_block.load(refresh_choices, **choice_io)
     runs.input(refresh_choices, **choice_io)
     picks.input(lambda r, c, d: _plan(r, c, d), [runs, picks, device], notice, api_visibility="private")
     device.input(lambda r, c, d: _plan(r, c, d), [runs, picks, device], notice, api_visibility="private")
@@ -312,7 +324,7 @@ def build(ctx: UIContext) -> None:
         return outputs_for(lang, keys, targets, state, "", vote_choices=[])
 
     clear.click(clear_all, [ctx.lang, runs, picks], answer_outputs, api_visibility="private")
-    picks.change(clear_all, [ctx.lang, runs, picks], answer_outputs, api_visibility="private")
+    picks.input(clear_all, [ctx.lang, runs, picks], answer_outputs, api_visibility="private")
 
     # ------------------------------------------------------------ blind votes
 
@@ -338,7 +350,7 @@ def build(ctx: UIContext) -> None:
 
     vote_button.click(record_vote, [ctx.lang, vote, runs, session], [*answer_outputs, tally],
                       api_visibility="private")
-    runs.change(lambda r: tally_table([x for x in (r or []) if (runs_dir / x).is_dir()]), runs, tally,
+    runs.input(lambda r: tally_table([x for x in (r or []) if (runs_dir / x).is_dir()]), runs, tally,
                 api_visibility="private")
 
     def unload_all(lang, current_device):
