@@ -13,7 +13,7 @@ from tests.test_chat_support import chat_lora_run  # noqa: F401 (fixture)
 
 
 @pytest.fixture(scope="module")
-def cli_run(chat_lora_run):
+def cli_run(chat_lora_run):  # noqa: F811 (the imported fixture)
     return chat_lora_run, [chat_lora_run / f"checkpoint-{step}" for step in (10, 20, 30)]
 
 

@@ -23,7 +23,7 @@ GREEDY = GenerationSettings(greedy=True, max_new_tokens=TOKENS)
 
 
 @pytest.fixture(scope="module")
-def lora_run(chat_lora_run):
+def lora_run(chat_lora_run):  # noqa: F811 (the imported fixture)
     return chat_lora_run
 
 
