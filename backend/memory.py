@@ -228,7 +228,9 @@ def _activation_bytes(arch: Architecture, method: str, compute: int, batch_size:
         layers = arch.num_hidden_layers * arch.hidden_size * compute * tokens + per_layer
     else:
         layers = arch.num_hidden_layers * per_layer
-    # Logits in the compute dtype, their fp32 upcast for the loss, and the
-    # log-softmax output cross-entropy keeps: vocab-sized, often the largest term.
-    logits = tokens * arch.vocab_size * (compute + 4 + 4)
+    # Logits in the compute dtype, their fp32 upcast for the loss (none when
+    # already fp32) and the fp32 log-softmax cross-entropy keeps: vocab-sized,
+    # often the largest term for small models with big vocabularies.
+    upcast = 0 if compute == 4 else 4
+    logits = tokens * arch.vocab_size * (compute + upcast + 4)
     return layers + logits

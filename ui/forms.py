@@ -50,18 +50,18 @@ TRAIN_FIELDS = [
     FieldSpec("lr_scheduler_type", "dropdown"),
     FieldSpec("warmup_ratio", "slider", 0, 0.5, 0.01),
     FieldSpec("val_size", "slider", 0, 0.5, 0.01),
-    FieldSpec("eval_steps", "number", 1, 1_000_000, 1),
+    FieldSpec("eval_steps", "number", 0, 1_000_000, 1),
     FieldSpec("save_steps", "number", 1, 1_000_000, 1),
-    FieldSpec("save_total_limit", "number", 1, 1000, 1),
+    FieldSpec("save_total_limit", "number", 0, 1000, 1),
     FieldSpec("gradient_checkpointing", "checkbox"),
     FieldSpec("train_on_prompt", "checkbox"),
     FieldSpec("devices", "text"),
-    FieldSpec("num_processes", "number", 1, 64, 1),
+    FieldSpec("num_processes", "number", 0, 64, 1),
 ]
 ADVANCED_FIELDS = [
     FieldSpec("weight_decay", "number", 0, 1, 0.01, advanced=True),
     FieldSpec("max_grad_norm", "number", 0, 100, 0.1, advanced=True),
-    FieldSpec("early_stopping_patience", "number", 1, 100, 1, advanced=True),
+    FieldSpec("early_stopping_patience", "number", 0, 100, 1, advanced=True),
     FieldSpec("early_stopping_threshold", "number", 0, 10, 0.001, advanced=True),
     FieldSpec("neftune_noise_alpha", "number", 0, 50, 0.5, advanced=True),
     FieldSpec("seed", "number", 0, 2**31 - 1, 1, advanced=True),
@@ -76,6 +76,9 @@ ADVANCED_FIELDS = [
 ]
 ALL_FIELDS = MODEL_FIELDS + METHOD_FIELDS + LORA_FIELDS + TRAIN_FIELDS + ADVANCED_FIELDS
 NAMES = [spec.name for spec in ALL_FIELDS]
+# Optional numbers: a browser number box cannot be empty (it sends 0), so 0 stands for "empty".
+OPTIONAL_NUMBERS = {"eval_steps", "save_total_limit", "early_stopping_patience", "num_processes",
+                    "neftune_noise_alpha"}
 # Settings the form leaves to YAML / the command line keep their loaded or default value.
 HIDDEN = {"model_name_or_path", "dataset", "method", "quantization_bits", "callbacks", "loss_function"}
 assert {f.name for f in fields(RunConfig)} == (set(NAMES) - {"method_choice"}) | HIDDEN, "form out of sync with RunConfig"
@@ -84,7 +87,7 @@ assert {f.name for f in fields(RunConfig)} == (set(NAMES) - {"method_choice"}) |
 def help_text(name: str) -> str:
     if name == "method_choice":
         return RunConfig.help_for("method") + " " + RunConfig.help_for("quantization_bits")
-    return RunConfig.help_for(name)
+    return RunConfig.help_for(name) + (" 0 = empty." if name in OPTIONAL_NUMBERS else "")
 
 
 def method_choice(config: RunConfig) -> str:
@@ -102,6 +105,8 @@ def form_values(config: RunConfig) -> list[Any]:
         elif name == "lora_target":
             target = config.lora_target
             values.append([target] if isinstance(target, str) else list(target))
+        elif name in OPTIONAL_NUMBERS:
+            values.append(getattr(config, name) or 0)
         else:
             values.append(getattr(config, name))
     return values
@@ -117,6 +122,8 @@ def config_from_values(values: list[Any], model: str, dataset: str, base: RunCon
         elif name == "lora_target":
             names = [v for v in (value or []) if v]
             data[name] = "all-linear" if not names or "all-linear" in names else names
+        elif name in OPTIONAL_NUMBERS:
+            data[name] = value or None  # 0 or a cleared box: empty (off / all / one per device)
         elif name == "devices":
             data[name] = (value or "").strip() or "auto"
         elif isinstance(value, str) and value.strip() == "":

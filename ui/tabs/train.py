@@ -261,9 +261,9 @@ def build(ctx: UIContext) -> None:
         save_btn = gr.Button(ctx.t("train.save_yaml"), elem_id="train-save-yaml")
         load_btn = gr.UploadButton(ctx.t("train.load_yaml"), file_types=[".yaml", ".yml"], elem_id="train-load-yaml")
     message = gr.Markdown(elem_id="train-message")
-    saved_file = gr.File(visible=True, interactive=False, height=60, show_label=False)
-    command = gr.Code(language="shell", label=ctx.t("train.command"), interactive=False, visible=True)
-    yaml_box = gr.Code(language="yaml", label=ctx.t("train.yaml"), interactive=False)
+    saved_file = gr.File(visible=False, interactive=False, height=60, show_label=False)
+    command = gr.Code(language="shell", label=ctx.t("train.command"), interactive=False, visible=False)
+    yaml_box = gr.Code(language="yaml", label=ctx.t("train.yaml"), interactive=False, visible=False)
     devices_state, rows_state = gr.State(None), gr.State(None)
     _wire(ctx, locals(), [inputs[name] for name in forms.NAMES])
 
@@ -303,8 +303,15 @@ def _wire(ctx: UIContext, c: dict, form: list) -> None:
     c["start_btn"].click(do_start, [*head, *form], [c["message"], run_target], **private)
     c["stop_btn"].click(lambda lang, r: stop(ctx, lang, r), [lang, run_target], c["message"], **private)
     c["resume_btn"].click(lambda lang, r: resume(ctx, lang, r), [lang, run_target], c["message"], **private)
-    c["command_btn"].click(lambda *v: show_command(ctx, *v), [*head, *form],
-                           [c["message"], c["command"], c["yaml_box"]], **private)
-    c["save_btn"].click(lambda *v: save_yaml(ctx, *v), [*head, *form], [c["message"], c["saved_file"]], **private)
+    def do_command(*values):
+        text, command, yaml_text = show_command(ctx, *values)
+        return text, gr.update(value=command, visible=bool(command)), gr.update(value=yaml_text, visible=bool(yaml_text))
+
+    def do_save(*values):
+        text, path = save_yaml(ctx, *values)
+        return text, gr.update(value=path, visible=bool(path))
+
+    c["command_btn"].click(do_command, [*head, *form], [c["message"], c["command"], c["yaml_box"]], **private)
+    c["save_btn"].click(do_save, [*head, *form], [c["message"], c["saved_file"]], **private)
     c["load_btn"].upload(lambda lang, p: load_yaml(ctx, lang, p), [lang, c["load_btn"]],
                          [c["message"], c["model"], c["dataset"], *form], **private)

@@ -1,0 +1,145 @@
+"""Runs tab handlers against real worker processes: the monitor tails
+metrics.jsonl incrementally and charts it, a killed run shows as lost and
+resumes through the tab with its whole history, a failed run puts its error
+and advice at the top, and Compare overlays runs and lists config differences."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import gradio as gr
+import pytest
+
+from backend.config import RunConfig
+from backend.run_files import METRICS_FILE, list_checkpoints
+from ui import charts, forms, run_view
+from ui.context import UIContext
+from ui.i18n import merge_texts
+from ui.tabs import runs, train
+
+# [watch, alert, progress, resume visible, log, *figures]
+WATCH, ALERT, PROGRESS, RESUME, LOG, FIGS = 0, 1, 2, 3, 4, 5
+
+
+@pytest.fixture
+def ctx(workspace):
+    return UIContext(workspace=workspace, texts=merge_texts(train.TEXT, runs.TEXT), i18n=None)
+
+
+def start(ctx, **settings) -> str:
+    config = RunConfig(devices="cpu", per_device_train_batch_size=4, logging_steps=1, **settings)
+    message, run_id = train.start(ctx, "en", config.model_name_or_path, config.dataset, *forms.form_values(config))
+    assert run_id, message
+    return run_id
+
+
+def wait_for(predicate, what: str, limit_s: float = 240):
+    """Poll until truthy (a hang guard, not a timing assertion)."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"gave up waiting for {what}")
+
+
+def file_records(run_dir) -> list[dict]:
+    """Every complete record of the file (a line torn by the kill is skipped, as the tail does)."""
+    records = []
+    for line in (run_dir / METRICS_FILE).read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def test_smoothing_and_heatmap_shapes_by_hand():
+    assert charts.smooth([1.0, 3.0], 0.5) == [1.0, pytest.approx((0.25 + 0.5 * 3) / 0.75)]
+    records = [{"step": 1, "kind": "train", "grad_norms": {"attn": [1, 2], "mlp": [3, 4], "other": 0.1}},
+               {"step": 2, "kind": "train", "grad_norms": {"attn": [5, 6], "mlp": [7, 8], "other": 0.1}}]
+    assert charts.grad_norm_matrix(records) == ([1, 2], ["attn 0", "attn 1", "mlp 0", "mlp 1"],
+                                                [[1, 5], [2, 6], [3, 7], [4, 8]])
+
+
+@pytest.mark.slow
+def test_monitor_tails_a_real_run_through_kill_and_resume(ctx):
+    run_id = start(ctx, max_steps=8, save_steps=2, eval_steps=2, val_size=0.2, run_name="watched")
+    store = train.run_store(ctx)
+    run_dir = store.get(run_id).run_dir
+    watch, seen = None, []
+    while not list_checkpoints(run_dir):  # tick like the timer until the first checkpoint is complete
+        out = runs.tick(ctx, "en", watch, run_id)
+        watch = out[WATCH]
+        seen.append(len(watch.records))
+        assert store.get(run_id).state in ("queued", "running"), store.get(run_id).error
+        time.sleep(0.3)
+    # The watcher never lost or duplicated a record: it holds exactly the file's complete lines.
+    watch = runs.tick(ctx, "en", watch, run_id)[WATCH]
+    assert watch.records == file_records(run_dir)[:len(watch.records)] and seen == sorted(seen)
+
+    os.killpg(store.get(run_id).pid, signal.SIGKILL)  # the worker dies without a word
+    wait_for(lambda: store.get(run_id).state == "lost", "the run to be seen as lost")
+    out = runs.tick(ctx, "en", watch, run_id)
+    assert "This run was lost" in out[ALERT] and "Resume continues from checkpoint-" in out[ALERT]
+    assert out[RESUME]["visible"] is True
+
+    assert "Resumed" in train.resume(ctx, "en", run_id)
+    wait_for(lambda: store.get(run_id).state not in ("queued", "running"), "the resumed run to end")
+    info = store.get(run_id)
+    assert info.state == "completed", info.error
+    out = runs.tick(ctx, "en", out[WATCH], run_id)
+    watch = out[WATCH]
+    assert watch.records == file_records(run_dir)  # the whole history, across the kill and the resume
+    assert out[RESUME]["visible"] is False and 'value="100.0"' in out[PROGRESS] and "step 8 / 8" in out[PROGRESS]
+    assert "completed at step 8" in out[LOG]
+
+    loss, lr, grad, tokens, memory, layers = out[FIGS:]
+    names = [t.name for t in loss.data]
+    assert names == ["train loss", "train loss (smoothed)", "eval loss"]
+    assert max(loss.data[0].x) == 8 and list(loss.data[2].x)[:2] == [2, 4]
+    assert len(lr.data[0].y) >= 8 and len(grad.data[0].y) >= 8 and min(tokens.data[0].y) > 0
+    assert any(t.name == "rss" for t in memory.data)
+    assert list(layers.data[0].y) == [f"{part} {i}" for part in ("attn", "mlp") for i in range(4)]
+
+    # Nothing new: no figure is rebuilt. And only new bytes are read: a tail that
+    # re-read the file would now see the scrambled prefix.
+    again = runs.tick(ctx, "en", watch, run_id)
+    assert all(f == gr.skip() for f in again[FIGS:])
+    path = run_dir / METRICS_FILE
+    size = path.stat().st_size
+    path.write_bytes(b"x" * (size - 1) + b"\n")
+    with open(path, "a") as handle:
+        handle.write(json.dumps({"time": time.time(), "step": 9, "kind": "train", "loss": 0.5}) + "\n")
+    out = runs.tick(ctx, "en", watch, run_id)
+    assert out[WATCH].records[-1]["step"] == 9 and len(out[WATCH].records) == len(watch.records)
+
+
+@pytest.mark.slow
+def test_failed_run_shows_error_and_advice_and_compare_lists_differences(ctx):
+    failed = start(ctx, dataset="no-such-dataset", max_steps=3)
+    store = train.run_store(ctx)
+    wait_for(lambda: store.get(failed).state not in ("queued", "running"), "the worker to fail")
+    out = runs.tick(ctx, "en", None, failed)
+    assert out[ALERT].startswith("❌ **This run failed:**") and "no-such-dataset" in out[ALERT]
+    assert "pick a dataset saved in the Data tab" in out[ALERT]  # the worker's advice, at the top
+
+    done = start(ctx, max_steps=2, save_steps=2, val_size=0.0)
+    wait_for(lambda: store.get(done).state not in ("queued", "running"), "the second run to end")
+    note, figure, table = runs.compare(ctx, "en", [failed, done])
+    assert {t.name for t in figure.data} == {f"{done} train"}
+    settings = {row[0]: row[1:] for row in table["data"]}
+    assert settings["dataset"] == ["no-such-dataset", "demo"] and settings["max_steps"] == ["3", "2"]
+    assert table["headers"] == ["setting", failed, done] and note == ""
+    assert "at least two" in runs.compare(ctx, "en", [done])[0]
+
+
+def test_eta_uses_the_current_session_only():
+    records = [{"kind": "train", "time": 0, "step": 1}, {"kind": "train", "time": 100, "step": 2},
+               {"kind": "system", "event": "resume", "time": 500, "step": 2},
+               {"kind": "train", "time": 510, "step": 3}, {"kind": "train", "time": 530, "step": 5}]
+    assert run_view.eta_seconds(records, 10) == pytest.approx(50)  # 10 s per step, 5 steps left

@@ -1,0 +1,134 @@
+"""Train tab handlers against the real backend: the RunConfig built from form
+values, the plan (derived numbers, memory verdict), the command, YAML, and a
+real short run started through the handler that then shows in the Runs table."""
+
+from __future__ import annotations
+
+import math
+import shlex
+import time
+
+import pytest
+import yaml
+
+from backend.config import RunConfig
+from backend.demo_data import build_demo_rows
+from backend.hardware import Device, as_dicts, detect_devices
+from ui import forms
+from ui.context import UIContext
+from ui.i18n import merge_texts
+from ui.tabs import runs, train
+
+H100 = Device("cuda:0", "NVIDIA H100", 80.0, True, True)
+
+
+@pytest.fixture
+def ctx(workspace):
+    return UIContext(workspace=workspace, texts=merge_texts(train.TEXT, runs.TEXT), i18n=None)
+
+
+@pytest.fixture(scope="module")
+def devices():
+    return as_dicts(detect_devices())
+
+
+def browser_values(config: RunConfig) -> list:
+    """What the browser sends for `config`: gr.Number and gr.Slider send floats."""
+    values = forms.form_values(config)
+    kinds = {s.name: s.widget for s in forms.ALL_FIELDS}
+    return [float(v) if kinds[n] in ("number", "slider") and isinstance(v, int) and not isinstance(v, bool) else v
+            for n, v in zip(forms.NAMES, values)]
+
+
+def test_form_values_round_trip_through_runconfig():
+    config = RunConfig(method="qlora", quantization_bits=8, lora_target=["q_proj", "v_proj"], eval_steps=10,
+                       max_steps=30, per_device_train_batch_size=4, neftune_noise_alpha=5.0, devices="cpu")
+    assert forms.config_from_values(browser_values(config), "demo", "demo") == config
+    values = dict(zip(forms.NAMES, browser_values(RunConfig())))
+    # Cleared boxes mean "empty"; a cleared devices box means auto; 'all-linear' wins over names.
+    values.update(save_total_limit="", run_name="", devices="", lora_target=["all-linear", "q_proj"],
+                  method_choice="full")
+    config = forms.config_from_values(list(values.values()), "demo", "demo")
+    assert config.save_total_limit is None and config.run_name is None and config.devices == "auto"
+    assert config.lora_target == "all-linear" and config.method == "full" and config.quantization_bits is None
+
+
+def test_plan_shows_derived_numbers_and_a_fitting_estimate(ctx, devices):
+    rows = train.count_rows(ctx, "demo")
+    assert rows == {"rows": len(build_demo_rows()), "has_eval": False}
+    config = RunConfig(per_device_train_batch_size=4, gradient_accumulation_steps=2, num_train_epochs=3,
+                       val_size=0.1, warmup_ratio=0.1, devices="cpu")
+    derived, estimate = train.plan(ctx, "en", "demo", "demo", rows, devices, *browser_values(config))
+    n_train = rows["rows"] - round(rows["rows"] * 0.1)
+    per_epoch = math.ceil(n_train / 4) // 2
+    assert f"**{n_train}** training rows" in derived
+    assert f"effective batch **8**, **{per_epoch}** steps per epoch, **{3 * per_epoch}** steps" in derived
+    assert f"**{math.ceil(0.3 * per_epoch)}** warmup steps" in derived
+    assert estimate.startswith("✅ Fits on CPU") and "| Activations |" in estimate
+    assert "computing in fp32" in estimate  # the CPU trains in fp32
+
+
+def test_verdict_says_what_does_not_fit(ctx, devices):
+    big = RunConfig(method="full", per_device_train_batch_size=8, cutoff_len=2048, devices="cpu")
+    _, estimate = train.plan(ctx, "en", "Qwen/Qwen2.5-7B-Instruct", "demo", {"rows": 10}, devices,
+                             *browser_values(big))
+    assert estimate.startswith("❌ Does not fit on CPU") and "gradient checkpointing" in estimate
+    small = RunConfig(method="qlora", gradient_checkpointing=True, per_device_train_batch_size=2, cutoff_len=1024)
+    _, estimate = train.plan(ctx, "zh", "Qwen/Qwen2.5-7B-Instruct", "demo", {"rows": 10}, as_dicts([H100]),
+                             *browser_values(small))
+    assert estimate.startswith("✅ NVIDIA H100 放得下") and "bf16" in estimate
+
+
+def test_invalid_settings_show_the_config_sentence(ctx, devices):
+    values = dict(zip(forms.NAMES, browser_values(RunConfig())))
+    values.update(val_size=0.0, early_stopping_patience=2.0)
+    derived, estimate = train.plan(ctx, "en", "demo", "demo", {"rows": 10}, devices, *values.values())
+    assert "early_stopping_patience needs an eval split" in derived and estimate == ""
+    message, run_id = train.start(ctx, "en", "demo", "demo", *values.values())
+    assert run_id is None and "needs an eval split" in message
+    assert not any(ctx.workspace.runs_dir.iterdir())
+
+
+def test_local_model_folder_is_checked_as_typed(ctx, tmp_path, demo_model_dir):
+    assert "looks complete" in train.check_model(ctx, "en", str(demo_model_dir))
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "config.json").write_text("{}")
+    report = train.check_model(ctx, "en", str(tmp_path / "half"))
+    assert "cannot be trained yet" in report and "No tokenizer files" in report and "chat template" in report
+
+
+def test_show_command_and_yaml_reproduce_the_config(ctx, tmp_path):
+    config = RunConfig(max_steps=7, lora_r=4, devices="cpu")
+    message, command, text = train.show_command(ctx, "en", "demo", "demo", *browser_values(config))
+    argv = shlex.split(command)
+    assert argv[-4:] == ["-m", "backend.train", "--config", "run.yaml"]
+    assert RunConfig.from_dict(yaml.safe_load(text)) == config and "run.yaml" in message
+    message, path = train.save_yaml(ctx, "en", "demo", "demo", *browser_values(config))
+    assert ctx.workspace.contains(path)
+    loaded = train.load_yaml(ctx, "en", path)
+    assert loaded[1:3] == ["demo", "demo"] and forms.config_from_values(loaded[3:], "demo", "demo") == config
+    (tmp_path / "bad.yaml").write_text("lora_rank: 3\n")
+    bad = train.load_yaml(ctx, "en", str(tmp_path / "bad.yaml"))
+    assert "Unknown setting 'lora_rank'" in bad[0] and "did you mean 'lora_r'" in bad[0]
+
+
+@pytest.mark.slow
+def test_start_runs_a_worker_and_a_second_start_is_refused(ctx):
+    config = RunConfig(max_steps=4, save_steps=4, logging_steps=1, per_device_train_batch_size=4,
+                       devices="cpu", run_name="ui-train")
+    message, run_id = train.start(ctx, "en", "demo", "demo", *browser_values(config))
+    assert run_id and run_id in message
+    second, other = train.start(ctx, "en", "demo", "demo", *browser_values(config))
+    assert other is None and f"busy with run {run_id}" in second
+    rows, ids, watched = runs.list_runs(ctx)
+    assert ids == [run_id] and watched == run_id and rows[0][3] == "lora"
+    store = train.run_store(ctx)
+    deadline = time.monotonic() + 240  # a hang guard, not a timing assertion
+    while store.get(run_id).state in ("queued", "running") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    info = store.get(run_id)
+    assert info.state == "completed", (info.error, (info.run_dir / "train.log").read_text()[-2000:])
+    rows, _, _ = runs.list_runs(ctx)
+    assert rows[0][1].endswith("completed") and rows[0][4] == "100%"
+    assert ctx.saved()["train"]["run_name"] == "ui-train"  # the form comes back on the next launch
+    assert "cannot be resumed" in train.resume(ctx, "en", run_id)
