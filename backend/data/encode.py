@@ -122,15 +122,28 @@ def encode_messages(
     return EncodedRow(input_ids=ids, labels=labels, length=length, truncated=truncated, response_cut=response_cut)
 
 
+def first_prompt(messages: list[dict]) -> list[dict]:
+    """The messages before the first assistant turn (rendered with the generation prompt,
+    their token count is where the first trainable token starts)."""
+    for i, m in enumerate(messages):
+        if m["role"] == "assistant":
+            return messages[:i]
+    return messages
+
+
 def count_tokens(tokenizer, rows: list[dict], batch_size: int = 1000) -> list[int]:
     """Token length of each canonical row's full templated conversation.
 
     Same rendering and tokenisation as `encode_messages` (its `length`), but
-    batched: the fast tokenizer encodes `batch_size` strings per call.
+    batched: the fast tokenizer encodes `batch_size` strings per call. A row
+    may carry "add_generation_prompt": True to count a prompt instead.
     """
     lengths: list[int] = []
     for start in range(0, len(rows), batch_size):
-        texts = [render(tokenizer, r["messages"], r.get("tools")) for r in rows[start : start + batch_size]]
+        texts = [
+            render(tokenizer, r["messages"], r.get("tools"), add_generation_prompt=r.get("add_generation_prompt", False))
+            for r in rows[start : start + batch_size]
+        ]
         enc = tokenizer(texts, add_special_tokens=False, return_attention_mask=False)
         lengths.extend(len(ids) for ids in enc["input_ids"])
     return lengths

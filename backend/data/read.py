@@ -146,21 +146,27 @@ class _JsonArrayReader:
     def __init__(self, path: Path, stream):
         self.path, self.stream = path, stream
         self.buf, self.pos, self.eof = "", 0, False
-        self.base_line = 1  # line number of buf[0]
+        # Line of buf[line_pos]: advanced incrementally, so counting lines stays linear.
+        self.line, self.line_pos = 1, 0
         self.decoder = json.JSONDecoder()
 
     def more(self) -> bool:
         if self.eof:
             return False
         chunk = self.stream.read(CHUNK_CHARS)
-        self.base_line += self.buf.count("\n", 0, self.pos)
-        self.buf, self.pos = self.buf[self.pos :] + chunk, 0
+        self.line_at(self.pos)
+        self.buf, self.pos, self.line_pos = self.buf[self.pos :] + chunk, 0, 0
         self.eof = not chunk
         return bool(chunk)
 
+    def line_at(self, pos: int) -> int:
+        """Line number at `pos` (positions only move forward)."""
+        self.line += self.buf.count("\n", self.line_pos, pos)
+        self.line_pos = pos
+        return self.line
+
     def where(self, pos: int) -> tuple[int, int]:
-        line = self.base_line + self.buf.count("\n", 0, pos)
-        return line, pos - (self.buf.rfind("\n", 0, pos) + 1) + 1
+        return self.line_at(pos), pos - (self.buf.rfind("\n", 0, pos) + 1) + 1
 
     def peek(self) -> str:
         """Next non-blank character ('' at the end of the file)."""
@@ -182,7 +188,7 @@ class _JsonArrayReader:
                 raise self._error(e, row) from None
             if end == len(self.buf) and self.more():
                 continue  # a number may go on in the next chunk
-            line = self.where(self.pos)[0]
+            line = self.line_at(self.pos)
             self.pos = end
             return value, line
 

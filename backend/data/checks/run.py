@@ -17,7 +17,7 @@ from pathlib import Path
 from backend.data.checks.report import CheckResult, Report
 from backend.data.checks.specs import MIN_RESPONSE_CHARS, OUTLIER_IQR, SPECS, TOKEN_CHECKS
 from backend.data.checks.stats import token_stats, upper_fence
-from backend.data.encode import count_tokens, encode_messages
+from backend.data.encode import count_tokens, first_prompt
 from backend.data.load import SourceRow, iter_rows, no_usable_rows, open_source, problem_text
 from backend.data.textrules import (
     control_found,
@@ -128,13 +128,20 @@ class Checker:
     def _count_batch(self) -> None:
         rows = [row for _, row in self.batch]
         lengths = count_tokens(self.tokenizer, rows, batch_size=len(rows))
+        over = []
         for (index, row), length in zip(self.batch, lengths):
             self.token_lengths.append(length)
             if length > self.cutoff_len:
                 self.flag("over_cutoff", index, f"{length} tokens > cutoff {self.cutoff_len}")
-                encoded = encode_messages(self.tokenizer, row["messages"], self.cutoff_len)
-                if encoded.response_cut:
-                    self.flag("response_cut", index, f"the prompt alone fills the {self.cutoff_len} tokens")
+                over.append((index, row))
+        # The cut removes the whole response when everything before the first
+        # assistant turn (with its header) already fills the cutoff.
+        over = [(index, first_prompt(row["messages"])) for index, row in over]
+        over = [(index, prompt) for index, prompt in over if prompt]
+        prompts = [{"messages": prompt, "add_generation_prompt": True} for _, prompt in over]
+        for (index, _), length in zip(over, count_tokens(self.tokenizer, prompts)):
+            if length >= self.cutoff_len:
+                self.flag("response_cut", index, f"the prompt alone is {length} tokens")
         self.batch = []
 
     def finish(self) -> dict:
