@@ -139,6 +139,10 @@ def test_each_text_check_flags_exactly_its_rows():
     assert report.check("language_mix").rows == [7]
     assert report.check("short_response").rows == [8]
     assert report.check("conflicting_answers").rows == [0, 2, 9]
+    text = "".join(m["content"] for r in rows for m in r["messages"])
+    cjk = sum(1 for c in text if "\u4e00" <= c <= "\u9fff")
+    latin = sum(1 for c in text if c.isascii() and c.isalpha())
+    assert report.language["cjk_char_share"] == round(cjk / (cjk + latin), 4)
     flags = report.row_flags()
     assert flags[2] == ["duplicate", "conflicting_answers"]
     assert 0 not in report.check("duplicate").rows

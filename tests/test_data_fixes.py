@@ -136,6 +136,7 @@ def test_save_and_load_workspace_dataset(tmp_path, shared_data):
     assert train == [loaded.rows[i] for i in train_pos] and held == [loaded.rows[i] for i in eval_pos]
     assert split_rows(1000, 0.1, 7) == (train_pos, eval_pos) != split_rows(1000, 0.1, 8)
     assert load_dataset_rows(path) == loaded.rows
+    assert check_file(folder).rows == 900  # a workspace dataset folder checks its train rows
     listed = list_workspace_datasets(tmp_path / "datasets")
     assert [d["name"] for d in listed] == ["zh-clean"]
     with pytest.raises(FileExistsError):

@@ -50,7 +50,9 @@ def open_source(path: str | Path, mapping: dict[str, str] | None = None, dataset
     path = Path(path)
     if not path.exists():
         raise DataError(path, "no such file or folder", "Check the path")
-    if path.is_dir():
+    if path.is_dir() and (path / "meta.json").is_file() and (path / "data.jsonl").is_file():
+        path = path / "data.jsonl"  # a workspace dataset: its train rows
+    elif path.is_dir():
         return _open_dataset_info(path, dataset)
     if path.stat().st_size == 0:
         raise DataError(path, "the file is empty", "Export the dataset again: it holds no rows")

@@ -20,6 +20,7 @@ from backend.data.checks.stats import token_stats, upper_fence
 from backend.data.encode import count_tokens, first_prompt
 from backend.data.load import SourceRow, iter_rows, no_usable_rows, open_source, problem_text
 from backend.data.textrules import (
+    CJK_WEIGHT,
     control_found,
     html_found,
     placeholders,
@@ -47,6 +48,7 @@ class Checker:
         self.scripts = array("b")  # their script: index into SCRIPTS (row, prompt, response packed)
         self.token_lengths = array("q")
         self.batch: list[tuple[int, dict]] = []
+        self.letters = [0, 0]  # CJK characters, Latin letters in user and assistant turns
 
     def flag(self, check_id: str, row: int, detail: str | None = None) -> None:
         result = self.results[check_id]
@@ -100,6 +102,8 @@ class Checker:
                 p_counts[1] += c[1]
         r_counts = script_counts(response)
         row_counts = (p_counts[0] + r_counts[0], p_counts[1] + r_counts[1])
+        self.letters[0] += row_counts[0] // CJK_WEIGHT
+        self.letters[1] += row_counts[1]
         codes = [SCRIPTS.index(script_of(c)) for c in (row_counts, tuple(p_counts), r_counts)]
         self.scripts.extend(codes)
 
@@ -172,7 +176,13 @@ class Checker:
                 self.flag("language_mix", index, f"prompt {SCRIPTS[prompt]}, response {SCRIPTS[response]}")
             elif row and row != major:
                 self.flag("language_mix", index, f"{SCRIPTS[row]} row in a mostly {SCRIPTS[major]} set")
-        return {"cjk_rows": counts["cjk"], "latin_rows": counts["latin"], "no_letters_rows": counts["none"]}
+        cjk, latin = self.letters
+        return {
+            "cjk_rows": counts["cjk"],
+            "latin_rows": counts["latin"],
+            "no_letters_rows": counts["none"],
+            "cjk_char_share": round(cjk / (cjk + latin), 4) if cjk + latin else 0.0,
+        }
 
 
 def check_file(
