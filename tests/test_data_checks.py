@@ -219,3 +219,18 @@ def test_check_streams_a_large_file(tmp_path):
     assert report.rows == report.usable_rows == 4_000
     # Rows are not kept: the peak stays far below the file itself.
     assert peak < size / 4, (peak, size)
+
+
+def test_rows_the_chat_template_refuses_become_schema_findings():
+    strict = CHATML.replace(
+        "{% for message in messages %}",
+        "{% for message in messages %}{% if loop.index0 > 0 and message['role'] == messages[loop.index0 - 1]['role'] %}"
+        "{{ raise_exception('Conversation roles must alternate') }}{% endif %}",
+    )
+    tok = build_tokenizer(strict)
+    rows = [_msg("a", "b"), {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+                                          {"role": "assistant", "content": "c"}]}, _msg("c", "d")]
+    report = check_rows(rows, tokenizer=tok, cutoff_len=1000)
+    assert report.check("schema").rows == [1]
+    assert "roles must alternate" in report.check("schema").details[1]
+    assert report.token_lengths.count == 2

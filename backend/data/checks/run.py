@@ -14,6 +14,8 @@ from array import array
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from jinja2.exceptions import TemplateError
+
 from backend.data.checks.report import CheckResult, Report
 from backend.data.checks.specs import MIN_RESPONSE_CHARS, OUTLIER_IQR, SPECS, TOKEN_CHECKS
 from backend.data.checks.stats import token_stats, upper_fence
@@ -30,6 +32,9 @@ from backend.data.textrules import (
     script_of,
 )
 
+# What a chat template raises for a conversation it cannot render (jinja's
+# TemplateError is an Exception subclass; templates call raise_exception()).
+TEMPLATE_ERRORS = (TemplateError, ValueError, TypeError, KeyError)
 MAX_DETAILS = 1000  # reasons kept per check; the row list itself is complete
 SCRIPTS = ("none", "cjk", "latin")
 
@@ -130,10 +135,11 @@ class Checker:
             group[3] = group[3] or r_key != group[1]
 
     def _count_batch(self) -> None:
-        rows = [row for _, row in self.batch]
-        lengths = count_tokens(self.tokenizer, rows, batch_size=len(rows))
+        lengths = self._lengths([row for _, row in self.batch])
         over = []
         for (index, row), length in zip(self.batch, lengths):
+            if length is None:
+                continue
             self.token_lengths.append(length)
             if length > self.cutoff_len:
                 self.flag("over_cutoff", index, f"{length} tokens > cutoff {self.cutoff_len}")
@@ -147,6 +153,21 @@ class Checker:
             if length >= self.cutoff_len:
                 self.flag("response_cut", index, f"the prompt alone is {length} tokens")
         self.batch = []
+
+    def _lengths(self, rows: list[dict]) -> list[int | None]:
+        """Token lengths; a row the chat template refuses gets None and a schema finding."""
+        try:
+            return count_tokens(self.tokenizer, rows, batch_size=len(rows))
+        except TEMPLATE_ERRORS:
+            pass  # find the row(s) at fault, one by one
+        lengths: list[int | None] = []
+        for (index, _), row in zip(self.batch, rows):
+            try:
+                lengths.append(count_tokens(self.tokenizer, [row])[0])
+            except TEMPLATE_ERRORS as e:
+                lengths.append(None)
+                self.flag("schema", index, f"the model's chat template refuses this row: {e}")
+        return lengths
 
     def finish(self) -> dict:
         """Set-level checks; returns the language summary."""
