@@ -39,3 +39,16 @@ BY_ID = {spec.id: spec for spec in SPECS}
 TOKEN_CHECKS = ("over_cutoff", "response_cut")
 MIN_RESPONSE_CHARS = 3
 OUTLIER_IQR = 3.0
+
+# Check id -> the FixPlan field (and `fix` flag) that answers it, for the UI's fix buttons.
+FIX_FOR_CHECK = {
+    "empty_field": "drop_empty",
+    "placeholder": "fill",
+    "response_cut": "over_cutoff",
+    "over_cutoff": "over_cutoff",
+    "duplicate": "drop_duplicates",
+    "near_duplicate": "drop_near_duplicates",
+    "conflicting_answers": "conflicts",
+    "html": "strip_html",
+    "control_chars": "remove_control_chars",
+}
