@@ -66,9 +66,9 @@ def test_other_encodings_are_detected_and_decoded(tmp_path, filename, data, enco
     path.write_bytes(data)
     report = check_file(path)
     assert report.encoding == encoding
-    assert report.usable_rows == 2
     rows = load_rows(path).rows
-    assert rows[1]["messages"][0]["content"] == "翻译：早上好"
+    assert report.usable_rows == len(rows) >= 2
+    assert rows[-1]["messages"][0]["content"] == "翻译：早上好"
 
 
 @pytest.mark.parametrize("name", ["invalid_json", "latin1", "mixed_shapes", "csv_unclosed_quote", "top_level_object"])

@@ -25,10 +25,11 @@ def detect_encoding(path: Path) -> str:
         return "utf-8-sig"
     if sample.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return "utf-16"
-    nul_even, nul_odd = sample[0:2000:2].count(0), sample[1:2000:2].count(0)
-    if nul_odd > len(sample) // 8:
+    # UTF-16 without a BOM: ASCII characters leave a NUL in every other byte.
+    head = sample[:2000]
+    if head[1::2].count(0) > len(head) // 4:
         return "utf-16-le"
-    if nul_even > len(sample) // 8:
+    if head[0::2].count(0) > len(head) // 4:
         return "utf-16-be"
     try:
         # A multi-byte character may be cut at the end of the sample: decode incrementally.

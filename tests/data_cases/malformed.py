@@ -98,10 +98,14 @@ def cases() -> list[Case]:
 
 def readable_encodings() -> list[tuple[str, bytes, str]]:
     """(file name, bytes, expected encoding) of files in other encodings that must load."""
-    text = _rows(GOOD_ZH, {"instruction": "翻译：早上好", "input": "", "output": "Good morning"}).decode()
+    second = {"instruction": "翻译：早上好", "input": "", "output": "Good morning"}
+    text = _rows(GOOD_ZH, second).decode()
+    text_jsonl = json.dumps(GOOD_ZH, ensure_ascii=False) + "\n" + json.dumps(second, ensure_ascii=False) + "\n"
     return [
         ("bom.json", b"\xef\xbb\xbf" + text.encode(), "utf-8-sig"),
         ("utf16.json", text.encode("utf-16"), "utf-16"),
         ("utf16le.json", text.encode("utf-16-le"), "utf-16-le"),
+        ("utf16be_big.jsonl", (json.dumps(GOOD) + "\n").encode("utf-16-be") * 10000 + text_jsonl.encode("utf-16-be"),
+         "utf-16-be"),
         ("gbk.json", text.encode("gb18030"), "gb18030"),
     ]
