@@ -110,3 +110,11 @@ def test_llama_factory_folder(tmp_path, shared_data):
     assert qa.rows[0]["messages"][1:] == [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
     with pytest.raises(DataError, match="outside the folder"):
         load_rows(folder, dataset="escape")
+
+
+def test_raw_control_characters_in_strings_load_and_are_flagged(tmp_path):
+    path = tmp_path / "raw.json"
+    path.write_bytes(b'[{"instruction": "a\tb", "output": "bell\x07here"}, {"instruction": "c", "output": "d"}]')
+    report = check_file(path)
+    assert report.usable_rows == 2
+    assert report.check("control_chars").rows == [0]  # the bell; a tab is ordinary whitespace
