@@ -22,7 +22,8 @@ SHARED = {
     "glaive_toolcall_zh_demo.json": "sharegpt",
 }
 PLACEHOLDER = re.compile(r"\{\{[^{}]+\}\}")
-TAG = re.compile(r"<\s*/?\s*[a-zA-Z][\w-]*(\s[^<>]*)?/?>|&(#\d+|#x[0-9a-fA-F]+|[a-zA-Z]\w+);")
+# As browsers parse it: a tag name follows '<' (or '</') at once; "< noinput >" is text.
+TAG = re.compile(r"</?[a-zA-Z][\w-]*(\s[^<>]*)?/?>|&(#\d+|#x[0-9a-fA-F]+|[a-zA-Z]\w+);")
 
 
 def _raw(shared_data, name):
