@@ -62,3 +62,35 @@ def subprocess_env() -> dict:
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     env.setdefault("OMP_NUM_THREADS", "1")
     return env
+
+
+@pytest.fixture(scope="session")
+def trained_demo_run(tmp_path_factory, demo_model_dir) -> Path:
+    """The default demo config trained once per session through the real worker
+    CLI (`python -m backend.train`); returns the run folder. save_steps is set
+    so the run leaves at least 2 complete checkpoints plus final/."""
+    import subprocess
+
+    from backend.config import RunConfig, derived_numbers, split_sizes
+    from backend.demo_data import build_demo_rows
+    from backend.run_files import list_checkpoints, read_status
+    from backend.workspace import Workspace
+
+    ws = Workspace(tmp_path_factory.mktemp("demo-run") / "workspace").ensure()
+    (ws.models_dir / "demo").symlink_to(demo_model_dir, target_is_directory=True)
+    config = RunConfig()
+    train_rows, _ = split_sizes(len(build_demo_rows()), config.val_size)
+    total = derived_numbers(config, train_rows)["total_steps"]
+    config_file = ws.root / "default.yaml"
+    config.save(config_file)
+    run_dir = ws.runs_dir / "demo-default"
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    command = [sys.executable, "-m", "backend.train", "--config", str(config_file), "--run-dir", str(run_dir),
+               "--workspace", str(ws.root), "--set", f"save_steps={max(1, total // 3)}"]
+    result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    status = read_status(run_dir)
+    assert result.returncode == 0 and status.get("state") == "completed", (
+        f"demo run failed (exit {result.returncode}): {status.get('error')}\n{result.stderr[-3000:]}")
+    assert len(list_checkpoints(run_dir)) >= 2 and (run_dir / "final" / "COMPLETE").is_file()
+    return run_dir

@@ -24,7 +24,7 @@ from backend.config import RunConfig
 
 
 def training_arguments(config: RunConfig, run_dir: Path, precision: str, has_eval: bool,
-                       on_cpu: bool) -> TrainingArguments:
+                       on_cpu: bool, world_size: int = 1) -> TrainingArguments:
     eval_steps = config.eval_steps or config.save_steps
     kwargs = dict(
         output_dir=str(run_dir),
@@ -41,13 +41,15 @@ def training_arguments(config: RunConfig, run_dir: Path, precision: str, has_eva
         warmup_steps=config.warmup_ratio,  # transformers 5: a float < 1 is a ratio of the total steps
         weight_decay=config.weight_decay,
         max_grad_norm=config.max_grad_norm,
-        gradient_checkpointing=config.gradient_checkpointing,
-        gradient_checkpointing_kwargs={"use_reentrant": False} if config.gradient_checkpointing else None,
+        # transformers 5 names gradient checkpointing "activation checkpointing".
+        activation_checkpointing=config.gradient_checkpointing,
+        activation_checkpointing_kwargs={"use_reentrant": False} if config.gradient_checkpointing else None,
         neftune_noise_alpha=config.neftune_noise_alpha,
         bf16=precision == "bf16",
         fp16=precision == "fp16",
         use_cpu=on_cpu,
-        ddp_backend="gloo" if on_cpu or not torch.cuda.is_available() else None,
+        # DDP across CPU processes needs gloo; set only under torchrun (a lone process must not init one).
+        ddp_backend="gloo" if world_size > 1 and (on_cpu or not torch.cuda.is_available()) else None,
         ddp_find_unused_parameters=False if config.method != "full" else None,
         logging_steps=config.logging_steps,
         logging_first_step=True,

@@ -76,7 +76,7 @@ def build(job: Job, stop: GracefulStop) -> Session:
     parameters = parameter_counts(model)
     log.info("method %s, precision %s, %d of %d parameters trainable", config.method, precision,
              parameters["trainable_parameters"], parameters["total_parameters"])
-    args = training_arguments(config, job.run_dir, precision, eval_data is not None, on_cpu)
+    args = training_arguments(config, job.run_dir, precision, eval_data is not None, on_cpu, job.world_size)
     checkpoints = CheckpointCallback(job.run_dir, config.save_total_limit)
     # Order matters: the stop flag and DefaultFlowCallback decide should_save before the disk check.
     callbacks = [stop, DiskSpaceCallback(job.run_dir, parameters["trainable_parameters"] * 12 + 2**20),
