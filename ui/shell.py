@@ -25,10 +25,10 @@ from ui.settings import load_settings, save_settings  # noqa: E402
 TAB_ORDER = ("data", "train", "runs", "chat", "evaluate", "export")
 
 TEXT: dict[str, dict[str, str]] = {
-    "shell.title": {"en": "FineTune Studio", "zh": "FineTune Studio 微调工作室"},
-    "shell.subtitle": {
-        "en": "Fine-tune language models on your own data, locally.",
-        "zh": "在本机用你自己的数据微调语言模型。",
+    # One I18n value per component: gradio translates a whole value, not pieces of a string.
+    "shell.title": {
+        "en": "## FineTune Studio\nFine-tune language models on your own data, locally.",
+        "zh": "## FineTune Studio 微调工作室\n在本机用你自己的数据微调语言模型。",
     },
     "shell.language": {"en": "Language", "zh": "语言"},
     "shell.tab.data": {"en": "Data", "zh": "数据"},
@@ -41,7 +41,7 @@ TEXT: dict[str, dict[str, str]] = {
 
 CSS = """
 #shell-header { align-items: center; }
-#shell-header h1 { margin: 0; }
+#shell-header h2 { margin: 0; }
 #shell-language { max-width: 16rem; }
 footer { opacity: 0.6; }
 """
@@ -69,7 +69,7 @@ def build_app(workspace: Workspace) -> gr.Blocks:
     saved = load_settings(workspace)
     with gr.Blocks(title="FineTune Studio", fill_width=True, analytics_enabled=False) as demo:
         with gr.Row(elem_id="shell-header", equal_height=True):
-            gr.Markdown(f"# {i18n('shell.title')}\n{i18n('shell.subtitle')}", elem_id="shell-title")
+            gr.Markdown(i18n("shell.title"), elem_id="shell-title")
             lang = gr.Radio(
                 choices=[("English", "en"), ("中文", "zh")],
                 value=normalise_language(saved.get("language", "en")),

@@ -1,0 +1,51 @@
+"""Fixtures for browser tests: a real app process on a temporary workspace
+(demo model linked in, like tests/conftest.py's `workspace`) and a headless
+chromium page. Every test here is marked `browser`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.browser.harness import ARTIFACTS, AppProcess, launch_browser
+
+
+def pytest_collection_modifyitems(config, items):
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture
+def app(workspace):
+    """The app running on a free port over the test's workspace; restart with app.restart()."""
+    process = AppProcess(workspace.root)
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium, request):
+    """A fresh English page; a screenshot of its last state lands in test-artifacts/ when the test ends."""
+    context = chromium.new_context(locale="en-US", viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    yield page
+    ARTIFACTS.mkdir(exist_ok=True)
+    try:
+        page.screenshot(path=str(ARTIFACTS / f"{request.node.name}-last.png"), full_page=True)
+    finally:
+        context.close()

@@ -1,0 +1,21 @@
+"""The shell in a real browser: tabs in order, the language switch translates labels."""
+
+import pytest
+
+from tests.browser.harness import screenshot, wait_app_loaded
+
+
+@pytest.mark.browser
+def test_language_switch_translates_and_is_remembered(app, page):
+    page.goto(app.url)
+    wait_app_loaded(page)
+    title = page.locator("#shell-title")
+    assert "Fine-tune language models on your own data" in title.inner_text()
+    page.locator("#shell-language").get_by_text("中文").click()
+    page.locator("#shell-title").get_by_text("在本机用你自己的数据微调语言模型").wait_for()
+    screenshot(page, "shell-zh")
+    # The choice is saved: a new page (and a restarted app) opens in Chinese.
+    app.restart()
+    page.goto(app.url)
+    wait_app_loaded(page)
+    page.locator("#shell-title").get_by_text("在本机用你自己的数据微调语言模型").wait_for()
