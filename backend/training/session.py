@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from transformers import EarlyStoppingCallback, PrinterCallback, Trainer, TrainerState
+from transformers import EarlyStoppingCallback, PrinterCallback, Trainer, TrainerState, set_seed
 
 from backend.config import ConfigError, import_reference
 from backend.hardware import training_devices
@@ -72,6 +72,8 @@ def build(job: Job, stop: GracefulStop) -> Session:
              counts.eval, counts.truncated, counts.dropped, counts.reasons or "")
     quantized_on_gpu = config.method == "qlora" and not on_cpu
     device_map = {"": int(os.environ.get("LOCAL_RANK", "0"))} if quantized_on_gpu else None
+    # Seed before the adapters exist: LoRA A starts random, and the Trainer seeds only later.
+    set_seed(config.seed)
     model = build_model(config, model_path, precision, device_map)
     parameters = parameter_counts(model)
     log.info("method %s, precision %s, %d of %d parameters trainable", config.method, precision,
