@@ -188,7 +188,8 @@ class RunStore:
         status = self.refresh(run_id)
         if not self._is_live(status):
             raise RunError(f"Run {run_id} is not running (state: {status.get('state')}).")
-        pid, started = status["pid"], status["create_time"]
+        pid = status["pid"]
+        started = supervisor.create_time(pid)  # the launcher's own (the worker records its rank 0's)
         supervisor.request_stop(pid)
         self._stopping[run_id] = "ended after the stop request without recording it"
 
@@ -210,7 +211,7 @@ class RunStore:
             self._children.pop(run_id)  # reaped: no zombie left behind
         if status.get("state") not in ("queued", "running") or not status.get("pid"):
             return status
-        if supervisor.is_alive(status["pid"], status.get("create_time")):
+        if _alive(status):
             return status
         status = read_status(run_dir)  # the worker may have written its end just before exiting
         if status.get("state") in FINAL_STATES:
@@ -359,6 +360,13 @@ class RunStore:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _alive(status: dict) -> bool:
+    """The launched process (pid) or, under torchrun, rank 0 (worker_pid) is the
+    process that started at create_time: the worker records its own start time."""
+    started = status.get("create_time")
+    return any(supervisor.is_alive(p, started) for p in {status.get("pid"), status.get("worker_pid")} if p)
 
 
 def _last_line(path: Path) -> str:
