@@ -1,0 +1,64 @@
+"""Small render helpers shared by tabs: conversations as chat bubbles, a
+token-length histogram, and the check summary table. Pure functions of plain
+data (no components), so handler tests can call them directly.
+
+Everything from user data is HTML-escaped: a dataset full of <script> tags is
+shown as text, never run.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+ROLE_COLORS = {"system": "#eef2ff", "user": "#f1f5f9", "assistant": "#ecfdf5", "tool": "#fff7ed"}
+
+CHAT_CSS = """
+.ft-conv { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px 10px; margin: 8px 0; }
+.ft-conv-head { font-size: 0.85em; opacity: 0.75; margin-bottom: 6px; }
+.ft-turn { border-radius: 8px; padding: 6px 10px; margin: 4px 0; white-space: pre-wrap; word-break: break-word;
+           color: #111827; }
+.ft-turn b { font-size: 0.8em; text-transform: uppercase; opacity: 0.7; display: block; }
+.ft-turn.user { margin-right: 15%; } .ft-turn.assistant { margin-left: 15%; }
+.ft-problem { color: #b91c1c; font-size: 0.9em; }
+"""
+
+
+def conversation_html(label: str, messages: list[dict] | None, notes: list[str] | None = None) -> str:
+    """One row as chat bubbles; a row that could not be converted shows its problems instead."""
+    parts = [f'<div class="ft-conv"><div class="ft-conv-head">{html.escape(label)}</div>']
+    for note in notes or []:
+        parts.append(f'<div class="ft-problem">{html.escape(note)}</div>')
+    for message in messages or []:
+        role = str(message.get("role", ""))
+        color = ROLE_COLORS.get(role, "#f8fafc")
+        parts.append(
+            f'<div class="ft-turn {html.escape(role)}" style="background:{color}">'
+            f"<b>{html.escape(role)}</b>{html.escape(str(message.get('content', '')))}</div>"
+        )
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def conversations_html(items: list[tuple[str, list[dict] | None, list[str]]], empty: str) -> str:
+    if not items:
+        return f"<p>{html.escape(empty)}</p>"
+    return "".join(conversation_html(label, messages, notes) for label, messages, notes in items)
+
+
+def token_histogram(stats: dict | None, title: str, x_label: str, y_label: str, cutoff_label: str) -> Any:
+    """A plotly bar chart of token lengths with the cutoff as a dashed red line (None without stats)."""
+    if not stats or not stats.get("histogram", {}).get("counts"):
+        return None
+    import plotly.graph_objects as go  # lazily: not on the start-up path
+
+    edges, counts = stats["histogram"]["edges"], stats["histogram"]["counts"]
+    centers = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])]
+    widths = [b - a for a, b in zip(edges[:-1], edges[1:])]
+    figure = go.Figure(go.Bar(x=centers, y=counts, width=widths, marker_color="#6366f1", name=y_label))
+    cutoff = stats["cutoff_len"]
+    figure.add_vline(x=cutoff, line_dash="dash", line_color="#dc2626",
+                     annotation_text=f"{cutoff_label} = {cutoff}", annotation_position="top right")
+    figure.update_layout(title=title, xaxis_title=x_label, yaxis_title=y_label, bargap=0.05,
+                         height=320, margin={"l": 40, "r": 20, "t": 50, "b": 40}, showlegend=False)
+    return figure

@@ -1,0 +1,355 @@
+"""Data tab: upload or pick data, see its detected format and column mapping,
+read it as conversations, see what the checks found, fix it in a click and
+save it as a named workspace dataset with a train / eval split.
+
+The work is in ui/data_session.py (no gradio) over backend/data; this module
+builds components and turns results into component values. A file that cannot
+be used leaves everything on screen as it was and says what is wrong.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from backend.data.errors import DataError
+from ui import data_session as ds
+from ui.components import conversations_html, token_histogram
+from ui.context import UIContext
+from ui.data_texts import FIXES, TEXT  # noqa: F401  (TEXT is this tab's contract with the shell)
+
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+SEVERITY_MARK = {"error": "🔴", "warning": "🟠", "info": "🔵"}
+PRIVATE = {"api_visibility": "private"}
+
+
+def new_state(path: str, model: str, cutoff: int) -> dict:
+    return {"path": str(path), "mapping": None, "plan": {}, "model": model or "demo", "cutoff": int(cutoff or 256)}
+
+
+# ---------------------------------------------------------------- views (plain values)
+
+def render(ctx: UIContext, lang: str, state: dict, page: int = 1) -> dict[str, Any]:
+    """Everything the tab shows for `state`, keyed by component name. Raises DataError / ValueError."""
+    a = ds.analyse(ctx.workspace, state["path"], state.get("mapping"), state.get("plan", {}),
+                   state.get("model"), int(state.get("cutoff", 256)))
+    rows, page, pages = ds.page_view(a, page)
+    names = ds.placeholder_names(a)
+    out = {
+        "state": state,
+        "status": status_text(ctx, lang, a),
+        "mapping": ", ".join(f"{k}={v}" for k, v in a.shape_columns.items()),
+        "columns": ctx.msg(lang, "data.columns_found", columns=", ".join(a.file_columns) or "-"),
+        "summary": summary_table(ctx, lang, a.report),
+        "histogram": histogram(ctx, lang, a.report),
+        "fill": "\n".join(f"{n}={state.get('plan', {}).get('fill', {}).get(n, '')}" for n in names),
+        "applied": applied_text(ctx, lang, a),
+        "preview": conversations_html([(ctx.msg(lang, "data.row", row=r), m, []) for r, m in rows],
+                                      ctx.msg(lang, "data.no_rows")),
+        "page": page,
+        "page_info": ctx.msg(lang, "data.page_of", page=page, pages=pages, rows=len(a.rows)),
+        "check_rows": "",
+        "save_name": default_name(a.label),
+    }
+    counts = {c["id"]: c["count"] for c in a.report["checks"]}
+    for key, check_id, _value in FIXES:
+        n = counts.get(check_id, 0) if check_id else None
+        label = ctx.msg(lang, f"data.fix.{key}") + (f" ({n})" if n is not None else "")
+        out[f"fix:{key}"] = gr.update(value=label, interactive=n is None or n > 0)
+    return out
+
+
+def status_text(ctx: UIContext, lang: str, a: ds.Analysis) -> str:
+    r = a.report
+    summary = r.get("summary", {})
+    text = ctx.msg(lang, "data.status", label=a.label, detected=a.detected, rows=a.total, usable=len(a.rows),
+                   errors=summary.get("error", 0), warnings=summary.get("warning", 0))
+    if r.get("token_lengths"):
+        t = r["token_lengths"]
+        text += "\n\n" + ctx.msg(lang, "data.tokens", model=r.get("model") or "-", mean=round(t["mean"]), p50=t["p50"],
+                                 p90=t["p90"], p99=t["p99"], max=t["max"], cutoff=t["cutoff_len"], over=t["over_cutoff"])
+    return text
+
+
+def summary_table(ctx: UIContext, lang: str, report: dict):
+    import pandas as pd  # gradio already imports it
+
+    rows = []
+    for c in sorted(report["checks"], key=lambda c: (SEVERITY_ORDER[c["severity"]], -c["count"])):
+        rows.append([f"{SEVERITY_MARK[c['severity']]} {ctx.msg(lang, 'data.sev.' + c['severity'])}", c["id"],
+                     c["count"], _text(ctx, lang, f"data.check.{c['id']}", c["title"])])
+    columns = [ctx.msg(lang, k) for k in ("data.col.severity", "data.col.check", "data.col.count", "data.col.meaning")]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _text(ctx: UIContext, lang: str, key: str, fallback: str) -> str:
+    return ctx.msg(lang, key) if key in ctx.texts else fallback
+
+
+def histogram(ctx: UIContext, lang: str, report: dict):
+    return token_histogram(report.get("token_lengths"), ctx.msg(lang, "data.hist.title"), ctx.msg(lang, "data.hist.x"),
+                           ctx.msg(lang, "data.hist.y"), "cutoff_len")
+
+
+def applied_text(ctx: UIContext, lang: str, a: ds.Analysis) -> str:
+    if not a.steps:
+        return ctx.msg(lang, "data.no_fixes")
+    lines = [ctx.msg(lang, "data.applied_head", before=a.total, after=len(a.rows))]
+    lines += [f"- `{s['id']}`: " + ctx.msg(lang, "data.applied_step", changed=s["changed"], removed=s["removed"])
+              for s in a.steps]
+    return "\n".join(lines)
+
+
+def default_name(label: str) -> str:
+    import re
+
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", str(label).rsplit("/", 1)[-1].rsplit(".", 1)[0]).strip("-.")
+    return (stem or "dataset")[:40] + "-clean"
+
+
+def error_text(ctx: UIContext, lang: str, error: Exception) -> str:
+    return "⚠️ " + ctx.msg(lang, "data.error", problem=str(error))
+
+
+# ---------------------------------------------------------------- handlers (tested directly)
+
+def open_upload(ctx: UIContext, lang: str, file: str | None, model: str, cutoff: int, state: dict | None):
+    if not file:
+        return {"status": ctx.msg(lang, "data.pick_first")}
+    return _safe(ctx, lang, lambda: render(ctx, lang, new_state(file, model, cutoff)))
+
+
+def open_dataset(ctx: UIContext, lang: str, name: str | None, model: str, cutoff: int, state: dict | None):
+    if not name:
+        return {"status": ctx.msg(lang, "data.pick_first")}
+    return _safe(ctx, lang, lambda: render(ctx, lang, new_state(ds.dataset_source(ctx.workspace, name), model, cutoff)))
+
+
+def recheck(ctx: UIContext, lang: str, state: dict | None, model: str, cutoff: int, mapping_text: str):
+    if not state:
+        return {"status": ctx.msg(lang, "data.pick_first")}
+
+    def run():
+        mapping = ds.parse_pairs(mapping_text, ctx.msg(lang, "data.mapping"))
+        return render(ctx, lang, {**state, "model": model or "demo", "cutoff": int(cutoff or 256),
+                                  "mapping": mapping or None})
+    return _safe(ctx, lang, run)
+
+
+def apply_fix(ctx: UIContext, lang: str, state: dict | None, key: str, fill_text: str):
+    if not state:
+        return {"status": ctx.msg(lang, "data.pick_first")}
+
+    def run():
+        field, value = _fix_target(key)
+        if field == "fill":
+            value = ds.parse_pairs(fill_text, ctx.msg(lang, "data.fill"))
+            if not value:
+                raise ValueError(ctx.msg(lang, "data.fill_empty"))
+        plan = {**state.get("plan", {}), field: value}
+        return render(ctx, lang, {**state, "plan": plan})
+    return _safe(ctx, lang, run)
+
+
+def undo_fixes(ctx: UIContext, lang: str, state: dict | None):
+    if not state:
+        return {"status": ctx.msg(lang, "data.pick_first")}
+    return _safe(ctx, lang, lambda: render(ctx, lang, {**state, "plan": {}}))
+
+
+def show_check(ctx: UIContext, lang: str, state: dict | None, check_id: str) -> str:
+    if not state or not check_id:
+        return ""
+    try:
+        a = ds.analyse(ctx.workspace, state["path"], state.get("mapping"), state.get("plan", {}),
+                       state.get("model"), int(state.get("cutoff", 256)))
+    except (DataError, ValueError) as error:
+        return f"<p>{error_text(ctx, lang, error)}</p>"
+    items = [(ctx.msg(lang, "data.row", row=r), m, notes) for r, m, notes in ds.check_rows_view(a, check_id)]
+    head = f"<h4>{check_id}</h4>"
+    return head + conversations_html(items, ctx.msg(lang, "data.check_clean"))
+
+
+def turn_page(ctx: UIContext, lang: str, state: dict | None, page: int):
+    if not state:
+        return {"status": ctx.msg(lang, "data.pick_first")}
+    out = _safe(ctx, lang, lambda: render(ctx, lang, state, page))
+    return {k: out[k] for k in ("preview", "page", "page_info", "status") if k in out}
+
+
+def save_dataset(ctx: UIContext, lang: str, state: dict | None, name: str, eval_ratio: float, seed: int,
+                 overwrite: bool):
+    """Returns (message, saved name or None)."""
+    if not state:
+        return ctx.msg(lang, "data.pick_first"), None
+    try:
+        a = ds.analyse(ctx.workspace, state["path"], state.get("mapping"), state.get("plan", {}),
+                       state.get("model"), int(state.get("cutoff", 256)))
+        folder = ds.save(ctx.workspace, a, (name or "").strip(), eval_ratio, seed, overwrite)
+    except (DataError, ValueError, FileExistsError) as error:
+        return error_text(ctx, lang, error), None
+    meta_split = (folder / "meta.json").read_text(encoding="utf-8")
+    import json
+
+    split = json.loads(meta_split)["split"]
+    ctx.remember(dataset=folder.name)
+    return ctx.msg(lang, "data.saved", name=folder.name, train=split["train_rows"], eval=split["eval_rows"]), folder.name
+
+
+def _fix_target(key: str) -> tuple[str, Any]:
+    """The FixPlan field and value a fix button sets."""
+    return next(target for k, _check, target in FIXES if k == key)
+
+
+def _safe(ctx: UIContext, lang: str, fn) -> dict:
+    try:
+        return fn()
+    except (DataError, ValueError) as error:
+        return {"status": error_text(ctx, lang, error)}
+
+
+
+
+def api_check(ctx: UIContext, file: str | None, model: str, cutoff: int) -> dict:
+    """Public API /check_dataset: the check report of an uploaded file (as `python -m backend.data check --json`)."""
+    if not file:
+        return {"error": "Send a data file (gradio_client.handle_file(path))."}
+    from backend.data.checks import check_file
+
+    try:
+        tokenizer = ds.load_tokenizer(ctx.workspace, model or None)
+        report = check_file(file, tokenizer=tokenizer, model=model or None, cutoff_len=int(cutoff or 256))
+    except (DataError, ValueError) as error:
+        return {"error": str(error)}
+    return report.to_dict()
+
+
+# ---------------------------------------------------------------- components and wiring
+
+OUT_KEYS = ("state", "status", "mapping", "columns", "summary", "histogram", "fill", "applied", "preview", "page",
+            "page_info", "check_rows", "save_name", *(f"fix:{k}" for k, _c, _t in FIXES))
+
+
+def build(ctx: UIContext) -> None:
+    ws, t = ctx.workspace, ctx.t
+    last = ctx.saved().get("data", {})
+    c: dict[str, Any] = {"state": gr.State(None)}
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=2, min_width=320):
+            gr.Markdown(t("data.source"))
+            upload = gr.File(label=t("data.upload"), type="filepath", elem_id="data-upload",
+                             file_types=[".json", ".jsonl", ".csv", ".tsv", ".parquet"])
+            with gr.Row():
+                pick = gr.Dropdown(choices=ds.workspace_datasets(ws), value=None, label=t("data.pick"),
+                                   elem_id="data-pick", scale=3)
+                refresh = gr.Button(t("data.refresh"), size="sm", scale=1)
+            with gr.Accordion(t("data.counting"), open=False):
+                model = gr.Dropdown(choices=ds.local_models(ws), value=last.get("model", "demo"), allow_custom_value=True,
+                                    label=t("data.model"), elem_id="data-model")
+                cutoff = gr.Number(value=last.get("cutoff", 256), minimum=16, maximum=131072, precision=0,
+                                   label=t("data.cutoff"), elem_id="data-cutoff")
+            c["mapping"] = gr.Textbox(label=t("data.mapping"), info=t("data.mapping_help"), elem_id="data-mapping")
+            c["columns"] = gr.Markdown(elem_id="data-columns")
+            check = gr.Button(t("data.check_btn"), elem_id="data-check")
+        with gr.Column(scale=3):
+            c["status"] = gr.Markdown(t("data.pick_first"), elem_id="data-status")
+            gr.Markdown(t("data.report"))
+            c["summary"] = gr.Dataframe(interactive=False, wrap=True, elem_id="data-summary", max_height=420)
+            gr.Markdown(t("data.report_help"))
+            c["histogram"] = gr.Plot(elem_id="data-histogram", show_label=False)
+    c["check_rows"] = gr.HTML(elem_id="data-check-rows")
+    with gr.Accordion(t("data.preview"), open=True):
+        with gr.Row(equal_height=True):
+            prev = gr.Button(t("data.prev"), size="sm", scale=0)
+            c["page"] = gr.Number(value=1, precision=0, minimum=1, label=t("data.page"), scale=0, min_width=90)
+            nxt = gr.Button(t("data.next"), size="sm", scale=0)
+            c["page_info"] = gr.Markdown(elem_id="data-page-info")
+        c["preview"] = gr.HTML(elem_id="data-preview")
+    gr.Markdown(t("data.fixes"))
+    gr.Markdown(t("data.fixes_help"))
+    with gr.Row():
+        c["fill"] = gr.Textbox(lines=3, label=t("data.fill"), elem_id="data-fill", scale=1)
+        c["applied"] = gr.Markdown(elem_id="data-applied")
+    fix_buttons = {}
+    with gr.Row(elem_id="data-fix-buttons"):
+        for key, _check_id, _target in FIXES:
+            fix_buttons[key] = c[f"fix:{key}"] = gr.Button(t(f"data.fix.{key}"), size="sm", interactive=False,
+                                                           elem_id=f"data-fix-{key}", min_width=120)
+        undo = gr.Button(t("data.undo"), size="sm", variant="stop", elem_id="data-undo", min_width=120)
+    gr.Markdown(t("data.save"))
+    with gr.Row(equal_height=True):
+        c["save_name"] = gr.Textbox(label=t("data.save_name"), elem_id="data-save-name")
+        eval_ratio = gr.Slider(0, 0.5, value=0.1, step=0.01, label=t("data.eval_ratio"), elem_id="data-eval-ratio")
+        seed = gr.Number(value=42, precision=0, label=t("data.seed"))
+        overwrite = gr.Checkbox(label=t("data.overwrite"))
+        save = gr.Button(t("data.save_btn"), variant="primary", elem_id="data-save")
+    saved = gr.Markdown(elem_id="data-saved")
+    _wire(ctx, c, upload, pick, refresh, model, cutoff, check, prev, nxt, fix_buttons, undo,
+          (eval_ratio, seed, overwrite, save, saved))
+    _public_api(ctx)
+
+
+def _wire(ctx, c, upload, pick, refresh, model, cutoff, check, prev, nxt, fix_buttons, undo, saving) -> None:
+    lang, state = ctx.lang, c["state"]
+    outs = [c[k] for k in OUT_KEYS]
+
+    def to_components(values: dict) -> dict:
+        return {c[k]: v for k, v in values.items() if k in c}
+
+    def remember(m, n):
+        ctx.remember(data={"model": m or "demo", "cutoff": int(n or 256)})
+
+    upload.upload(lambda lg, f, m, n, s: to_components(open_upload(ctx, lg, f, m, n, s)),
+                  [lang, upload, model, cutoff, state], outs, **PRIVATE)
+    pick.input(lambda lg, name, m, n, s: to_components(open_dataset(ctx, lg, name, m, n, s)),
+               [lang, pick, model, cutoff, state], outs, **PRIVATE)
+    for trigger in (refresh.click, pick.focus):
+        trigger(lambda: gr.update(choices=ds.workspace_datasets(ctx.workspace)), None, pick, **PRIVATE)
+    check.click(lambda lg, s, m, n, mp: to_components(recheck(ctx, lg, s, m, n, mp)),
+                [lang, state, model, cutoff, c["mapping"]], outs, **PRIVATE).then(remember, [model, cutoff], None, **PRIVATE)
+    lang.change(lambda lg, s, m, n, mp: to_components(recheck(ctx, lg, s, m, n, mp)) if s else {},
+                [lang, state, model, cutoff, c["mapping"]], outs, **PRIVATE)
+    for key, button in fix_buttons.items():
+        button.click(lambda lg, s, fill, key=key: to_components(apply_fix(ctx, lg, s, key, fill)),
+                     [lang, state, c["fill"]], outs, **PRIVATE)
+    undo.click(lambda lg, s: to_components(undo_fixes(ctx, lg, s)), [lang, state], outs, **PRIVATE)
+    c["summary"].select(_on_select(ctx), [lang, state], c["check_rows"], **PRIVATE)
+    page_outs = [c["preview"], c["page"], c["page_info"], c["status"]]
+    for trigger, step in ((prev.click, -1), (nxt.click, 1), (c["page"].submit, 0)):
+        trigger(lambda lg, s, p, step=step: to_components(turn_page(ctx, lg, s, int(p or 1) + step)),
+                [lang, state, c["page"]], page_outs, **PRIVATE)
+    eval_ratio, seed, overwrite, save, saved = saving
+    shared = ctx.shared.get("dataset") or gr.State(None)
+
+    def do_save(lg, s, name, ratio, sd, ow, current):
+        message, saved_name = save_dataset(ctx, lg, s, name, ratio, sd, ow)
+        choices = ds.workspace_datasets(ctx.workspace)
+        return message, saved_name or current, gr.update(choices=choices, value=saved_name or None)
+
+    save.click(do_save, [lang, state, c["save_name"], eval_ratio, seed, overwrite, shared], [saved, shared, pick],
+               **PRIVATE)
+
+
+def _on_select(ctx: UIContext):
+    def on_select(lg: str, s: dict | None, evt: gr.SelectData) -> str:
+        row = evt.row_value or []
+        check_id = row[1] if len(row) > 1 else None
+        return show_check(ctx, lg, s, check_id)
+    return on_select
+
+
+def _public_api(ctx: UIContext) -> None:
+    """The documented API (docs/API in the report): hidden components, public endpoints."""
+    with gr.Group(visible=False):
+        file = gr.File(type="filepath", label="file")
+        model = gr.Textbox(value="demo", label="model")
+        cutoff = gr.Number(value=256, precision=0, label="cutoff_len")
+        report = gr.JSON(label="report")
+        names = gr.JSON(label="datasets")
+        check_trigger = gr.Button("check", visible=False)
+        list_trigger = gr.Button("list", visible=False)
+    check_trigger.click(lambda f, m, n: api_check(ctx, f, m, n), [file, model, cutoff], report,
+                        api_name="check_dataset", api_visibility="public")
+    list_trigger.click(lambda: ds.workspace_datasets(ctx.workspace), None, names,
+                       api_name="list_datasets", api_visibility="public")
