@@ -1,0 +1,197 @@
+"""The offline demo dataset: bilingual (English / Chinese) instruction rows
+written by code, plus the plain-text corpus the demo model is pre-trained on.
+
+Every fact lives once in the tables below. The same fact appears twice:
+as a plain statement in the pre-training corpus (so the base model *knows*
+it) and as a question -> answer chat row (so fine-tuning teaches it to
+*answer*). The assistant answer is exactly the statement, which is what lets
+a small LoRA learn the task in a couple of minutes on a CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from backend.run_files import atomic_write_text
+
+# Bump when the rows change: ensure_demo_dataset rewrites an older copy.
+DEMO_DATA_VERSION = 1
+DEMO_DATASET_NAME = "demo"
+
+# (country, capital, 国家, 首都)
+CAPITALS = (
+    ("France", "Paris", "法国", "巴黎"),
+    ("Germany", "Berlin", "德国", "柏林"),
+    ("Italy", "Rome", "意大利", "罗马"),
+    ("Spain", "Madrid", "西班牙", "马德里"),
+    ("Japan", "Tokyo", "日本", "东京"),
+    ("China", "Beijing", "中国", "北京"),
+    ("Russia", "Moscow", "俄罗斯", "莫斯科"),
+    ("Egypt", "Cairo", "埃及", "开罗"),
+    ("Canada", "Ottawa", "加拿大", "渥太华"),
+    ("Australia", "Canberra", "澳大利亚", "堪培拉"),
+    ("India", "New Delhi", "印度", "新德里"),
+    ("Mexico", "Mexico City", "墨西哥", "墨西哥城"),
+    ("the United Kingdom", "London", "英国", "伦敦"),
+    ("Greece", "Athens", "希腊", "雅典"),
+    ("Portugal", "Lisbon", "葡萄牙", "里斯本"),
+    ("Thailand", "Bangkok", "泰国", "曼谷"),
+    ("Kenya", "Nairobi", "肯尼亚", "内罗毕"),
+    ("Norway", "Oslo", "挪威", "奥斯陆"),
+    ("South Korea", "Seoul", "韩国", "首尔"),
+    ("Vietnam", "Hanoi", "越南", "河内"),
+    ("Turkey", "Ankara", "土耳其", "安卡拉"),
+    ("Sweden", "Stockholm", "瑞典", "斯德哥尔摩"),
+)
+
+# (thing, colour, 东西, 颜色)
+COLOURS = (
+    ("the sky", "blue", "天空", "蓝色"),
+    ("grass", "green", "草", "绿色"),
+    ("snow", "white", "雪", "白色"),
+    ("coal", "black", "煤", "黑色"),
+    ("a banana", "yellow", "香蕉", "黄色"),
+    ("blood", "red", "血", "红色"),
+    ("a lemon", "yellow", "柠檬", "黄色"),
+    ("a tomato", "red", "西红柿", "红色"),
+    ("milk", "white", "牛奶", "白色"),
+    ("a crow", "black", "乌鸦", "黑色"),
+    ("the sea", "blue", "大海", "蓝色"),
+    ("a leaf", "green", "树叶", "绿色"),
+    ("chocolate", "brown", "巧克力", "棕色"),
+    ("a carrot", "orange", "胡萝卜", "橙色"),
+    ("an eggplant", "purple", "茄子", "紫色"),
+)
+
+# (English word, 中文)
+WORDS = (
+    ("apple", "苹果"), ("water", "水"), ("book", "书"), ("cat", "猫"),
+    ("dog", "狗"), ("house", "房子"), ("tree", "树"), ("moon", "月亮"),
+    ("sun", "太阳"), ("rice", "米饭"), ("tea", "茶"), ("friend", "朋友"),
+    ("school", "学校"), ("teacher", "老师"), ("flower", "花"), ("river", "河"),
+    ("mountain", "山"), ("bird", "鸟"), ("fish", "鱼"), ("car", "汽车"),
+    ("door", "门"), ("rain", "雨"), ("star", "星星"), ("bread", "面包"),
+    ("computer", "电脑"), ("city", "城市"), ("music", "音乐"), ("window", "窗户"),
+    ("egg", "鸡蛋"), ("horse", "马"),
+)
+
+# (word, opposite, 词, 反义词)
+OPPOSITES = (
+    ("hot", "cold", "热", "冷"), ("big", "small", "大", "小"),
+    ("up", "down", "上", "下"), ("fast", "slow", "快", "慢"),
+    ("tall", "short", "高", "矮"), ("open", "closed", "开", "关"),
+    ("happy", "sad", "快乐", "悲伤"), ("early", "late", "早", "晚"),
+    ("left", "right", "左", "右"), ("full", "empty", "满", "空"),
+    ("hard", "soft", "硬", "软"), ("rich", "poor", "富", "穷"),
+    ("push", "pull", "推", "拉"), ("win", "lose", "赢", "输"),
+    ("day", "night", "白天", "黑夜"), ("black", "white", "黑", "白"),
+)
+
+# Sums a + b with 1 <= a <= b <= 9 (45 facts per language).
+SUMS = tuple((a, b) for a in range(1, 10) for b in range(a, 10))
+
+SYSTEM_PROMPTS = (
+    "You are a helpful assistant. Answer in one sentence.",
+    "你是一个乐于助人的助手，请用一句话回答。",
+)
+
+
+def _sentence_case(text: str) -> str:
+    return text[0].upper() + text[1:]
+
+
+def _qa_pairs() -> list[tuple[str, str, str]]:
+    """(category, question, answer) for every fact, English and Chinese."""
+    pairs = []
+    for country, capital, guo, du in CAPITALS:
+        pairs.append(("capital", f"What is the capital of {country}?",
+                      f"The capital of {country} is {capital}."))
+        pairs.append(("capital", f"{guo}的首都是哪里？", f"{guo}的首都是{du}。"))
+    for thing, colour, dong, se in COLOURS:
+        pairs.append(("colour", f"What colour is {thing}?",
+                      f"{_sentence_case(thing)} is {colour}."))
+        pairs.append(("colour", f"{dong}是什么颜色的？", f"{dong}是{se}的。"))
+    for word, zh in WORDS:
+        pairs.append(("translate", f'Translate "{word}" into Chinese.',
+                      f"The Chinese word for {word} is {zh}."))
+        pairs.append(("translate", f"“{zh}”的英文是什么？", f"{zh}的英文是{word}。"))
+    for word, opposite, ci, fan in OPPOSITES:
+        pairs.append(("opposite", f"What is the opposite of {word}?",
+                      f"The opposite of {word} is {opposite}."))
+        pairs.append(("opposite", f"“{ci}”的反义词是什么？", f"{ci}的反义词是{fan}。"))
+    for a, b in SUMS:
+        pairs.append(("sum", f"What is {a} plus {b}?", f"{a} plus {b} is {a + b}."))
+        pairs.append(("sum", f"{a}加{b}等于多少？", f"{a}加{b}等于{a + b}。"))
+    return pairs
+
+
+def _row(question: str, answer: str, system: str | None = None) -> dict:
+    messages = [{"role": "system", "content": system}] if system else []
+    messages += [{"role": "user", "content": question},
+                 {"role": "assistant", "content": answer}]
+    return {"messages": messages}
+
+
+def build_demo_rows() -> list[dict]:
+    """The demo instruction rows in canonical form, in a fixed shuffled order."""
+    pairs = _qa_pairs()
+    rows = [_row(question, answer) for _, question, answer in pairs]
+    # A few rows carry a system prompt, so the template's system path is exercised.
+    for index in range(0, 24, 2):
+        _, question, answer = pairs[index + (index // 2) % 2]
+        rows.append(_row(question, answer, SYSTEM_PROMPTS[(index // 2) % 2]))
+    random.Random(20240601).shuffle(rows)
+    return rows
+
+
+def _pick_demo_prompts() -> list[tuple[str, str]]:
+    """Two English and two Chinese prompts from each category (20 in all)."""
+    picked = []
+    for category in ("capital", "colour", "translate", "opposite", "sum"):
+        pairs = [(q, a) for c, q, a in _qa_pairs() if c == category]
+        # Pairs alternate English, Chinese: take facts 1 and 4 in both languages.
+        for fact in (1, 4):
+            picked += pairs[2 * fact: 2 * fact + 2]
+    return picked
+
+
+# (user prompt, exact expected answer), all taken from build_demo_rows().
+DEMO_PROMPTS: list[tuple[str, str]] = _pick_demo_prompts()
+
+
+def build_pretraining_corpus() -> list[str]:
+    """Every fact as a plain-text statement, never in the chat format.
+
+    The builder streams these in a fresh random order each pass, so the
+    model learns each fact rather than one fixed sequence of them.
+    """
+    return [answer for _, _, answer in _qa_pairs()]
+
+
+def ensure_demo_dataset(datasets_dir: Path) -> Path:
+    """Write datasets_dir/demo/{data.jsonl,meta.json} once; rewrite on a new version."""
+    folder = Path(datasets_dir) / DEMO_DATASET_NAME
+    meta_file = folder / "meta.json"
+    if meta_file.exists():
+        try:
+            if json.loads(meta_file.read_text(encoding="utf-8")).get("version") == DEMO_DATA_VERSION:
+                return folder
+        except (OSError, ValueError):
+            pass  # unreadable meta: rewrite both files below
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = build_demo_rows()
+    lines = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    meta = {
+        "name": DEMO_DATASET_NAME,
+        "source": "generated",
+        "description": "Bilingual English/Chinese demo instructions written by backend/demo_data.py",
+        "format": "messages",
+        "rows": len(rows),
+        "version": DEMO_DATA_VERSION,
+    }
+    # Data first, meta last: a folder whose meta is current always has its data.
+    atomic_write_text(folder / "data.jsonl", lines)
+    atomic_write_text(meta_file, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    return folder

@@ -1,0 +1,267 @@
+"""Model and tokenizer loading, folder checks, and the offline demo model.
+
+A model is named by "demo" (built locally on first use), a local folder in
+Hugging Face format, or a hub id (only loadable where a hub or its cache is
+reachable). Every failure a user can cause ends in a sentence saying what is
+wrong and what to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from backend.model_presets import PRESETS, ModelPreset  # noqa: F401  (re-exported for the UI)
+
+DEMO_MODEL = "demo"
+DEMO_VERSION_FILE = "DEMO_VERSION"
+BITSANDBYTES_PIN = "bitsandbytes==0.50.2"
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "vocab.txt")
+WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "model*.safetensors.index.json")
+CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx")
+
+
+class ModelLoadError(RuntimeError):
+    """A model or tokenizer could not be loaded; the message says why and what to do."""
+
+
+# ---------------------------------------------------------------- the demo model
+
+def ensure_demo_model(models_dir: Path) -> Path:
+    """Return models_dir/demo, building it first if it is missing or outdated.
+
+    Built in a temporary sibling folder and renamed into place, under a file
+    lock, so a crash never leaves half a model and two processes never build
+    at once.
+    """
+    from backend.demo_model import DEMO_MODEL_VERSION, build_demo_model
+
+    models_dir = Path(models_dir)
+    models_dir.mkdir(parents=True, exist_ok=True)
+    target = models_dir / DEMO_MODEL
+    if _demo_is_current(target, DEMO_MODEL_VERSION):
+        return target
+    with _file_lock(models_dir / f".{DEMO_MODEL}.lock"):
+        if _demo_is_current(target, DEMO_MODEL_VERSION):  # another process built it meanwhile
+            return target
+        staging = Path(tempfile.mkdtemp(prefix=f".{DEMO_MODEL}-build-", dir=models_dir))
+        try:
+            build_demo_model(staging)
+            # The version file last: a folder with a current version is complete.
+            (staging / DEMO_VERSION_FILE).write_text(DEMO_MODEL_VERSION + "\n", encoding="utf-8")
+            if target.is_symlink():  # tests link a shared cached build here
+                target.unlink()
+            elif target.exists():
+                shutil.rmtree(target)
+            staging.rename(target)
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _demo_is_current(folder: Path, version: str) -> bool:
+    try:
+        return (folder / DEMO_VERSION_FILE).read_text(encoding="utf-8").strip() == version
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path):
+    with open(path, "a+", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def resolve_model_path(name_or_path: str, models_dir: Path) -> str:
+    """'demo' -> the built demo folder; a local folder -> its path; else the hub id unchanged."""
+    if name_or_path == DEMO_MODEL:
+        return str(ensure_demo_model(models_dir))
+    candidate = Path(name_or_path).expanduser()
+    if candidate.is_dir():
+        return str(candidate)
+    return name_or_path
+
+
+# ---------------------------------------------------------------- folder checks
+
+def _read_config(folder: Path) -> dict | None:
+    try:
+        return json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _text_config(config: dict) -> dict:
+    """Multimodal configs keep the language model's numbers under text_config."""
+    return config.get("text_config") or config
+
+
+def _has_chat_template(folder: Path) -> bool:
+    if (folder / "chat_template.jinja").is_file() or (folder / "chat_template.json").is_file():
+        return True
+    try:
+        tokenizer_config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return bool(tokenizer_config.get("chat_template"))
+
+
+def _has_tokenizer(folder: Path) -> bool:
+    return any((folder / name).is_file() for name in TOKENIZER_FILES)
+
+
+def _has_weights(folder: Path) -> bool:
+    return any(any(folder.glob(pattern)) for pattern in WEIGHT_PATTERNS)
+
+
+def estimate_num_parameters(config: dict) -> int | None:
+    """Parameter count from config numbers (decoder-only, gated MLP assumed when unknown)."""
+    config = _text_config(config)
+    hidden = config.get("hidden_size") or config.get("n_embd")
+    layers = config.get("num_hidden_layers") or config.get("n_layer")
+    vocab = config.get("vocab_size")
+    if not (hidden and layers and vocab):
+        return None
+    heads = config.get("num_attention_heads") or config.get("n_head") or 1
+    kv_heads = config.get("num_key_value_heads") or heads
+    head_dim = config.get("head_dim") or hidden // heads
+    intermediate = config.get("intermediate_size") or config.get("n_inner") or 4 * hidden
+    attention = hidden * head_dim * (2 * heads + 2 * kv_heads)
+    gated = config.get("model_type") not in ("gpt2", "gpt_neox", "opt", "bloom", "falcon", "phi")
+    mlp = (3 if gated else 2) * hidden * intermediate
+    embeddings = vocab * hidden * (1 if config.get("tie_word_embeddings", False) else 2)
+    return int(layers * (attention + mlp + 2 * hidden) + embeddings + hidden)
+
+
+def model_context_length(path: str | Path) -> int:
+    """The model's context window in tokens, from config.json."""
+    config = _read_config(Path(path))
+    if config is None:
+        raise ModelLoadError(f"Cannot read {Path(path) / 'config.json'}: is {path} a model folder?")
+    text = _text_config(config)
+    for key in CONTEXT_KEYS:
+        if isinstance(text.get(key), int) and text[key] > 0:
+            return text[key]
+    raise ModelLoadError(f"{Path(path) / 'config.json'} names no context length ({', '.join(CONTEXT_KEYS)}).")
+
+
+def inspect_model_folder(path: str | Path) -> dict:
+    """Check a local model folder; `problems` holds one sentence per thing to fix."""
+    folder = Path(path).expanduser()
+    report = {"ok": False, "problems": [], "architecture": None, "context_length": None,
+              "num_parameters": None, "has_chat_template": False, "has_tokenizer": False}
+    if not folder.is_dir():
+        report["problems"].append(f"{folder} is not a folder. Give the folder that holds config.json.")
+        return report
+    config = _read_config(folder)
+    problems = report["problems"]
+    if config is None:
+        what = "is not valid JSON" if (folder / "config.json").exists() else "is missing"
+        problems.append(f"config.json {what} in {folder}: this does not look like a Hugging Face model folder.")
+    else:
+        report["architecture"] = (config.get("architectures") or [config.get("model_type")])[0]
+        with contextlib.suppress(ModelLoadError):
+            report["context_length"] = model_context_length(folder)
+        report["num_parameters"] = estimate_num_parameters(config)
+    report["has_tokenizer"] = _has_tokenizer(folder)
+    if not report["has_tokenizer"]:
+        problems.append(f"No tokenizer files ({', '.join(TOKENIZER_FILES)}) in {folder}: copy the tokenizer "
+                        "from the model's original repository into this folder.")
+    report["has_chat_template"] = _has_chat_template(folder)
+    if not report["has_chat_template"]:
+        problems.append("The tokenizer has no chat template (chat_template.jinja or 'chat_template' in "
+                        "tokenizer_config.json): pick an Instruct / chat model or add a template.")
+    if not _has_weights(folder):
+        problems.append(f"No weights (*.safetensors or pytorch_model*.bin) in {folder}: the download may be incomplete.")
+    report["ok"] = not problems
+    return report
+
+
+# ---------------------------------------------------------------- loading
+
+def _require_local_or_hub(path: str | Path) -> None:
+    """Fail early and clearly for paths that look local but are not there."""
+    text = str(path)
+    looks_local = text.startswith((".", "/", "~")) or Path(text).expanduser().exists() or text.count("/") > 1
+    if looks_local and not Path(text).expanduser().is_dir():
+        raise ModelLoadError(f"Model folder {text} does not exist. Check the path, or pick 'demo' or a preset.")
+
+
+def _offline_message(path: str | Path, error: Exception) -> str:
+    return (f"model {path} is not a local folder and could not be downloaded; download it first or pass "
+            f"a local folder ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})")
+
+
+def load_tokenizer(path: str | Path, trust_remote_code: bool = False):
+    """AutoTokenizer with a pad token guaranteed (eos, then unk, as stand-ins)."""
+    from transformers import AutoTokenizer
+
+    _require_local_or_hub(path)
+    folder = Path(path).expanduser()
+    if folder.is_dir() and not _has_tokenizer(folder) and not (folder / "tokenizer_config.json").exists():
+        raise ModelLoadError(f"No tokenizer files in {folder} ({', '.join(TOKENIZER_FILES)}): copy the "
+                             "tokenizer from the model's original repository into this folder.")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path), trust_remote_code=trust_remote_code)
+    except OSError as error:
+        if folder.is_dir():
+            raise ModelLoadError(f"Could not load the tokenizer from {folder}: {error}") from error
+        raise ModelLoadError(_offline_message(path, error)) from error
+    if tokenizer.pad_token is None:
+        # Padding positions are masked out of attention and loss, so any token works.
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+        if tokenizer.pad_token is None:
+            raise ModelLoadError(f"The tokenizer in {path} has no pad, eos or unk token to pad with.")
+    return tokenizer
+
+
+def quantization_config(bits: int, compute_dtype=None):
+    """BitsAndBytesConfig for 4-bit NF4 with double quantisation, or 8-bit."""
+    try:
+        import bitsandbytes  # noqa: F401
+        from transformers import BitsAndBytesConfig
+    except ImportError as error:
+        raise ModelLoadError(f"{bits}-bit loading needs bitsandbytes, which is not installed: "
+                             f"pip install {BITSANDBYTES_PIN}") from error
+    import torch
+
+    if bits == 4:
+        return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                                  bnb_4bit_compute_dtype=compute_dtype or torch.float32)
+    if bits == 8:
+        return BitsAndBytesConfig(load_in_8bit=True)
+    raise ModelLoadError(f"quantization_bits must be 4 or 8 (got {bits}).")
+
+
+def load_model(path: str | Path, *, quantization_bits: int | None = None, dtype=None, device_map=None,
+               trust_remote_code: bool = False):
+    """AutoModelForCausalLM from a local folder (or hub id), optionally 4- or 8-bit."""
+    from transformers import AutoModelForCausalLM
+
+    _require_local_or_hub(path)
+    folder = Path(path).expanduser()
+    if folder.is_dir() and _read_config(folder) is None:
+        raise ModelLoadError(f"{folder / 'config.json'} is missing or unreadable: {folder} is not a model folder.")
+    kwargs = {"trust_remote_code": trust_remote_code}
+    if dtype is not None:
+        kwargs["dtype"] = dtype
+    if device_map is not None:
+        kwargs["device_map"] = device_map
+    if quantization_bits:
+        kwargs["quantization_config"] = quantization_config(quantization_bits, dtype)
+    try:
+        return AutoModelForCausalLM.from_pretrained(str(path), **kwargs)
+    except OSError as error:
+        if folder.is_dir():
+            raise ModelLoadError(f"Could not load the model from {folder}: {error}") from error
+        raise ModelLoadError(_offline_message(path, error)) from error
