@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         final_state = train(session, stop)
         return finish(session, final_state)
     except Exception as error:  # every failure ends as error + advice in status.json
-        return fail(job, error)
+        return fail(job, error, args.resume or args.run_dir)
 
 
 def mark_running(job) -> None:

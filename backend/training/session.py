@@ -168,11 +168,15 @@ def finish(session: Session, final_state: str) -> int:
     return 0
 
 
-def fail(job: Job | None, error: BaseException) -> int:
+def fail(job: Job | None, error: BaseException, run_dir: Path | None = None) -> int:
     """Log the error as one sentence + advice (and the traceback for unexpected
-    ones), record it in status.json, and return the exit code."""
+    ones), record it in status.json, and return the exit code. `run_dir`: the
+    folder named on the command line, for errors before the job exists."""
     explained = explain(error, job.config if job else None)
     line = f"error: {explained.error} Advice: {explained.advice}"
+    if job is None and run_dir is not None and run_dir.is_dir() and int(os.environ.get("RANK", "0")) == 0:
+        update_status(run_dir, state="failed", exit_code=explained.exit_code, ended_at=time.time(),
+                      error=explained.error, advice=explained.advice)
     logged = job is not None and job.run_dir.is_dir()
     if logged:
         if explained.exit_code != EXIT_CONFIG:

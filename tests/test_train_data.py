@@ -1,0 +1,127 @@
+"""The worker's data path and bookkeeping, in process: what the Trainer is fed
+(assistant-only labels, overflow, padding), checkpoint rotation, the grouped
+gradient norms, and the error sentences."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from backend.config import RunConfig
+from backend.data.encode import IGNORE_INDEX
+from backend.run_files import list_checkpoints, mark_complete
+from backend.training.callbacks import CheckpointCallback
+from backend.training.collator import PadToLongest
+from backend.training.dataset import DatasetNotFound, build_datasets, load_rows, resolve_dataset
+from backend.training.errors import explain
+from backend.training.metrics import grouped_grad_norms
+
+
+@pytest.fixture(scope="module")
+def tokenizer(demo_model_dir):
+    from backend.models import load_tokenizer
+
+    return load_tokenizer(demo_model_dir)
+
+
+def test_loss_only_on_assistant_tokens(tokenizer, workspace):
+    config = RunConfig(val_size=0.1)
+    train, evaluation, counts = build_datasets(tokenizer, config, workspace)
+    assert counts.train == len(train) and counts.eval == len(evaluation) and counts.dropped == 0
+    rows, _ = load_rows(resolve_dataset("demo", workspace))
+    answers = {m["content"] for r in rows for m in r["messages"] if m["role"] == "assistant"}
+    for example in train.select(range(20)):
+        trained = [t for t, label in zip(example["input_ids"], example["labels"]) if label != IGNORE_INDEX]
+        # Exactly the answer and its end-of-turn marker (+ the template's newline): no header, no user text.
+        text = tokenizer.decode(trained).rstrip("\n")
+        assert text.endswith("<|im_end|>") and text[: -len("<|im_end|>")] in answers, text
+        prompt = [t for t, label in zip(example["input_ids"], example["labels"]) if label == IGNORE_INDEX]
+        assert "<|im_start|>user" in tokenizer.decode(prompt)
+
+
+def test_train_on_prompt_labels_everything(tokenizer, workspace):
+    train, _, _ = build_datasets(tokenizer, RunConfig(val_size=0, train_on_prompt=True), workspace)
+    assert all(e["labels"] == e["input_ids"] for e in train.select(range(10)))
+
+
+def test_overflow_truncates_or_drops(tokenizer, workspace):
+    _, _, cut = build_datasets(tokenizer, RunConfig(val_size=0, cutoff_len=30), workspace)
+    _, _, dropped = build_datasets(tokenizer, RunConfig(val_size=0, cutoff_len=30, overflow="drop"), workspace)
+    assert cut.truncated > 0 and dropped.truncated == 0
+    assert dropped.dropped >= cut.truncated  # every over-long row is dropped instead of cut
+    assert dropped.train + dropped.dropped == dropped.total
+
+
+def test_collator_pads_to_the_longest_row_only():
+    rows = [{"input_ids": [5] * 3, "labels": [IGNORE_INDEX, 5, 5], "length": 3},
+            {"input_ids": [6] * 10, "labels": [6] * 10, "length": 10}]
+    batch = PadToLongest(pad_token_id=0)(rows)
+    assert batch["input_ids"].shape == (2, 16)  # 10 rounded up to a multiple of 8, not cutoff_len
+    assert batch["attention_mask"][0].tolist() == [1] * 3 + [0] * 13
+    assert batch["labels"][0].tolist() == [IGNORE_INDEX, 5, 5] + [IGNORE_INDEX] * 13
+
+
+def test_alpaca_file_and_bad_rows(tmp_path, workspace):
+    good = tmp_path / "a.json"
+    good.write_text(json.dumps([{"instruction": "Say hi", "input": "to Bob", "output": "Hi Bob", "system": "Be brief"}]))
+    rows, eval_rows = load_rows(resolve_dataset(str(good), workspace))
+    assert eval_rows is None
+    assert rows[0]["messages"] == [{"role": "system", "content": "Be brief"},
+                                   {"role": "user", "content": "Say hi\nto Bob"},
+                                   {"role": "assistant", "content": "Hi Bob"}]
+    bad = tmp_path / "b.jsonl"
+    bad.write_text('{"question": "x"}\n')
+    with pytest.raises(ValueError, match=r"b.jsonl row 0"):
+        load_rows(bad)
+    with pytest.raises(DatasetNotFound, match="nothing-here.jsonl"):
+        resolve_dataset(str(tmp_path / "nothing-here.jsonl"), workspace)
+
+
+def test_workspace_dataset_uses_its_own_eval_split(tokenizer, workspace):
+    folder = workspace.datasets_dir / "mine"
+    folder.mkdir()
+    row = {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]}
+    (folder / "data.jsonl").write_text(json.dumps(row) + "\n" * 1 + json.dumps(row) + "\n")
+    (folder / "eval.jsonl").write_text(json.dumps(row) + "\n")
+    train, evaluation, counts = build_datasets(tokenizer, RunConfig(dataset="mine", val_size=0.5), workspace)
+    assert (counts.train, counts.eval) == (2, 1)
+
+
+def test_rotation_keeps_newest_and_best(tmp_path):
+    for step in (10, 20, 30, 40):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        mark_complete(tmp_path / f"checkpoint-{step}")
+    (tmp_path / "checkpoint-50").mkdir()  # being written: no marker, never touched
+    callback = CheckpointCallback(tmp_path, save_total_limit=2)
+    callback.best = (10, 0.5)
+    callback._rotate()
+    assert [p.name for p in list_checkpoints(tmp_path)] == ["checkpoint-10", "checkpoint-40"]
+    assert (tmp_path / "checkpoint-50").is_dir()
+
+
+def test_grad_norms_grouped_per_layer(demo_model_dir):
+    from backend.models import load_model
+
+    model = load_model(demo_model_dir)
+    ids = torch.tensor([[1, 2, 3, 4]])
+    model(input_ids=ids, labels=ids).loss.backward()
+    norms, total = grouped_grad_norms(model, model.config.num_hidden_layers)
+    layers = model.config.num_hidden_layers
+    assert len(norms["attn"]) == layers and len(norms["mlp"]) == layers
+    assert all(x > 0 for x in norms["attn"] + norms["mlp"]) and norms["other"] > 0
+    squares = sum(x * x for x in norms["attn"] + norms["mlp"]) + norms["other"] ** 2
+    assert squares == pytest.approx(total**2, rel=1e-4)
+
+
+def test_errors_are_one_sentence_with_advice():
+    config = RunConfig(per_device_train_batch_size=16, cutoff_len=1024)
+    oom = explain(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), config)
+    for knob in ("per_device_train_batch_size (now 16)", "cutoff_len (now 1024)", "gradient_checkpointing",
+                 "qlora"):
+        assert knob in oom.advice
+    assert oom.exit_code == 1
+    bnb = explain(ImportError("No module named 'bitsandbytes'"), config)
+    assert "pip install bitsandbytes" in bnb.advice
+    assert explain(DatasetNotFound("Dataset 'x' not found"), config).exit_code == 2

@@ -1,0 +1,224 @@
+"""The training worker end to end: real `python -m backend.train` subprocesses
+on the demo model (LoRA through the shared default demo run, QLoRA 4-bit and
+full with a few steps), stop + resume at the worker level, and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from backend.config import RunConfig
+from backend.run_files import list_checkpoints, read_status
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+# A few fast optimizer steps on the demo data (no eval split: nothing to wait for).
+QUICK = ["cutoff_len=64", "per_device_train_batch_size=4", "logging_steps=1", "val_size=0", "learning_rate=2e-3",
+         "warmup_ratio=0"]
+
+
+def worker(workspace, env, *sets: str, run_dir: Path | None = None, args=(), wait=True):
+    config = workspace.root / "run.yaml"
+    if not config.exists():
+        RunConfig().save(config)
+    command = [sys.executable, "-m", "backend.train", "--workspace", str(workspace.root)]
+    command += list(args) or ["--config", str(config), "--run-dir", str(run_dir)]
+    for item in sets:
+        command += ["--set", item]
+    if not wait:
+        with open(Path(run_dir).parent / f"{Path(run_dir).name}.out", "w") as log:  # the child keeps its copy
+            return subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+
+
+def metrics(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def train_losses(run_dir: Path) -> list[float]:
+    return [m["loss"] for m in metrics(run_dir) if m["kind"] == "train"]
+
+
+def assert_completed(result, run_dir: Path) -> dict:
+    status = read_status(run_dir)
+    assert result.returncode == 0, f"{status.get('error')}\n{result.stderr[-3000:]}"
+    assert status["state"] == "completed" and status["exit_code"] == 0
+    assert (run_dir / "final" / "COMPLETE").is_file()
+    return status
+
+
+# ---------------------------------------------------------------- LoRA: the default demo run
+
+def test_default_run_writes_every_contract_file(trained_demo_run):
+    run = trained_demo_run
+    status = read_status(run)
+    assert status["precision"] == "fp32" and status["world_size"] == 1
+    assert status["global_step"] == status["max_steps"] > 0 and status["worker_pid"] and status["create_time"]
+    assert RunConfig.load(run / "config.yaml").method == "lora"
+    checkpoints = list_checkpoints(run)
+    assert len(checkpoints) >= 2
+    for folder in checkpoints:
+        for name in ("adapter_model.safetensors", "trainer_state.json", "optimizer.pt", "tokenizer_config.json"):
+            assert (folder / name).is_file(), folder / name
+    records = metrics(run)
+    kinds = {r["kind"] for r in records}
+    assert kinds == {"train", "eval", "system"}
+    for record in records:
+        assert {"time", "step", "epoch", "kind"} <= record.keys()
+    train = [r for r in records if r["kind"] == "train"]
+    for record in train:
+        assert {"loss", "learning_rate", "grad_norm", "tokens_per_second", "memory_rss_gb", "grad_norms"} <= record.keys()
+        layers = len(record["grad_norms"]["attn"])
+        assert layers == len(record["grad_norms"]["mlp"]) > 0 and isinstance(record["grad_norms"]["other"], float)
+        assert record["tokens_per_second"] > 0
+    assert any("eval_loss" in r for r in records if r["kind"] == "eval")
+    summary = json.loads((run / "summary.json").read_text())
+    for key in ("global_step", "epochs", "wall_time_s", "train_tokens_per_second", "peak_rss_gb", "rows_total",
+                "rows_dropped", "rows_truncated", "best_checkpoint", "best_eval_loss", "final_train_loss", "precision"):
+        assert summary[key] is not None, key
+    assert (run / summary["best_checkpoint"] / "COMPLETE").is_file()
+    log = (run / "train.log").read_text()
+    assert "completed at step" in log and log.count("completed at step") == 1
+
+
+def test_default_run_learns_and_leaves_the_base_alone(trained_demo_run, demo_model_dir):
+    from peft import PeftModel
+
+    from backend.models import load_model
+
+    losses = train_losses(trained_demo_run)
+    assert losses[-1] < 0.5 * losses[0], losses
+    base_weights = load_file(str(next(Path(demo_model_dir).glob("*.safetensors"))))
+    model = PeftModel.from_pretrained(load_model(demo_model_dir), trained_demo_run / "final")
+    adapter = load_file(str(trained_demo_run / "final" / "adapter_model.safetensors"))
+    lora_b = [v for k, v in adapter.items() if "lora_B" in k]
+    assert lora_b and all(v.abs().sum() > 0 for v in lora_b)  # lora_B starts at zero: it was trained
+    state = model.base_model.model.state_dict()
+    for name, original in base_weights.items():
+        key = name.replace(".weight", ".base_layer.weight") if f"{name[:-7]}.base_layer.weight" in state else name
+        if key in state:
+            assert torch.equal(state[key], original), name
+
+
+def test_default_run_answers_the_demo_prompts(trained_demo_run, demo_model_dir):
+    from peft import PeftModel
+
+    from backend.demo_data import DEMO_PROMPTS
+    from backend.models import load_model, load_tokenizer
+
+    tokenizer = load_tokenizer(demo_model_dir)
+    model = load_model(demo_model_dir)
+
+    def answers(m):
+        out = []
+        for prompt, _ in DEMO_PROMPTS:
+            ids = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
+                                                return_tensors="pt", return_dict=True)
+            with torch.no_grad():
+                gen = m.generate(**ids, max_new_tokens=48, do_sample=False)
+            out.append(tokenizer.decode(gen[0, ids["input_ids"].shape[1]:], skip_special_tokens=True).strip())
+        return out
+
+    base = sum(a == expected for a, (_, expected) in zip(answers(model), DEMO_PROMPTS))
+    tuned_model = PeftModel.from_pretrained(model, trained_demo_run / "final")
+    tuned = answers(tuned_model)
+    right = sum(a == expected for a, (_, expected) in zip(tuned, DEMO_PROMPTS))
+    assert base == 0
+    assert right >= len(DEMO_PROMPTS) / 2, list(zip(tuned, DEMO_PROMPTS))
+
+
+# ---------------------------------------------------------------- QLoRA and full
+
+def test_qlora_4bit_run(workspace, subprocess_env):
+    run = workspace.runs_dir / "qlora"
+    result = worker(workspace, subprocess_env, "method=qlora", "quantization_bits=4", "max_steps=4", "save_steps=4",
+                    *QUICK, run_dir=run)
+    assert_completed(result, run)
+    losses = train_losses(run)
+    assert losses[-1] < losses[0], losses
+    config = json.loads((run / "final" / "adapter_config.json").read_text())
+    assert config["peft_type"] == "LORA" and config["r"] == 16
+    assert list_checkpoints(run)[-1].name == "checkpoint-4"
+
+
+def test_full_run(workspace, subprocess_env, demo_model_dir):
+    from transformers import AutoModelForCausalLM
+
+    run = workspace.runs_dir / "full"
+    result = worker(workspace, subprocess_env, "method=full", "max_steps=4", "save_steps=4", *QUICK,
+                    "learning_rate=5e-4", run_dir=run)
+    assert_completed(result, run)
+    losses = train_losses(run)
+    assert losses[-1] < losses[0], losses
+    tuned = AutoModelForCausalLM.from_pretrained(run / "final")
+    base = AutoModelForCausalLM.from_pretrained(demo_model_dir)
+    changed = [n for n, p in tuned.state_dict().items() if not torch.equal(p, base.state_dict()[n])]
+    assert len(changed) > len(base.state_dict()) // 2
+
+
+# ---------------------------------------------------------------- stop and resume
+
+def test_sigterm_saves_and_resume_finishes(workspace, subprocess_env):
+    run = workspace.runs_dir / "stopped"
+    process = worker(workspace, subprocess_env, "max_steps=12", "save_steps=100", *QUICK, run_dir=run, wait=False)
+    deadline = time.time() + 300
+    while not any(r["kind"] == "train" and r["step"] >= 2 for r in _safe_metrics(run)):
+        assert process.poll() is None and time.time() < deadline, (run.parent / "stopped.out").read_text()[-3000:]
+        time.sleep(0.3)
+    os.killpg(process.pid, signal.SIGTERM)  # what the supervisor does: the whole process group
+    assert process.wait(timeout=300) == 0
+    status = read_status(run)
+    assert status["state"] == "stopped" and status["exit_code"] == 0
+    stopped_at = list_checkpoints(run)
+    assert len(stopped_at) == 1 and 2 <= status["global_step"] < 12
+    assert stopped_at[0].name == f"checkpoint-{status['global_step']}"
+    assert not (run / "final").exists()
+
+    result = worker(workspace, subprocess_env, args=["--resume", str(run)])
+    status = assert_completed(result, run)
+    assert status["global_step"] == 12 and status["resumed_from"] == stopped_at[0].name
+    steps = [r["step"] for r in metrics(run) if r["kind"] == "train"]
+    assert steps[-1] == 12 and steps.count(steps[-1]) == 1  # appended, continuing where it stopped
+    assert [r["event"] for r in metrics(run) if r["kind"] == "system"] == ["start", "end", "resume", "end"]
+    assert "resuming from checkpoint" in (run / "train.log").read_text()
+
+
+def _safe_metrics(run: Path) -> list[dict]:
+    try:
+        return metrics(run)
+    except (FileNotFoundError, json.JSONDecodeError):
+        return []
+
+
+def test_resume_refuses_a_different_adapter_shape(workspace, subprocess_env, tmp_path):
+    run = workspace.runs_dir / "shape"
+    run.mkdir()
+    RunConfig().save(run / "config.yaml")
+    result = worker(workspace, subprocess_env, "lora_r=4", args=["--resume", str(run)])
+    assert result.returncode == 2
+    assert "lora_r 16 -> 4" in result.stderr and read_status(run)["state"] == "failed"
+
+
+# ---------------------------------------------------------------- bad input
+
+@pytest.mark.parametrize("setting, words", [
+    ("lora_alpa=8", "did you mean 'lora_alpha'"),
+    ("model_name_or_path=/no/such/model", "/no/such/model does not exist"),
+    ("dataset=/no/such/data.jsonl", "/no/such/data.jsonl"),
+])
+def test_bad_config_or_path_exits_2(workspace, subprocess_env, setting, words):
+    run = workspace.runs_dir / "bad"
+    result = worker(workspace, subprocess_env, setting, run_dir=run)
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if "error:" in line]
+    assert len(lines) == 1 and words in lines[0], result.stderr[-2000:]
