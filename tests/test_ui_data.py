@@ -1,0 +1,118 @@
+"""Data tab handlers against the real backend/data and the demo tokenizer."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+import pytest
+
+from ui import data_session as ds
+from ui.context import UIContext
+from ui.i18n import build_i18n, merge_texts
+from ui.shell import TEXT as SHELL_TEXT
+from ui.tabs import data
+
+
+@pytest.fixture
+def ctx(workspace):
+    texts = merge_texts(SHELL_TEXT, data.TEXT)
+    return UIContext(workspace=workspace, texts=texts, i18n=build_i18n(texts))
+
+
+@pytest.fixture
+def identity(shared_data):
+    return shared_data / "identity.json"
+
+
+def _counts(summary) -> dict[str, int]:
+    return dict(zip(summary.iloc[:, 1], summary.iloc[:, 2]))
+
+
+def _expected_identity(path):
+    """Independent counts: rows with {{...}} anywhere; rows whose prompt has more than one distinct answer."""
+    rows = json.loads(path.read_text(encoding="utf-8"))
+    placeholder = sum(1 for r in rows if re.search(r"\{\{[^{}]+\}\}", json.dumps(r, ensure_ascii=False)))
+    answers: dict[tuple, set] = {}
+    for r in rows:
+        answers.setdefault((r["instruction"].strip(), r.get("input", "").strip()), set()).add(r["output"].strip())
+    conflicting = sum(1 for r in rows if len(answers[(r["instruction"].strip(), r.get("input", "").strip())]) > 1)
+    return len(rows), placeholder, conflicting
+
+
+def test_upload_shows_format_counts_and_fix_buttons(ctx, identity):
+    total, placeholder, conflicting = _expected_identity(identity)
+    out = data.open_upload(ctx, "en", str(identity), "demo", 256, None)
+    assert "alpaca" in out["status"] and f"{total} rows in the file" in out["status"]
+    counts = _counts(out["summary"])
+    assert counts["placeholder"] == placeholder > 0
+    assert counts["conflicting_answers"] == conflicting > 0
+    assert out["fix:fill"]["value"] == f"Fill placeholders ({placeholder})"
+    assert out["fix:conflicts_keep_first"]["interactive"] is True
+    assert out["fix:drop_duplicates"]["interactive"] is False  # no duplicates in this file
+    assert set(out["fill"].splitlines()) == {"name=", "author="}
+    assert out["mapping"] == "instruction=instruction, input=input, output=output"
+    assert out["histogram"] is not None  # token lengths through the demo tokenizer
+    assert out["preview"].count('class="ft-conv"') == ds.PAGE_SIZE
+
+
+def test_fixes_compose_then_save_without_touching_the_file(ctx, identity, workspace):
+    before = hashlib.sha256(identity.read_bytes()).hexdigest()
+    total, placeholder, _ = _expected_identity(identity)
+    state = data.open_upload(ctx, "en", str(identity), "demo", 256, None)["state"]
+    out = data.apply_fix(ctx, "en", state, "fill", "name=Aria\nauthor=Open Lab")
+    assert _counts(out["summary"])["placeholder"] == 0
+    assert "Aria" in out["preview"] and "{{name}}" not in out["preview"]
+    out = data.apply_fix(ctx, "en", out["state"], "conflicts_drop", "")
+    assert _counts(out["summary"])["conflicting_answers"] == 0
+    assert f"`fill_placeholders`: {placeholder} changed" in out["applied"]
+    message, name = data.save_dataset(ctx, "en", out["state"], "identity-clean", 0.2, 7, False)
+    assert name == "identity-clean" and "Saved" in message
+    meta = json.loads((workspace.datasets_dir / name / "meta.json").read_text())
+    assert [f["id"] for f in meta["fixes"]] == ["fill_placeholders", "conflicts"]
+    assert meta["rows_before"] == total and meta["split"]["train_rows"] + meta["split"]["eval_rows"] == meta["rows_after"]
+    assert meta["split"]["eval_rows"] > 0
+    assert ctx.saved()["dataset"] == name  # restored on the next launch
+    # Saving again under the same name asks first; the existing dataset stays.
+    again, none = data.save_dataset(ctx, "en", out["state"], name, 0.2, 7, False)
+    assert none is None and "already exists" in again
+    assert hashlib.sha256(identity.read_bytes()).hexdigest() == before
+    # The saved dataset can be opened again from the workspace.
+    reopened = data.open_dataset(ctx, "en", name, "demo", 256, None)
+    assert f"{meta['split']['train_rows']} rows in the file" in reopened["status"]
+
+
+def test_bad_file_gives_a_sentence_and_keeps_the_state(ctx, tmp_path):
+    bad = tmp_path / "broken.json"
+    bad.write_text('[{"instruction": "hi", "output": "yo"},\n {"instruction": "x" "output": 1}]', encoding="utf-8")
+    out = data.open_upload(ctx, "en", str(bad), "demo", 256, None)
+    assert set(out) == {"status"}  # nothing else on screen changes
+    assert "broken.json" in out["status"] and "line 2" in out["status"] and "Nothing was changed" in out["status"]
+    zh = data.open_upload(ctx, "zh", str(bad), "demo", 256, None)
+    assert "未做任何更改" in zh["status"]
+
+
+def test_column_mapping_corrects_an_unknown_shape(ctx, tmp_path):
+    path = tmp_path / "qa.csv"
+    path.write_text("question,answer\nWhat is 2+2?,4\nCapital of France?,Paris\n", encoding="utf-8")
+    out = data.open_upload(ctx, "en", str(path), "demo", 256, None)
+    assert set(out) == {"status"} and "mapping" in out["status"].lower()
+    state = data.new_state(str(path), "demo", 256)
+    out = data.recheck(ctx, "en", state, "demo", 256, "instruction=question, output=answer")
+    assert "2 rows in the file, 2 usable" in out["status"]
+    assert "Paris" in out["preview"]
+    assert out["state"]["mapping"] == {"instruction": "question", "output": "answer"}
+
+
+def test_check_rows_are_escaped_and_chinese_labels(ctx, tmp_path):
+    path = tmp_path / "html.jsonl"
+    rows = [{"instruction": "Say hi", "output": "<script>alert(1)</script> hi &amp; bye"},
+            {"instruction": "你好", "output": "你好！"}]
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+    out = data.open_upload(ctx, "zh", str(path), "demo", 256, None)
+    assert "文件共 2 行" in out["status"]
+    html = data.show_check(ctx, "zh", out["state"], "html")
+    assert "<script>" not in html and "&lt;script&gt;" in html and "文件第 0 行" in html
+    fixed = data.apply_fix(ctx, "en", out["state"], "strip_html", "")
+    assert _counts(fixed["summary"])["html"] == 0
