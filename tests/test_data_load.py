@@ -118,3 +118,16 @@ def test_raw_control_characters_in_strings_load_and_are_flagged(tmp_path):
     report = check_file(path)
     assert report.usable_rows == 2
     assert report.check("control_chars").rows == [0]  # the bell; a tab is ordinary whitespace
+
+
+def test_cli_mapping_argument(tmp_path, capsys):
+    from backend.data.cli import main, parse_mapping
+
+    assert parse_mapping(["instruction=question,output=answer", "system=sys"]) == {
+        "instruction": "question", "output": "answer", "system": "sys"}
+    path = tmp_path / "qa.jsonl"
+    path.write_text(json.dumps({"question": "q", "answer": "a"}) + "\n", encoding="utf-8")
+    assert main(["check", str(path), "--mapping", "instruction=question,output=answer", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["usable_rows"] == 1
+    assert main(["check", str(path), "--mapping", "instruction"]) == 2
+    assert "FIELD=COLUMN" in capsys.readouterr().err
