@@ -9,7 +9,9 @@ import pytest
 
 from backend.chat.cli import main
 from backend.demo_data import DEMO_PROMPTS
-from tests.test_chat_support import chat_lora_run  # noqa: F401 (fixture)
+from tests.test_chat_support import chat_lora_run, single_thread  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.usefixtures("single_thread")
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,9 @@ from backend.chat.generation import GenerationSettings, Reply, build_messages, b
 from backend.chat.targets import ChatTarget, TargetError, run_choices, target_for_folder
 from backend.demo_data import DEMO_PROMPTS
 from backend.models import load_model, load_tokenizer
-from tests.test_chat_support import chat_lora_run, plain_greedy  # noqa: F401 (fixture)
+from tests.test_chat_support import chat_lora_run, plain_greedy, single_thread  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.usefixtures("single_thread")
 
 PROMPTS = [DEMO_PROMPTS[0][0], DEMO_PROMPTS[3][0]]   # one English, one Chinese
 TOKENS = 20
@@ -111,7 +113,10 @@ def test_prompt_is_cut_to_the_context_with_a_notice(engine, choices, demo_model_
     prompt = build_prompt(tokenizer, build_messages("", history, "What is 2 plus 3?"), 512, 64)
     assert "What is 2 plus 3?" in tokenizer.decode(prompt.input_ids[0]) and "dropped 1 earlier" in prompt.notices[0]
     # Through the engine the notice reaches the reply, and max new tokens is capped.
-    reply = engine.answer(choices.targets[0], long_text, GenerationSettings(max_new_tokens=100_000))
+    reply, stop = Reply(), threading.Event()
+    stop.set()   # one token is enough to see the notices
+    list(engine.stream(choices.targets[0], [], long_text, GenerationSettings(max_new_tokens=100_000), stop=stop,
+                       reply=reply))
     assert any("Max new tokens lowered" in n for n in reply.notices)
     assert any("Prompt cut" in n for n in reply.notices)
 

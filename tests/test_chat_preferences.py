@@ -9,6 +9,9 @@ import pytest
 from backend.chat.catalog import catalog, dropdown_choices, header, run_ids_of
 from backend.chat.preferences import PREFERENCES_FILE, PreferenceStore, blind_order, tally_rows
 from backend.run_files import mark_complete
+from tests.test_chat_support import single_thread  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.usefixtures("single_thread")
 
 
 def test_blind_order_is_a_seeded_permutation():

@@ -63,3 +63,13 @@ def plain_greedy(model, tokenizer, messages: list[dict], max_new_tokens: int) ->
     with torch.inference_mode():
         out = model.generate(**ids, max_new_tokens=max_new_tokens, do_sample=False)
     return tokenizer.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
+
+
+@pytest.fixture(autouse=False, scope="module")
+def single_thread():
+    """One intra-op thread while a module runs: on 2 shared cores, two OpenMP
+    threads fighting other processes made tiny-model generation 40x slower."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

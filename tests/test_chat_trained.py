@@ -5,10 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from backend.chat.catalog import catalog
 from backend.chat.engine import ChatEngine
 from backend.chat.generation import GenerationSettings
 from backend.demo_data import DEMO_PROMPTS
+from tests.test_chat_support import single_thread  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.usefixtures("single_thread")
 
 
 def test_final_checkpoint_answers_the_demo_prompts(trained_demo_run, workspace):

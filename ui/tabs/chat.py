@@ -76,6 +76,9 @@ TEXT: dict[str, dict[str, str]] = {
     "chat.msg_unloaded": {"en": "Unloaded {models} model(s): process memory {before} → {after} MiB.",
                           "zh": "已卸载 {models} 个模型：进程内存 {before} → {after} MiB。"},
     "chat.answer": {"en": "Answer {letter}", "zh": "回答 {letter}"},
+    "chat.msg_empty_answer": {"en": "(empty answer: the model ended at once)", "zh": "（空回答：模型立即结束了）"},
+    "chat.msg_speed": {"en": "{label}: {tokens} tokens in {seconds} s ({rate} tokens/s)",
+                       "zh": "{label}：{tokens} 个 token，用时 {seconds} 秒（每秒 {rate} 个）"},
     "chat.msg_error": {"en": "{label}: {error}", "zh": "{label}：{error}"},
 }
 
@@ -296,12 +299,17 @@ def build(ctx: UIContext) -> None:
             if reply.error:
                 history[-1]["content"] = f"⚠️ {reply.error}"
                 notes.append(ctx.msg(lang, "chat.msg_error", label=label, error=reply.error))
+            elif not history[-1]["content"].strip():
+                history[-1]["content"] = ctx.msg(lang, "chat.msg_empty_answer")
+            else:
+                notes.append(ctx.msg(lang, "chat.msg_speed", label=label, tokens=reply.new_tokens,
+                                     seconds=f"{reply.seconds:.1f}", rate=f"{reply.tokens_per_second:.1f}"))
             notes += [f"{label}: {n}" for n in reply.notices]
             if stop_event.is_set():
                 break
         done = ctx.msg(lang, "chat.msg_stopped" if stop_event.is_set() else "chat.msg_done")
         letters = [blind_letter(i) for i in range(len(chosen))] if blind_on else []
-        yield outputs_for(lang, chosen, targets, state, "\n\n".join([done, *notes]), vote_choices=letters)
+        yield outputs_for(lang, chosen, targets, state, "  \n".join([f"**{done}**", *notes]), vote_choices=letters)
 
     answer_outputs = [*columns, *headers, *bots, status, session, vote]
     send_inputs = [ctx.lang, runs, picks, device, prompt, session, blind, system, greedy, temperature, top_p, top_k,
