@@ -24,15 +24,13 @@ def greedy_answers(model, tokenizer, prompts: list[list[dict]], max_new_tokens: 
     next to the answer). `on_batch(done)` is called after each batch."""
     import torch
 
-    side = tokenizer.padding_side
-    tokenizer.padding_side = "left"
+    sides = tokenizer.padding_side, tokenizer.truncation_side
+    tokenizer.padding_side = tokenizer.truncation_side = "left"
     answers: list[str] = []
     device = next(model.parameters()).device
     try:
         for start in range(0, len(prompts), batch_size):
             texts = [render(tokenizer, p, add_generation_prompt=True) for p in prompts[start:start + batch_size]]
-            if max_prompt_tokens:
-                tokenizer.truncation_side = "left"
             batch = tokenizer(texts, add_special_tokens=False, padding=True, return_tensors="pt",
                               truncation=bool(max_prompt_tokens), max_length=max_prompt_tokens)
             batch = {k: v.to(device) for k, v in batch.items()}
@@ -44,5 +42,5 @@ def greedy_answers(model, tokenizer, prompts: list[list[dict]], max_new_tokens: 
             if on_batch:
                 on_batch(len(answers))
     finally:
-        tokenizer.padding_side = side
+        tokenizer.padding_side, tokenizer.truncation_side = sides
     return answers

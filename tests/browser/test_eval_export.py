@@ -1,0 +1,60 @@
+"""Evaluate and Export tabs in a real browser: evaluate two checkpoints of a run
+(table with the best marked, chart), then export the merged model and see the
+verification pass."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.browser.harness import REPO, screenshot, wait_app_loaded
+from tests.eval_export_runs import make_run
+
+DOCS = REPO / "docs" / "screenshots"
+
+
+@pytest.mark.browser
+def test_evaluate_two_checkpoints_then_export_merged(workspace, page):
+    from tests.browser.harness import AppProcess
+
+    make_run(workspace, "demo-run", saves=(8, 16))
+    with AppProcess(workspace.root) as app:
+        page.goto(app.url)
+        wait_app_loaded(page)
+
+        page.get_by_role("tab", name="Evaluate").click()
+        group = page.locator("#evaluate-checkpoints")
+        group.get_by_text("checkpoint-8", exact=True).wait_for()
+        for label in ("base", "checkpoint-8", "checkpoint-16", "final"):
+            box = group.get_by_label(label, exact=True)
+            if box.is_checked() != (label in ("checkpoint-8", "checkpoint-16")):
+                box.click()
+        page.locator("#evaluate-max-samples input").fill("6")
+        page.locator("#evaluate-start").click()
+        page.locator("#evaluate-done").wait_for(timeout=180_000)
+        table = page.locator("#evaluate-table")
+        table.get_by_text("checkpoint-16", exact=True).wait_for()
+        assert table.get_by_text("checkpoint-8", exact=True).is_visible()
+        assert "★" in table.inner_text()
+        page.locator("#evaluate-chart .js-plotly-plot").wait_for()
+        page.locator("#evaluate-predictions").get_by_text("reference").first.wait_for()
+        screenshot(page, "evaluate", also_to=DOCS / "evaluate.png")
+        for name in ("checkpoint-8", "checkpoint-16"):
+            assert (workspace.runs_dir / "demo-run" / "eval" / name / "metrics.json").is_file()
+
+        page.get_by_role("tab", name="Export").click()
+        page.locator("#export-name input, #export-name textarea").first.wait_for()
+        page.wait_for_function(
+            "() => { const e = document.querySelector('#export-name textarea, #export-name input');"
+            " return e && e.value.endsWith('-merged'); }")
+        page.locator("#export-start").click()
+        verification = page.locator("#export-verification")
+        verification.wait_for(timeout=180_000)
+        assert "Verification passed" in verification.inner_text()
+        assert page.locator("#export-download").is_visible()
+        screenshot(page, "export", also_to=DOCS / "export.png")
+        out = workspace.root / "exports" / "demo-run-final-merged"
+        report = json.loads((out / "export_report.json").read_text())
+        assert report["kind"] == "merged" and report["verification"]["passed"]
+        assert (workspace.root / "exports" / "demo-run-final-merged.zip").is_file()
