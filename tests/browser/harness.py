@@ -63,12 +63,14 @@ class AppProcess:
     """`python app.py` on a free port with its own workspace, as a real process."""
 
     def __init__(self, workspace: Path, port: int | None = None, extra_args: list[str] | None = None,
-                 env: dict[str, str] | None = None, log_path: Path | None = None):
+                 env: dict[str, str] | None = None, log_path: Path | None = None,
+                 python_args: list[str] | None = None):
         self.workspace = Path(workspace)
         self.port = port or free_port()
         self.extra_args = list(extra_args or [])
         self.env = env or app_env()
         self.log_path = log_path or (self.workspace.parent / f"app-{self.port}.log")
+        self.python_args = list(python_args or [])  # e.g. ["-X", "importtime"]
         self.process: subprocess.Popen | None = None
 
     @property
@@ -76,7 +78,7 @@ class AppProcess:
         return f"http://127.0.0.1:{self.port}/"
 
     def command(self) -> list[str]:
-        return [sys.executable, str(REPO / "app.py"), "--port", str(self.port),
+        return [sys.executable, *self.python_args, str(REPO / "app.py"), "--port", str(self.port),
                 "--workspace", str(self.workspace), *self.extra_args]
 
     def start(self, timeout: float = 90.0) -> AppProcess:

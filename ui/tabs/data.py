@@ -349,7 +349,12 @@ def _public_api(ctx: UIContext) -> None:
         names = gr.JSON(label="datasets")
         check_trigger = gr.Button("check", visible=False)
         list_trigger = gr.Button("list", visible=False)
-    check_trigger.click(lambda f, m, n: api_check(ctx, f, m, n), [file, model, cutoff], report,
-                        api_name="check_dataset", api_visibility="public")
-    list_trigger.click(lambda: ds.workspace_datasets(ctx.workspace), None, names,
-                       api_name="list_datasets", api_visibility="public")
+
+    def check_dataset(file: str | None, model: str, cutoff_len: int) -> dict:
+        return api_check(ctx, file, model, cutoff_len)
+
+    def list_datasets() -> list[str]:
+        return ds.workspace_datasets(ctx.workspace)
+
+    check_trigger.click(check_dataset, [file, model, cutoff], report, api_name="check_dataset", api_visibility="public")
+    list_trigger.click(list_datasets, None, names, api_name="list_datasets", api_visibility="public")

@@ -1,0 +1,116 @@
+"""Security defaults of a launched app.py (real process): loopback only unless
+asked, login with --auth, an upload size limit, files served from the
+workspace only, no monitoring / MCP endpoints."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+
+import pytest
+
+from tests.browser.harness import REPO, AppProcess, app_env, free_port
+
+USER, PASSWORD = "tester", "s3cret-pass"
+
+
+def run_app(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "app.py"), *args], cwd=REPO, env=app_env(),
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.20", "example.org"])
+def test_non_loopback_bind_is_refused_without_the_flag(host, tmp_path):
+    result = run_app("--host", host, "--port", str(free_port()), "--workspace", str(tmp_path / "ws"))
+    assert result.returncode != 0
+    assert f"Refusing to listen on {host}" in result.stderr and "--allow-remote" in result.stderr
+    assert not (tmp_path / "ws").exists()  # refused before doing anything
+
+
+def test_malformed_auth_is_refused(tmp_path):
+    result = run_app("--auth", "just-a-user", "--port", str(free_port()), "--workspace", str(tmp_path / "ws"))
+    assert result.returncode != 0 and "USER:PASS" in result.stderr
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory):
+    root = tmp_path_factory.mktemp("secured")
+    (root / "outside.json").write_text('[{"instruction": "secret", "output": "do not serve"}]')
+    app = AppProcess(root / "ws", extra_args=["--auth", f"{USER}:{PASSWORD}", "--max-file-size", "2kb"])
+    app.start()
+    yield app
+    app.stop()
+
+
+def opener(app: AppProcess | None = None, password: str | None = None):
+    """A urllib opener with a cookie jar, logged in when `password` is given."""
+    op = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    if password is not None:
+        form = urllib.parse.urlencode({"username": USER, "password": password}).encode()
+        op.open(app.url + "login", form, timeout=10)
+    return op
+
+
+def status(op, url: str, data: bytes | None = None, headers: dict | None = None) -> tuple[int, bytes]:
+    try:
+        with op.open(urllib.request.Request(url, data, headers or {}), timeout=20) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def upload(op, app: AppProcess, size: int) -> tuple[int, bytes]:
+    boundary = uuid.uuid4().hex
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"data.json\"\r\n"
+            "Content-Type: application/json\r\n\r\n").encode() + b"x" * size + f"\r\n--{boundary}--\r\n".encode()
+    return status(op, app.url + "gradio_api/upload", body, {"Content-Type": f"multipart/form-data; boundary={boundary}"})
+
+
+def test_login_is_required(secured):
+    anonymous = opener()
+    assert status(anonymous, secured.url + "config")[0] == 401
+    assert status(anonymous, secured.url + "gradio_api/info")[0] == 401
+    with pytest.raises(urllib.error.HTTPError) as wrong:
+        opener(secured, "wrong-password")
+    assert wrong.value.code == 400
+    assert status(opener(secured, PASSWORD), secured.url + "config")[0] == 200
+
+
+def test_upload_over_the_limit_is_refused(secured):
+    op = opener(secured, PASSWORD)
+    assert upload(op, secured, 1000)[0] == 200
+    code, body = upload(op, secured, 3000)
+    assert code == 413, body
+
+
+def test_files_outside_the_workspace_cannot_be_read(secured):
+    op = opener(secured, PASSWORD)
+    outside = secured.workspace.parent / "outside.json"
+    for target in ("/etc/passwd", str(outside), f"{secured.workspace}/../outside.json"):
+        code, body = status(op, secured.url + "gradio_api/file=" + target)
+        assert code in (403, 404) and b"do not serve" not in body and b"root:" not in body
+    # Control: a file inside the workspace is served to the signed-in user.
+    inside = secured.workspace / "datasets" / "note.txt"
+    inside.write_text("inside the workspace")
+    assert status(op, secured.url + "gradio_api/file=" + str(inside)) == (200, b"inside the workspace")
+    # An API call naming a server path as its "file" is refused too.
+    payload = json.dumps({"data": [{"path": str(outside), "meta": {"_type": "gradio.FileData"}}, "", 256]}).encode()
+    code, body = status(op, secured.url + "gradio_api/call/check_dataset", payload, {"Content-Type": "application/json"})
+    assert code == 200
+    event = json.loads(body)["event_id"]
+    code, stream = status(op, secured.url + f"gradio_api/call/check_dataset/{event}")
+    assert b"event: error" in stream and b"not uploaded by a user" in stream and b"secret" not in stream
+
+
+def test_monitoring_and_mcp_are_off(secured):
+    op = opener(secured, PASSWORD)
+    assert status(op, secured.url + "monitoring")[0] in (403, 404)
+    assert status(op, secured.url + "gradio_api/mcp/sse")[0] == 404
+    config = json.loads(status(op, secured.url + "config")[1])
+    assert config["analytics_enabled"] is False
