@@ -30,7 +30,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from backend.chat.engine import ChatEngine, memory_now  # noqa: E402
+from backend.chat.engine import ChatEngine, memory_now, weights_bytes  # noqa: E402
 from backend.chat.generation import GenerationSettings, build_messages, build_prompt, generation_config_for  # noqa: E402
 from backend.chat.targets import ChatTarget  # noqa: E402
 from backend.models import ensure_demo_model, load_model, load_tokenizer  # noqa: E402
@@ -128,8 +128,9 @@ def time_generation(engine: ChatEngine, model_dir: Path, target: ChatTarget, new
     with torch.inference_mode():
         plain.generate(prompt.input_ids, attention_mask=torch.ones_like(prompt.input_ids), generation_config=config)
     for _ in range(repeats):
+        start = time.perf_counter()   # wall time: chat template, thread and streamer included
         reply = engine.answer(target, PROMPT, settings)
-        engine_rates.append(reply.new_tokens / reply.seconds)
+        engine_rates.append(reply.new_tokens / (time.perf_counter() - start))
         start = time.perf_counter()
         with torch.inference_mode():
             out = plain.generate(prompt.input_ids, attention_mask=torch.ones_like(prompt.input_ids),
@@ -154,7 +155,8 @@ def bench_model(name: str, model_dir: Path, work: Path, switch_repeats: int, rel
     before = memory_now("cpu")["rss_mib"]
     report = engine.unload("cpu")
     reload = statistics.median(time_reload_switch(model_dir, adapters, reload_repeats))
-    return {"model": name, "switch_engine_s": switch, "switch_reload_s": reload,
+    params = weights_bytes(model_dir, torch.float32) // 4   # fp32: 4 bytes per parameter
+    return {"model": f"{name} ({params / 1e6:.1f}M params)", "switch_engine_s": switch, "switch_reload_s": reload,
             "switch_ratio": switch / reload, "tps_engine": generation["engine"], "tps_plain": generation["plain"],
             "tokens": generation["tokens"], "rss_loaded": before, "rss_unloaded": report["after"]["rss_mib"]}
 
@@ -168,10 +170,10 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-chat-") as tmp:
         work = Path(tmp)
-        rows.append(bench_model("demo (Qwen2, 3.4M)", demo, work, 200, 5 if args.quick else 10, 64, 5 if args.quick else 11))
+        rows.append(bench_model("demo Qwen2", demo, work, 200, 5 if args.quick else 10, 64, 5 if args.quick else 11))
         if not args.quick:
             big = build_qwen_05b(work / "qwen2.5-0.5b-random", demo)
-            rows.append(bench_model("Qwen2.5-0.5B arch, random (494M)", big, work, 50, 5, 32, 5))
+            rows.append(bench_model("Qwen2.5-0.5B architecture, random weights", big, work, 50, 5, 32, 5))
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads\n")
     print("| model | switch: engine | switch: reload base + adapter | ratio | tokens/s engine | tokens/s plain generate | engine / plain | RSS loaded → after unload |")
     print("|---|---|---|---|---|---|---|---|")

@@ -16,11 +16,13 @@ from tests.test_chat_support import single_thread  # noqa: F401 (fixture)
 pytestmark = pytest.mark.usefixtures("single_thread")
 
 
-def test_final_checkpoint_answers_the_demo_prompts(trained_demo_run, workspace):
+def test_final_checkpoint_answers_the_demo_prompts(trained_demo_run):
     from backend.models import resolve_model_path
+    from backend.workspace import Workspace
 
-    run_dir = Path(getattr(trained_demo_run, "run_dir", trained_demo_run))
-    targets = catalog(run_dir.parent, [run_dir.name], lambda name: resolve_model_path(name, workspace.models_dir))
+    run_dir = Path(trained_demo_run)
+    models_dir = Workspace.for_run_dir(run_dir).models_dir
+    targets = catalog(run_dir.parent, [run_dir.name], lambda name: resolve_model_path(name, models_dir))
     checkpoints = [t for value, t in targets.items() if t.checkpoint]
     assert len(checkpoints) >= 2, "the demo run should offer at least two complete checkpoints"
     final = next(t for t in checkpoints if t.name == "final")
