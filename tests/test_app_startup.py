@@ -1,0 +1,55 @@
+"""Start-up path: the page is served before torch / transformers / peft are
+imported, and the shell keeps working whatever tab modules exist."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+from tests.browser.harness import REPO, AppProcess, app_env, http_status
+
+HEAVY = ("torch", "transformers", "peft", "accelerate", "bitsandbytes", "datasets")
+
+
+def test_building_the_ui_imports_no_heavy_library(tmp_path):
+    code = (
+        "import sys, json; from pathlib import Path\n"
+        "from backend.workspace import Workspace\n"
+        "from ui.shell import build_app, load_tab_modules\n"
+        f"demo = build_app(Workspace(Path({str(tmp_path / 'ws')!r})).ensure())\n"
+        f"print(json.dumps({{'heavy': [m for m in {HEAVY!r} if m in sys.modules],"
+        " 'tabs': list(load_tab_modules())}))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=app_env(), capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    assert found["heavy"] == [], f"imported on the start-up path: {found['heavy']} (import them inside handlers)"
+    assert found["tabs"][0] == "data"
+
+
+def test_launched_app_serves_the_page_before_importing_torch(tmp_path):
+    # -X importtime logs every import as it happens: what is in the log when the
+    # page answers 200 is exactly what the start-up path imported.
+    app = AppProcess(tmp_path / "ws", python_args=["-X", "importtime"])
+    with app:
+        assert http_status(app.url) == 200
+        log = app.log_tail(chars=10_000_000)
+        imported = set(re.findall(r"\|\s+(\w+)(?:\.\w+)*\s*$", log, flags=re.M))
+        assert {"gradio", "ui", "backend"} <= imported  # the log really holds the import trace
+        assert not imported & set(HEAVY), f"imported before the first request: {sorted(imported & set(HEAVY))}"
+
+
+def test_settings_round_trip(tmp_path):
+    from backend.workspace import Workspace
+    from ui.settings import load_settings, save_settings
+
+    ws = Workspace(tmp_path / "ws")
+    assert load_settings(ws) == {}
+    save_settings(ws, language="zh", dataset="mine", data={"model": "demo", "cutoff": 512})
+    save_settings(ws, dataset=None, run_id="r1")
+    assert load_settings(ws) == {"language": "zh", "run_id": "r1", "data": {"model": "demo", "cutoff": 512}}
+    ws.settings_file.write_text("{not json")
+    assert load_settings(ws) == {}  # a broken file never stops the app
