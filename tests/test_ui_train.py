@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import shlex
-import time
 
 import pytest
 import yaml
@@ -110,25 +109,3 @@ def test_show_command_and_yaml_reproduce_the_config(ctx, tmp_path):
     (tmp_path / "bad.yaml").write_text("lora_rank: 3\n")
     bad = train.load_yaml(ctx, "en", str(tmp_path / "bad.yaml"))
     assert "Unknown setting 'lora_rank'" in bad[0] and "did you mean 'lora_r'" in bad[0]
-
-
-@pytest.mark.slow
-def test_start_runs_a_worker_and_a_second_start_is_refused(ctx):
-    config = RunConfig(max_steps=4, save_steps=4, logging_steps=1, per_device_train_batch_size=4,
-                       devices="cpu", run_name="ui-train")
-    message, run_id = train.start(ctx, "en", "demo", "demo", *browser_values(config))
-    assert run_id and run_id in message
-    second, other = train.start(ctx, "en", "demo", "demo", *browser_values(config))
-    assert other is None and f"busy with run {run_id}" in second
-    rows, ids, watched = runs.list_runs(ctx)
-    assert ids == [run_id] and watched == run_id and rows[0][3] == "lora"
-    store = train.run_store(ctx)
-    deadline = time.monotonic() + 240  # a hang guard, not a timing assertion
-    while store.get(run_id).state in ("queued", "running") and time.monotonic() < deadline:
-        time.sleep(0.5)
-    info = store.get(run_id)
-    assert info.state == "completed", (info.error, (info.run_dir / "train.log").read_text()[-2000:])
-    rows, _, _ = runs.list_runs(ctx)
-    assert rows[0][1].endswith("completed") and rows[0][4] == "100%"
-    assert ctx.saved()["train"]["run_name"] == "ui-train"  # the form comes back on the next launch
-    assert "cannot be resumed" in train.resume(ctx, "en", run_id)

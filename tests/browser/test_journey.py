@@ -1,0 +1,108 @@
+"""The newcomer journey in a real browser against the real app process:
+upload ../shared/data/identity.json, see its placeholder and conflicting-answer
+counts, apply a fix and save; start a short demo run; see chart points
+appear; stop it; restart app.py and see the run and its chart again; resume
+it to completion. Screenshots of every tab go to test-artifacts/, and the
+Train and Runs ones to docs/screenshots/."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from tests.browser.harness import REPO, screenshot
+
+DOCS = REPO / "docs" / "screenshots"
+STEPS = 24  # long enough to stop in the middle, short enough for CI
+
+
+def open_app(page, app) -> None:
+    # Not networkidle: the monitor's timers poll every few seconds.
+    page.goto(app.url)
+    page.wait_for_selector("#shell-tabs")
+
+
+def tab(page, name: str) -> None:
+    page.get_by_role("tab", name=name).click()
+
+
+def fill_number(page, elem_id: str, value) -> None:
+    box = page.locator(f"#{elem_id} input[type=number]").first
+    box.fill(str(value))
+    box.press("Tab")
+
+
+def chart_points(page, elem_id: str) -> int:
+    """Markers + line vertices drawn by plotly in a chart (0 when it is empty)."""
+    return page.locator(f"#{elem_id} .scatterlayer .trace").count()
+
+
+def wait_until(predicate, what: str, limit_s: float):
+    """Poll the page until truthy (a hang guard, not a timing assertion)."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"gave up waiting for {what}")
+
+
+def run_state(page) -> str:
+    return page.locator("#runs-table tbody tr").first.inner_text()
+
+
+def data_steps(page, shared_data) -> str:
+    """Upload, read the report, fix, save; returns the saved dataset's name."""
+    tab(page, "Data")
+    page.locator("#data-upload input[type=file]").set_input_files(str(shared_data / "identity.json"))
+    report = page.locator("#data-report")
+    report.get_by_text(re.compile("placeholder", re.I)).first.wait_for(timeout=90_000)
+    text = report.inner_text()
+    assert re.search(r"\b85\b", text), text   # outputs with {{name}} / {{author}}
+    assert re.search(r"\b2\b", text), text    # prompts asked twice with different answers
+    screenshot(page, "journey-data-report")
+    page.locator("#data-fix-placeholders").click()
+    page.locator("#data-save-name input, #data-save-name textarea").first.fill("identity-fixed")
+    page.locator("#data-save").click()
+    page.get_by_text(re.compile("identity-fixed")).first.wait_for(timeout=60_000)
+    screenshot(page, "journey-data-saved")
+    return "identity-fixed"
+
+
+@pytest.mark.slow
+def test_newcomer_journey(app, page, shared_data):
+    open_app(page, app)
+    dataset = data_steps(page, shared_data)
+
+    tab(page, "Train")
+    dataset_box = page.locator("#train-dataset input").first
+    wait_until(lambda: dataset_box.input_value() == dataset, "Train to pick up the saved dataset", 30)
+    fill_number(page, "train-max-steps", STEPS)
+    fill_number(page, "train-save-steps", 4)
+    page.locator("#train-derived").get_by_text(f"**{STEPS}**".strip("*")).first.wait_for()
+    page.locator("#train-estimate").get_by_text("Fits on CPU").wait_for(timeout=60_000)
+    screenshot(page, "train", also_to=DOCS / "train.png")
+    page.locator("#train-start").click()
+    page.locator("#train-message").get_by_text("Started run").wait_for(timeout=60_000)
+
+    tab(page, "Runs")
+    wait_until(lambda: chart_points(page, "runs-chart-loss") > 0, "loss points on the chart", 180)
+    page.locator("#runs-stop").click()
+    wait_until(lambda: "stopped" in run_state(page), "the run to stop", 120)
+    page.locator("#runs-resume").wait_for()
+
+    app.restart()
+    open_app(page, app)
+    tab(page, "Runs")
+    wait_until(lambda: chart_points(page, "runs-chart-loss") > 0, "the chart after a restart", 60)
+    assert "stopped" in run_state(page)
+    page.locator("#runs-resume").click()
+    wait_until(lambda: "completed" in run_state(page), "the resumed run to complete", 240)
+    page.locator("#runs-progress").get_by_text(f"step {STEPS} / {STEPS}").wait_for(timeout=30_000)
+    screenshot(page, "runs", also_to=DOCS / "runs.png")
+    for name in ("Chat", "Evaluate", "Export"):
+        tab(page, name)
+        screenshot(page, f"journey-{name.lower()}")
