@@ -10,14 +10,65 @@ metrics.jsonl.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 from backend.config import RunConfig
 from backend.run_files import append_metrics, mark_complete
+from backend.workspace import Workspace
 
 LORA = {"r": 8, "lora_alpha": 16, "lora_dropout": 0.0, "target_modules": "all-linear"}
+# Bump when make_run changes: cached runs of another version are rebuilt.
+RUNS_VERSION = "1"
+RECIPES = {
+    "lora": {"method": "lora", "saves": (8, 16)},
+    "qlora": {"method": "qlora", "saves": (4,)},
+    "full": {"method": "full", "saves": (2,), "lr": 1e-4},
+}
+
+
+def cached_run(workspace, demo_model_dir: Path, recipe: str, run_id: str | None = None) -> Path:
+    """A copy of a `RECIPES` run in workspace/runs/<run_id>, trained once and cached beside the
+    demo model (runs are deterministic: fixed seeds, the same data order)."""
+    demo_version = (Path(demo_model_dir) / "DEMO_VERSION").read_text(encoding="utf-8").strip()
+    cache = Path(demo_model_dir).parent / "eval-export-runs" / f"{recipe}-v{RUNS_VERSION}-demo{demo_version}"
+    if not (cache / "COMPLETE").is_file():
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        with _lock(cache.parent / f".{recipe}.lock"):
+            if not (cache / "COMPLETE").is_file():
+                _build_cached(cache, demo_model_dir, recipe)
+    target = workspace.runs_dir / (run_id or f"{recipe}-run")
+    shutil.copytree(cache / "run", target, symlinks=True)
+    return target
+
+
+def _build_cached(cache: Path, demo_model_dir: Path, recipe: str) -> None:
+    staging = Path(tempfile.mkdtemp(prefix=f".{recipe}-", dir=cache.parent))
+    try:
+        scratch = Workspace(staging / "workspace").ensure()
+        link_demo_model(scratch, demo_model_dir)
+        built = make_run(scratch, "run", **RECIPES[recipe])
+        shutil.move(str(built), str(staging / "run"))
+        shutil.rmtree(staging / "workspace")
+        (staging / "COMPLETE").write_text("ok\n", encoding="utf-8")
+        shutil.rmtree(cache, ignore_errors=True)
+        staging.rename(cache)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _lock(path: Path):
+    with open(path, "a+", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _batches(tokenizer, rows, cutoff, batch_size):

@@ -19,14 +19,14 @@ from backend.eval_results import (
 )
 from backend.evaluate import EvalError, evaluate_run, held_out_rows, start_evaluation
 from backend.workspace import Workspace
-from tests.eval_export_runs import link_demo_model, make_run
+from tests.eval_export_runs import cached_run, link_demo_model
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory, demo_model_dir):
     workspace = Workspace(tmp_path_factory.mktemp("evaluate") / "workspace").ensure()
     link_demo_model(workspace, demo_model_dir)
-    return make_run(workspace, "eval-run")
+    return cached_run(workspace, demo_model_dir, "lora")
 
 
 def _independent_loss(run_dir, rows):

@@ -14,7 +14,7 @@ import pytest
 from backend.export import export_checkpoint
 from backend.export_files import ExportError, ensure_disk_space, parse_size
 from backend.workspace import Workspace
-from tests.eval_export_runs import link_demo_model, make_run
+from tests.eval_export_runs import cached_run, link_demo_model
 
 PROMPT = [{"role": "user", "content": "What is the capital of France?"}]
 
@@ -23,7 +23,7 @@ PROMPT = [{"role": "user", "content": "What is the capital of France?"}]
 def lora_run(tmp_path_factory, demo_model_dir):
     workspace = Workspace(tmp_path_factory.mktemp("export") / "workspace").ensure()
     link_demo_model(workspace, demo_model_dir)
-    return make_run(workspace, "lora-run")
+    return cached_run(workspace, demo_model_dir, "lora")
 
 
 def _adapter_answer(base_path, checkpoint):
@@ -118,7 +118,7 @@ def test_qlora_checkpoint_merges_into_a_16_bit_base(tmp_path, demo_model_dir):
 
     workspace = Workspace(tmp_path / "workspace").ensure()
     link_demo_model(workspace, demo_model_dir)
-    run = make_run(workspace, "qlora-run", method="qlora", saves=(4,))
+    run = cached_run(workspace, demo_model_dir, "qlora")
     out = workspace.root / "exports" / "qlora-merged"
     report = export_checkpoint(run / "checkpoint-4", out, merge=True, dtype="bf16", make_zip=False)
     assert report["verification"]["passed"], report["verification"]
@@ -148,7 +148,7 @@ def test_qlora_checkpoint_merges_into_a_16_bit_base(tmp_path, demo_model_dir):
 def test_full_run_checkpoint_is_copied(tmp_path, demo_model_dir):
     workspace = Workspace(tmp_path / "workspace").ensure()
     link_demo_model(workspace, demo_model_dir)
-    run = make_run(workspace, "full-run", method="full", saves=(2,), lr=1e-4)
+    run = cached_run(workspace, demo_model_dir, "full")
     report = export_checkpoint(run / "checkpoint-2", workspace.root / "exports" / "full", merge=True, make_zip=False)
     assert report["kind"] == "full" and "nothing to merge" in report["message"]
     assert report["verification"]["passed"]

@@ -9,16 +9,16 @@ import json
 import pytest
 
 from tests.browser.harness import REPO, screenshot, wait_app_loaded
-from tests.eval_export_runs import make_run
+from tests.eval_export_runs import cached_run
 
 DOCS = REPO / "docs" / "screenshots"
 
 
 @pytest.mark.browser
-def test_evaluate_two_checkpoints_then_export_merged(workspace, page):
+def test_evaluate_two_checkpoints_then_export_merged(workspace, demo_model_dir, page):
     from tests.browser.harness import AppProcess
 
-    make_run(workspace, "demo-run", saves=(8, 16))
+    cached_run(workspace, demo_model_dir, "lora", run_id="demo-run")
     with AppProcess(workspace.root) as app:
         page.goto(app.url)
         wait_app_loaded(page)
