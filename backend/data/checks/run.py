@@ -35,7 +35,8 @@ from backend.data.textrules import (
 # What a chat template raises for a conversation it cannot render (jinja's
 # TemplateError is an Exception subclass; templates call raise_exception()).
 TEMPLATE_ERRORS = (TemplateError, ValueError, TypeError, KeyError)
-MAX_DETAILS = 1000  # reasons kept per check; the row list itself is complete
+MAX_DETAILS = 1000
+DIGEST_MASK = (1 << 64) - 1  # reasons kept per check; the row list itself is complete
 SCRIPTS = ("none", "cjk", "latin")
 
 
@@ -45,7 +46,8 @@ class Checker:
         self.results = {s.id: CheckResult(s) for s in SPECS if tokenizer is not None or s.id not in TOKEN_CHECKS}
         self.exact: dict[bytes, int] = {}
         self.near: dict[bytes, int] = {}
-        self.prompts: dict[bytes, list] = {}  # prompt key -> [first row, response key, rows, conflict]
+        self.prompts: dict[bytes, int] = {}  # prompt key -> first row << 64 | its response digest
+        self.groups: dict[bytes, list] = {}  # repeated prompt key -> [conflict, first row, later rows...]
         self.rows_seen = 0
         self.first_rejected: SourceRow | None = None
         self.usable = array("q")  # row numbers of usable rows, in order
@@ -124,15 +126,16 @@ class Checker:
         prompt, response = prompt_and_response(messages)
         if not any(m["role"] == "user" for m in prompt):
             return
-        group = self.prompts.get(p_key := row_key(prompt))
-        r_key = row_key([{"role": "assistant", "content": response}])
-        if group is None:
-            self.prompts[p_key] = [index, r_key, None, False]
-        else:
-            if group[2] is None:
-                group[2] = []
-            group[2].append(index)
-            group[3] = group[3] or r_key != group[1]
+        p_key = row_key(prompt)
+        r_key = int.from_bytes(row_key([{"role": "assistant", "content": response}]), "little")
+        first = self.prompts.get(p_key)
+        if first is None:
+            # One int per prompt (first row << 64 | response digest): the biggest per-row cost.
+            self.prompts[p_key] = (index << 64) | r_key
+            return
+        group = self.groups.setdefault(p_key, [False, first >> 64])
+        group.append(index)
+        group[0] = group[0] or r_key != first & DIGEST_MASK
 
     def _count_batch(self) -> None:
         lengths = self._lengths([row for _, row in self.batch])
@@ -173,10 +176,10 @@ class Checker:
         """Set-level checks; returns the language summary."""
         if self.batch:
             self._count_batch()
-        for group in self.prompts.values():
-            if group[3]:
-                for row in [group[0], *group[2]]:
-                    self.flag("conflicting_answers", row, f"same prompt as row {group[0]}, another answer")
+        for conflict, first, *rows in self.groups.values():
+            if conflict:
+                for row in (first, *rows):
+                    self.flag("conflicting_answers", row, f"same prompt as row {first}, another answer")
         fence = upper_fence(self.chars, OUTLIER_IQR)
         for index, chars in zip(self.usable, self.chars):
             if fence is not None and chars > fence:
