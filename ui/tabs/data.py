@@ -20,7 +20,6 @@ from ui.context import UIContext
 from ui.data_texts import FIXES, TEXT  # noqa: F401  (TEXT is this tab's contract with the shell)
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
-SEVERITY_MARK = {"error": "🔴", "warning": "🟠", "info": "🔵"}
 PRIVATE = {"api_visibility": "private"}
 
 
@@ -63,7 +62,7 @@ def render(ctx: UIContext, lang: str, state: dict, page: int = 1) -> dict[str, A
 def status_text(ctx: UIContext, lang: str, a: ds.Analysis) -> str:
     r = a.report
     summary = r.get("summary", {})
-    text = ctx.msg(lang, "data.status", label=a.label, detected=a.detected, rows=a.total, usable=len(a.rows),
+    text = ctx.msg(lang, "data.status", label=display_name(ctx, a.label), detected=a.detected, rows=a.total, usable=len(a.rows),
                    errors=summary.get("error", 0), warnings=summary.get("warning", 0))
     if r.get("token_lengths"):
         t = r["token_lengths"]
@@ -72,12 +71,20 @@ def status_text(ctx: UIContext, lang: str, a: ds.Analysis) -> str:
     return text
 
 
+def display_name(ctx: UIContext, label: str) -> str:
+    """An upload is shown by its file name, not by the temporary folder gradio stored it in."""
+    from pathlib import Path
+
+    uploads = (ctx.workspace.root / ".uploads").resolve()
+    return Path(label).name if ctx.workspace.contains(label) and uploads in Path(label).resolve().parents else label
+
+
 def summary_table(ctx: UIContext, lang: str, report: dict):
     import pandas as pd  # gradio already imports it
 
     rows = []
     for c in sorted(report["checks"], key=lambda c: (SEVERITY_ORDER[c["severity"]], -c["count"])):
-        rows.append([f"{SEVERITY_MARK[c['severity']]} {ctx.msg(lang, 'data.sev.' + c['severity'])}", c["id"],
+        rows.append([ctx.msg(lang, "data.sev." + c["severity"]), c["id"],
                      c["count"], _text(ctx, lang, f"data.check.{c['id']}", c["title"])])
     columns = [ctx.msg(lang, k) for k in ("data.col.severity", "data.col.check", "data.col.count", "data.col.meaning")]
     return pd.DataFrame(rows, columns=columns)
