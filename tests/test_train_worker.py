@@ -155,9 +155,12 @@ def test_full_run(workspace, subprocess_env, demo_model_dir):
     from transformers import AutoModelForCausalLM
 
     run = workspace.runs_dir / "full"
+    # Also the documented customisation example (docs/CUSTOMIZE.md): a user callback and loss.
     result = worker(workspace, subprocess_env, "method=full", "max_steps=4", "save_steps=4", *QUICK,
-                    "learning_rate=5e-4", run_dir=run)
+                    "learning_rate=5e-4", "callbacks=[examples.custom_training:LossSpikeAlert]",
+                    "loss_function=examples.custom_training:label_smoothed_loss", run_dir=run)
     assert_completed(result, run)
+    assert "LossSpikeAlert watching" in (run / "train.log").read_text()
     losses = train_losses(run)
     assert losses[-1] < losses[0], losses
     tuned = AutoModelForCausalLM.from_pretrained(run / "final")
@@ -215,6 +218,7 @@ def test_resume_refuses_a_different_adapter_shape(workspace, subprocess_env, tmp
     ("lora_alpa=8", "did you mean 'lora_alpha'"),
     ("model_name_or_path=/no/such/model", "/no/such/model does not exist"),
     ("dataset=/no/such/data.jsonl", "/no/such/data.jsonl"),
+    ("loss_function=no_such_module:fn", "Cannot import module 'no_such_module'"),
 ])
 def test_bad_config_or_path_exits_2(workspace, subprocess_env, setting, words):
     run = workspace.runs_dir / "bad"

@@ -60,6 +60,12 @@ def build(job: Job, stop: GracefulStop) -> Session:
     from backend.models import load_tokenizer
 
     config = job.config
+    # User code first: a wrong 'module:Name' fails before minutes of loading.
+    user_callbacks = [_instantiate(ref) for ref in config.callbacks]
+    loss_function = import_reference(config.loss_function) if config.loss_function else None
+    if config.callbacks or loss_function:
+        log.info("user callbacks: %s; loss_function: %s", ", ".join(config.callbacks) or "none",
+                 config.loss_function or "the model's own")
     devices = training_devices(config.devices)
     precision = config.check_devices(devices)
     on_cpu = devices[0].id == "cpu"
@@ -87,11 +93,11 @@ def build(job: Job, stop: GracefulStop) -> Session:
         if eval_data is None:
             raise ConfigError("early_stopping_patience needs eval rows, but none are left after filtering.")
         callbacks.append(EarlyStoppingCallback(config.early_stopping_patience, config.early_stopping_threshold))
-    callbacks += [_instantiate(ref) for ref in config.callbacks]
+    callbacks += user_callbacks
     trainer = Trainer(
         model=model, args=args, train_dataset=train_data, eval_dataset=eval_data,
         data_collator=PadToLongest(tokenizer.pad_token_id), processing_class=tokenizer, callbacks=callbacks,
-        compute_loss_func=import_reference(config.loss_function) if config.loss_function else None,
+        compute_loss_func=loss_function,
     )
     trainer.remove_callback(PrinterCallback)  # MetricsCallback writes the readable line instead
     return Session(job, trainer, counts, precision, checkpoints, parameters, time.time())
