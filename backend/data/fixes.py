@@ -34,7 +34,7 @@ class FixPlan:
     fill: dict[str, str] = field(default_factory=dict)  # placeholder name -> value
     drop_empty: bool = False
     drop_duplicates: bool = False
-    drop_near_duplicates: bool = False
+    drop_near_duplicates: bool = False  # also removes exact duplicates: they fold equal too
     conflicts: str | None = None  # drop | keep-first
     over_cutoff: str | None = None  # drop | truncate (needs a tokenizer)
 
