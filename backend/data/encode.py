@@ -87,14 +87,14 @@ def _mask_from_offsets(offsets: list[tuple[int, int]], spans: list[tuple[int, in
 
 def _tokenise_with_mask(tokenizer, full: str, spans: list[tuple[int, int]]) -> tuple[list[int], list[bool]]:
     if getattr(tokenizer, "is_fast", False):
-        enc = tokenizer(full, add_special_tokens=False, return_offsets_mapping=True)
+        enc = tokenizer(full, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
         return list(enc["input_ids"]), _mask_from_offsets(enc["offset_mapping"], spans)
     # Slow tokenizers have no offsets: tokenise the pieces between span edges separately.
     ids: list[int] = []
     mask: list[bool] = []
     edges = sorted({0, len(full), *[e for s in spans for e in s]})
     for a, b in itertools.pairwise(edges):
-        piece = tokenizer(full[a:b], add_special_tokens=False)["input_ids"]
+        piece = tokenizer(full[a:b], add_special_tokens=False, verbose=False)["input_ids"]
         trainable = any(s <= a and b <= e for s, e in spans)
         ids.extend(piece)
         mask.extend([trainable] * len(piece))
@@ -144,6 +144,6 @@ def count_tokens(tokenizer, rows: list[dict], batch_size: int = 1000) -> list[in
             render(tokenizer, r["messages"], r.get("tools"), add_generation_prompt=r.get("add_generation_prompt", False))
             for r in rows[start : start + batch_size]
         ]
-        enc = tokenizer(texts, add_special_tokens=False, return_attention_mask=False)
+        enc = tokenizer(texts, add_special_tokens=False, return_attention_mask=False, verbose=False)
         lengths.extend(len(ids) for ids in enc["input_ids"])
     return lengths
