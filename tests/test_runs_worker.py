@@ -81,7 +81,7 @@ def log_of(info: RunInfo) -> str:
     return (info.run_dir / "train.log").read_text()[-3000:]
 
 
-def test_stop_after_app_restart_then_resume_matches_uninterrupted_run(store, workspace, subprocess_env, devices):
+def test_stop_kill_and_resume_end_like_an_uninterrupted_run(store, workspace, subprocess_env, devices):
     reference = wait_final(store, store.launch(small_config()))
     assert reference.state == "completed", log_of(reference)
     assert reference.global_step == MAX_STEPS and reference.progress == 1.0
@@ -91,51 +91,50 @@ def test_stop_after_app_restart_then_resume_matches_uninterrupted_run(store, wor
         assert (reference.run_dir / name).exists(), name
     assert read_status(reference.run_dir)["exit_code"] == 0
 
-    run_id = start_held(store, small_config(callbacks=[HOLD]))
-    with pytest.raises(RunError, match=f"cpu is busy with run {run_id}"):
-        store.launch(small_config())
-
-    restarted = RunStore(workspace, devices=devices, env=subprocess_env)  # the app restarted
-    assert restarted.get(run_id).state == "running"
-    restarted.stop(run_id)
-    (store.runs_dir / run_id / ".hold").unlink()
-    stopped = wait_final(restarted, run_id)
-    assert stopped.state == "stopped", log_of(stopped)
-    assert 3 <= stopped.global_step < MAX_STEPS
-    assert stopped.checkpoints[-1].step == stopped.global_step  # saved at the step boundary
-
-    restarted.resume(run_id)
-    resumed = wait_final(restarted, run_id)
-    assert resumed.state == "completed", log_of(resumed)
-    assert resumed.global_step == MAX_STEPS
-    final_loss = train_losses(metrics(resumed.run_dir))[MAX_STEPS]
-    assert final_loss == pytest.approx(train_losses(metrics(reference.run_dir))[MAX_STEPS], rel=1e-3)
-    assert store.get(run_id).state == "completed"  # the first store reaps its child too
-
-
-def test_kill_9_is_lost_and_resume_skips_a_half_written_checkpoint(store):
+    # Stop, from a store that did not start the worker (the app restarted).
     run_id = start_held(store, small_config(callbacks=[HOLD]))
     run_dir = store.runs_dir / run_id
+    with pytest.raises(RunError, match=f"cpu is busy with run {run_id}"):
+        store.launch(small_config())
+    restarted = RunStore(workspace, devices=devices, env=subprocess_env)
+    assert restarted.get(run_id).state == "running"
+    restarted.stop(run_id)
+    (run_dir / ".hold").unlink()
+    stopped = wait_final(restarted, run_id)
+    assert stopped.state == "stopped", log_of(stopped)
+    assert 3 <= stopped.global_step < MAX_STEPS - 1
+    assert stopped.checkpoints[-1].step == stopped.global_step  # saved at the step boundary
+
+    # Resume, then kill -9 the worker's group mid-run.
+    (run_dir / ".held").unlink()
+    (run_dir / ".hold").touch()
+    restarted.resume(run_id)
+    wait_for(lambda: (run_dir / ".held").exists(), "the resumed worker to hold")
+    assert int((run_dir / ".held").read_text()) > stopped.global_step
     os.killpg(read_status(run_dir)["pgid"], signal.SIGKILL)
-    lost = wait_for(lambda: (i := store.get(run_id)).state != "running" and i, "lost detection")
+    (run_dir / ".hold").unlink()
+    lost = wait_for(lambda: (i := restarted.get(run_id)).state != "running" and i, "lost detection")
     assert lost.state == "lost"
     last = lost.checkpoints[-1].step
     assert f"Resume continues from checkpoint-{last}." in lost.error
 
-    # A checkpoint the kill interrupted: files there, the marker never written.
-    half = run_dir / f"checkpoint-{last + 1}"
+    # A later checkpoint the kill interrupted: files there, the marker never written.
+    half = run_dir / f"checkpoint-{MAX_STEPS - 1}"
     shutil.copytree(run_dir / f"checkpoint-{last}", half)
     (half / COMPLETE_MARKER).unlink()
-    assert store.get(run_id).checkpoints[-1].step == last
+    assert restarted.get(run_id).checkpoints[-1].step == last
 
     seen = len(metrics(run_dir))
-    store.resume(run_id)
-    resumed = wait_final(store, run_id)
+    restarted.resume(run_id)
+    resumed = wait_final(restarted, run_id)
     assert resumed.state == "completed", log_of(resumed)
     assert resumed.global_step == MAX_STEPS
     after = [r["step"] for r in metrics(run_dir)[seen:] if r["kind"] == "train"]
     assert after[0] == last + 1  # continued from the last complete checkpoint
     assert not (half / COMPLETE_MARKER).exists()
+    final_loss = train_losses(metrics(run_dir))[MAX_STEPS]
+    assert final_loss == pytest.approx(train_losses(metrics(reference.run_dir))[MAX_STEPS], rel=1e-4)
+    assert store.get(run_id).state == "completed"  # the first store reaps its child too
 
 
 def test_torchrun_two_processes_write_one_consistent_run(store):
