@@ -49,7 +49,7 @@ def load_model_tokenizer(model: str | None, workspace: Path):
     try:
         tokenizer = load_tokenizer(resolve_model_path(model, Workspace(workspace).models_dir))
     except ModelLoadError as e:
-        raise DataError(model, str(e).rstrip("."), "Pass --model demo or a local model folder") from None
+        raise DataError("--model", str(e).rstrip(".")) from None
     if not getattr(tokenizer, "chat_template", None):
         raise DataError(model, "the tokenizer has no chat template", "Pick a chat / instruct model, or 'demo'")
     return tokenizer
