@@ -151,5 +151,6 @@ def test_unload_frees_the_models(demo_model_dir):
 
 def test_busy_device_notice():
     assert device_notice("cpu", {"cuda:0": "run-1"}) is None
+    assert device_notice("cpu", {"cpu": "run-1"}) is None        # slower, never refused
     text = device_notice("cuda:0", {"cuda:0": "run-1"})
     assert "run-1" in text and "CPU" in text and "wait" in text

@@ -59,7 +59,7 @@ def chat_lora_run(demo_model_dir, tmp_path_factory) -> Path:
 def plain_greedy(model, tokenizer, messages: list[dict], max_new_tokens: int) -> str:
     """The reference: the model's own generate, no engine, no streamer."""
     ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
-                                        return_dict=True, return_tensors="pt")
+                                        return_dict=True, return_tensors="pt").to(model.device)
     with torch.inference_mode():
         out = model.generate(**ids, max_new_tokens=max_new_tokens, do_sample=False)
     return tokenizer.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)

@@ -246,9 +246,11 @@ def _context_length(model, tokenizer) -> int:
 
 
 def device_notice(device: str, busy: dict[str, str]) -> str | None:
-    """A sentence when a live training run holds `device` (busy: device -> run id, from RunStore)."""
+    """A sentence when a live training run holds GPU `device` (busy: device -> run id, from
+    RunStore.busy_devices). The CPU is never refused: chatting with checkpoints while a CPU run
+    trains is the point of the tab; it is only slower."""
     run_id = busy.get(device)
-    if run_id is None:
+    if run_id is None or device == "cpu":
         return None
     return (f"Training run {run_id} is using {device} right now; loading models there may run it out of "
-            "memory mid-run. Chat on the CPU, or wait until the run ends.")
+            "memory mid-run. Choose the CPU as device, or wait until the run ends.")

@@ -49,12 +49,9 @@ TEXT: dict[str, dict[str, str]] = {
     "chat.vote": {"en": "Which answer is better?", "zh": "哪个回答更好？"},
     "chat.vote_button": {"en": "Record vote", "zh": "记录投票"},
     "chat.tally": {"en": "Preference tally", "zh": "偏好统计"},
-    "chat.tally_run": {"en": "Run", "zh": "运行"},
-    "chat.tally_checkpoint": {"en": "Checkpoint", "zh": "检查点"},
-    "chat.tally_wins": {"en": "Wins", "zh": "胜出"},
-    "chat.tally_shown": {"en": "Shown", "zh": "参与"},
-    "chat.tally_rate": {"en": "Win %", "zh": "胜率 %"},
     # Messages made by handlers (ctx.msg).
+    "chat.msg_cpu_shared": {"en": "Training run {run} also uses the CPU: answers come slower until it ends.",
+                            "zh": "训练运行 {run} 也在使用 CPU：在它结束前回答会慢一些。"},
     "chat.msg_no_runs": {"en": "No runs yet: train one in the Train tab; its checkpoints appear here as they are saved.",
                          "zh": "还没有训练运行：请在“训练”页开始训练，检查点保存后会出现在这里。"},
     "chat.msg_pick": {"en": "Pick the base and/or checkpoints to chat with first.", "zh": "请先选择要对话的基座和/或检查点。"},
@@ -176,7 +173,7 @@ def build(ctx: UIContext) -> None:
         options = dropdown_choices(targets)
         kept = [c for c in (chosen or []) if c in targets]
         now = {"runs": ids, "kept_runs": kept_runs, "options": [list(o) for o in options], "kept": kept}
-        message = _plan(kept_runs, kept, current_device) if ids else ctx.msg(lang, "chat.msg_no_runs")
+        message = _plan(lang, kept_runs, kept, current_device) if ids else ctx.msg(lang, "chat.msg_no_runs")
         if now == known:
             return gr.skip(), gr.skip(), gr.skip(), message, known
         devices = gr.update(choices=_devices(), value=current_device or "cpu")
@@ -190,15 +187,18 @@ def build(ctx: UIContext) -> None:
             device_ids.extend(d.id for d in detect_devices())
         return device_ids
 
-    def _plan(chosen_runs, chosen, current_device) -> str:
+    def _plan(lang, chosen_runs, chosen, current_device) -> str:
         """The memory cost of what is picked, and any training run on the device, before loading."""
         from backend.chat.engine import device_notice
         from backend.runs import RunStore
 
         lines = []
-        busy = device_notice(current_device or "cpu", RunStore(ctx.workspace).busy_devices())
+        busy_devices = RunStore(ctx.workspace).busy_devices()
+        busy = device_notice(current_device or "cpu", busy_devices)
         if busy:
             lines.append(f"⚠️ {busy}")
+        elif (current_device or "cpu") == "cpu" and "cpu" in busy_devices:
+            lines.append(ctx.msg(lang, "chat.msg_cpu_shared", run=busy_devices["cpu"]))
         targets = catalog(runs_dir, chosen_runs or [], resolve)
         picked = [targets[c] for c in (chosen or []) if c in targets]
         if picked:
@@ -212,8 +212,9 @@ def build(ctx: UIContext) -> None:
     gr.Timer(REFRESH_EVERY_S).tick(refresh_choices, **choice_io)
     gr.context.Context.root_block.load(refresh_choices, **choice_io)
     runs.input(refresh_choices, **choice_io)
-    picks.input(lambda r, c, d: _plan(r, c, d), [runs, picks, device], notice, api_visibility="private")
-    device.input(lambda r, c, d: _plan(r, c, d), [runs, picks, device], notice, api_visibility="private")
+    plan_io = dict(inputs=[ctx.lang, runs, picks, device], outputs=notice, api_visibility="private")
+    picks.input(_plan, **plan_io)
+    device.input(_plan, **plan_io)
 
     # ------------------------------------------------------------ sending
 
