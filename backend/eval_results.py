@@ -76,12 +76,13 @@ def load_predictions(run_dir: Path, name: str) -> list[dict]:
 
 
 def best_per_metric(results: dict[str, dict]) -> dict[str, str]:
-    """{metric: checkpoint name with the best value} over the evaluated checkpoints."""
+    """{metric: checkpoint name with the best value} over the evaluated checkpoints
+    (metrics where every checkpoint scores the same are left out)."""
     best = {}
     for metric, lower in METRICS.items():
         scored = [(m[metric], name) for name, m in results.items()
                   if isinstance(m.get(metric), (int, float)) and math.isfinite(m[metric])]
-        if scored:
+        if len({value for value, _ in scored}) > 1:  # a tie everywhere has no best
             best[metric] = (min(scored) if lower else max(scored, key=lambda s: s[0]))[1]
     return best
 
