@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,8 @@ FINAL_STATES = ("completed", "stopped", "failed")
 
 def atomic_write_text(path: Path, text: str) -> None:
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # Unique per process and thread: two writers must never share a tmp file.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
         handle.write(text)
         handle.flush()

@@ -19,6 +19,7 @@ import fcntl
 import re
 import shutil
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,6 +98,8 @@ class RunStore:
         # Runs this store asked to stop -> how the stop went; a worker that then
         # vanishes without a final state is `stopped`, not `lost`.
         self._stopping: dict[str, str] = {}
+        # One status check-and-write at a time (UI handlers and stop escalation run in threads).
+        self._refresh_lock = threading.RLock()
 
     # --- create and start ------------------------------------------------------
     def command_for(self, config: RunConfig, run_dir: Path | None = None) -> tuple[list[str], str]:
@@ -204,6 +207,10 @@ class RunStore:
         (with a pid) or running whose process is gone, or whose pid now belongs
         to another program, becomes `lost` (or `failed` when we saw it exit
         with an error code)."""
+        with self._refresh_lock:
+            return self._refresh(run_id)
+
+    def _refresh(self, run_id: str) -> dict:
         run_dir = self._run_dir(run_id)
         status = read_status(run_dir)
         child = self._children.get(run_id)
