@@ -308,6 +308,9 @@ def build(ctx: UIContext) -> None:
             notes += [f"{label}: {n}" for n in reply.notices]
             if stop_event.is_set():
                 break
+        for key in chosen:   # columns Stop reached before they started: no half turn left in their history
+            if state["histories"][key][-1]["role"] == "user":
+                state["histories"][key].pop()
         done = ctx.msg(lang, "chat.msg_stopped" if stop_event.is_set() else "chat.msg_done")
         letters = [blind_letter(i) for i in range(len(chosen))] if blind_on else []
         yield outputs_for(lang, chosen, targets, state, "  \n".join([f"**{done}**", *notes]), vote_choices=letters)
@@ -316,7 +319,9 @@ def build(ctx: UIContext) -> None:
     send_inputs = [ctx.lang, runs, picks, device, prompt, session, blind, system, greedy, temperature, top_p, top_k,
                    repetition, max_new, seed]
     for trigger in (send.click, prompt.submit):
-        trigger(send_prompt, send_inputs, answer_outputs, api_visibility="private", concurrency_limit=1)
+        # One generation at a time per UI process: the engine serialises model work anyway.
+        trigger(send_prompt, send_inputs, answer_outputs, api_visibility="private", concurrency_limit=1,
+                concurrency_id="chat-send")
 
     def stop_all(request: gr.Request) -> None:
         event = stops.get(request.session_hash)
