@@ -81,28 +81,42 @@ def build_app(workspace: Workspace) -> gr.Blocks:
         ctx = UIContext(workspace=workspace, texts=texts, i18n=i18n, lang=lang)
         ctx.shared["dataset"] = gr.State(saved.get("dataset"))
         ctx.shared["run_id"] = gr.State(saved.get("run_id"))
+        tabs = []
         with gr.Tabs(elem_id="shell-tabs"):
             for name, module in modules.items():
-                with gr.Tab(i18n(f"shell.tab.{name}"), id=name, elem_id=f"tab-{name}"):
+                with gr.Tab(tab_label(name, lang.value), id=name, elem_id=f"tab-{name}") as tab:
                     module.build(ctx)
-        _wire_language(demo, ctx)
+                tabs.append((name, tab))
+        _wire_language(demo, ctx, tabs)
     demo.i18n_instance = i18n  # gradio's own attribute; launch() must be given it again
     return demo
 
 
-def _wire_language(demo: gr.Blocks, ctx: UIContext) -> None:
+def tab_label(name: str, lang: str) -> str:
+    # Plain strings set from Python: gradio 6.31 translates an I18n tab label
+    # only for the selected tab, so the others would stay in the first language.
+    return TEXT[f"shell.tab.{name}"][normalise_language(lang)]
+
+
+def _wire_language(demo: gr.Blocks, ctx: UIContext, tabs: list[tuple[str, gr.Tab]]) -> None:
     """Page load: saved language, else the browser's; user change: apply and remember."""
+    tab_components = [tab for _name, tab in tabs]
 
     def initial(browser_lang: str) -> str:
         return normalise_language(ctx.saved().get("language") or browser_lang)
 
-    def remember(value: str) -> None:
-        save_settings(ctx.workspace, language=normalise_language(value))
+    def relabel(value: str) -> list:
+        return [gr.Tab(label=tab_label(name, value)) for name, _tab in tabs]
 
-    demo.load(initial, ctx.lang, ctx.lang, js=BROWSER_LANGUAGE_JS, api_visibility="private").then(
-        None, ctx.lang, None, js=APPLY_LANGUAGE_JS, api_visibility="private"
+    def remember(value: str) -> list:
+        save_settings(ctx.workspace, language=normalise_language(value))
+        return relabel(value)
+
+    private = {"api_visibility": "private"}
+    demo.load(initial, ctx.lang, ctx.lang, js=BROWSER_LANGUAGE_JS, **private).then(
+        relabel, ctx.lang, tab_components, js=APPLY_LANGUAGE_JS, **private
     )
-    ctx.lang.input(remember, ctx.lang, None, js=APPLY_LANGUAGE_JS, api_visibility="private")
+    ctx.lang.input(remember, ctx.lang, tab_components, js=APPLY_LANGUAGE_JS, **private)
 
 
 def launch_options(

@@ -1,4 +1,4 @@
-"""The shell in a real browser: tabs in order, the language switch translates labels."""
+"""The shell in a real browser: the language switch translates labels and tab names, and is remembered."""
 
 import pytest
 
@@ -13,6 +13,9 @@ def test_language_switch_translates_and_is_remembered(app, page):
     assert "Fine-tune language models on your own data" in title.inner_text()
     page.locator("#shell-language").get_by_text("中文").click()
     page.locator("#shell-title").get_by_text("在本机用你自己的数据微调语言模型").wait_for()
+    page.get_by_role("tab", name="导出").wait_for()
+    tabs = [t.inner_text() for t in page.get_by_role("tab").all()]
+    assert tabs[0] == "数据" and all(name.isascii() is False for name in tabs), tabs
     screenshot(page, "shell-zh")
     # The choice is saved: a new page (and a restarted app) opens in Chinese.
     app.restart()
