@@ -106,8 +106,10 @@ class RunStore:
         """(argv, YAML) that reproduce a run from a shell: save the YAML as
         run.yaml and run argv from the repository folder. With `run_dir`, the
         argv the store itself launches for that run folder."""
-        args = ["--config", "run.yaml"] if run_dir is None else ["--config", str(Path(run_dir) / CONFIG_FILE),
-                                                                  "--run-dir", str(run_dir)]
+        if run_dir is None:  # a new run folder in this workspace, as the UI would make
+            args = ["--config", "run.yaml", "--workspace", str(self.workspace.root)]
+        else:
+            args = ["--config", str(Path(run_dir) / CONFIG_FILE), "--run-dir", str(run_dir)]
         return supervisor.build_command(args, self._num_processes(config)), config.to_yaml()
 
     def create(self, config: RunConfig) -> str:

@@ -86,11 +86,12 @@ def test_list_is_newest_first(store):
 def test_command_for_reproduces_the_run(store):
     config = cpu_config(learning_rate=1e-3)
     argv, text = store.command_for(config)
-    assert argv == [sys.executable, "-m", "backend.train", "--config", "run.yaml"]
+    assert argv == [sys.executable, "-m", "backend.train", "--config", "run.yaml",
+                    "--workspace", str(store.workspace.root)]
     assert RunConfig.from_yaml(text) == config
     argv, _ = store.command_for(cpu_config(num_processes=2))
     assert argv[1:6] == ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m"]
-    assert argv[6:] == ["backend.train", "--config", "run.yaml"]
+    assert argv[6:9] == ["backend.train", "--config", "run.yaml"]
 
 
 def test_unknown_gpu_is_refused_at_create(store):
