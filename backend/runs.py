@@ -21,7 +21,6 @@ import shutil
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from backend import supervisor
@@ -31,57 +30,17 @@ from backend.run_files import (
     CONFIG_FILE,
     FINAL_STATES,
     LOG_FILE,
-    SUMMARY_FILE,
-    MetricsTail,
-    checkpoint_step,
     list_checkpoints,
-    read_json,
     read_status,
     tail_text,
     update_status,
 )
+from backend.run_info import Checkpoint, InfoReader, RunError, RunInfo
 from backend.workspace import Workspace
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 RESUMABLE = ("stopped", "lost", "failed")
-
-
-class RunError(RuntimeError):
-    """A run operation that cannot be done; the message is meant for the user."""
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    step: int
-    path: Path
-
-
-@dataclass
-class RunInfo:
-    run_id: str
-    run_dir: Path
-    state: str
-    model: str = ""
-    method: str = ""
-    dataset: str = ""
-    created_at: float | None = None
-    started_at: float | None = None
-    ended_at: float | None = None
-    global_step: int = 0
-    max_steps: int | None = None
-    progress: float = 0.0           # 0..1
-    best_eval_loss: float | None = None
-    error: str | None = None
-    advice: str | None = None
-    checkpoints: list[Checkpoint] = field(default_factory=list)  # complete ones, by step
-    config: RunConfig | None = None  # None when config.yaml is unreadable (see error)
-    pid: int | None = None
-    devices: list[str] = field(default_factory=list)
-    command: list[str] = field(default_factory=list)
-
-    @property
-    def live(self) -> bool:
-        return self.state in ("queued", "running") and self.pid is not None
+__all__ = ["Checkpoint", "RunError", "RunInfo", "RunStore"]
 
 
 class RunStore:
@@ -94,7 +53,7 @@ class RunStore:
         self.runs_dir = workspace.runs_dir
         self._devices = devices  # detected lazily: detection imports torch
         self._children: dict[str, subprocess.Popen] = {}
-        self._best_eval: dict[str, tuple[MetricsTail, float | None]] = {}
+        self._reader = InfoReader()
         # Runs this store asked to stop -> how the stop went; a worker that then
         # vanishes without a final state is `stopped`, not `lost`.
         self._stopping: dict[str, str] = {}
@@ -154,7 +113,7 @@ class RunStore:
         checkpoints = list_checkpoints(run_dir)
         if not checkpoints:
             raise RunError(f"Run {run_id} has no complete checkpoint to resume from; start it again instead.")
-        config = self._config(run_dir)
+        config = self._reader.config(run_dir)
         try:
             config.with_overrides(overrides)
         except ConfigError as error:
@@ -262,8 +221,9 @@ class RunStore:
         status = self.refresh(run_id)
         if self._is_live(status):
             raise RunError(f"Run {run_id} is still running; stop it before deleting it.")
-        shutil.rmtree(self._run_dir(run_id))
-        self._best_eval.pop(run_id, None)
+        run_dir = self._run_dir(run_id)
+        shutil.rmtree(run_dir)
+        self._reader.forget(run_dir)
 
     # --- reading ---------------------------------------------------------------
     def list(self) -> list[RunInfo]:
@@ -273,41 +233,7 @@ class RunStore:
 
     def get(self, run_id: str) -> RunInfo:
         status = self.refresh(run_id)
-        run_dir = self._run_dir(run_id)
-        info = RunInfo(run_id=run_id, run_dir=run_dir, state=status.get("state", "queued"),
-                       created_at=status.get("created_at"), started_at=status.get("started_at"),
-                       ended_at=status.get("ended_at"), global_step=int(status.get("global_step") or 0),
-                       error=status.get("error"), advice=status.get("advice"), pid=status.get("pid"),
-                       devices=status.get("devices") or [], command=status.get("command") or [],
-                       checkpoints=[Checkpoint(checkpoint_step(p), p) for p in list_checkpoints(run_dir)])
-        try:
-            info.config = self._config(run_dir)
-        except RunError as error:
-            info.error = info.error or str(error)
-        if info.config is not None:
-            info.model, info.method, info.dataset = (info.config.model_name_or_path, info.config.method,
-                                                     info.config.dataset)
-        max_steps = status.get("max_steps") or (info.config.max_steps if info.config else -1)
-        info.max_steps = max_steps if max_steps and max_steps > 0 else None
-        if info.state == "completed":
-            info.progress = 1.0
-        elif info.max_steps:
-            info.progress = min(1.0, info.global_step / info.max_steps)
-        info.best_eval_loss = self._best_eval_loss(run_id, run_dir)
-        return info
-
-    def _best_eval_loss(self, run_id: str, run_dir: Path) -> float | None:
-        summary = read_json(run_dir / SUMMARY_FILE, default={}) or {}
-        if summary.get("best_eval_loss") is not None:
-            return summary["best_eval_loss"]
-        # Tail metrics.jsonl incrementally: each call reads only the new lines.
-        tail, best = self._best_eval.get(run_id) or (MetricsTail(run_dir), None)
-        for record in tail.read_new():
-            loss = record.get("eval_loss")
-            if loss is not None and (best is None or loss < best):
-                best = loss
-        self._best_eval[run_id] = (tail, best)
-        return best
+        return self._reader.read(self._run_dir(run_id), status)
 
     # --- helpers ---------------------------------------------------------------
     def _run_dir(self, run_id: str) -> Path:
@@ -332,13 +258,6 @@ class RunStore:
                 run_dir.mkdir()
                 return run_dir
         raise RunError(f"Could not make a new run folder in {self.runs_dir}.")
-
-    @staticmethod
-    def _config(run_dir: Path) -> RunConfig:
-        try:
-            return RunConfig.load(run_dir / CONFIG_FILE)
-        except ConfigError as error:
-            raise RunError(f"{run_dir / CONFIG_FILE} cannot be read: {error}") from None
 
     def _resolve_devices(self, config: RunConfig) -> list[Device]:
         if self._devices is None:

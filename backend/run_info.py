@@ -1,0 +1,116 @@
+"""What the UI shows about a run: RunInfo, read from the run folder.
+
+Reading is cheap enough for every UI tick: config.yaml is parsed once per
+run (it is never edited after launch), and metrics.jsonl is tailed, each
+call reading only the lines appended since the last one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from backend.config import ConfigError, RunConfig
+from backend.run_files import (
+    CONFIG_FILE,
+    SUMMARY_FILE,
+    MetricsTail,
+    checkpoint_step,
+    list_checkpoints,
+    read_json,
+)
+
+
+class RunError(RuntimeError):
+    """A run operation that cannot be done; the message is meant for the user."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    step: int
+    path: Path
+
+
+@dataclass
+class RunInfo:
+    run_id: str
+    run_dir: Path
+    state: str
+    model: str = ""
+    method: str = ""
+    dataset: str = ""
+    created_at: float | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    global_step: int = 0
+    max_steps: int | None = None
+    progress: float = 0.0           # 0..1
+    best_eval_loss: float | None = None
+    error: str | None = None
+    advice: str | None = None
+    checkpoints: list[Checkpoint] = field(default_factory=list)  # complete ones, by step
+    config: RunConfig | None = None  # None when config.yaml is unreadable (see error)
+    pid: int | None = None
+    devices: list[str] = field(default_factory=list)
+    command: list[str] = field(default_factory=list)
+
+    @property
+    def live(self) -> bool:
+        return self.state in ("queued", "running") and self.pid is not None
+
+
+def load_config(run_dir: Path) -> RunConfig:
+    try:
+        return RunConfig.load(Path(run_dir) / CONFIG_FILE)
+    except ConfigError as error:
+        raise RunError(f"{Path(run_dir) / CONFIG_FILE} cannot be read: {error}") from None
+
+
+class InfoReader:
+    """Builds RunInfo from status.json and the run folder, with per-run caches."""
+
+    def __init__(self):
+        self._configs: dict[Path, RunConfig] = {}
+        self._best_eval: dict[Path, tuple[MetricsTail, float | None]] = {}
+
+    def config(self, run_dir: Path) -> RunConfig:
+        if run_dir not in self._configs:
+            self._configs[run_dir] = load_config(run_dir)
+        return self._configs[run_dir]
+
+    def forget(self, run_dir: Path) -> None:
+        self._configs.pop(run_dir, None)
+        self._best_eval.pop(run_dir, None)
+
+    def read(self, run_dir: Path, status: dict) -> RunInfo:
+        info = RunInfo(run_id=run_dir.name, run_dir=run_dir, state=status.get("state", "queued"),
+                       created_at=status.get("created_at"), started_at=status.get("started_at"),
+                       ended_at=status.get("ended_at"), global_step=int(status.get("global_step") or 0),
+                       error=status.get("error"), advice=status.get("advice"), pid=status.get("pid"),
+                       devices=status.get("devices") or [], command=status.get("command") or [],
+                       checkpoints=[Checkpoint(checkpoint_step(p), p) for p in list_checkpoints(run_dir)])
+        try:
+            info.config = self.config(run_dir)
+        except RunError as error:
+            info.error = info.error or str(error)
+        if info.config is not None:
+            info.model, info.method, info.dataset = (info.config.model_name_or_path, info.config.method,
+                                                     info.config.dataset)
+        max_steps = status.get("max_steps") or (info.config.max_steps if info.config else -1)
+        info.max_steps = max_steps if max_steps and max_steps > 0 else None
+        if info.state == "completed":
+            info.progress = 1.0
+        elif info.max_steps:
+            info.progress = min(1.0, info.global_step / info.max_steps)
+        info.best_eval_loss = self.best_eval_loss(run_dir)
+        return info
+
+    def best_eval_loss(self, run_dir: Path) -> float | None:
+        """From summary.json once the run wrote it, else the lowest eval_loss so far."""
+        summary = read_json(run_dir / SUMMARY_FILE, default={}) or {}
+        tail, best = self._best_eval.get(run_dir) or (MetricsTail(run_dir), None)
+        for record in tail.read_new():
+            loss = record.get("eval_loss")
+            if loss is not None and (best is None or loss < best):
+                best = loss
+        self._best_eval[run_dir] = (tail, best)
+        return summary["best_eval_loss"] if summary.get("best_eval_loss") is not None else best
