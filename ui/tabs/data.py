@@ -248,7 +248,9 @@ def build(ctx: UIContext) -> None:
             upload = gr.File(label=t("data.upload"), type="filepath", elem_id="data-upload",
                              file_types=[".json", ".jsonl", ".csv", ".tsv", ".parquet"])
             with gr.Row():
-                pick = gr.Dropdown(choices=ds.workspace_datasets(ws), value=None, label=t("data.pick"),
+                names = ds.workspace_datasets(ws)
+                last_saved = ctx.saved().get("dataset")  # the dataset used last time, preselected
+                pick = gr.Dropdown(choices=names, value=last_saved if last_saved in names else None, label=t("data.pick"),
                                    elem_id="data-pick", scale=3)
                 refresh = gr.Button(t("data.refresh"), size="sm", scale=1)
             with gr.Accordion(t("data.counting"), open=False):
