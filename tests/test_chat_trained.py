@@ -16,6 +16,7 @@ from tests.test_chat_support import single_thread  # noqa: F401 (fixture)
 pytestmark = pytest.mark.usefixtures("single_thread")
 
 
+@pytest.mark.slow
 def test_final_checkpoint_answers_the_demo_prompts(trained_demo_run):
     from backend.models import resolve_model_path
     from backend.workspace import Workspace
