@@ -28,7 +28,7 @@ def test_final_checkpoint_answers_the_demo_prompts(trained_demo_run):
     assert len(checkpoints) >= 2, "the demo run should offer at least two complete checkpoints"
     final = next(t for t in checkpoints if t.name == "final")
     base = next(t for t in targets.values() if t.kind == "base")
-    engine, settings = ChatEngine(), GenerationSettings(greedy=True, max_new_tokens=48)
+    engine, settings = ChatEngine(), GenerationSettings(greedy=True, max_new_tokens=32)
     base_answers = [engine.answer(base, prompt, settings).text.strip() for prompt, _ in DEMO_PROMPTS]
     final_answers = [engine.answer(final, prompt, settings).text.strip() for prompt, _ in DEMO_PROMPTS]
     right = sum(got == expected for got, (_, expected) in zip(final_answers, DEMO_PROMPTS))
