@@ -114,3 +114,23 @@ def test_monitoring_and_mcp_are_off(secured):
     assert status(op, secured.url + "gradio_api/mcp/sse")[0] == 404
     config = json.loads(status(op, secured.url + "config")[1])
     assert config["analytics_enabled"] is False
+
+
+@pytest.mark.parametrize(("host", "loopback"), [("127.0.0.1", True), ("127.0.0.2", True), ("::1", True),
+                                                ("localhost", True), ("0.0.0.0", False), ("::", False),
+                                                ("10.0.0.5", False)])
+def test_loopback_detection(host, loopback):
+    import app
+
+    assert app.is_loopback(host) is loopback
+
+
+def test_auth_from_the_environment_and_remote_with_the_flag(monkeypatch, capsys):
+    import app
+
+    monkeypatch.setenv(app.AUTH_ENV, "alice:wonder land")
+    args = app.parse_args(["--host", "0.0.0.0", "--allow-remote"])
+    assert app.check_args(args) == ("alice", "wonder land")
+    args = app.parse_args(["--host", "0.0.0.0", "--allow-remote", "--share"])
+    app.check_args(args)
+    assert "public gradio.live address" in capsys.readouterr().err
