@@ -17,6 +17,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from backend.config import RunConfig
 from backend.run_files import append_metrics, mark_complete
 from backend.workspace import Workspace
@@ -29,6 +31,19 @@ RECIPES = {
     "qlora": {"method": "qlora", "saves": (4,)},
     "full": {"method": "full", "saves": (2,), "lr": 1e-4},
 }
+
+
+@pytest.fixture(scope="module", autouse=False)
+def one_torch_thread():
+    """One intra-op thread while these tests run in the pytest process. The tiny demo model gains
+    nothing from more, and on a shared 2-core box two spinning OpenMP threads made each forward
+    pass ~10x slower (export test: 41 s with the default threads, 4.5 s with one)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def cached_run(workspace, demo_model_dir: Path, recipe: str, run_id: str | None = None) -> Path:

@@ -19,7 +19,10 @@ from backend.eval_results import (
 )
 from backend.evaluate import EvalError, evaluate_run, held_out_rows, start_evaluation
 from backend.workspace import Workspace
-from tests.eval_export_runs import cached_run, link_demo_model
+from tests.eval_export_runs import cached_run, link_demo_model, one_torch_thread
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+_ = one_torch_thread  # the fixture, imported for pytest to find
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,13 @@ import pytest
 from backend.export import export_checkpoint
 from backend.export_files import ExportError, ensure_disk_space, parse_size
 from backend.workspace import Workspace
-from tests.eval_export_runs import cached_run, link_demo_model
+from tests.eval_export_runs import cached_run, link_demo_model, one_torch_thread
 
 PROMPT = [{"role": "user", "content": "What is the capital of France?"}]
+
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+_ = one_torch_thread  # the fixture, imported for pytest to find
 
 
 @pytest.fixture(scope="module")
