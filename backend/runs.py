@@ -133,7 +133,8 @@ class RunStore:
             if taken:
                 raise RunError(f"{', '.join(taken)} is busy with run {busy[taken[0]]}; "
                                f"stop that run or wait for it to finish, then start this one.")
-            update_status(run_dir, state="queued", command=argv, pid=None, pgid=None, create_time=None, **fields)
+            update_status(run_dir, state="queued", command=argv, pid=None, pgid=None, create_time=None,
+                          launcher_create_time=None, worker_pid=None, **fields)
             try:
                 child = supervisor.launch(argv, run_dir, self.env)
             except OSError as error:
@@ -141,8 +142,9 @@ class RunStore:
                 raise RunError(f"Could not start the worker for {run_id}: {error}.") from None
             self._children[run_id] = child
             self._stopping.pop(run_id, None)
+            started = supervisor.create_time(child.pid)
             update_status(run_dir, state="running", pid=child.pid, pgid=child.pid,
-                          create_time=supervisor.create_time(child.pid), started_at=time.time())
+                          create_time=started, launcher_create_time=started, started_at=time.time())
 
     # --- stop, watch, delete ---------------------------------------------------
     def stop(self, run_id: str, grace_s: float = 30) -> None:
@@ -152,8 +154,7 @@ class RunStore:
         status = self.refresh(run_id)
         if not self._is_live(status):
             raise RunError(f"Run {run_id} is not running (state: {status.get('state')}).")
-        pid = status["pid"]
-        started = supervisor.create_time(pid)  # the launcher's own (the worker records its rank 0's)
+        pid, started = _live_process(status)
         supervisor.request_stop(pid)
         self._stopping[run_id] = "ended after the stop request without recording it"
 
@@ -290,11 +291,21 @@ class RunStore:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _live_process(status: dict) -> tuple[int | None, float | None]:
+    """(pid, create_time) of the run's process that still runs, or (None, None).
+    The launcher (pid, launcher_create_time, ours) first; else the worker
+    (worker_pid, create_time, which the worker records as its own): under
+    torchrun, rank 0 can outlive a launcher that was killed alone."""
+    candidates = [(status.get("pid"), status.get("launcher_create_time") or status.get("create_time")),
+                  (status.get("worker_pid"), status.get("create_time"))]
+    for pid, started in candidates:
+        if pid and supervisor.is_alive(pid, started):
+            return int(pid), float(started)
+    return None, None
+
+
 def _alive(status: dict) -> bool:
-    """The launched process (pid) or, under torchrun, rank 0 (worker_pid) is the
-    process that started at create_time: the worker records its own start time."""
-    started = status.get("create_time")
-    return any(supervisor.is_alive(p, started) for p in {status.get("pid"), status.get("worker_pid")} if p)
+    return _live_process(status)[0] is not None
 
 
 def _last_line(path: Path) -> str:

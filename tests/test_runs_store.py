@@ -201,3 +201,23 @@ def test_start_twice_and_unknown_run(store):
         store.start(run_id)
     store.delete(run_id)
     assert not (store.runs_dir / run_id).exists()
+
+
+def test_rank_0_outliving_its_launcher_is_running_and_stoppable(store):
+    """Under torchrun the worker records rank 0 as worker_pid; killed alone, the
+    launcher leaves rank 0 training. It still holds the run and gets the stop."""
+    run_id = store.create(cpu_config())
+    run_dir = store.runs_dir / run_id
+    launcher = subprocess.Popen([sys.executable, "-c", "pass"])
+    launcher.wait()
+    rank0 = run_program(store, run_id, "import signal, sys, time; "
+                        "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0)); print('ready', flush=True); "
+                        "time.sleep(120)")
+    wait_for(lambda: "ready" in (run_dir / "train.log").read_text(), "the SIGTERM handler")
+    update_status(run_dir, pid=launcher.pid, launcher_create_time=time.time() - 5, worker_pid=rank0.pid)
+    assert store.get(run_id).state == "running"
+    assert store.busy_devices() == {"cpu": run_id}
+    store.stop(run_id)
+    assert rank0.wait(timeout=60) == 0  # ended by the SIGTERM handler, not killed
+    info = store.get(run_id)
+    assert info.state == "stopped" and "after the stop request" in info.advice
