@@ -105,6 +105,11 @@ def test_stop_kill_and_resume_end_like_an_uninterrupted_run(store, workspace, su
     assert 3 <= stopped.global_step < MAX_STEPS - 1
     assert stopped.checkpoints[-1].step == stopped.global_step  # saved at the step boundary
 
+    # A resume that changes the adapter shape: the worker refuses, the run says why.
+    restarted.resume(run_id, ["lora_r=4"])
+    refused = wait_final(restarted, run_id)
+    assert refused.state == "failed" and "different model or adapter shape" in refused.error, log_of(refused)
+
     # Resume, then kill -9 the worker's group mid-run.
     (run_dir / ".held").unlink()
     (run_dir / ".hold").touch()
