@@ -46,6 +46,20 @@ def one_torch_thread():
     torch.set_num_threads(before)
 
 
+def copy_run(run_dir: Path, workspace, run_id: str) -> Path:
+    """A private copy of a finished run (e.g. the session's `trained_demo_run`) in `workspace`,
+    so a test can write eval/ results without touching what other tests read."""
+    target = workspace.runs_dir / run_id
+    shutil.copytree(run_dir, target, symlinks=True)
+    return target
+
+
+def checkpoint_names(run_dir: Path) -> list[str]:
+    from backend.run_files import list_checkpoints
+
+    return [p.name for p in list_checkpoints(run_dir)]
+
+
 def cached_run(workspace, demo_model_dir: Path, recipe: str, run_id: str | None = None) -> Path:
     """A copy of a `RECIPES` run in workspace/runs/<run_id>, trained once and cached beside the
     demo model (runs are deterministic: fixed seeds, the same data order)."""

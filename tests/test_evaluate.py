@@ -19,17 +19,18 @@ from backend.eval_results import (
 )
 from backend.evaluate import EvalError, evaluate_run, held_out_rows, start_evaluation
 from backend.workspace import Workspace
-from tests.eval_export_runs import cached_run, link_demo_model, one_torch_thread
+from tests.eval_export_runs import checkpoint_names, copy_run, link_demo_model, one_torch_thread
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 _ = one_torch_thread  # the fixture, imported for pytest to find
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory, demo_model_dir):
+def run_dir(tmp_path_factory, demo_model_dir, trained_demo_run):
+    """A copy of the session's default demo run, trained by the real worker."""
     workspace = Workspace(tmp_path_factory.mktemp("evaluate") / "workspace").ensure()
     link_demo_model(workspace, demo_model_dir)
-    return cached_run(workspace, demo_model_dir, "lora")
+    return copy_run(trained_demo_run, workspace, "demo-run")
 
 
 def _independent_loss(run_dir, rows):
@@ -52,14 +53,16 @@ def _independent_loss(run_dir, rows):
     return total / count
 
 
+@pytest.mark.slow
 def test_cli_writes_metrics_and_predictions(run_dir, subprocess_env):
+    last = checkpoint_names(run_dir)[-1]
     command = [sys.executable, "-m", "backend.evaluate", "--run", str(run_dir), "--checkpoint", "base",
-               "checkpoint-16", "--max-samples", "8", "--max-new-tokens", "24", "--json"]
+               last, "--max-samples", "8", "--max-new-tokens", "32", "--json"]
     done = subprocess.run(command, env=subprocess_env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(done.stdout)
-    assert list(summary["results"]) == ["base", "checkpoint-16"]
-    for name in ("base", "checkpoint-16"):
+    assert list(summary["results"]) == ["base", last]
+    for name in ("base", last):
         metrics = json.loads((run_dir / "eval" / name / "metrics.json").read_text())
         predictions = [json.loads(line) for line in (run_dir / "eval" / name / "predictions.jsonl").open()]
         assert len(predictions) == metrics["num_samples"] == 8
@@ -71,28 +74,32 @@ def test_cli_writes_metrics_and_predictions(run_dir, subprocess_env):
     rows = held_out_rows(run_dir)[:8]
     base = json.loads((run_dir / "eval" / "base" / "metrics.json").read_text())
     assert base["eval_loss"] == pytest.approx(_independent_loss(run_dir, rows), rel=1e-4)
-    tuned = json.loads((run_dir / "eval" / "checkpoint-16" / "metrics.json").read_text())
-    # The LoRA run learned the demo answers: better loss and ROUGE than the base.
+    tuned = json.loads((run_dir / "eval" / last / "metrics.json").read_text())
+    # The LoRA run learned the demo answers: better loss, ROUGE and exact match than the base.
     assert tuned["eval_loss"] < base["eval_loss"] and tuned["rougeL"] > base["rougeL"]
-    assert tuned["step"] == 16 and base["step"] == 0
+    assert tuned["exact_match"] > base["exact_match"]
+    assert tuned["step"] == int(last.split("-")[1]) and base["step"] == 0
 
     results = load_results(run_dir)
     best = best_per_metric(results)
-    assert best["eval_loss"] == "checkpoint-16" and best["rougeL"] == "checkpoint-16"
+    assert best["eval_loss"] == last and best["rougeL"] == last
     table = disagreement_rows(run_dir, list(results))
     assert len(table) == 8 and table[0]["distinct"] >= table[-1]["distinct"]
-    assert table[0]["base"] != table[0]["checkpoint-16"]
+    assert table[0]["base"] != table[0][last]
 
 
+@pytest.mark.slow
 def test_uploaded_file_and_bad_choices(run_dir, tmp_path):
-    assert checkpoint_choices(run_dir) == ["base", "checkpoint-8", "checkpoint-16", "final"]
-    assert [step for step, _ in training_eval_curve(run_dir)] == [8, 16]
+    names = checkpoint_names(run_dir)
+    assert checkpoint_choices(run_dir) == ["base", *names, "final"]
+    curve_steps = [step for step, _ in training_eval_curve(run_dir)]
+    assert curve_steps == sorted(curve_steps) and {int(n.split("-")[1]) for n in names} <= set(curve_steps)
     data = tmp_path / "qa.json"
     data.write_text(json.dumps([{"instruction": "法国的首都是哪里？", "input": "", "output": "法国的首都是巴黎。"},
                                 {"instruction": "What is 2 + 3?", "input": "", "output": "2 + 3 = 5."}],
                                ensure_ascii=False), encoding="utf-8")
-    summary = evaluate_run(run_dir, ["checkpoint-8"], data=data, max_new_tokens=16)
-    metrics = summary["results"]["checkpoint-8"]
+    summary = evaluate_run(run_dir, [names[0]], data=data, max_new_tokens=16)
+    metrics = summary["results"][names[0]]
     assert metrics["num_samples"] == 2 and metrics["data"] == "file qa.json" and metrics["bleu_tokenize"] == "zh"
     with pytest.raises(EvalError, match="No complete checkpoint checkpoint-99.*choose from: base"):
         evaluate_run(run_dir, ["checkpoint-99"])

@@ -14,7 +14,7 @@ import pytest
 from backend.export import export_checkpoint
 from backend.export_files import ExportError, ensure_disk_space, parse_size
 from backend.workspace import Workspace
-from tests.eval_export_runs import cached_run, link_demo_model, one_torch_thread
+from tests.eval_export_runs import cached_run, checkpoint_names, copy_run, link_demo_model, one_torch_thread
 
 PROMPT = [{"role": "user", "content": "What is the capital of France?"}]
 
@@ -24,10 +24,11 @@ _ = one_torch_thread  # the fixture, imported for pytest to find
 
 
 @pytest.fixture(scope="module")
-def lora_run(tmp_path_factory, demo_model_dir):
+def lora_run(tmp_path_factory, demo_model_dir, trained_demo_run):
+    """A copy of the session's default demo LoRA run, trained by the real worker."""
     workspace = Workspace(tmp_path_factory.mktemp("export") / "workspace").ensure()
     link_demo_model(workspace, demo_model_dir)
-    return cached_run(workspace, demo_model_dir, "lora")
+    return copy_run(trained_demo_run, workspace, "demo-run")
 
 
 def _adapter_answer(base_path, checkpoint):
@@ -56,8 +57,9 @@ print(tokenizer.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=T
 """
 
 
+@pytest.mark.slow
 def test_merged_export_matches_adapter_and_loads_in_a_fresh_process(lora_run, subprocess_env, tmp_path):
-    checkpoint = lora_run / "checkpoint-16"
+    checkpoint = lora_run / "final"
     out = tmp_path / "exports" / "merged"
     report = export_checkpoint(checkpoint, out, merge=True, shard_size="1MB", dtype="auto")
     assert report["kind"] == "merged" and report["dtype"] == "fp32"  # fp32 demo base on the CPU
@@ -68,7 +70,7 @@ def test_merged_export_matches_adapter_and_loads_in_a_fresh_process(lora_run, su
     assert {"tokenizer.json", "generation_config.json", "README.md", "config.json"} <= names
     assert "adapter_config.json" not in names and not any(n.endswith(".bin") for n in names)
     card = (out / "README.md").read_text(encoding="utf-8")
-    assert "base_model:" in card and "## Training hyperparameters" in card and "| lora_r | 8 |" in card
+    assert "base_model:" in card and "## Training hyperparameters" in card and "| lora_r | 16 |" in card
     assert "## Data" in card and "Verification passed" in card
     with zipfile.ZipFile(report["zip"]) as archive:
         assert "merged/model.safetensors.index.json" in archive.namelist()
@@ -94,9 +96,11 @@ def _plain_answer(path):
     return tokenizer.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True).strip()
 
 
+@pytest.mark.slow
 def test_adapter_export_refuses_an_existing_folder(lora_run, tmp_path, subprocess_env):
+    first, last = checkpoint_names(lora_run)[0], checkpoint_names(lora_run)[-1]
     out = tmp_path / "exports" / "adapter"
-    report = export_checkpoint(lora_run / "checkpoint-8", out)
+    report = export_checkpoint(lora_run / first, out)
     names = {p.name for p in out.iterdir()}
     assert {"adapter_config.json", "adapter_model.safetensors", "README.md"} <= names
     assert "optimizer.pt" not in names and "COMPLETE" not in names and "trainer_state.json" not in names
@@ -105,13 +109,13 @@ def test_adapter_export_refuses_an_existing_folder(lora_run, tmp_path, subproces
     before = (out / "adapter_model.safetensors").read_bytes()
 
     with pytest.raises(ExportError, match="already exists.*Overwrite"):
-        export_checkpoint(lora_run / "checkpoint-16", out)
+        export_checkpoint(lora_run / last, out)
     assert (out / "adapter_model.safetensors").read_bytes() == before  # untouched
-    cli = subprocess.run([sys.executable, "-m", "backend.export", "--checkpoint", str(lora_run / "checkpoint-16"),
+    cli = subprocess.run([sys.executable, "-m", "backend.export", "--checkpoint", str(lora_run / last),
                           "--out", str(out)], env=subprocess_env, capture_output=True, text=True, timeout=120)
     assert cli.returncode == 2 and "already exists" in cli.stderr and "Traceback" not in cli.stderr
 
-    export_checkpoint(lora_run / "checkpoint-16", out, overwrite=True)
+    export_checkpoint(lora_run / last, out, overwrite=True)
     assert (out / "adapter_model.safetensors").read_bytes() != before
     assert not list(out.parent.glob(".*partial*"))
 

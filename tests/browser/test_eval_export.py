@@ -9,39 +9,40 @@ import json
 import pytest
 
 from tests.browser.harness import REPO, screenshot, wait_app_loaded
-from tests.eval_export_runs import cached_run
+from tests.eval_export_runs import checkpoint_names, copy_run
 
 DOCS = REPO / "docs" / "screenshots"
 
 
 @pytest.mark.browser
-def test_evaluate_two_checkpoints_then_export_merged(workspace, demo_model_dir, page):
+def test_evaluate_two_checkpoints_then_export_merged(workspace, trained_demo_run, page):
     from tests.browser.harness import AppProcess
 
-    cached_run(workspace, demo_model_dir, "lora", run_id="demo-run")
+    run_dir = copy_run(trained_demo_run, workspace, "demo-run")
+    first, last = checkpoint_names(run_dir)[0], checkpoint_names(run_dir)[-1]
     with AppProcess(workspace.root) as app:
         page.goto(app.url)
         wait_app_loaded(page)
 
         page.get_by_role("tab", name="Evaluate").click()
         group = page.locator("#evaluate-checkpoints")
-        group.get_by_text("checkpoint-8", exact=True).wait_for()
-        for label in ("base", "checkpoint-8", "checkpoint-16", "final"):
+        group.get_by_text(first, exact=True).wait_for()
+        for label in ["base", *checkpoint_names(run_dir), "final"]:
             box = group.get_by_label(label, exact=True)
-            if box.is_checked() != (label in ("checkpoint-8", "checkpoint-16")):
+            if box.is_checked() != (label in (first, last)):
                 box.click()
         page.locator("#evaluate-max-samples input").fill("6")
         page.locator("#evaluate-start").click()
         page.locator("#evaluate-done").wait_for(timeout=180_000)
         table = page.locator("#evaluate-table")
-        page.wait_for_function("() => (document.querySelector('#evaluate-table') || {}).innerText"
-                               "?.includes('checkpoint-16')")
+        page.wait_for_function("(name) => (document.querySelector('#evaluate-table') || {}).innerText"
+                               "?.includes(name)", arg=last)
         text = table.inner_text()
-        assert "checkpoint-8" in text and "★" in text
+        assert first in text and "★" in text
         page.locator("#evaluate-chart .js-plotly-plot").wait_for()
         page.locator("#evaluate-predictions").get_by_text("reference").first.wait_for()
         screenshot(page, "evaluate", also_to=DOCS / "evaluate.png")
-        for name in ("checkpoint-8", "checkpoint-16"):
+        for name in (first, last):
             assert (workspace.runs_dir / "demo-run" / "eval" / name / "metrics.json").is_file()
 
         page.get_by_role("tab", name="Export").click()
