@@ -51,6 +51,10 @@ def test_three_columns_answer_and_blind_vote_is_saved(chat_run, app, page):
     assert page.locator('[data-testid="dropdown-option"]', has_text="checkpoint-30").count() == 0
     page.locator("#chat-checkpoints input").press("Escape")
 
+    # Short answers keep the test quick: the perturbed adapters ramble to the limit.
+    page.locator("#chat-settings").get_by_text("Generation settings").click()
+    page.locator("#chat-max-new input[type=number]").fill("24")
+    page.locator("#chat-max-new input[type=number]").press("Enter")
     _send_and_wait(page, "What is the capital of France?")
     for index, label in enumerate(("base", "checkpoint-10", "checkpoint-20")):
         assert label in page.locator(f"#chat-head-{index}").inner_text()
@@ -62,7 +66,7 @@ def test_three_columns_answer_and_blind_vote_is_saved(chat_run, app, page):
     page.locator("#chat-blind input").check()
     _send_and_wait(page, "What colour is the sky?")
     assert page.locator("#chat-head-0").inner_text().strip().startswith("Answer A")
-    page.locator("#chat-vote").get_by_text("B", exact=True).click()
+    page.locator('#chat-vote input[value="B"]').check()
     page.locator("#chat-vote-button").click()
     page.locator("#chat-status").get_by_text("Vote recorded").wait_for()
     screenshot(page, "chat", also_to=REPO / "docs" / "screenshots" / "chat.png")
