@@ -218,8 +218,9 @@ class ChatEngine:
         return lines
 
     def loaded(self) -> list[str]:
-        lines = [f"{Path(model).name} on {device}" + (f" + {len(entry.adapters)} adapter(s)" if entry.adapters else "")
-                 for (model, device, _bits), entry in self._bases.items()]
+        lines = [f"{Path(model).name}" + (f" ({bits}-bit)" if bits else "") + f" on {device}"
+                 + (f" + {len(entry.adapters)} adapter(s)" if entry.adapters else "")
+                 for (model, device, bits), entry in self._bases.items()]
         lines += [f"{Path(ckpt).parent.name}/{Path(ckpt).name} (full) on {device}" for (ckpt, device) in self._full]
         return lines
 
