@@ -104,10 +104,12 @@ def test_default_run_learns_and_leaves_the_base_alone(trained_demo_run, demo_mod
     lora_b = [v for k, v in adapter.items() if "lora_B" in k]
     assert lora_b and all(v.abs().sum() > 0 for v in lora_b)  # lora_B starts at zero: it was trained
     state = model.base_model.model.state_dict()
+    compared = 0
     for name, original in base_weights.items():
         key = name.replace(".weight", ".base_layer.weight") if f"{name[:-7]}.base_layer.weight" in state else name
-        if key in state:
-            assert torch.equal(state[key], original), name
+        assert torch.equal(state[key], original), name
+        compared += key.endswith("base_layer.weight")
+    assert compared > 0  # the adapted layers' frozen weights were among those checked
 
 
 def test_default_run_answers_the_demo_prompts(trained_demo_run, demo_model_dir):
