@@ -125,3 +125,19 @@ def test_errors_are_one_sentence_with_advice():
     bnb = explain(ImportError("No module named 'bitsandbytes'"), config)
     assert "pip install bitsandbytes" in bnb.advice
     assert explain(DatasetNotFound("Dataset 'x' not found"), config).exit_code == 2
+
+
+def test_disk_check_refuses_a_save_that_cannot_fit(tmp_path):
+    from backend.training.callbacks import DiskFullError, DiskSpaceCallback
+
+    DiskSpaceCallback(tmp_path, first_estimate_bytes=1024).check()  # a small first checkpoint fits
+    (tmp_path / "checkpoint-5").mkdir()
+    (tmp_path / "checkpoint-5" / "adapter_model.safetensors").write_bytes(b"x" * 4096)
+    mark_complete(tmp_path / "checkpoint-5")
+    callback = DiskSpaceCallback(tmp_path, first_estimate_bytes=10**18)
+    assert 6144 <= callback.needed_bytes() < 10**6  # 1.5 x the last real checkpoint, not the estimate
+    (tmp_path / "fresh-run").mkdir()
+    with pytest.raises(DiskFullError, match="free on the disk"):
+        DiskSpaceCallback(tmp_path / "fresh-run", first_estimate_bytes=10**18).check()
+    explained = explain(OSError(28, "No space left on device"), RunConfig())
+    assert "disk space" in explained.error and "last complete checkpoint was kept" in explained.advice

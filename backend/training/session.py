@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
 import time
 import traceback
@@ -184,6 +185,8 @@ def fail(job: Job | None, error: BaseException, run_dir: Path | None = None) -> 
         update_status(run_dir, state="failed", exit_code=explained.exit_code, ended_at=time.time(),
                       error=explained.error, advice=explained.advice)
     logged = job is not None and job.run_dir.is_dir()
+    if logged and job.is_main and "disk space" in explained.error:
+        _remove_partial_checkpoints(job.run_dir)
     if logged:
         if explained.exit_code != EXIT_CONFIG:
             log.error("%s", "".join(traceback.format_exception(error)).rstrip())
@@ -196,3 +199,16 @@ def fail(job: Job | None, error: BaseException, run_dir: Path | None = None) -> 
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
     return explained.exit_code
+
+
+def _remove_partial_checkpoints(run_dir: Path) -> None:
+    """After a failed save: drop checkpoint folders newer than the last complete
+    one (never complete ones), so the space is back for the resume."""
+    from backend.run_files import checkpoint_step, list_checkpoints
+
+    complete = list_checkpoints(run_dir)
+    last = checkpoint_step(complete[-1]) if complete else -1
+    for folder in list_checkpoints(run_dir, complete_only=False):
+        if checkpoint_step(folder) > last:
+            shutil.rmtree(folder, ignore_errors=True)
+            log.error("removed the incomplete %s", folder.name)
