@@ -11,6 +11,8 @@ import plotly.graph_objects as go
 
 # TensorBoard's default smoothing weight.
 SMOOTHING = 0.6
+# Below this many points a line gets markers too: one logged step must show.
+MARKERS_BELOW = 30
 MEMORY_KEYS_ORDER = ("memory_allocated_gb", "memory_reserved_gb", "memory_rss_gb")
 
 
@@ -37,6 +39,10 @@ def series(records: list[dict], key: str, kind: str | None = None, x: str = "ste
     return xs, ys
 
 
+def _mode(xs: list) -> str:
+    return "lines+markers" if len(xs) < MARKERS_BELOW else "lines"
+
+
 def _layout(fig: go.Figure, title: str, x_title: str, y_title: str = "") -> go.Figure:
     fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title, height=300,
                       margin={"l": 50, "r": 20, "t": 40, "b": 40}, template="plotly_white",
@@ -54,9 +60,9 @@ def loss_figure(records: list[dict], title: str = "Loss", empty_note: str = "No 
     fig = go.Figure()
     steps, losses = series(records, "loss", "train")
     if steps:
-        fig.add_scatter(x=steps, y=losses, mode="lines", name="train loss", opacity=0.3,
+        fig.add_scatter(x=steps, y=losses, mode=_mode(steps), name="train loss", opacity=0.3,
                         line={"color": "#1f77b4"})
-        fig.add_scatter(x=steps, y=smooth(losses), mode="lines", name="train loss (smoothed)",
+        fig.add_scatter(x=steps, y=smooth(losses), mode=_mode(steps), name="train loss (smoothed)",
                         line={"color": "#1f77b4", "width": 2.5})
     eval_steps, eval_losses = series(records, "eval_loss")
     if eval_steps:
@@ -72,7 +78,7 @@ def line_figure(records: list[dict], key: str, title: str, empty_note: str = "No
     fig = go.Figure()
     steps, values = series(records, key, kind)
     if steps:
-        fig.add_scatter(x=steps, y=values, mode="lines+markers" if len(steps) < 30 else "lines", name=key)
+        fig.add_scatter(x=steps, y=values, mode=_mode(steps), name=key)
     else:
         _empty(fig, empty_note)
     if log_y:
@@ -88,7 +94,7 @@ def memory_figure(records: list[dict], title: str = "Memory (GiB)", empty_note: 
                   key=lambda k: (MEMORY_KEYS_ORDER.index(k) if k in MEMORY_KEYS_ORDER else 99, k))
     for key in keys:
         points = [((r["time"] - start) / 60, r[key]) for r in records if r.get(key) is not None and "time" in r]
-        fig.add_scatter(x=[p[0] for p in points], y=[p[1] for p in points], mode="lines",
+        fig.add_scatter(x=[p[0] for p in points], y=[p[1] for p in points], mode=_mode(points),
                         name=key.removeprefix("memory_").removesuffix("_gb"))
     if not keys:
         _empty(fig, empty_note)
@@ -132,7 +138,7 @@ def compare_figure(runs: dict[str, list[dict]], title: str = "Compare", empty_no
         color = palette[n % len(palette)]
         steps, losses = series(records, "loss", "train")
         if steps:
-            fig.add_scatter(x=steps, y=smooth(losses), mode="lines", name=f"{label} train",
+            fig.add_scatter(x=steps, y=smooth(losses), mode=_mode(steps), name=f"{label} train",
                             line={"color": color})
         eval_steps, eval_losses = series(records, "eval_loss")
         if eval_steps:

@@ -228,51 +228,49 @@ def _dataset_choices(ctx: UIContext) -> list[str]:
 
 def build(ctx: UIContext) -> None:
     defaults = _defaults(ctx)
+    t = ctx.t
     model_choices = [("demo", "demo"), *[(f"{p.label} ({hub_id})", hub_id) for hub_id, p in PRESETS.items()]]
+    c: dict = {}
     with gr.Row():
         with gr.Column(scale=3):
-            model = gr.Dropdown(model_choices, value=defaults.model_name_or_path, allow_custom_value=True,
-                                label=ctx.t("train.model"), info=ctx.t("train.model.info"), elem_id="train-model")
-            model_check = gr.Markdown(elem_id="train-model-check")
+            c["model"] = gr.Dropdown(model_choices, value=defaults.model_name_or_path, allow_custom_value=True,
+                                     label=t("train.model"), info=t("train.model.info"), elem_id="train-model")
+            c["model_check"] = gr.Markdown(elem_id="train-model-check")
         with gr.Column(scale=2):
-            dataset = gr.Dropdown(_dataset_choices(ctx), value=defaults.dataset, allow_custom_value=True,
-                                  label=ctx.t("train.dataset"), info=ctx.t("train.dataset.info"),
-                                  elem_id="train-dataset")
+            c["dataset"] = gr.Dropdown(_dataset_choices(ctx), value=defaults.dataset, allow_custom_value=True,
+                                       label=t("train.dataset"), info=t("train.dataset.info"), elem_id="train-dataset")
             inputs = forms.build_inputs(ctx, forms.MODEL_FIELDS, defaults)
-            remote_warning = gr.Markdown(ctx.t("train.remote_warning"), visible=defaults.trust_remote_code)
+            c["remote_warning"] = gr.Markdown(t("train.remote_warning"), visible=defaults.trust_remote_code)
     with gr.Row():
         with gr.Column(scale=3):
             inputs |= forms.build_inputs(ctx, forms.METHOD_FIELDS, defaults)
-        hardware = gr.Markdown(ctx.t("train.hardware.detecting"), elem_id="train-hardware")
-    with gr.Accordion(ctx.t("train.section.lora"), open=True), gr.Row():
-        inputs |= forms.build_inputs(ctx, forms.LORA_FIELDS, defaults)
-    with gr.Accordion(ctx.t("train.section.training"), open=True), gr.Row():
-        inputs |= forms.build_inputs(ctx, forms.TRAIN_FIELDS, defaults)
-    with gr.Accordion(ctx.t("train.section.advanced"), open=False), gr.Row():
-        inputs |= forms.build_inputs(ctx, forms.ADVANCED_FIELDS, defaults)
-    with gr.Accordion(ctx.t("train.section.plan"), open=True), gr.Row():
-        derived = gr.Markdown(elem_id="train-derived")
-        estimate = gr.Markdown(elem_id="train-estimate")
+        c["hardware"] = gr.Markdown(t("train.hardware.detecting"), elem_id="train-hardware")
+    for section, fields, is_open in (("lora", forms.LORA_FIELDS, True), ("training", forms.TRAIN_FIELDS, True),
+                                     ("advanced", forms.ADVANCED_FIELDS, False)):
+        with gr.Accordion(t(f"train.section.{section}"), open=is_open), gr.Row():
+            inputs |= forms.build_inputs(ctx, fields, defaults)
+    with gr.Accordion(t("train.section.plan"), open=True), gr.Row():
+        c["derived"] = gr.Markdown(elem_id="train-derived")
+        c["estimate"] = gr.Markdown(elem_id="train-estimate")
     with gr.Row():
-        start_btn = gr.Button(ctx.t("train.start"), variant="primary", elem_id="train-start")
-        stop_btn = gr.Button(ctx.t("train.stop"), variant="stop", elem_id="train-stop")
-        resume_btn = gr.Button(ctx.t("train.resume"), elem_id="train-resume")
-        command_btn = gr.Button(ctx.t("train.show_command"), elem_id="train-show-command")
-        save_btn = gr.Button(ctx.t("train.save_yaml"), elem_id="train-save-yaml")
-        load_btn = gr.UploadButton(ctx.t("train.load_yaml"), file_types=[".yaml", ".yml"], elem_id="train-load-yaml")
-    message = gr.Markdown(elem_id="train-message")
-    saved_file = gr.File(visible=False, interactive=False, height=60, show_label=False)
-    command = gr.Code(language="shell", label=ctx.t("train.command"), interactive=False, visible=False)
-    yaml_box = gr.Code(language="yaml", label=ctx.t("train.yaml"), interactive=False, visible=False)
-    devices_state, rows_state = gr.State(None), gr.State(None)
-    _wire(ctx, locals(), [inputs[name] for name in forms.NAMES])
+        for key, variant in (("start", "primary"), ("stop", "stop"), ("resume", "secondary"),
+                             ("show_command", "secondary"), ("save_yaml", "secondary")):
+            c[key] = gr.Button(t(f"train.{key}"), variant=variant, elem_id=f"train-{key.replace('_', '-')}")
+        c["load_yaml"] = gr.UploadButton(t("train.load_yaml"), file_types=[".yaml", ".yml"], elem_id="train-load-yaml")
+    c["message"] = gr.Markdown(elem_id="train-message")
+    c["saved_file"] = gr.File(visible=False, interactive=False, height=60, show_label=False)
+    c["command"] = gr.Code(language="shell", label=t("train.command"), interactive=False, visible=False)
+    c["yaml"] = gr.Code(language="yaml", label=t("train.yaml"), interactive=False, visible=False)
+    c["devices"], c["rows"] = gr.State(None), gr.State(None)
+    c["trust"] = inputs["trust_remote_code"]
+    _wire(ctx, c, [inputs[name] for name in forms.NAMES])
 
 
 def _wire(ctx: UIContext, c: dict, form: list) -> None:
     lang, shared_run, shared_dataset = ctx.lang, ctx.shared.get("run_id"), ctx.shared.get("dataset")
     private = {"api_visibility": "private"}
     head = [lang, c["model"], c["dataset"]]
-    plan_inputs = [*head, c["rows_state"], c["devices_state"], *form]
+    plan_inputs = [*head, c["rows"], c["devices"], *form]
     plan_outputs = [c["derived"], c["estimate"]]
 
     def do_plan(*values):
@@ -281,28 +279,33 @@ def _wire(ctx: UIContext, c: dict, form: list) -> None:
     def do_rows(dataset):
         return count_rows(ctx, dataset)
 
+    def do_model(lang, model):
+        return check_model(ctx, lang, model)
+
+    def do_hardware_text(lang, devices):
+        return summary.hardware_text(_msg(ctx, lang), summary.devices_from_state(devices))
+
     page = gr.context.Context.root_block
-    page.load(lambda lang: detect_hardware(ctx, lang), lang, [c["hardware"], c["devices_state"]], **private).then(
-        do_rows, c["dataset"], c["rows_state"], **private).then(do_plan, plan_inputs, plan_outputs, **private)
-    page.load(lambda lang, m: check_model(ctx, lang, m), [lang, c["model"]], c["model_check"], **private)
-    c["model"].change(lambda lang, m: check_model(ctx, lang, m), [lang, c["model"]], c["model_check"], **private)
-    c["dataset"].change(do_rows, c["dataset"], c["rows_state"], **private)
-    if shared_dataset is not None:
+    page.load(lambda lang: detect_hardware(ctx, lang), lang, [c["hardware"], c["devices"]], **private).then(
+        do_rows, c["dataset"], c["rows"], **private).then(do_plan, plan_inputs, plan_outputs, **private)
+    for trigger in (page.load, c["model"].change, lang.change):
+        trigger(do_model, [lang, c["model"]], c["model_check"], **private)
+    lang.change(do_hardware_text, [lang, c["devices"]], c["hardware"], **private)
+    c["dataset"].change(do_rows, c["dataset"], c["rows"], **private)
+    c["dataset"].focus(lambda: gr.update(choices=_dataset_choices(ctx)), None, c["dataset"], **private)
+    if shared_dataset is not None:  # a dataset saved in Data becomes the one to train on
         shared_dataset.change(lambda name: gr.update(value=name, choices=_dataset_choices(ctx)) if name else gr.update(),
                               shared_dataset, c["dataset"], **private)
-    inputs_trust = c["inputs"]["trust_remote_code"]
-    inputs_trust.change(lambda on: gr.update(visible=on), inputs_trust, c["remote_warning"], **private)
-    gr.on([c["model"].change, c["rows_state"].change, lang.change, *[f.change for f in form]],
+    c["trust"].change(lambda on: gr.update(visible=on), c["trust"], c["remote_warning"], **private)
+    gr.on([c["model"].change, c["rows"].change, lang.change, *[f.change for f in form]],
           do_plan, plan_inputs, plan_outputs, trigger_mode="always_last", **private)
 
     run_target = shared_run if shared_run is not None else gr.State(None)
+
     def do_start(*values):
         text, run_id = start(ctx, *values)
         return text, run_id or gr.update()  # a refused start keeps the selected run
 
-    c["start_btn"].click(do_start, [*head, *form], [c["message"], run_target], **private)
-    c["stop_btn"].click(lambda lang, r: stop(ctx, lang, r), [lang, run_target], c["message"], **private)
-    c["resume_btn"].click(lambda lang, r: resume(ctx, lang, r), [lang, run_target], c["message"], **private)
     def do_command(*values):
         text, command, yaml_text = show_command(ctx, *values)
         return text, gr.update(value=command, visible=bool(command)), gr.update(value=yaml_text, visible=bool(yaml_text))
@@ -311,7 +314,10 @@ def _wire(ctx: UIContext, c: dict, form: list) -> None:
         text, path = save_yaml(ctx, *values)
         return text, gr.update(value=path, visible=bool(path))
 
-    c["command_btn"].click(do_command, [*head, *form], [c["message"], c["command"], c["yaml_box"]], **private)
-    c["save_btn"].click(do_save, [*head, *form], [c["message"], c["saved_file"]], **private)
-    c["load_btn"].upload(lambda lang, p: load_yaml(ctx, lang, p), [lang, c["load_btn"]],
-                         [c["message"], c["model"], c["dataset"], *form], **private)
+    c["start"].click(do_start, [*head, *form], [c["message"], run_target], **private)
+    c["stop"].click(lambda lang, r: stop(ctx, lang, r), [lang, run_target], c["message"], **private)
+    c["resume"].click(lambda lang, r: resume(ctx, lang, r), [lang, run_target], c["message"], **private)
+    c["show_command"].click(do_command, [*head, *form], [c["message"], c["command"], c["yaml"]], **private)
+    c["save_yaml"].click(do_save, [*head, *form], [c["message"], c["saved_file"]], **private)
+    c["load_yaml"].upload(lambda lang, p: load_yaml(ctx, lang, p), [lang, c["load_yaml"]],
+                          [c["message"], c["model"], c["dataset"], *form], **private)
