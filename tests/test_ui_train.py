@@ -100,7 +100,8 @@ def test_show_command_and_yaml_reproduce_the_config(ctx, tmp_path):
     config = RunConfig(max_steps=7, lora_r=4, devices="cpu")
     message, command, text = train.show_command(ctx, "en", "demo", "demo", *browser_values(config))
     argv = shlex.split(command)
-    assert argv[-4:] == ["-m", "backend.train", "--config", "run.yaml"]
+    assert argv[argv.index("-m"):argv.index("-m") + 4] == ["-m", "backend.train", "--config", "run.yaml"]
+    assert argv[argv.index("--workspace") + 1] == str(ctx.workspace.root)
     assert RunConfig.from_dict(yaml.safe_load(text)) == config and "run.yaml" in message
     message, path = train.save_yaml(ctx, "en", "demo", "demo", *browser_values(config))
     assert ctx.workspace.contains(path)
