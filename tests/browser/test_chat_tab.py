@@ -30,6 +30,13 @@ def _answers(page, count: int) -> list[str]:
     return [page.locator(f"#chat-answer-{i} .bot").last.inner_text() for i in range(count)]
 
 
+def _clear(page) -> None:
+    """Clear empties the columns and the status, so the next "Done." is the next answer's."""
+    page.locator("#chat-clear").click()
+    page.wait_for_function("() => !document.querySelector('#chat-status').innerText.includes('Done.')")
+    page.wait_for_function("() => document.querySelectorAll('#chat-answer-0 .bot').length === 0")
+
+
 def _send_and_wait(page, text: str) -> None:
     page.locator("#chat-prompt textarea").fill(text)
     page.locator("#chat-send").click()
@@ -63,6 +70,7 @@ def test_three_columns_answer_and_blind_vote_is_saved(chat_run, app, page):
     assert not page.locator("#chat-col-3").is_visible()
     assert "step 20" in page.locator("#chat-head-2").inner_text()
 
+    _clear(page)
     page.locator("#chat-blind input").check()
     _send_and_wait(page, "What colour is the sky?")
     assert page.locator("#chat-head-0").inner_text().strip().startswith("Answer A")

@@ -35,6 +35,7 @@ TEXT: dict[str, dict[str, str]] = {
     "chat.send": {"en": "Send", "zh": "发送"},
     "chat.stop": {"en": "Stop", "zh": "停止"},
     "chat.clear": {"en": "Clear", "zh": "清空"},
+    "chat.use_cpu": {"en": "Use the CPU instead", "zh": "改用 CPU"},
     "chat.unload": {"en": "Unload models", "zh": "卸载模型"},
     "chat.settings": {"en": "Generation settings", "zh": "生成设置"},
     "chat.system": {"en": "System prompt", "zh": "系统提示词"},
@@ -127,7 +128,10 @@ def build(ctx: UIContext) -> None:
                             scale=4, elem_id="chat-checkpoints")
         device = gr.Dropdown(label=ctx.t("chat.device"), choices=["cpu"], value="cpu", scale=1, elem_id="chat-device")
         refresh = gr.Button(ctx.t("chat.refresh"), scale=0, elem_id="chat-refresh")
-    notice = gr.Markdown(elem_id="chat-notice")
+    with gr.Row(equal_height=True):
+        notice = gr.Markdown(elem_id="chat-notice")
+        # Shown only while a live training run holds the chosen GPU: the other choice is to wait.
+        use_cpu = gr.Button(ctx.t("chat.use_cpu"), visible=False, size="sm", scale=0, elem_id="chat-use-cpu")
     columns, headers, bots = [], [], []
     with gr.Row(equal_height=False):
         for index in range(MAX_COLUMNS):
@@ -173,11 +177,14 @@ def build(ctx: UIContext) -> None:
         options = dropdown_choices(targets)
         kept = [c for c in (chosen or []) if c in targets]
         now = {"runs": ids, "kept_runs": kept_runs, "options": [list(o) for o in options], "kept": kept}
-        message = _plan(lang, kept_runs, kept, current_device) if ids else ctx.msg(lang, "chat.msg_no_runs")
+        message, offer_cpu = plan_outputs(lang, kept_runs, kept, current_device)
+        if not ids:
+            message = ctx.msg(lang, "chat.msg_no_runs")
         if now == known:
-            return gr.skip(), gr.skip(), gr.skip(), message, known
+            return gr.skip(), gr.skip(), gr.skip(), message, offer_cpu, known
         devices = gr.update(choices=_devices(), value=current_device or "cpu")
-        return (gr.update(choices=ids, value=kept_runs), gr.update(choices=options, value=kept), devices, message, now)
+        return (gr.update(choices=ids, value=kept_runs), gr.update(choices=options, value=kept), devices, message,
+                offer_cpu, now)
 
     def _devices() -> list[str]:
         """Detected once per UI process (it imports torch), after the page is up."""
@@ -187,13 +194,11 @@ def build(ctx: UIContext) -> None:
             device_ids.extend(d.id for d in detect_devices())
         return device_ids
 
-    def _plan(lang, chosen_runs, chosen, current_device) -> str:
+    def _plan(lang, chosen_runs, chosen, current_device, busy_devices: dict) -> str:
         """The memory cost of what is picked, and any training run on the device, before loading."""
         from backend.chat.engine import device_notice
-        from backend.runs import RunStore
 
         lines = []
-        busy_devices = RunStore(ctx.workspace).busy_devices()
         busy = device_notice(current_device or "cpu", busy_devices)
         if busy:
             lines.append(f"⚠️ {busy}")
@@ -205,16 +210,26 @@ def build(ctx: UIContext) -> None:
             lines += [f"- {line}" for line in engine.get().plan(picked, current_device or "cpu")]
         return "\n".join(lines)
 
+    def plan_outputs(lang, chosen_runs, chosen, current_device):
+        """(plan text, the "Use the CPU" button shown only while a run holds the chosen GPU)."""
+        from backend.chat.engine import device_notice
+        from backend.runs import RunStore
+
+        busy_devices = RunStore(ctx.workspace).busy_devices()
+        busy = device_notice(current_device or "cpu", busy_devices) is not None
+        return _plan(lang, chosen_runs, chosen, current_device, busy_devices), gr.update(visible=busy)
+
     known = gr.State({})
-    choice_io = dict(inputs=[ctx.lang, runs, picks, device, known], outputs=[runs, picks, device, notice, known],
+    choice_io = dict(inputs=[ctx.lang, runs, picks, device, known], outputs=[runs, picks, device, notice, use_cpu, known],
                      api_visibility="private", show_progress="hidden")
     refresh.click(refresh_choices, **choice_io)
     gr.Timer(REFRESH_EVERY_S).tick(refresh_choices, **choice_io)
     gr.context.Context.root_block.load(refresh_choices, **choice_io)
     runs.input(refresh_choices, **choice_io)
-    plan_io = dict(inputs=[ctx.lang, runs, picks, device], outputs=notice, api_visibility="private")
-    picks.input(_plan, **plan_io)
-    device.input(_plan, **plan_io)
+    plan_io = dict(inputs=[ctx.lang, runs, picks, device], outputs=[notice, use_cpu], api_visibility="private")
+    picks.input(plan_outputs, **plan_io)
+    device.input(plan_outputs, **plan_io)
+    use_cpu.click(lambda: "cpu", None, device, api_visibility="private").then(plan_outputs, **plan_io)
 
     # ------------------------------------------------------------ sending
 
