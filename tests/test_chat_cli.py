@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -58,3 +59,17 @@ def test_cli_bad_input_is_one_clear_line(demo_model_dir, capsys, argv, expected)
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert expected in err and "Traceback" not in err
+
+
+def test_cli_model_without_chat_template_says_so(demo_model_dir, tmp_path, capsys):
+    import shutil
+
+    folder = tmp_path / "no-template"
+    shutil.copytree(demo_model_dir, folder)
+    config = folder / "tokenizer_config.json"
+    data = json.loads(config.read_text())
+    data.pop("chat_template", None)
+    config.write_text(json.dumps(data))
+    (folder / "chat_template.jinja").unlink(missing_ok=True)
+    assert main(["--model", str(folder), "--prompt", "hi", "--max-new-tokens", "2"]) == 2
+    assert "no chat template" in capsys.readouterr().err

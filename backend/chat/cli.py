@@ -12,7 +12,7 @@ from pathlib import Path
 
 from backend import models
 from backend.chat.engine import ChatEngine
-from backend.chat.generation import GenerationSettings
+from backend.chat.generation import ChatError, GenerationSettings
 from backend.chat.targets import ChatTarget, TargetError, target_for_folder
 from backend.workspace import DEFAULT_WORKSPACE, Workspace
 
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     for target in targets:
         try:
             reply = engine.answer(target, args.prompt, settings, device=args.device)
-        except models.ModelLoadError as error:
+        except (models.ModelLoadError, ChatError) as error:
             print(f"error: {target.label}: {error}", file=sys.stderr)
             return 2
         print_reply(target, reply, args.json)

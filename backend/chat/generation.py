@@ -56,7 +56,14 @@ class Prompt:
     notices: list[str] = field(default_factory=list)
 
 
+class ChatError(ValueError):
+    """A prompt cannot be built for this model; the message says what to do."""
+
+
 def _render(tokenizer, messages: list[dict]) -> list[int]:
+    if not getattr(tokenizer, "chat_template", None):
+        raise ChatError(f"The tokenizer of {getattr(tokenizer, 'name_or_path', 'this model')} has no chat template, "
+                        "so it cannot be chatted with: pick an Instruct / chat model or add a chat template.")
     ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=False)
     if isinstance(ids, dict) or hasattr(ids, "keys"):  # some tokenizers return a BatchEncoding anyway
         ids = ids["input_ids"]
