@@ -111,8 +111,12 @@ def build(ctx: UIContext) -> None:
     runs_dir = ctx.workspace.runs_dir
 
     def resolve(name: str) -> str:
-        from backend.models import resolve_model_path
+        """config.yaml's model name -> folder. Never builds the demo model here (a list refresh
+        must not block on a build): a run that trained on it has it in the workspace already."""
+        from backend.models import DEMO_MODEL, resolve_model_path
 
+        if name == DEMO_MODEL:
+            return str(ctx.workspace.models_dir / DEMO_MODEL)
         return resolve_model_path(name, ctx.workspace.models_dir)
 
     def run_ids() -> list[str]:
