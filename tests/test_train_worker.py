@@ -21,9 +21,19 @@ from backend.run_files import list_checkpoints, read_status
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
-# A few fast optimizer steps on the demo data (no eval split: nothing to wait for).
-QUICK = ["cutoff_len=64", "per_device_train_batch_size=4", "logging_steps=1", "val_size=0", "learning_rate=2e-3",
+# A few fast optimizer steps, no eval split. Four rows and a batch of four: every step sees
+# the same batch, so "the loss falls" is about learning, not about which rows a step drew.
+QUICK = ["cutoff_len=64", "per_device_train_batch_size=4", "logging_steps=1", "val_size=0", "learning_rate=1e-3",
          "warmup_ratio=0"]
+
+
+@pytest.fixture
+def quick(workspace) -> list[str]:
+    from backend.demo_data import build_demo_rows
+
+    data = workspace.root / "four.jsonl"
+    data.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in build_demo_rows()[:4]))
+    return [*QUICK, f"dataset={data}"]
 
 
 def worker(workspace, env, *sets: str, run_dir: Path | None = None, args=(), wait=True):
@@ -141,10 +151,10 @@ def test_default_run_answers_the_demo_prompts(trained_demo_run, demo_model_dir):
 
 # ---------------------------------------------------------------- QLoRA and full
 
-def test_qlora_4bit_run(workspace, subprocess_env):
+def test_qlora_4bit_run(workspace, subprocess_env, quick):
     run = workspace.runs_dir / "qlora"
     result = worker(workspace, subprocess_env, "method=qlora", "quantization_bits=4", "max_steps=4", "save_steps=4",
-                    *QUICK, run_dir=run)
+                    *quick, run_dir=run)
     assert_completed(result, run)
     losses = train_losses(run)
     assert losses[-1] < losses[0], losses
@@ -153,13 +163,13 @@ def test_qlora_4bit_run(workspace, subprocess_env):
     assert list_checkpoints(run)[-1].name == "checkpoint-4"
 
 
-def test_full_run(workspace, subprocess_env, demo_model_dir):
+def test_full_run(workspace, subprocess_env, demo_model_dir, quick):
     from transformers import AutoModelForCausalLM
 
     run = workspace.runs_dir / "full"
     # Also the documented customisation example (docs/CUSTOMIZE.md): a user callback and loss.
-    result = worker(workspace, subprocess_env, "method=full", "max_steps=4", "save_steps=4", *QUICK,
-                    "learning_rate=5e-4", "callbacks=[examples.custom_training:LossSpikeAlert]",
+    result = worker(workspace, subprocess_env, "method=full", "max_steps=4", "save_steps=4", *quick,
+                    "callbacks=[examples.custom_training:LossSpikeAlert]",
                     "loss_function=examples.custom_training:label_smoothed_loss", run_dir=run)
     assert_completed(result, run)
     assert "LossSpikeAlert watching" in (run / "train.log").read_text()
@@ -173,9 +183,9 @@ def test_full_run(workspace, subprocess_env, demo_model_dir):
 
 # ---------------------------------------------------------------- stop and resume
 
-def test_sigterm_saves_and_resume_finishes(workspace, subprocess_env):
+def test_sigterm_saves_and_resume_finishes(workspace, subprocess_env, quick):
     run = workspace.runs_dir / "stopped"
-    process = worker(workspace, subprocess_env, "max_steps=12", "save_steps=100", *QUICK, run_dir=run, wait=False)
+    process = worker(workspace, subprocess_env, "max_steps=30", "save_steps=100", *quick, run_dir=run, wait=False)
     deadline = time.time() + 300
     while not any(r["kind"] == "train" and r["step"] >= 2 for r in _safe_metrics(run)):
         assert process.poll() is None and time.time() < deadline, (run.parent / "stopped.out").read_text()[-3000:]
@@ -185,17 +195,25 @@ def test_sigterm_saves_and_resume_finishes(workspace, subprocess_env):
     status = read_status(run)
     assert status["state"] == "stopped" and status["exit_code"] == 0
     stopped_at = list_checkpoints(run)
-    assert len(stopped_at) == 1 and 2 <= status["global_step"] < 12
+    assert len(stopped_at) == 1 and 2 <= status["global_step"] < 30
     assert stopped_at[0].name == f"checkpoint-{status['global_step']}"
     assert not (run / "final").exists()
 
     result = worker(workspace, subprocess_env, args=["--resume", str(run)])
     status = assert_completed(result, run)
-    assert status["global_step"] == 12 and status["resumed_from"] == stopped_at[0].name
+    assert status["global_step"] == 30 and status["resumed_from"] == stopped_at[0].name
     steps = [r["step"] for r in metrics(run) if r["kind"] == "train"]
-    assert steps[-1] == 12 and steps.count(steps[-1]) == 1  # appended, continuing where it stopped
+    assert steps[-1] == 30 and steps.count(steps[-1]) == 1  # appended, continuing where it stopped
     assert [r["event"] for r in metrics(run) if r["kind"] == "system"] == ["start", "end", "resume", "end"]
     assert "resuming from checkpoint" in (run / "train.log").read_text()
+    # The trained adapter was resumed, not a fresh one: a fresh adapter (lora_B = 0) would give
+    # exactly the base model's loss on this same batch, i.e. the loss of step 1.
+    loss = {r["step"]: r["loss"] for r in metrics(run) if r["kind"] == "train"}
+    assert loss[status_step(stopped_at[0]) + 1] < loss[1] - 1e-3, loss
+
+
+def status_step(checkpoint: Path) -> int:
+    return int(checkpoint.name.rsplit("-", 1)[1])
 
 
 def _safe_metrics(run: Path) -> list[dict]:
