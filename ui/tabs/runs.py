@@ -178,7 +178,11 @@ def _wire(ctx: UIContext, c: dict, plots: list) -> None:
         c["select"].change(lambda r: r, c["select"], shared_run, **private)
         # A run started in Train shows up here selected.
         shared_run.change(do_list, shared_run, list_outputs, **private)
-        shared_run.change(lambda r: ctx.remember(run_id=r) and None, shared_run, None, **private)
+
+        def remember(run_id):
+            ctx.remember(run_id=run_id)  # the next launch opens on this run
+
+        shared_run.change(remember, shared_run, None, **private)
 
     monitor_outputs = [c["watch"], c["alert"], c["progress"], c["resume"], c["log"], *plots]
     timer = gr.Timer(TICK_S)
