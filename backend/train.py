@@ -18,9 +18,8 @@ import time
 import psutil
 
 from backend.run_files import read_status, update_status
-from backend.training.callbacks import GracefulStop
-from backend.training.cli import create_run_dir, parse_args, prepare, setup_logging
-from backend.training.session import build, fail, finish, train
+from backend.training.cli import StopRequest, create_run_dir, parse_args, prepare, setup_logging
+from backend.training.errors import fail
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,14 +29,15 @@ def main(argv: list[str] | None = None) -> int:
 
         print(RunConfig().to_yaml(), end="")
         return 0
-    stop = GracefulStop()
-    stop.install()  # before the slow model load: a stop during loading still ends cleanly
+    stop = StopRequest().install()  # first: a stop during the slow loading still ends cleanly
     job = None
     try:
         job = prepare(args)
         create_run_dir(job)
         setup_logging(job)
         mark_running(job)
+        from backend.training.session import build, finish, train  # torch: after the cheap checks
+
         session = build(job, stop)
         final_state = train(session, stop)
         return finish(session, final_state)

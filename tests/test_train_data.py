@@ -46,12 +46,21 @@ def test_train_on_prompt_labels_everything(tokenizer, workspace):
     assert all(e["labels"] == e["input_ids"] for e in train.select(range(10)))
 
 
-def test_overflow_truncates_or_drops(tokenizer, workspace):
-    _, _, cut = build_datasets(tokenizer, RunConfig(val_size=0, cutoff_len=30), workspace)
-    _, _, dropped = build_datasets(tokenizer, RunConfig(val_size=0, cutoff_len=30, overflow="drop"), workspace)
-    assert cut.truncated > 0 and dropped.truncated == 0
-    assert dropped.dropped >= cut.truncated  # every over-long row is dropped instead of cut
-    assert dropped.train + dropped.dropped == dropped.total
+def test_overflow_truncates_or_drops(tokenizer, workspace, tmp_path):
+    def row(user, answer):
+        return {"messages": [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]}
+
+    data = tmp_path / "rows.jsonl"
+    rows = [row("Hi", "Hello."),  # fits
+            row("Hi", "word " * 200),  # the answer runs past the cutoff: cut, the start is kept
+            row("word " * 200, "Hello.")]  # the prompt alone is past the cutoff: nothing to learn
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _, _, cut = build_datasets(tokenizer, RunConfig(dataset=str(data), val_size=0, cutoff_len=64), workspace)
+    _, _, drop = build_datasets(tokenizer, RunConfig(dataset=str(data), val_size=0, cutoff_len=64, overflow="drop"),
+                                workspace)
+    assert (cut.train, cut.truncated, cut.dropped) == (2, 1, 1)
+    assert cut.reasons == {"answer cut away by cutoff_len": 1}
+    assert (drop.train, drop.truncated, drop.dropped) == (1, 0, 2)
 
 
 def test_collator_pads_to_the_longest_row_only():

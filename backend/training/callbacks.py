@@ -13,19 +13,15 @@ from __future__ import annotations
 
 import logging
 import shutil
-import signal
 from pathlib import Path
 
 import torch.distributed as dist
 from transformers import TrainerCallback
 
 from backend.run_files import checkpoint_step, list_checkpoints, mark_complete
+from backend.training.errors import DiskFullError
 
 log = logging.getLogger("backend.train")
-
-
-class DiskFullError(OSError):
-    """Not enough free disk for the next checkpoint."""
 
 
 def _barrier() -> None:
@@ -112,28 +108,22 @@ class DiskSpaceCallback(TrainerCallback):
 
 
 class GracefulStop(TrainerCallback):
-    """SIGTERM sets a flag; at the next step boundary every rank saves and stops together."""
+    """At the step boundary after SIGTERM (a StopRequest), every rank saves and stops together."""
 
-    def __init__(self):
-        self.requested = False
-
-    def install(self) -> None:
-        signal.signal(signal.SIGTERM, self._handle)
-
-    def _handle(self, signum, frame) -> None:
-        self.requested = True
+    def __init__(self, request):
+        self.request = request
 
     def _agreed(self) -> bool:
         # Under torchrun the ranks may see the signal at different steps: agree on the flag.
         if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
             import torch
 
-            flag = torch.tensor([1 if self.requested else 0])
+            flag = torch.tensor([1 if self.request.requested else 0])
             if dist.get_backend() == "nccl":
                 flag = flag.cuda()
             dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-            self.requested = bool(flag.item())
-        return self.requested
+            self.request.requested = bool(flag.item())
+        return self.request.requested
 
     def on_step_end(self, args, state, control, **kwargs):
         if self._agreed():

@@ -11,6 +11,7 @@ import argparse
 import logging
 import os
 import secrets
+import signal
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -42,6 +43,21 @@ class Job:
     @property
     def is_main(self) -> bool:
         return self.rank == 0
+
+
+class StopRequest:
+    """SIGTERM sets `requested`; the GracefulStop callback acts on it at the next
+    step boundary. Installed first thing, so a stop during loading also ends cleanly."""
+
+    def __init__(self):
+        self.requested = False
+
+    def install(self) -> StopRequest:
+        signal.signal(signal.SIGTERM, self._handle)
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        self.requested = True
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

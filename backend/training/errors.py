@@ -5,12 +5,26 @@ train.log; exit code 2 means "the config or a path is wrong, nothing ran"."""
 from __future__ import annotations
 
 import errno
+import logging
+import os
+import shutil
+import sys
+import time
+import traceback
 from dataclasses import dataclass
+from pathlib import Path
 
 from backend.config import ConfigError, RunConfig
+from backend.run_files import checkpoint_step, list_checkpoints, update_status
+
+log = logging.getLogger("backend.train")
 
 EXIT_CONFIG = 2
 EXIT_FAILED = 1
+
+
+class DiskFullError(OSError):
+    """Not enough free disk for the next checkpoint."""
 
 
 @dataclass
@@ -27,7 +41,6 @@ def _first_line(error: BaseException) -> str:
 
 def explain(error: BaseException, config: RunConfig | None = None) -> Explained:
     from backend.models import ModelLoadError
-    from backend.training.callbacks import DiskFullError
     from backend.training.dataset import DatasetNotFound
 
     message = _first_line(error)
@@ -56,9 +69,8 @@ def explain(error: BaseException, config: RunConfig | None = None) -> Explained:
 
 
 def _is_oom(error: BaseException) -> bool:
-    import torch
-
-    if isinstance(error, torch.OutOfMemoryError):
+    torch = sys.modules.get("torch")  # no torch loaded yet: it cannot be a torch OOM
+    if torch is not None and isinstance(error, torch.OutOfMemoryError):
         return True
     return isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
 
@@ -74,3 +86,41 @@ def oom_advice(config: RunConfig | None) -> str:
     if config.method != "qlora" or config.quantization_bits != 4:
         steps.append(f"use method qlora with quantization_bits 4 (now {config.method})")
     return "Try: " + "; ".join(steps) + "."
+
+
+def fail(job, error: BaseException, run_dir: Path | None = None) -> int:
+    """Log the error as one sentence + advice (and the traceback for unexpected
+    ones), record it in status.json, and return the exit code. `run_dir`: the
+    folder named on the command line, for errors before the job exists."""
+    explained = explain(error, job.config if job else None)
+    line = f"error: {explained.error} Advice: {explained.advice}"
+    if job is None and run_dir is not None and run_dir.is_dir() and int(os.environ.get("RANK", "0")) == 0:
+        update_status(run_dir, state="failed", exit_code=explained.exit_code, ended_at=time.time(),
+                      error=explained.error, advice=explained.advice)
+    logged = job is not None and job.run_dir.is_dir()
+    if logged and job.is_main and "disk space" in explained.error:
+        _remove_partial_checkpoints(job.run_dir)
+    if logged:
+        if explained.exit_code != EXIT_CONFIG:
+            log.error("%s", "".join(traceback.format_exception(error)).rstrip())
+        log.error("%s", line)
+        if job.is_main:
+            update_status(job.run_dir, state="failed", exit_code=explained.exit_code, ended_at=time.time(),
+                          error=explained.error, advice=explained.advice)
+    else:
+        print(line, file=sys.stderr)  # nothing was created: the one line is all there is
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
+    return explained.exit_code
+
+
+def _remove_partial_checkpoints(run_dir: Path) -> None:
+    """After a failed save: drop checkpoint folders newer than the last complete
+    one (never complete ones), so the space is back for the resume."""
+    complete = list_checkpoints(run_dir)
+    last = checkpoint_step(complete[-1]) if complete else -1
+    for folder in list_checkpoints(run_dir, complete_only=False):
+        if checkpoint_step(folder) > last:
+            shutil.rmtree(folder, ignore_errors=True)
+            log.error("removed the incomplete %s", folder.name)

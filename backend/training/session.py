@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
-import sys
 import time
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
 from transformers import EarlyStoppingCallback, PrinterCallback, Trainer, TrainerState, set_seed
 
 from backend.config import ConfigError, import_reference
@@ -20,10 +16,9 @@ from backend.hardware import training_devices
 from backend.run_files import FINAL_DIR, append_metrics, mark_complete, read_json, update_status
 from backend.training.arguments import training_arguments
 from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, GracefulStop, _barrier
-from backend.training.cli import Job
+from backend.training.cli import Job, StopRequest
 from backend.training.collator import PadToLongest
-from backend.training.dataset import RowCounts, build_datasets
-from backend.training.errors import EXIT_CONFIG, explain
+from backend.training.dataset import RowCounts, build_datasets, resolve_dataset
 from backend.training.metrics import MetricsCallback
 from backend.training.model import build_model, parameter_counts
 from backend.training.summary import write_summary
@@ -57,7 +52,7 @@ def resolve_model(job: Job) -> str:
     return path
 
 
-def build(job: Job, stop: GracefulStop) -> Session:
+def build(job: Job, stop: StopRequest) -> Session:
     from backend.models import load_tokenizer
 
     config = job.config
@@ -67,12 +62,13 @@ def build(job: Job, stop: GracefulStop) -> Session:
     if config.callbacks or loss_function:
         log.info("user callbacks: %s; loss_function: %s", ", ".join(config.callbacks) or "none",
                  config.loss_function or "the model's own")
+    model_path = resolve_model(job)
+    resolve_dataset(config.dataset, job.workspace)  # a wrong path fails before the model loads
     devices = training_devices(config.devices)
     precision = config.check_devices(devices)
     on_cpu = devices[0].id == "cpu"
     if job.is_main:
         update_status(job.run_dir, precision=precision, world_size=job.world_size)
-    model_path = resolve_model(job)
     tokenizer = load_tokenizer(model_path, trust_remote_code=config.trust_remote_code)
     train_data, eval_data, counts = build_datasets(tokenizer, config, job.workspace)
     log.info("rows: %d total, %d train, %d eval, %d truncated, %d dropped %s", counts.total, counts.train,
@@ -88,7 +84,7 @@ def build(job: Job, stop: GracefulStop) -> Session:
     args = training_arguments(config, job.run_dir, precision, eval_data is not None, on_cpu, job.world_size)
     checkpoints = CheckpointCallback(job.run_dir, config.save_total_limit)
     # Order matters: the stop flag and DefaultFlowCallback decide should_save before the disk check.
-    callbacks = [stop, DiskSpaceCallback(job.run_dir, parameters["trainable_parameters"] * 12 + 2**20),
+    callbacks = [GracefulStop(stop), DiskSpaceCallback(job.run_dir, parameters["trainable_parameters"] * 12 + 2**20),
                  MetricsCallback(job.run_dir), checkpoints]
     if config.early_stopping_patience:
         if eval_data is None:
@@ -109,7 +105,7 @@ def _instantiate(ref: str):
     return target() if isinstance(target, type) else target
 
 
-def train(session: Session, stop: GracefulStop) -> str:
+def train(session: Session, stop: StopRequest) -> str:
     """Train (or resume) until done or stopped; returns the final state."""
     job, trainer = session.job, session.trainer
     resume = job.resume_from
@@ -173,42 +169,3 @@ def finish(session: Session, final_state: str) -> int:
                       epoch=round(trainer.state.epoch or 0.0, 4))
         log.info("%s at step %d; summary in %s", final_state, trainer.state.global_step, job.run_dir / "summary.json")
     return 0
-
-
-def fail(job: Job | None, error: BaseException, run_dir: Path | None = None) -> int:
-    """Log the error as one sentence + advice (and the traceback for unexpected
-    ones), record it in status.json, and return the exit code. `run_dir`: the
-    folder named on the command line, for errors before the job exists."""
-    explained = explain(error, job.config if job else None)
-    line = f"error: {explained.error} Advice: {explained.advice}"
-    if job is None and run_dir is not None and run_dir.is_dir() and int(os.environ.get("RANK", "0")) == 0:
-        update_status(run_dir, state="failed", exit_code=explained.exit_code, ended_at=time.time(),
-                      error=explained.error, advice=explained.advice)
-    logged = job is not None and job.run_dir.is_dir()
-    if logged and job.is_main and "disk space" in explained.error:
-        _remove_partial_checkpoints(job.run_dir)
-    if logged:
-        if explained.exit_code != EXIT_CONFIG:
-            log.error("%s", "".join(traceback.format_exception(error)).rstrip())
-        log.error("%s", line)
-        if job.is_main:
-            update_status(job.run_dir, state="failed", exit_code=explained.exit_code, ended_at=time.time(),
-                          error=explained.error, advice=explained.advice)
-    else:
-        print(line, file=sys.stderr)  # nothing was created: the one line is all there is
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        torch.distributed.destroy_process_group()
-    return explained.exit_code
-
-
-def _remove_partial_checkpoints(run_dir: Path) -> None:
-    """After a failed save: drop checkpoint folders newer than the last complete
-    one (never complete ones), so the space is back for the resume."""
-    from backend.run_files import checkpoint_step, list_checkpoints
-
-    complete = list_checkpoints(run_dir)
-    last = checkpoint_step(complete[-1]) if complete else -1
-    for folder in list_checkpoints(run_dir, complete_only=False):
-        if checkpoint_step(folder) > last:
-            shutil.rmtree(folder, ignore_errors=True)
-            log.error("removed the incomplete %s", folder.name)
