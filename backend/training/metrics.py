@@ -105,6 +105,9 @@ class MetricsCallback(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         self._reset_window(state)
+        if state.is_world_process_zero:  # the UI can show "step 0 / N" before the first log
+            update_status(self.run_dir, global_step=state.global_step, max_steps=state.max_steps,
+                          epoch=round(state.epoch or 0.0, 4))
 
     def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
         # global_step is incremented after the optimizer step: this step logs if the next value is a multiple.
