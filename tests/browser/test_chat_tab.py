@@ -23,7 +23,8 @@ def chat_run(workspace, demo_model_dir):
 
 def _pick(page, text: str) -> None:
     page.locator("#chat-checkpoints input").click()
-    page.locator('[data-testid="dropdown-option"]', has_text=text).first.click()
+    # The first list refresh imports torch in the app: slow on a busy machine.
+    page.locator('[data-testid="dropdown-option"]', has_text=text).first.click(timeout=90_000)
 
 
 def _answers(page, count: int) -> list[str]:
@@ -33,8 +34,9 @@ def _answers(page, count: int) -> list[str]:
 def _clear(page) -> None:
     """Clear empties the columns and the status, so the next "Done." is the next answer's."""
     page.locator("#chat-clear").click()
-    page.wait_for_function("() => !document.querySelector('#chat-status').innerText.includes('Done.')")
-    page.wait_for_function("() => document.querySelectorAll('#chat-answer-0 .bot').length === 0")
+    page.wait_for_function("() => !document.querySelector('#chat-status').innerText.includes('Done.')",
+                           timeout=60_000)
+    page.wait_for_function("() => document.querySelectorAll('#chat-answer-0 .bot').length === 0", timeout=60_000)
 
 
 def _send_and_wait(page, text: str) -> None:
@@ -76,7 +78,7 @@ def test_three_columns_answer_and_blind_vote_is_saved(chat_run, app, page):
     assert page.locator("#chat-head-0").inner_text().strip().startswith("Answer A")
     page.locator('#chat-vote input[value="B"]').check()
     page.locator("#chat-vote-button").click()
-    page.locator("#chat-status").get_by_text("Vote recorded").wait_for()
+    page.locator("#chat-status").get_by_text("Vote recorded").wait_for(timeout=60_000)
     screenshot(page, "chat", also_to=REPO / "docs" / "screenshots" / "chat.png")
 
     saved = json.loads((chat_run / "preferences.json").read_text())
