@@ -4,8 +4,10 @@ dataset.py    canonical rows -> encoded train / eval datasets (split, overflow)
 collator.py   dynamic padding to the longest row of a length-grouped batch
 model.py      base model + LoRA / QLoRA / full set-up
 arguments.py  RunConfig -> transformers TrainingArguments
-callbacks.py  metrics.jsonl, checkpoint markers + rotation, graceful stop, disk check
-cli.py        command line, run folder, resume reconciliation, logging
-errors.py     exceptions -> one sentence + advice
+callbacks.py  checkpoint markers + rotation, graceful stop, disk check
+metrics.py    metrics.jsonl lines (the documented shape, grad-norm heatmap data)
+cli.py        command line, run folder, resume reconciliation, logging, SIGTERM flag
+session.py    lifecycle: build (tokenizer, data, model, Trainer), train / resume, finish
+errors.py     exceptions -> one sentence + advice + exit code; failed status
 summary.py    summary.json
 """
