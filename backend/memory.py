@@ -31,7 +31,11 @@ OPTIMIZER_BYTES = {
 # Fixed costs that do not scale with the model: the CUDA context and kernels
 # (not seen by torch's allocator, but they take device memory), or on the CPU
 # the Python process with torch / transformers imported (measured, docs/MEMORY.md).
-RUNTIME_GB = {"cuda": 0.6, "cpu": 0.9}
+RUNTIME_GB = {"cuda": 0.6, "cpu": 0.5}
+# On the CPU the peak RSS grows ~1.75x faster with batch x cutoff than the
+# tensors counted below (glibc keeps freed blocks, backward temporaries):
+# measured with bench/memory_vs_measured.py, see docs/MEMORY.md. Unmeasured on GPUs: 1.
+ACTIVATION_FACTOR = {"cuda": 1.0, "cpu": 1.75}
 # Keep this share of the device free: allocator fragmentation, other processes.
 HEADROOM = 0.10
 LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -204,12 +208,13 @@ def estimate_memory(arch: Architecture, *, method: str, precision: str, batch_si
         adapters = trainable * 4  # peft keeps adapter weights in fp32
     gradients = trainable * 4
     optimizer = trainable * OPTIMIZER_BYTES.get(optim, 8)
-    activations = _activation_bytes(arch, method, compute, batch_size, cutoff_len, gradient_checkpointing,
-                                    lora_target, lora_dropout)
+    kind = "cpu" if device_kind == "cpu" else "cuda"
+    activations = ACTIVATION_FACTOR[kind] * _activation_bytes(
+        arch, method, compute, batch_size, cutoff_len, gradient_checkpointing, lora_target, lora_dropout)
     return MemoryEstimate(
         weights_gb=weights / GIB, adapters_gb=adapters / GIB, gradients_gb=gradients / GIB,
         optimizer_gb=optimizer / GIB, activations_gb=activations / GIB,
-        runtime_gb=RUNTIME_GB["cpu" if device_kind == "cpu" else "cuda"],
+        runtime_gb=RUNTIME_GB[kind],
         total_params=arch.num_parameters() + (trainable if method != "full" else 0),
         trainable_params=trainable,
     )

@@ -4,7 +4,16 @@ import json
 
 import pytest
 
-from backend.memory import GIB, NF4_BYTES, RUNTIME_GB, Architecture, architecture_for, estimate_memory, lora_params
+from backend.memory import (
+    ACTIVATION_FACTOR,
+    GIB,
+    NF4_BYTES,
+    RUNTIME_GB,
+    Architecture,
+    architecture_for,
+    estimate_memory,
+    lora_params,
+)
 from backend.model_presets import PRESETS
 
 # h=8, i=16, 2 layers, 2 heads of 4, 1 kv head, vocab 10, tied embeddings.
@@ -30,14 +39,18 @@ def test_parameter_counts_by_hand():
 
 def test_lora_fp32_terms():
     e = estimate_memory(TINY, method="lora", precision="fp32", batch_size=3, cutoff_len=5,
-                        lora_r=2, device_kind="cpu")
+                        lora_r=2, device_kind="cuda")
     tokens = 15
     assert b(e.weights_gb) == PARAMS * 4
     assert b(e.adapters_gb) == b(e.gradients_gb) == 512 * 4
     assert b(e.optimizer_gb) == 512 * 8
     assert b(e.activations_gb) == 2 * ACT * 4 * tokens + tokens * 10 * (4 + 4)  # fp32 logits: no upcast copy
-    assert e.runtime_gb == RUNTIME_GB["cpu"]
+    assert e.runtime_gb == RUNTIME_GB["cuda"]
     assert e.trainable_params == 512
+    cpu = estimate_memory(TINY, method="lora", precision="fp32", batch_size=3, cutoff_len=5, lora_r=2,
+                          device_kind="cpu")
+    assert cpu.activations_gb == pytest.approx(e.activations_gb * ACTIVATION_FACTOR["cpu"])
+    assert cpu.runtime_gb == RUNTIME_GB["cpu"] and cpu.weights_gb == e.weights_gb
 
 
 def test_checkpointing_keeps_layer_inputs_and_one_layer():
