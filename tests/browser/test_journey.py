@@ -16,7 +16,7 @@ from tests.browser.harness import REPO, screenshot
 from tests.browser.test_data_tab import ANALYSIS_MS, expected_counts
 
 DOCS = REPO / "docs" / "screenshots"
-STEPS = 24  # long enough to stop in the middle, short enough for CI
+STEPS = 120  # long enough to stop in the middle (the demo model trains ~2-5 steps/s here)
 
 
 def open_app(page, app) -> None:
@@ -87,7 +87,7 @@ def test_newcomer_journey(app, page, shared_data):
     dataset_box = page.locator("#train-dataset input").first
     wait_until(lambda: dataset_box.input_value() == dataset, "Train to pick up the saved dataset", 30)
     fill_number(page, "train-max-steps", STEPS)
-    fill_number(page, "train-save-steps", 4)
+    fill_number(page, "train-save-steps", 10)
     page.locator("#train-derived").get_by_text(re.compile(rf"{STEPS}\s+steps in all")).wait_for()
     page.locator("#train-estimate").get_by_text("Fits on CPU").wait_for(timeout=60_000)
     screenshot(page, "train", also_to=DOCS / "train.png")
