@@ -173,6 +173,12 @@ def _wire(ctx: UIContext, c: dict, plots: list) -> None:
     page = gr.context.Context.root_block
     page.load(do_list, select_source, list_outputs, **private)
     c["refresh"].click(do_list, c["select"], list_outputs, **private)
+
+    def pick_row(evt: gr.SelectData):
+        row = evt.row_value or []
+        return row[0] if row else gr.update()  # the run id column
+
+    c["table"].select(pick_row, None, c["select"], **private)
     gr.Timer(TABLE_TICK_S).tick(do_list, c["select"], list_outputs, show_progress="hidden", **private)
     if shared_run is not None:
         c["select"].change(lambda r: r, c["select"], shared_run, **private)
