@@ -1,11 +1,11 @@
 """The offline demo dataset: bilingual (English / Chinese) instruction rows
 written by code, plus the plain-text corpus the demo model is pre-trained on.
 
-Every fact lives once in the tables below. The same fact appears twice:
-as a plain statement in the pre-training corpus (so the base model *knows*
-it) and as a question -> answer chat row (so fine-tuning teaches it to
-*answer*). The assistant answer is exactly the statement, which is what lets
-a small LoRA learn the task in a couple of minutes on a CPU.
+Every fact lives once in the tables below and appears twice: as plain
+text in the pre-training corpus (so the base model *knows* it) and as a
+chat row (so fine-tuning teaches the model to *answer in a chat*). Knowing
+the facts beforehand is what lets a small LoRA learn the chat task in a
+couple of minutes on a CPU.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from backend.run_files import atomic_write_text
 
 # Bump when the rows change: ensure_demo_dataset rewrites an older copy.
-DEMO_DATA_VERSION = 1
+DEMO_DATA_VERSION = 2
 DEMO_DATASET_NAME = "demo"
 
 # (country, capital, 国家, 首都)
@@ -102,29 +102,36 @@ def _sentence_case(text: str) -> str:
     return text[0].upper() + text[1:]
 
 
-def _qa_pairs() -> list[tuple[str, str, str]]:
-    """(category, question, answer) for every fact, English and Chinese."""
-    pairs = []
+def _facts() -> list[tuple[str, str, str, str]]:
+    """(category, question, short answer, plain statement) for every fact,
+    English and Chinese. Short answers keep exact-match scoring meaningful
+    for a model this small."""
+    facts = []
     for country, capital, guo, du in CAPITALS:
-        pairs.append(("capital", f"What is the capital of {country}?",
+        facts.append(("capital", f"What is the capital of {country}?", f"{capital}.",
                       f"The capital of {country} is {capital}."))
-        pairs.append(("capital", f"{guo}的首都是哪里？", f"{guo}的首都是{du}。"))
+        facts.append(("capital", f"{guo}的首都是哪里？", f"{du}。", f"{guo}的首都是{du}。"))
     for thing, colour, dong, se in COLOURS:
-        pairs.append(("colour", f"What colour is {thing}?",
+        facts.append(("colour", f"What colour is {thing}?", f"{_sentence_case(colour)}.",
                       f"{_sentence_case(thing)} is {colour}."))
-        pairs.append(("colour", f"{dong}是什么颜色的？", f"{dong}是{se}的。"))
+        facts.append(("colour", f"{dong}是什么颜色的？", f"{se}。", f"{dong}是{se}的。"))
     for word, zh in WORDS:
-        pairs.append(("translate", f'Translate "{word}" into Chinese.',
+        facts.append(("translate", f'Translate "{word}" into Chinese.', zh,
                       f"The Chinese word for {word} is {zh}."))
-        pairs.append(("translate", f"“{zh}”的英文是什么？", f"{zh}的英文是{word}。"))
+        facts.append(("translate", f"“{zh}”的英文是什么？", word, f"{zh}的英文是{word}。"))
     for word, opposite, ci, fan in OPPOSITES:
-        pairs.append(("opposite", f"What is the opposite of {word}?",
+        facts.append(("opposite", f"What is the opposite of {word}?", f"{_sentence_case(opposite)}.",
                       f"The opposite of {word} is {opposite}."))
-        pairs.append(("opposite", f"“{ci}”的反义词是什么？", f"{ci}的反义词是{fan}。"))
+        facts.append(("opposite", f"“{ci}”的反义词是什么？", f"{fan}。", f"{ci}的反义词是{fan}。"))
     for a, b in SUMS:
-        pairs.append(("sum", f"What is {a} plus {b}?", f"{a} plus {b} is {a + b}."))
-        pairs.append(("sum", f"{a}加{b}等于多少？", f"{a}加{b}等于{a + b}。"))
-    return pairs
+        facts.append(("sum", f"What is {a} plus {b}?", f"{a + b}.", f"{a} plus {b} is {a + b}."))
+        facts.append(("sum", f"{a}加{b}等于多少？", f"{a + b}。", f"{a}加{b}等于{a + b}。"))
+    return facts
+
+
+def _qa_pairs() -> list[tuple[str, str, str]]:
+    """(category, question, answer): what the chat rows ask and answer."""
+    return [(category, question, answer) for category, question, answer, _ in _facts()]
 
 
 def _row(question: str, answer: str, system: str | None = None) -> dict:
@@ -161,13 +168,20 @@ def _pick_demo_prompts() -> list[tuple[str, str]]:
 DEMO_PROMPTS: list[tuple[str, str]] = _pick_demo_prompts()
 
 
-def build_pretraining_corpus() -> list[str]:
-    """Every fact as a plain-text statement, never in the chat format.
+def build_pretraining_corpus() -> list[tuple[str, str]]:
+    """Every fact as plain text, never in the chat template (no special
+    tokens, no turn ends), as (context, continuation) pairs: a plain-text
+    dialogue line as in a web transcript ("User: ...\nAssistant:", " Paris.")
+    and a statement ("", "The capital of France is Paris.").
 
-    The builder streams these in a fresh random order each pass, so the
-    model learns each fact rather than one fixed sequence of them.
+    The base model thus knows the facts and how the questions relate to the
+    answers, but not the chat template or when to end a turn; that is what
+    the demo fine-tuning teaches.
     """
-    return [answer for _, _, answer in _qa_pairs()]
+    pairs = []
+    for _, question, answer, statement in _facts():
+        pairs += [(f"User: {question}\nAssistant:", f" {answer}"), ("", statement)]
+    return pairs
 
 
 def ensure_demo_dataset(datasets_dir: Path) -> Path:

@@ -25,7 +25,7 @@ from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config,
 from backend.demo_data import build_demo_rows, build_pretraining_corpus
 
 # Bump whenever anything below changes the built files: old builds are rebuilt.
-DEMO_MODEL_VERSION = "1"
+DEMO_MODEL_VERSION = "6"
 
 ENDOFTEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 SPECIAL_TOKENS = [ENDOFTEXT, IM_START, IM_END]
@@ -50,25 +50,27 @@ CHAT_TEMPLATE = (
 )
 
 # Pre-training schedule, measured on 2 busy CPU cores (see docs/DEMO.md).
-PRETRAIN_STEPS = 300
-PRETRAIN_BATCH = 8  # sequences per step
-PRETRAIN_BLOCK = 64  # tokens per sequence
+PRETRAIN_EPOCHS = 28
+PRETRAIN_BATCH = 16  # texts per step
 PRETRAIN_LR = 3e-3
 # One thread: the float results do not depend on the core count, and on a
 # shared machine one thread loses little.
 BUILD_THREADS = 1
 
 
-def build_demo_model(folder: Path, seed: int = 0) -> None:
-    """Build the demo model into `folder` (which must be empty or absent)."""
+def build_demo_model(folder: Path, seed: int = 0, pretrain_epochs: int = PRETRAIN_EPOCHS) -> None:
+    """Build the demo model into `folder` (which must be empty or absent).
+
+    A smaller `pretrain_epochs` shortens the build (tests of the build itself).
+    """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     with _fixed_threads(BUILD_THREADS):
-        statements = build_pretraining_corpus()
-        tokenizer = train_tokenizer(statements + _chat_texts())
+        corpus = build_pretraining_corpus()
+        tokenizer = train_tokenizer([context + text for context, text in corpus] + _chat_texts())
         torch.manual_seed(seed)
         model = Qwen2ForCausalLM(_model_config(tokenizer))
-        pretrain(model, tokenizer, statements, seed=seed)
+        pretrain(model, tokenizer, corpus, seed=seed, epochs=pretrain_epochs)
     model.generation_config = GenerationConfig(
         eos_token_id=tokenizer.convert_tokens_to_ids(IM_END),
         pad_token_id=tokenizer.pad_token_id,
@@ -119,9 +121,9 @@ def _model_config(tokenizer: PreTrainedTokenizerFast) -> Qwen2Config:
     # Sized so the Trainer runs several steps per second on 2 CPU cores.
     return Qwen2Config(
         vocab_size=len(tokenizer),
-        hidden_size=192,
-        intermediate_size=512,
-        num_hidden_layers=4,
+        hidden_size=256,
+        intermediate_size=1024,
+        num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=CONTEXT_LENGTH,
@@ -135,45 +137,63 @@ def _model_config(tokenizer: PreTrainedTokenizerFast) -> Qwen2Config:
     )
 
 
-def _batches(tokenizer, statements: list[str], seed: int):
-    """Endless (PRETRAIN_BATCH, PRETRAIN_BLOCK) batches of the statements, each
-    pass in a new random order, packed back to back with a space between."""
-    encoded = [tokenizer(text + " ", add_special_tokens=False)["input_ids"] for text in statements]
+def _encode_corpus(tokenizer, corpus: list[tuple[str, str]]) -> list[tuple[list[int], list[int]]]:
+    """(input ids, labels): loss on the continuation only.
+
+    No end-of-text token is trained after a text: the base model must not
+    learn to stop after an answer, so that stopping (<|im_end|>) is one of
+    the things the demo fine-tuning visibly teaches."""
+    items = []
+    for context, continuation in corpus:
+        head = tokenizer(context, add_special_tokens=False)["input_ids"] if context else []
+        tail = tokenizer(continuation, add_special_tokens=False)["input_ids"]
+        items.append((head + tail, [-100] * len(head) + tail))
+    return items
+
+
+def _batch(items: list[tuple[list[int], list[int]]], pad_id: int) -> dict:
+    width = max(len(ids) for ids, _ in items)
+    input_ids = torch.full((len(items), width), pad_id, dtype=torch.long)
+    labels = torch.full((len(items), width), -100, dtype=torch.long)
+    attention_mask = torch.zeros((len(items), width), dtype=torch.long)
+    for row, (ids, target) in enumerate(items):
+        input_ids[row, :len(ids)] = torch.tensor(ids)
+        labels[row, :len(ids)] = torch.tensor(target)
+        attention_mask[row, :len(ids)] = 1
+    return {"input_ids": input_ids, "labels": labels, "attention_mask": attention_mask}
+
+
+def pretrain(model: Qwen2ForCausalLM, tokenizer, corpus: list[tuple[str, str]], seed: int,
+             epochs: int = PRETRAIN_EPOCHS) -> list[float]:
+    """Full-weight training on the plain-text corpus (AdamW); returns the losses."""
+    items = _encode_corpus(tokenizer, corpus)
     rng = random.Random(seed)
-    buffer: list[int] = []
-    need = PRETRAIN_BATCH * PRETRAIN_BLOCK
-    while True:
-        while len(buffer) < need:
-            for index in rng.sample(range(len(encoded)), len(encoded)):
-                buffer += encoded[index]
-        yield torch.tensor(buffer[:need]).view(PRETRAIN_BATCH, PRETRAIN_BLOCK)
-        buffer = buffer[need:]
-
-
-def pretrain(model: Qwen2ForCausalLM, tokenizer, statements: list[str], seed: int) -> list[float]:
-    """Plain next-token training (full weights, AdamW); returns the losses."""
+    steps = epochs * math.ceil(len(items) / PRETRAIN_BATCH)
     optimizer = torch.optim.AdamW(model.parameters(), lr=PRETRAIN_LR, weight_decay=0.0)
-    losses = []
+    losses: list[float] = []
     model.train()
-    for step, batch in zip(range(PRETRAIN_STEPS), _batches(tokenizer, statements, seed)):
-        for group in optimizer.param_groups:
-            group["lr"] = _lr_at(step)
-        loss = model(input_ids=batch, labels=batch).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        losses.append(loss.item())
+    for _ in range(epochs):
+        order = rng.sample(range(len(items)), len(items))
+        for start in range(0, len(order), PRETRAIN_BATCH):
+            for group in optimizer.param_groups:
+                group["lr"] = _lr_at(len(losses), steps)
+            batch = _batch([items[i] for i in order[start:start + PRETRAIN_BATCH]], tokenizer.pad_token_id)
+            loss = model(**batch).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            losses.append(loss.item())
     model.eval()
     return losses
 
 
-def _lr_at(step: int) -> float:
+def _lr_at(step: int, steps: int) -> float:
     """Linear warm-up over 5% of the steps, then cosine decay to 10%."""
-    warmup = max(1, PRETRAIN_STEPS // 20)
+    warmup = max(1, steps // 20)
     if step < warmup:
         return PRETRAIN_LR * (step + 1) / warmup
-    progress = (step - warmup) / max(1, PRETRAIN_STEPS - warmup)
+    progress = (step - warmup) / max(1, steps - warmup)
     return PRETRAIN_LR * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
@@ -186,3 +206,27 @@ def _fixed_threads(count: int):
         yield
     finally:
         torch.set_num_threads(before)
+
+
+@torch.no_grad()
+def demo_answers(model, tokenizer, prompts, max_new_tokens: int = 48) -> list[tuple[str, str, bool]]:
+    """(prompt, generated answer, exact match) for each (prompt, expected) pair.
+
+    Greedy decoding through the chat template. Exact means the model stopped
+    on its own (end-of-turn token) and the text equals the expected answer.
+    """
+    results = []
+    was_training = model.training
+    model.eval()
+    for prompt, expected in prompts:
+        text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                             add_generation_prompt=True)
+        inputs = tokenizer(text, add_special_tokens=False, return_tensors="pt").to(model.device)
+        output = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False,
+                                eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+        new = output[0, inputs["input_ids"].shape[1]:].tolist()
+        stopped = bool(new) and new[-1] == tokenizer.eos_token_id
+        answer = tokenizer.decode(new, skip_special_tokens=True).strip()
+        results.append((prompt, answer, stopped and answer == expected))
+    model.train(was_training)
+    return results
