@@ -50,6 +50,7 @@ from backend.workspace import Workspace
 DEFAULT_SHARD_SIZE = "2GB"
 VERIFY_PROMPTS = 3
 VERIFY_NEW_TOKENS = 32
+NEAR_TIE = 0.1  # logits: a swap this close is 16-bit rounding, not a wrong merge
 REPORT_FILE = "export_report.json"
 EXPORT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 FALLBACK_PROMPTS = ("Hello! Who are you?", "What is the capital of France?", "用一句话介绍你自己。")
@@ -166,7 +167,13 @@ def _verification_prompts(run_dir, workspace) -> list[list[dict]]:
 
 def _verify(reference_folder, folder, prompts, dtype, expected=None) -> dict:
     """Reload `folder` as a plain model and compare its greedy answers with `expected`
-    (or with those of `reference_folder`)."""
+    (or with those of `reference_folder`).
+
+    In 16 bits, merging rounds W + BA once where the adapter path rounds W and BA
+    apart, so two near-equal next-token logits can swap. An answer that differs
+    only from a position where the exported model scores the checkpoint's token
+    within NEAR_TIE logits of its own choice counts as a rounding tie (reported
+    apart); fp32 exports must match exactly."""
     from backend.greedy import greedy_answers
     from backend.models import load_model, load_tokenizer
 
@@ -174,13 +181,38 @@ def _verify(reference_folder, folder, prompts, dtype, expected=None) -> dict:
     if expected is None:
         expected = greedy_answers(load_model(reference_folder, dtype=dtype).eval(), tokenizer, prompts,
                                   max_new_tokens=VERIFY_NEW_TOKENS)
-    answers = greedy_answers(load_model(folder, dtype=dtype).eval(), tokenizer, prompts,
-                             max_new_tokens=VERIFY_NEW_TOKENS)
-    rows = [{"prompt": p[-1]["content"], "expected": e, "exported": a, "equal": e == a}
-            for p, e, a in zip(prompts, expected, answers)]
+    model = load_model(folder, dtype=dtype).eval()
+    answers = greedy_answers(model, tokenizer, prompts, max_new_tokens=VERIFY_NEW_TOKENS)
+    sixteen_bit = str(model.dtype) in ("torch.bfloat16", "torch.float16")
+    rows = []
+    for prompt, want, got in zip(prompts, expected, answers):
+        gap = None if want == got or not sixteen_bit else _divergence_gap(model, tokenizer, prompt, want, got)
+        rows.append({"prompt": prompt[-1]["content"], "expected": want, "exported": got, "equal": want == got,
+                     "rounding_tie": gap is not None and gap < NEAR_TIE, "logit_gap": gap})
     equal = sum(r["equal"] for r in rows)
-    return {"passed": equal == len(rows), "equal": equal, "total": len(rows), "rows": rows,
-            "summary": f"{equal} of {len(rows)} greedy answers of the exported model equal the checkpoint's."}
+    ties = sum(r["rounding_tie"] for r in rows)
+    summary = f"{equal} of {len(rows)} greedy answers of the exported model equal the checkpoint's"
+    summary += f"; {ties} more differ only after a 16-bit rounding tie (logit gap < {NEAR_TIE})." if ties else "."
+    return {"passed": equal + ties == len(rows), "equal": equal, "rounding_ties": ties, "total": len(rows),
+            "rows": rows, "summary": summary}
+
+
+def _divergence_gap(model, tokenizer, prompt, want: str, got: str) -> float | None:
+    """Logit gap, in the exported model, between its own token and the checkpoint's at the
+    first token where the two answers part."""
+    import torch
+
+    from backend.data.encode import render
+
+    context = tokenizer(render(tokenizer, prompt, add_generation_prompt=True), add_special_tokens=False)["input_ids"]
+    want_ids = tokenizer(want, add_special_tokens=False)["input_ids"]
+    got_ids = tokenizer(got, add_special_tokens=False)["input_ids"]
+    k = next((i for i, (a, b) in enumerate(zip(want_ids, got_ids)) if a != b), min(len(want_ids), len(got_ids)))
+    if k >= len(want_ids):
+        return None  # the checkpoint stopped where the export went on: not a tie to judge here
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([context + got_ids[:k]])).logits[0, -1].float()
+    return float(logits.max() - logits[want_ids[k]])
 
 
 def _finish(staging, out, report, checkpoint, run_dir, workspace, base_name, require_verified=False) -> None:

@@ -46,14 +46,14 @@ def _adapter_answer(base_path, checkpoint):
 
 
 FRESH_LOAD = """
-import sys, torch
+import json, sys, torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 tokenizer = AutoTokenizer.from_pretrained(sys.argv[1])
 model = AutoModelForCausalLM.from_pretrained(sys.argv[1], dtype=torch.float32).eval()
 messages = [{"role": "user", "content": "What is the capital of France?"}]
 ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
 out = model.generate(**ids, do_sample=False, max_new_tokens=24)
-print(tokenizer.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True).strip())
+print(json.dumps(tokenizer.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True).strip()))
 """
 
 
@@ -80,7 +80,7 @@ def test_merged_export_matches_adapter_and_loads_in_a_fresh_process(lora_run, su
     fresh = subprocess.run([sys.executable, "-c", FRESH_LOAD, str(out)], env=subprocess_env,
                            capture_output=True, text=True, timeout=300)
     assert fresh.returncode == 0, fresh.stderr[-2000:]
-    assert fresh.stdout.strip().splitlines()[-1] == expected
+    assert json.loads(fresh.stdout.strip().splitlines()[-1]) == expected
     base_answer = _plain_answer(str(demo))
     assert expected != base_answer, "the adapter should change the answer, else the check proves nothing"
 

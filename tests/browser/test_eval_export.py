@@ -33,7 +33,9 @@ def test_evaluate_two_checkpoints_then_export_merged(workspace, trained_demo_run
                 box.click()
         page.locator("#evaluate-max-samples input").fill("6")
         page.locator("#evaluate-start").click()
-        page.locator("#evaluate-done").wait_for(timeout=180_000)
+        page.locator("#evaluate-done, #evaluate-failed").first.wait_for(timeout=300_000)
+        log = (run_dir / "eval" / "eval.log").read_text(errors="replace")[-3000:]
+        assert page.locator("#evaluate-done").is_visible(), f"{page.locator('#evaluate-progress').inner_text()}\n{log}"
         table = page.locator("#evaluate-table")
         page.wait_for_function("(name) => (document.querySelector('#evaluate-table') || {}).innerText"
                                "?.includes(name)", arg=last)
@@ -51,8 +53,9 @@ def test_evaluate_two_checkpoints_then_export_merged(workspace, trained_demo_run
             "() => { const e = document.querySelector('#export-name textarea, #export-name input');"
             " return e && e.value.endsWith('-merged'); }")
         page.locator("#export-start").click()
+        page.locator("#export-done, #export-failed").first.wait_for(timeout=300_000)
+        assert page.locator("#export-done").is_visible(), page.locator("#export-report").inner_text()
         verification = page.locator("#export-verification")
-        verification.wait_for(timeout=180_000)
         assert "Verification passed" in verification.inner_text()
         assert page.locator("#export-download").is_visible()
         screenshot(page, "export", also_to=DOCS / "export.png")

@@ -195,5 +195,11 @@ def _verification_table(rows: list[dict]) -> str:
     head = "<tr><th>prompt</th><th>checkpoint (adapter)</th><th>exported</th><th>equal</th></tr>"
     body = "".join(
         f"<tr><td>{html.escape(r['prompt'])}</td><td>{html.escape(r['expected'])}</td>"
-        f"<td>{html.escape(r['exported'])}</td><td>{'✅' if r['equal'] else '❌'}</td></tr>" for r in rows)
+        f"<td>{html.escape(r['exported'])}</td><td>{_mark(r)}</td></tr>" for r in rows)
     return f'<table class="export-verification">{head}{body}</table>'
+
+
+def _mark(row: dict) -> str:
+    if row["equal"]:
+        return "✅"
+    return "≈ (16-bit rounding tie)" if row.get("rounding_tie") else "❌"
