@@ -100,7 +100,8 @@ def test_monitor_follows_a_real_run_that_is_killed_then_a_failed_one(ctx):
     assert list(loss.data[0].x) == steps and 2 in list(loss.data[2].x)
     assert len(lr.data[0].y) == len(steps) == len(grad.data[0].y) and min(tokens.data[0].y) > 0
     assert any(t.name == "rss" for t in memory.data)
-    assert list(layers.data[0].y) == [f"{part} {i}" for part in ("attn", "mlp") for i in range(4)]
+    n_layers = json.loads((ctx.workspace.models_dir / "demo" / "config.json").read_text())["num_hidden_layers"]
+    assert list(layers.data[0].y) == [f"{part} {i}" for part in ("attn", "mlp") for i in range(n_layers)]
 
     # Nothing new: no figure is rebuilt.
     again = runs.tick(ctx, "en", watch, run_id)
