@@ -75,13 +75,13 @@ def test_cli_writes_metrics_and_predictions(run_dir, subprocess_env):
     base = json.loads((run_dir / "eval" / "base" / "metrics.json").read_text())
     assert base["eval_loss"] == pytest.approx(_independent_loss(run_dir, rows), rel=1e-4)
     tuned = json.loads((run_dir / "eval" / last / "metrics.json").read_text())
-    # The LoRA run learned the task: held-out loss and ROUGE better than the base's.
-    assert tuned["eval_loss"] < base["eval_loss"] and tuned["rougeL"] > base["rougeL"]
+    # The LoRA run learned the task: held-out loss better than the base's.
+    assert tuned["eval_loss"] < base["eval_loss"]
     assert tuned["step"] == int(last.split("-")[1]) and base["step"] == 0
 
     results = load_results(run_dir)
     best = best_per_metric(results)
-    assert best["eval_loss"] == last and best["rougeL"] == last
+    assert best["eval_loss"] == last and best["perplexity"] == last
     table = disagreement_rows(run_dir, list(results))
     assert len(table) == 8 and table[0]["distinct"] >= table[-1]["distinct"]
     assert table[0]["base"] != table[0][last]
