@@ -49,7 +49,9 @@ def dataset_source(workspace: Workspace, name: str) -> Path:
 def load_tokenizer(workspace: Workspace, model: str | None):
     """The tokenizer that counts tokens ('demo' or a local folder), or None for no token counts."""
     from backend.data.cli import load_model_tokenizer
+    from ui.warmup import import_heavy_libraries
 
+    import_heavy_libraries()
     return load_model_tokenizer(model or None, workspace.root)
 
 

@@ -22,6 +22,7 @@ from ui.components import CHAT_CSS  # noqa: E402
 from ui.context import UIContext  # noqa: E402
 from ui.i18n import APPLY_LANGUAGE_JS, BROWSER_LANGUAGE_JS, build_i18n, merge_texts, normalise_language  # noqa: E402
 from ui.settings import load_settings, save_settings  # noqa: E402
+from ui.warmup import start_in_background
 
 TAB_ORDER = ("data", "train", "runs", "chat", "evaluate", "export")
 
@@ -88,6 +89,9 @@ def build_app(workspace: Workspace) -> gr.Blocks:
                     module.build(ctx)
                 tabs.append((name, tab))
         _wire_language(demo, ctx, tabs)
+        # A browser opened the page: import torch & co. now, in the background,
+        # so the first click that needs them rarely waits (ui/warmup.py).
+        demo.load(start_in_background, api_visibility="private", queue=False)
     demo.i18n_instance = i18n  # gradio's own attribute; launch() must be given it again
     return demo
 

@@ -92,6 +92,9 @@ class _EngineHolder:
         with self._lock:
             if self._engine is None:
                 from backend.chat.engine import ChatEngine
+                from ui.warmup import import_heavy_libraries
+
+                import_heavy_libraries()
 
                 self._engine = ChatEngine()
             return self._engine
@@ -194,7 +197,9 @@ def build(ctx: UIContext) -> None:
         """Detected once per UI process (it imports torch), after the page is up."""
         if not device_ids:
             from backend.hardware import detect_devices
+            from ui.warmup import import_heavy_libraries
 
+            import_heavy_libraries()
             device_ids.extend(d.id for d in detect_devices())
         return device_ids
 

@@ -98,6 +98,9 @@ def _msg(ctx: UIContext, lang: str | None):
 
 def detect_hardware(ctx: UIContext, lang: str) -> tuple[str, list[dict]]:
     from backend.hardware import as_dicts, detect_devices  # imports torch: only after the page is up
+    from ui.warmup import import_heavy_libraries
+
+    import_heavy_libraries()
 
     devices = detect_devices()
     return summary.hardware_text(_msg(ctx, lang), devices), as_dicts(devices)
