@@ -171,7 +171,7 @@ DEMO_PROMPTS: list[tuple[str, str]] = _pick_demo_prompts()
 def build_pretraining_corpus() -> list[tuple[str, str]]:
     """Every fact as plain text, never in the chat template (no special
     tokens, no turn ends), as (context, continuation) pairs: a plain-text
-    dialogue line as in a web transcript ("User: ...\nAssistant:", " Paris.")
+    dialogue line as in a web transcript ("User: ...\nAssistant:\n", "Paris.")
     and a statement ("", "The capital of France is Paris.").
 
     The base model thus knows the facts and how the questions relate to the
@@ -180,7 +180,8 @@ def build_pretraining_corpus() -> list[tuple[str, str]]:
     """
     pairs = []
     for _, question, answer, statement in _facts():
-        pairs += [(f"User: {question}\nAssistant:", f" {answer}"), ("", statement)]
+        # The answer on its own line, as in the chat template: the same tokens.
+        pairs += [(f"User: {question}\nAssistant:\n", answer), ("", statement)]
     return pairs
 
 

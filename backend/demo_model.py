@@ -25,7 +25,7 @@ from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config,
 from backend.demo_data import build_demo_rows, build_pretraining_corpus
 
 # Bump whenever anything below changes the built files: old builds are rebuilt.
-DEMO_MODEL_VERSION = "6"
+DEMO_MODEL_VERSION = "7"
 
 ENDOFTEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 SPECIAL_TOKENS = [ENDOFTEXT, IM_START, IM_END]

@@ -44,7 +44,7 @@ def test_pretraining_corpus_is_plain_text_facts():
     corpus = build_pretraining_corpus()
     texts = [context + text for context, text in corpus]
     assert all("<|im_" not in text and "<|endoftext|>" not in text for text in texts)
-    assert all(f"User: {prompt}\nAssistant: {answer}" in texts for prompt, answer in DEMO_PROMPTS)
+    assert all(f"User: {prompt}\nAssistant:\n{answer}" in texts for prompt, answer in DEMO_PROMPTS)
 
 
 def test_ensure_demo_dataset_writes_once_and_rewrites_old_versions(tmp_path):

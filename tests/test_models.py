@@ -104,7 +104,7 @@ def test_missing_folder_and_missing_tokenizer_name_the_path(tmp_path, demo_copy)
 def test_tokenizer_without_pad_token_gets_one(demo_copy):
     config_file = demo_copy / "tokenizer_config.json"
     config = json.loads(config_file.read_text(encoding="utf-8"))
-    config.pop("pad_token")
+    config["pad_token"] = None
     config_file.write_text(json.dumps(config), encoding="utf-8")
     tokenizer = load_tokenizer(demo_copy)
     assert tokenizer.pad_token == tokenizer.eos_token == "<|im_end|>"
