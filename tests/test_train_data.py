@@ -82,20 +82,33 @@ def test_alpaca_file_and_bad_rows(tmp_path, workspace):
                                    {"role": "assistant", "content": "Hi Bob"}]
     bad = tmp_path / "b.jsonl"
     bad.write_text('{"question": "x"}\n')
-    with pytest.raises(ValueError, match=r"b.jsonl row 0"):
-        load_rows(bad)
+    with pytest.raises(DatasetNotFound, match=r"b.jsonl \(row 0\): no known shape"):
+        load_rows(bad)  # the data backend's own sentence
     with pytest.raises(DatasetNotFound, match="nothing-here.jsonl"):
         resolve_dataset(str(tmp_path / "nothing-here.jsonl"), workspace)
 
 
 def test_workspace_dataset_uses_its_own_eval_split(tokenizer, workspace):
-    folder = workspace.datasets_dir / "mine"
-    folder.mkdir()
-    row = {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]}
-    (folder / "data.jsonl").write_text(json.dumps(row) + "\n" * 1 + json.dumps(row) + "\n")
-    (folder / "eval.jsonl").write_text(json.dumps(row) + "\n")
+    from backend.data.store import save_dataset
+
+    rows = [{"messages": [{"role": "user", "content": f"Hi {n}"}, {"role": "assistant", "content": "Hello."}]}
+            for n in range(3)]
+    save_dataset(workspace.datasets_dir, "mine", rows, source={"path": "x", "sha256": "0"}, fixes=[],
+                 rows_before=3, eval_ratio=0.34)
     train, evaluation, counts = build_datasets(tokenizer, RunConfig(dataset="mine", val_size=0.5), workspace)
     assert (counts.train, counts.eval) == (2, 1)
+
+
+def test_unusable_rows_are_skipped_and_counted(tokenizer, workspace, tmp_path):
+    from backend.training.dataset import SCHEMA_REASON
+
+    data = tmp_path / "chat.jsonl"
+    turns = [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello."}]
+    data.write_text("\n".join(json.dumps(r) for r in [{"conversations": turns}, {"conversations": "oops"},
+                                                       {"conversations": turns}]) + "\n")
+    train, _, counts = build_datasets(tokenizer, RunConfig(dataset=str(data), val_size=0), workspace)
+    assert (counts.total, counts.train, counts.dropped) == (3, 2, 1)
+    assert counts.reasons == {SCHEMA_REASON: 1}
 
 
 def test_rotation_keeps_newest_and_best(tmp_path):

@@ -232,15 +232,54 @@ def test_resume_refuses_a_different_adapter_shape(workspace, subprocess_env, tmp
     assert "lora_r 16 -> 4" in result.stderr and read_status(run)["state"] == "failed"
 
 
+# ---------------------------------------------------------------- data through the data backend
+
+def test_trains_from_a_sharegpt_file(workspace, subprocess_env):
+    from backend.demo_data import build_demo_rows
+    from backend.training.dataset import SCHEMA_REASON
+
+    names = {"user": "human", "assistant": "gpt"}
+    rows = [{"conversations": [{"from": names[m["role"]], "value": m["content"]} for m in row["messages"]]}
+            for row in build_demo_rows()[:4]]
+    data = workspace.root / "chat.json"  # a JSON array, one row the data backend flags as unusable
+    data.write_text(json.dumps([*rows, {"conversations": "oops"}], ensure_ascii=False))
+    run = workspace.runs_dir / "sharegpt"
+    result = worker(workspace, subprocess_env, *QUICK, "max_steps=1", f"dataset={data}", run_dir=run)
+    assert_completed(result, run)
+    summary = json.loads((run / "summary.json").read_text())
+    assert (summary["rows_total"], summary["rows_train"], summary["rows_eval"]) == (5, 4, 0)
+    assert summary["dropped_reasons"] == {SCHEMA_REASON: 1}
+
+
+def test_trains_from_a_workspace_dataset_with_its_eval_split(workspace, subprocess_env):
+    from backend.data.store import save_dataset
+    from backend.demo_data import build_demo_rows
+
+    folder = save_dataset(workspace.datasets_dir, "saved", build_demo_rows()[:8], source={"path": "x", "sha256": "0"},
+                          fixes=[], rows_before=8, eval_ratio=0.25)
+    eval_lines = len((folder / "eval.jsonl").read_text().splitlines())
+    run = workspace.runs_dir / "saved"
+    result = worker(workspace, subprocess_env, *QUICK, "max_steps=1", "val_size=0.5", "dataset=saved", run_dir=run)
+    assert_completed(result, run)
+    summary = json.loads((run / "summary.json").read_text())
+    # The saved split, not a fresh 50% one: 6 train rows, the 2 of eval.jsonl.
+    assert eval_lines == 2 and (summary["rows_train"], summary["rows_eval"]) == (6, eval_lines)
+
+
 # ---------------------------------------------------------------- bad input
 
 @pytest.mark.parametrize("setting, words", [
     ("lora_alpa=8", "did you mean 'lora_alpha'"),
     ("model_name_or_path=/no/such/model", "/no/such/model does not exist"),
     ("dataset=/no/such/data.jsonl", "/no/such/data.jsonl"),
+    ("dataset=UNREADABLE", "no known shape: its columns are question"),
     ("loss_function=no_such_module:fn", "Cannot import module 'no_such_module'"),
 ])
 def test_bad_config_or_path_exits_2(workspace, subprocess_env, setting, words):
+    if "UNREADABLE" in setting:  # a file the data backend refuses: its sentence, exit 2
+        unreadable = workspace.root / "questions.jsonl"
+        unreadable.write_text('{"question": "x"}\n')
+        setting = setting.replace("UNREADABLE", str(unreadable))
     run = workspace.runs_dir / "bad"
     result = worker(workspace, subprocess_env, setting, run_dir=run)
     assert result.returncode == 2, result.stderr[-2000:]

@@ -77,9 +77,16 @@ def new_run_id() -> str:
 
 
 def prepare(args: argparse.Namespace) -> Job:
-    """Config + run folder. Raises ConfigError for anything the user must fix first."""
-    if args.resume:
-        return _prepare_resume(args)
+    """Config + run folder. Raises ConfigError (or DatasetNotFound) for anything
+    the user must fix first, before torch is imported."""
+    job = _prepare_resume(args) if args.resume else _prepare_new(args)
+    from backend.training.dataset import check_dataset
+
+    check_dataset(job.config.dataset, job.workspace)  # an unreadable file: exit 2 in a second, not after loading
+    return job
+
+
+def _prepare_new(args: argparse.Namespace) -> Job:
     if not args.config:
         raise ConfigError("Give --config run.yaml (or --resume RUN_DIR); --print-default-config shows a starting point.")
     config = RunConfig.load(args.config).with_overrides(args.overrides)

@@ -1,36 +1,47 @@
 """Canonical rows -> encoded train / eval datasets for the Trainer.
 
 Rows come from the demo dataset, a workspace dataset (datasets/<name>/, with
-its own eval split when it has one) or a file. Every row goes through
-backend.data.encode (the chat template, assistant-only labels), so the token
-counts the Data tab shows are the ones trained on. Rows over cutoff_len are
-truncated or dropped per `overflow`; rows whose answer was cut away entirely
-(or that have no assistant turn) are always dropped: they carry no loss.
+its own eval split when it has one) or a file, always read through the data
+backend (backend.data), so the trainer accepts exactly what the Data tab and
+`python -m backend.data check` accept. Rows the data backend flags as unusable
+are skipped and counted. Every row goes through backend.data.encode (the chat
+template, assistant-only labels), so the token counts the Data tab shows are
+the ones trained on. Rows over cutoff_len are truncated or dropped per
+`overflow`; rows whose answer was cut away entirely (or that have no assistant
+turn) are always dropped: they carry no loss.
 """
 
 from __future__ import annotations
 
-import csv
-import json
+import logging
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from backend.config import RunConfig, split_sizes
 from backend.data.encode import IGNORE_INDEX, encode_messages
+from backend.data.errors import DataError
+from backend.data.store import EVAL_FILE, is_workspace_dataset, load_dataset_rows, validate_name
 from backend.workspace import Workspace
 
-EVAL_FILES = ("eval.jsonl", "validation.jsonl", "test.jsonl")
+log = logging.getLogger("backend.train")
+
+EVAL_FILES = (EVAL_FILE,)  # a workspace dataset's held-out split (backend/data/store.py)
+SCHEMA_REASON = "unusable row (schema problem; see `python -m backend.data check`)"
 
 
 class DatasetNotFound(FileNotFoundError):
     """The configured dataset names no file, folder or workspace dataset."""
 
 
+class DatasetUnreadable(DatasetNotFound):
+    """The data backend cannot read the dataset at all (its DataError, one sentence)."""
+
+
 @dataclass
 class RowCounts:
     total: int = 0
-    dropped: int = 0  # over cutoff with overflow=drop, answer cut away, or no answer
+    dropped: int = 0  # unusable (schema), over cutoff with overflow=drop, answer cut away, or no answer
     truncated: int = 0  # kept, but cut to cutoff_len
     train: int = 0
     eval: int = 0
@@ -40,6 +51,10 @@ class RowCounts:
         return {"rows_total": self.total, "rows_dropped": self.dropped, "rows_truncated": self.truncated,
                 "rows_train": self.train, "rows_eval": self.eval, "dropped_reasons": self.reasons}
 
+    def drop(self, reason: str, count: int = 1) -> None:
+        self.dropped += count
+        self.reasons[reason] = self.reasons.get(reason, 0) + count
+
 
 def resolve_dataset(name: str, workspace: Workspace) -> Path:
     """The file or folder behind `dataset`: 'demo', a workspace dataset name, or a path."""
@@ -48,7 +63,7 @@ def resolve_dataset(name: str, workspace: Workspace) -> Path:
 
         return ensure_demo_dataset(workspace.datasets_dir)
     named = workspace.datasets_dir / name
-    if "/" not in name and named.is_dir():
+    if _is_plain_name(name) and is_workspace_dataset(named):
         return named
     path = Path(name).expanduser()
     if path.exists():
@@ -57,57 +72,50 @@ def resolve_dataset(name: str, workspace: Workspace) -> Path:
                           f"and no workspace dataset {named}.")
 
 
-def load_rows(source: Path) -> tuple[list[dict], list[dict] | None]:
-    """(rows, eval rows or None) in canonical form from a file or dataset folder."""
+def _is_plain_name(name: str) -> bool:
+    try:
+        validate_name(name)
+    except ValueError:
+        return False
+    return True
+
+
+def check_dataset(name: str, workspace: Workspace) -> Path:
+    """Resolve the dataset and open it (cheap: the first record only), so a
+    file the data backend cannot read fails before torch is imported."""
+    from backend.data.load import open_source
+
+    source = resolve_dataset(name, workspace)
+    if not is_workspace_dataset(source):
+        try:
+            open_source(source)
+        except DataError as error:
+            raise DatasetUnreadable(str(error)) from error
+    return source
+
+
+def load_rows(source: Path, counts: RowCounts | None = None) -> tuple[list[dict], list[dict] | None]:
+    """(rows, eval rows or None) in canonical form from a file or workspace
+    dataset folder. Unusable rows are left out and, with `counts`, counted."""
     source = Path(source)
-    if source.is_dir():
-        data = source / "data.jsonl"
-        if not data.is_file():
-            raise DatasetNotFound(f"Dataset folder {source} has no data.jsonl.")
-        eval_file = next((source / n for n in EVAL_FILES if (source / n).is_file()), None)
-        return _read_file(data), (_read_file(eval_file) if eval_file else None)
-    return _read_file(source), None
+    try:
+        if is_workspace_dataset(source):
+            eval_rows = load_dataset_rows(source, split="eval") if (source / EVAL_FILE).is_file() else None
+            return load_dataset_rows(source, split="train"), eval_rows
+        if source.is_dir():
+            load_dataset_rows(source)  # a folder that is no dataset: the data backend's own refusal
+        from backend.data.load import load_rows as load_file
 
-
-def _read_file(path: Path) -> list[dict]:
-    suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        with open(path, encoding="utf-8") as handle:
-            records = [json.loads(line) for line in handle if line.strip()]
-    elif suffix == ".json":
-        records = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(records, dict):
-            records = next((v for v in records.values() if isinstance(v, list)), [])
-    elif suffix == ".csv":
-        with open(path, encoding="utf-8", newline="") as handle:
-            records = list(csv.DictReader(handle))
-    elif suffix == ".parquet":
-        import pandas as pd
-
-        records = pd.read_parquet(path).to_dict(orient="records")
-    else:
-        raise ValueError(f"{path}: unsupported file type {suffix!r}; use JSON, JSONL, CSV or Parquet.")
-    return [_canonical(r, path, i) for i, r in enumerate(records)]
-
-
-def _canonical(record: dict, path: Path, index: int) -> dict:
-    """messages / alpaca / sharegpt -> {"messages": [...]} (DESIGN section 4)."""
-    if "messages" in record:
-        return {"messages": [{"role": m["role"], "content": m["content"]} for m in record["messages"]]}
-    if "instruction" in record and "output" in record:
-        messages = [{"role": "system", "content": record["system"]}] if record.get("system") else []
-        for user, answer in record.get("history") or []:
-            messages += [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
-        user = record["instruction"] + ("\n" + record["input"] if record.get("input") else "")
-        return {"messages": [*messages, {"role": "user", "content": user},
-                             {"role": "assistant", "content": record["output"]}]}
-    if "conversations" in record:
-        roles = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system"}
-        messages = [{"role": "system", "content": record["system"]}] if record.get("system") else []
-        messages += [{"role": roles.get(t["from"], "user"), "content": t["value"]} for t in record["conversations"]]
-        return {"messages": messages}
-    raise ValueError(f"{path} row {index}: no 'messages', alpaca ('instruction', 'output') or "
-                     f"sharegpt ('conversations') fields; fix the row or map the columns in the Data tab.")
+        loaded = load_file(source)
+    except DataError as error:
+        raise DatasetUnreadable(str(error)) from error
+    if loaded.rejected:
+        log.warning("%d of %d rows of %s are unusable and skipped; `python -m backend.data check %s` lists them",
+                    len(loaded.rejected), loaded.total, source, source)
+        if counts is not None:
+            counts.total += len(loaded.rejected)
+            counts.drop(SCHEMA_REASON, len(loaded.rejected))
+    return loaded.rows, None
 
 
 def split_rows(rows: list[dict], val_size: float, seed: int) -> tuple[list[dict], list[dict]]:
@@ -123,7 +131,7 @@ def encode_rows(tokenizer, rows: list[dict], config: RunConfig, counts: RowCount
     encoded = []
     for row in rows:
         counts.total += 1
-        enc = encode_messages(tokenizer, row["messages"], config.cutoff_len, config.train_on_prompt)
+        enc = encode_messages(tokenizer, row["messages"], config.cutoff_len, config.train_on_prompt, row.get("tools"))
         reason = None
         if enc.truncated and config.overflow == "drop":
             reason = "longer than cutoff_len (overflow: drop)"
@@ -132,8 +140,7 @@ def encode_rows(tokenizer, rows: list[dict], config: RunConfig, counts: RowCount
         elif all(label == IGNORE_INDEX for label in enc.labels):
             reason = "no assistant turn to learn from"
         if reason:
-            counts.dropped += 1
-            counts.reasons[reason] = counts.reasons.get(reason, 0) + 1
+            counts.drop(reason)
             continue
         counts.truncated += enc.truncated
         # `length` here is the trained length: the length-grouped sampler reads it.
@@ -145,12 +152,12 @@ def build_datasets(tokenizer, config: RunConfig, workspace: Workspace):
     """(train Dataset, eval Dataset or None, RowCounts)."""
     from datasets import Dataset
 
-    rows, eval_rows = load_rows(resolve_dataset(config.dataset, workspace))
+    counts = RowCounts()
+    rows, eval_rows = load_rows(resolve_dataset(config.dataset, workspace), counts)
     if eval_rows is None and config.val_size > 0:
         rows, eval_rows = split_rows(rows, config.val_size, config.seed)
     if config.val_size == 0:
         eval_rows = None  # the user turned evaluation off
-    counts = RowCounts()
     train = encode_rows(tokenizer, rows, config, counts)
     evaluation = encode_rows(tokenizer, eval_rows, config, counts) if eval_rows else []
     counts.train, counts.eval = len(train), len(evaluation)
