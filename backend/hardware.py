@@ -3,7 +3,13 @@ after the page is up, never on the start-up path."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+
+# Set by the launcher next to CUDA_VISIBLE_DEVICES: the GPU indices as the user
+# chose them (machine-wide). The worker sees those GPUs as cuda:0..N-1.
+LAUNCHED_DEVICES_ENV = "FINETUNE_STUDIO_DEVICES"
 
 
 @dataclass(frozen=True)
@@ -42,8 +48,60 @@ def detect_devices() -> list[Device]:
     return devices
 
 
-def training_devices(devices_setting: str, devices: list[Device] | None = None) -> list[Device]:
-    """The devices a run with `devices` = "auto" | "cpu" | "0,1" trains on."""
+def explicit_indices(devices_setting: str) -> list[int] | None:
+    """The GPU indices of "0,1"; None for "auto" / "cpu" (no explicit choice)."""
+    if devices_setting in ("auto", "cpu"):
+        return None
+    parts = [part.strip() for part in devices_setting.split(",") if part.strip()]
+    if not parts or not all(part.isdigit() for part in parts):
+        raise ValueError(f"devices={devices_setting!r}: use 'auto', 'cpu' or GPU indices such as '0,1'.")
+    return [int(part) for part in parts]
+
+
+def launch_env(devices_setting: str, env: Mapping[str, str]) -> dict[str, str | None]:
+    """Variables for a worker that trains on `devices_setting`, started from a
+    process with environment `env` (None: remove the variable). An explicit
+    list becomes CUDA_VISIBLE_DEVICES, mapped through the launcher's own
+    CUDA_VISIBLE_DEVICES when it has one (its indices are relative to it)."""
+    wanted = explicit_indices(devices_setting)
+    if wanted is None:
+        return {LAUNCHED_DEVICES_ENV: None}
+    visible = _split(env.get("CUDA_VISIBLE_DEVICES"))
+    if visible is not None:
+        outside = [i for i in wanted if i >= len(visible)]
+        if outside:
+            raise ValueError(f"devices={devices_setting!r}: only {len(visible)} GPU(s) are visible here "
+                             f"(CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']}); pick indices below {len(visible)}.")
+    chosen = [visible[i] if visible is not None else str(i) for i in wanted]
+    return {"CUDA_VISIBLE_DEVICES": ",".join(chosen), LAUNCHED_DEVICES_ENV: ",".join(map(str, wanted))}
+
+
+def local_indices(devices_setting: str, env: Mapping[str, str]) -> list[int] | None:
+    """The CUDA indices this process uses for `devices_setting`: under a
+    launcher that set CUDA_VISIBLE_DEVICES (LAUNCHED_DEVICES_ENV present) the
+    chosen GPUs are cuda:0..N-1, in the launched order; else the indices as given."""
+    wanted = explicit_indices(devices_setting)
+    launched = _split(env.get(LAUNCHED_DEVICES_ENV))
+    if wanted is None or launched is None:
+        return wanted
+    launched_ints = [int(part) for part in launched]
+    missing = [i for i in wanted if i not in launched_ints]
+    if missing:
+        raise ValueError(f"devices={devices_setting!r}: GPU {', '.join(map(str, missing))} is not among the GPUs "
+                         f"this worker was started on ({','.join(launched)}); start the run again with these devices.")
+    return [launched_ints.index(i) for i in wanted]
+
+
+def _split(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def training_devices(devices_setting: str, devices: list[Device] | None = None,
+                     env: Mapping[str, str] | None = None) -> list[Device]:
+    """The devices a run with `devices` = "auto" | "cpu" | "0,1" trains on, as
+    this process sees them (see local_indices: under the launcher "1,2" is cuda:0, cuda:1)."""
     devices = devices if devices is not None else detect_devices()
     gpus = [d for d in devices if d.id.startswith("cuda:")]
     cpu = [d for d in devices if d.id == "cpu"]
@@ -51,13 +109,14 @@ def training_devices(devices_setting: str, devices: list[Device] | None = None) 
         return cpu
     if devices_setting == "auto":
         return gpus or cpu
-    wanted = [f"cuda:{part.strip()}" for part in devices_setting.split(",") if part.strip()]
+    wanted = explicit_indices(devices_setting)
+    local = local_indices(devices_setting, os.environ if env is None else env)
     known = {d.id: d for d in gpus}
-    missing = [w for w in wanted if w not in known]
+    missing = [f"cuda:{w}" for w, i in zip(wanted, local) if f"cuda:{i}" not in known]
     if missing:
         have = ", ".join(known) or "none"
         raise ValueError(f"devices={devices_setting!r}: no such GPU {', '.join(missing)} (GPUs here: {have}).")
-    return [known[w] for w in wanted]
+    return [known[f"cuda:{i}"] for i in local]
 
 
 def resolve_precision(precision: str, devices: list[Device]) -> str:

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import psutil
 
-from backend.run_files import LOG_FILE
+from backend.hardware import launch_env
+from backend.run_files import CONFIG_FILE, LOG_FILE
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 WORKER_MODULE = "backend.train"
@@ -41,15 +42,40 @@ def build_command(worker_args: list[str], num_processes: int = 1) -> list[str]:
     return [sys.executable, "-m", WORKER_MODULE, *worker_args]
 
 
-def worker_env(base: dict | None = None) -> dict:
+def worker_env(base: dict | None = None, devices: str = "auto") -> dict:
     """The caller's environment plus the repo on PYTHONPATH (so `-m backend.train`
-    imports from any working folder) and unbuffered output (a live train.log)."""
+    imports from any working folder) and unbuffered output (a live train.log).
+    An explicit `devices` list ("1,2") becomes CUDA_VISIBLE_DEVICES, so every
+    rank's cuda:LOCAL_RANK is one of the chosen GPUs (hardware.launch_env)."""
     env = dict(os.environ if base is None else base)
     parts = [str(REPO_ROOT), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
     env["PYTHONUNBUFFERED"] = "1"
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        pinned = launch_env(devices, env)
+    except ValueError:
+        pinned = {}  # a bad setting: the worker itself fails on it with the sentence to read
+    for name, value in pinned.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
     return env
+
+
+def devices_setting(argv: list[str], run_dir: Path) -> str:
+    """The run's `devices`: config.yaml in the run folder, then any
+    `--set devices=...` in argv (a resume may change it); "auto" when unreadable."""
+    from backend.config import RunConfig
+
+    setting = "auto"
+    with contextlib.suppress(OSError, ValueError):
+        setting = RunConfig.load(Path(run_dir) / CONFIG_FILE).devices
+    for flag, value in zip(argv, argv[1:]):
+        if flag == "--set" and value.partition("=")[0].strip() == "devices":
+            setting = value.partition("=")[2].strip()
+    return setting
 
 
 def launch(argv: list[str], run_dir: Path, env: dict | None = None) -> subprocess.Popen:
@@ -60,7 +86,7 @@ def launch(argv: list[str], run_dir: Path, env: dict | None = None) -> subproces
     with open(Path(run_dir) / LOG_FILE, "ab") as log:
         return subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, env=worker_env(env), close_fds=True,
+            start_new_session=True, env=worker_env(env, devices_setting(argv, run_dir)), close_fds=True,
         )
 
 

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from backend.config import ConfigError, RunConfig
+from backend.hardware import LAUNCHED_DEVICES_ENV, launch_env
 from backend.run_files import CONFIG_FILE, LOG_FILE, list_checkpoints
 from backend.workspace import DEFAULT_WORKSPACE, Workspace
 
@@ -80,10 +81,26 @@ def prepare(args: argparse.Namespace) -> Job:
     """Config + run folder. Raises ConfigError (or DatasetNotFound) for anything
     the user must fix first, before torch is imported."""
     job = _prepare_resume(args) if args.resume else _prepare_new(args)
+    pin_devices(job.config.devices, os.environ)
     from backend.training.dataset import check_dataset
 
     check_dataset(job.config.dataset, job.workspace)  # an unreadable file: exit 2 in a second, not after loading
     return job
+
+
+def pin_devices(devices: str, env) -> None:
+    """Run by hand (no launcher pinned the GPUs): set CUDA_VISIBLE_DEVICES here,
+    as backend.supervisor does, before torch starts CUDA; LOCAL_RANK then
+    indexes the chosen GPUs. A launcher's pinning is kept as it is."""
+    if LAUNCHED_DEVICES_ENV in env or "torch" in sys.modules:
+        return
+    try:
+        pinned = launch_env(devices, env)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    for name, value in pinned.items():
+        if value is not None:
+            env[name] = value
 
 
 def _prepare_new(args: argparse.Namespace) -> Job:
