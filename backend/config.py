@@ -66,8 +66,8 @@ class RunConfig:
     precision: str = _f("auto", "auto: bf16 where supported, else fp16 on a GPU, else fp32.", PRECISIONS)
     gradient_checkpointing: bool = _f(False, "Recompute activations in the backward pass: less memory, ~30% slower.")
     # --- optimisation ------------------------------------------------------
-    learning_rate: float = _f(2e-4, "Peak learning rate.")
-    num_train_epochs: float = _f(3.0, "Passes over the training data (ignored when max_steps > 0).")
+    learning_rate: float = _f(3e-3, "Peak learning rate.")
+    num_train_epochs: float = _f(12.0, "Passes over the training data (ignored when max_steps > 0).")
     max_steps: int = _f(-1, "Stop after this many optimizer steps (-1: use num_train_epochs).")
     per_device_train_batch_size: int = _f(8, "Examples per device per forward pass.")
     per_device_eval_batch_size: int = _f(8, "Examples per device per evaluation pass.")
