@@ -8,7 +8,6 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $(STAMP)
 
