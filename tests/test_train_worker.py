@@ -116,7 +116,9 @@ def test_default_run_learns_and_leaves_the_base_alone(trained_demo_run, demo_mod
     state = model.base_model.model.state_dict()
     compared = 0
     for name, original in base_weights.items():
-        key = name.replace(".weight", ".base_layer.weight") if f"{name[:-7]}.base_layer.weight" in state else name
+        module, _, param = name.rpartition(".")
+        wrapped = f"{module}.base_layer.{param}"  # a LoRA-wrapped layer keeps its weight and bias here
+        key = wrapped if wrapped in state else name
         assert torch.equal(state[key], original), name
         compared += key.endswith("base_layer.weight")
     assert compared > 0  # the adapted layers' frozen weights were among those checked
