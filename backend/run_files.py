@@ -131,3 +131,13 @@ def tail_text(path: Path, max_bytes: int = 20_000) -> str:
             return handle.read().decode("utf-8", errors="replace")
     except FileNotFoundError:
         return ""
+
+
+def list_run_ids(runs_dir: Path) -> list[str]:
+    """Run folders (those with a config.yaml), most recently changed first.
+    Cheap enough for a UI list refresh: one stat per run, no file reads."""
+    runs_dir = Path(runs_dir)
+    if not runs_dir.is_dir():
+        return []
+    runs = [p for p in runs_dir.iterdir() if (p / CONFIG_FILE).is_file()]
+    return [p.name for p in sorted(runs, key=lambda p: p.stat().st_mtime, reverse=True)]

@@ -18,7 +18,7 @@ import gradio as gr
 
 from backend.chat.catalog import MAX_COLUMNS, catalog, dropdown_choices, header, run_ids_of
 from backend.chat.preferences import PreferenceStore, blind_letter, blind_order, tally_rows
-from backend.run_files import CONFIG_FILE
+from backend.run_files import list_run_ids
 from ui.context import UIContext
 
 # Seconds between UI updates while streaming: fast enough to look live, few enough messages.
@@ -123,10 +123,7 @@ def build(ctx: UIContext) -> None:
         return resolve_model_path(name, ctx.workspace.models_dir)
 
     def run_ids() -> list[str]:
-        if not runs_dir.is_dir():
-            return []
-        runs = [p for p in runs_dir.iterdir() if (p / CONFIG_FILE).is_file()]
-        return [p.name for p in sorted(runs, key=lambda p: p.stat().st_mtime, reverse=True)]
+        return list_run_ids(runs_dir)
 
     session = gr.State(_new_session())
     with gr.Row(equal_height=True):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from backend.run_files import CONFIG_FILE
+from backend.run_files import list_run_ids
 from ui.context import UIContext
 
 POLL_EVERY_S = 2.0
@@ -64,10 +64,7 @@ def build(ctx: UIContext) -> None:
     runs_dir = ctx.workspace.runs_dir
 
     def run_ids() -> list[str]:
-        if not runs_dir.is_dir():
-            return []
-        runs = [p for p in runs_dir.iterdir() if (p / CONFIG_FILE).is_file()]
-        return [p.name for p in sorted(runs, key=lambda p: p.stat().st_mtime, reverse=True)]
+        return list_run_ids(runs_dir)
 
     with gr.Row(equal_height=True):
         run = gr.Dropdown(label=ctx.t("export.run"), choices=[], scale=3, elem_id="export-run")

@@ -224,8 +224,10 @@ def _defaults(ctx: UIContext) -> RunConfig:
 
 
 def _dataset_choices(ctx: UIContext) -> list[str]:
-    folder = ctx.workspace.datasets_dir
-    names = sorted(p.name for p in folder.iterdir() if (p / "data.jsonl").is_file()) if folder.is_dir() else []
+    # The data backend's own listing: exactly the folders the worker accepts.
+    from backend.data.store import list_workspace_datasets
+
+    names = [d["name"] for d in list_workspace_datasets(ctx.workspace.datasets_dir)]
     return ["demo", *[n for n in names if n != "demo"]]
 
 
