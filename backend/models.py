@@ -9,12 +9,12 @@ wrong and what to do.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import shutil
 import tempfile
 from pathlib import Path
 
+from backend.file_lock import file_lock
 from backend.model_presets import PRESETS, ModelPreset  # noqa: F401  (re-exported for the UI)
 
 DEMO_MODEL = "demo"
@@ -46,7 +46,7 @@ def ensure_demo_model(models_dir: Path) -> Path:
     target = models_dir / DEMO_MODEL
     if _demo_is_current(target, DEMO_MODEL_VERSION):
         return target
-    with _file_lock(models_dir / f".{DEMO_MODEL}.lock"):
+    with file_lock(models_dir / f".{DEMO_MODEL}.lock"):
         if _demo_is_current(target, DEMO_MODEL_VERSION):  # another process built it meanwhile
             return target
         staging = Path(tempfile.mkdtemp(prefix=f".{DEMO_MODEL}-build-", dir=models_dir))
@@ -70,16 +70,6 @@ def _demo_is_current(folder: Path, version: str) -> bool:
         return (folder / DEMO_VERSION_FILE).read_text(encoding="utf-8").strip() == version
     except OSError:
         return False
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path):
-    with open(path, "a+", encoding="utf-8") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def resolve_model_path(name_or_path: str, models_dir: Path) -> str:

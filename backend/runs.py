@@ -15,7 +15,6 @@ refused (not queued) with a message naming that run.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import re
 import shutil
 import subprocess
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from backend import supervisor
 from backend.config import ConfigError, RunConfig
+from backend.file_lock import file_lock
 from backend.hardware import Device, detect_devices, training_devices
 from backend.run_files import (
     CONFIG_FILE,
@@ -280,15 +280,8 @@ class RunStore:
     def _is_live(status: dict) -> bool:
         return status.get("state") in ("queued", "running") and bool(status.get("pid"))
 
-    @contextlib.contextmanager
     def _lock(self):
-        self.runs_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.runs_dir / ".launch.lock", "w") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        return file_lock(self.runs_dir / ".launch.lock")
 
 
 def _live_process(status: dict) -> tuple[int | None, float | None]:

@@ -10,8 +10,6 @@ metrics.jsonl.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import shutil
 import tempfile
@@ -20,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from backend.config import RunConfig
+from backend.file_lock import file_lock
 from backend.run_files import append_metrics, mark_complete
 from backend.workspace import Workspace
 
@@ -67,7 +66,7 @@ def cached_run(workspace, demo_model_dir: Path, recipe: str, run_id: str | None 
     cache = Path(demo_model_dir).parent / "eval-export-runs" / f"{recipe}-v{RUNS_VERSION}-demo{demo_version}"
     if not (cache / "COMPLETE").is_file():
         cache.parent.mkdir(parents=True, exist_ok=True)
-        with _lock(cache.parent / f".{recipe}.lock"):
+        with file_lock(cache.parent / f".{recipe}.lock"):
             if not (cache / "COMPLETE").is_file():
                 _build_cached(cache, demo_model_dir, recipe)
     target = workspace.runs_dir / (run_id or f"{recipe}-run")
@@ -90,14 +89,6 @@ def _build_cached(cache: Path, demo_model_dir: Path, recipe: str) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-@contextlib.contextmanager
-def _lock(path: Path):
-    with open(path, "a+", encoding="utf-8") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _batches(tokenizer, rows, cutoff, batch_size):

@@ -19,6 +19,7 @@ from backend.hardware import detect_devices
 from backend.run_files import COMPLETE_MARKER, mark_complete, read_status, update_status
 from backend.runs import RunError, RunStore
 from backend.workspace import Workspace
+from tests.polling import wait_for
 
 # A program that ignores SIGTERM: only the SIGKILL escalation can end it.
 STUBBORN = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
@@ -46,17 +47,6 @@ def run_program(store: RunStore, run_id: str, code: str) -> subprocess.Popen:
     update_status(run_dir, state="running", pid=child.pid, pgid=child.pid,
                   create_time=supervisor.create_time(child.pid), started_at=time.time())
     return child
-
-
-def wait_for(predicate, what: str, limit_s: float = 60):
-    """Poll until `predicate()` is truthy (a hang guard, not a timing assertion)."""
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"gave up waiting for {what}")
 
 
 def test_create_writes_config_and_queued_status(store):

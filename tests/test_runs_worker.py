@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import signal
-import time
 
 import pytest
 
@@ -16,6 +15,7 @@ from backend.config import RunConfig
 from backend.hardware import detect_devices
 from backend.run_files import COMPLETE_MARKER, FINAL_STATES, read_status
 from backend.runs import RunError, RunInfo, RunStore
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -38,17 +38,6 @@ def small_config(**kw) -> RunConfig:
     settings = dict(devices="cpu", precision="fp32", max_steps=MAX_STEPS, save_steps=2, logging_steps=1,
                     per_device_train_batch_size=4, cutoff_len=128, lora_r=8, seed=7, save_total_limit=None)
     return RunConfig(**{**settings, **kw})
-
-
-def wait_for(predicate, what: str, limit_s: float = 300):
-    """Poll until `predicate()` is truthy: a hang guard, not a timing assertion."""
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"gave up waiting for {what}")
 
 
 def wait_final(store: RunStore, run_id: str) -> RunInfo:

@@ -15,6 +15,7 @@ import pytest
 
 from backend.config import RunConfig
 from backend.run_files import METRICS_FILE, list_checkpoints
+from tests.polling import wait_for
 from ui import charts, forms, run_view
 from ui.context import UIContext
 from ui.i18n import merge_texts
@@ -34,17 +35,6 @@ def start(ctx, **settings) -> str:
     message, run_id = train.start(ctx, "en", config.model_name_or_path, config.dataset, *forms.form_values(config))
     assert run_id, message
     return run_id
-
-
-def wait_for(predicate, what: str, limit_s: float = 240):
-    """Poll until truthy (a hang guard, not a timing assertion)."""
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"gave up waiting for {what}")
 
 
 def file_records(run_dir) -> list[dict]:

@@ -8,12 +8,12 @@ Train and Runs ones to docs/screenshots/."""
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
 from tests.browser.harness import REPO, screenshot
 from tests.browser.test_data_tab import ANALYSIS_MS, expected_counts
+from tests.polling import wait_for as wait_until
 
 DOCS = REPO / "docs" / "screenshots"
 STEPS = 120  # long enough to stop in the middle (the demo model trains ~2-5 steps/s here)
@@ -38,17 +38,6 @@ def fill_number(page, elem_id: str, value) -> None:
 def chart_points(page, elem_id: str) -> int:
     """Markers + line vertices drawn by plotly in a chart (0 when it is empty)."""
     return page.locator(f"#{elem_id} .scatterlayer .trace").count()
-
-
-def wait_until(predicate, what: str, limit_s: float):
-    """Poll the page until truthy (a hang guard, not a timing assertion)."""
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"gave up waiting for {what}")
 
 
 def run_state(page) -> str:
