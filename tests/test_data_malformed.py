@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from data_cases.malformed import cases, readable_encodings
+from data_cases.malformed import cases, readable_encodings, western_encodings
 
 from backend.data.checks import check_file
 from backend.data.errors import DataError
@@ -71,7 +71,27 @@ def test_other_encodings_are_detected_and_decoded(tmp_path, filename, data, enco
     assert rows[-1]["messages"][0]["content"] == "翻译：早上好"
 
 
-@pytest.mark.parametrize("name", ["invalid_json", "latin1", "mixed_shapes", "csv_unclosed_quote", "top_level_object"])
+@pytest.mark.parametrize("filename,data,text", western_encodings(), ids=[w[0] for w in western_encodings()])
+def test_western_files_are_read_as_cp1252_never_as_chinese(tmp_path, filename, data, text, subprocess_env):
+    path = tmp_path / filename
+    path.write_bytes(data)
+    report = check_file(path)
+    assert report.encoding == "cp1252" and report.exit_code == 0
+    assert "cp1252 (Windows-1252" in report.detected and any("Windows-1252" in n for n in report.notes)
+    assert load_rows(path).rows[-1]["messages"][1]["content"] == text
+    proc = subprocess.run([sys.executable, "-m", "backend.data", "check", str(path)],
+                          capture_output=True, text=True, env=subprocess_env, timeout=120)
+    assert proc.returncode == 0 and "cp1252" in proc.stdout.splitlines()[0], proc.stdout + proc.stderr
+
+
+def test_ambiguous_encoding_is_refused_naming_both_readings(tmp_path):
+    case = CASES["ambiguous_encoding"]
+    with pytest.raises(DataError) as e:
+        check_file(_write(tmp_path, case))
+    assert "'中'" in e.value.problem and "'ÖÐ'" in e.value.problem
+
+
+@pytest.mark.parametrize("name", ["invalid_json", "ambiguous_encoding", "mixed_shapes", "csv_unclosed_quote", "top_level_object"])
 def test_cli_exit_2_with_the_message_and_no_traceback(tmp_path, name, subprocess_env):
     case = CASES[name]
     path = _write(tmp_path, case)

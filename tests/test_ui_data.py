@@ -116,3 +116,12 @@ def test_check_rows_are_escaped_and_chinese_labels(ctx, tmp_path):
     assert "<script>" not in html and "&lt;script&gt;" in html and "文件第 0 行" in html
     fixed = data.apply_fix(ctx, "en", out["state"], "strip_html", "")
     assert _counts(fixed["summary"])["html"] == 0
+
+
+def test_a_cp1252_upload_names_its_encoding_and_reads_the_accents(ctx, tmp_path):
+    path = tmp_path / "dessert.json"
+    path.write_bytes(json.dumps([{"instruction": "Name a French dessert", "input": "", "output": "crème brûlée"}],
+                                ensure_ascii=False).encode("cp1252"))
+    out = data.open_upload(ctx, "en", str(path), "", 256, None)
+    assert "cp1252 (Windows-1252" in out["status"]
+    assert "crème brûlée" in out["preview"]

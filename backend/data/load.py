@@ -17,7 +17,7 @@ from typing import Any
 from backend.data.errors import DataError
 from backend.data.read import file_type, iter_records
 from backend.data.shapes import Shape, convert, detect_shape, known_shape_of, shape_from_mapping
-from backend.data.text_encoding import detect_encoding
+from backend.data.text_encoding import describe_encoding, detect_encoding
 
 DATASET_INFO = "dataset_info.json"
 ROW = "(row)"  # the field of a problem that concerns the whole row
@@ -32,7 +32,7 @@ class Source:
     shape: Shape
 
     def describe(self) -> str:
-        enc = f", {self.encoding}" if self.encoding else ""
+        enc = f", {describe_encoding(self.encoding)}" if self.encoding else ""
         return f"{self.file_type}{enc}: {self.shape.describe()}"
 
 

@@ -2,8 +2,13 @@
 becomes a DataError naming the line, never a UnicodeDecodeError traceback.
 
 Detected: UTF-8 (with or without BOM), UTF-16 (BOM, or the NUL-byte pattern
-of ASCII text), and GB18030 / GBK (Chinese exports from Excel on Windows).
-Anything else is refused with the encoding to convert from.
+of ASCII text), and, for files that are not UTF-8, GB18030 (Chinese exports
+from Excel on Windows) or Windows-1252 (Western European; Latin-1 text reads
+the same). Both of the last two decode almost any bytes, so the choice is made
+by evidence over the whole file (`backend.data.encoding_evidence`): GB18030
+only when it yields common Chinese characters, Windows-1252 only when it
+yields accented letters inside words. When both or neither read plausibly the
+file is refused with the `iconv` command that converts it.
 """
 
 from __future__ import annotations
@@ -13,53 +18,68 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from backend.data.encoding_evidence import Evidence, gather
 from backend.data.errors import DataError
 
 SAMPLE_BYTES = 1 << 20
+# What the user sees next to the encoding name in the report and the Data tab.
+DESCRIPTIONS = {
+    "utf-8-sig": "UTF-8 with a byte order mark",
+    "gb18030": "GB18030 / GBK, Chinese",
+    "cp1252": "Windows-1252, Western European; Latin-1 text reads the same",
+}
+
+
+def describe_encoding(encoding: str) -> str:
+    """'cp1252 (Windows-1252, Western European ...)' for notes shown to the user."""
+    return f"{encoding} ({DESCRIPTIONS[encoding]})" if encoding in DESCRIPTIONS else encoding
 
 
 def detect_encoding(path: Path) -> str:
     with open(path, "rb") as f:
-        sample = f.read(SAMPLE_BYTES)
-    if sample.startswith(codecs.BOM_UTF8):
+        head = f.read(4096)
+    if head.startswith(codecs.BOM_UTF8):
         return "utf-8-sig"
-    if sample.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return "utf-16"
     # UTF-16 without a BOM: ASCII characters leave a NUL in every other byte.
-    head = sample[:2000]
+    head = head[:2000]
     if head[1::2].count(0) > len(head) // 4:
         return "utf-16-le"
     if head[0::2].count(0) > len(head) // 4:
         return "utf-16-be"
-    try:
-        # A multi-byte character may be cut at the end of the sample: decode incrementally.
-        codecs.getincrementaldecoder("utf-8")().decode(sample, final=len(sample) < SAMPLE_BYTES)
+    evidence = gather(path)
+    if evidence.utf8_ok or evidence.utf8_before_error:
+        # Valid UTF-8 characters before a bad byte: a UTF-8 file broken later;
+        # `open_text` names the line where it stops being UTF-8.
         return "utf-8"
-    except UnicodeDecodeError as e:
-        utf8_error = e
-    if _looks_chinese(sample):
+    chinese, western = evidence.gb_plausible, evidence.cp_plausible
+    if chinese and not western:
         return "gb18030"
-    raise _not_utf8(path, sample, utf8_error.start)
+    if western and not chinese:
+        return "cp1252"
+    raise _undecided(path, evidence, ambiguous=chinese and western)
 
 
-def _looks_chinese(sample: bytes) -> bool:
-    """Decodes as GB18030 and most non-ASCII characters are CJK ideographs or CJK punctuation."""
-    try:
-        text = codecs.getincrementaldecoder("gb18030")().decode(sample, final=False)
-    except UnicodeDecodeError:
-        return False
-    wide = [c for c in text if ord(c) > 127]
-    cjk = sum(1 for c in wide if "\u4e00" <= c <= "\u9fff" or "\u3000" <= c <= "\u303f" or "\uff00" <= c <= "\uffef")
-    return bool(wide) and cjk >= 0.8 * len(wide)
+def _undecided(path: Path, ev: Evidence, ambiguous: bool) -> DataError:
+    convert = "`iconv -f cp1252 -t UTF-8 in > out` (Western European) or `iconv -f gb18030 -t UTF-8 in > out` (Chinese)"
+    if ambiguous:
+        problem = (f"the file is not UTF-8, and its {ev.non_ascii} non-ASCII characters read as Chinese "
+                   f"(GB18030: {ev.gb_sample!r}) as well as Western European (Windows-1252: {ev.cp_sample!r}); "
+                   "there is too little text to tell which")
+    else:
+        problem = ("the file is not UTF-8 text; it is not UTF-16, and it reads as neither Chinese (GB18030) "
+                   "nor Western European (Windows-1252 / Latin-1) text")
+    return DataError(path, problem, f"Save it as UTF-8 (Excel: 'CSV UTF-8'), or convert it with {convert}",
+                     line=ev.first_non_ascii_line)
 
 
 def _not_utf8(path: Path, data: bytes, offset: int, base_line: int = 1) -> DataError:
     line = base_line + data.count(b"\n", 0, offset)
     return DataError(
         path,
-        f"the file is not UTF-8 text (byte 0x{data[offset]:02x} at byte {offset} cannot be decoded); "
-        "it is not UTF-16 or GB18030 either, maybe Latin-1 / Windows-1252",
-        "Save it as UTF-8 (Excel: 'CSV UTF-8'; or `iconv -f cp1252 -t utf-8 in > out`)",
+        f"the file is not UTF-8 text (byte 0x{data[offset]:02x} at byte {offset} cannot be decoded)",
+        "Save it as UTF-8 (Excel: 'CSV UTF-8'; or `iconv -f cp1252 -t UTF-8 in > out`)",
         line=line,
     )
 

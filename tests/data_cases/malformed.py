@@ -54,10 +54,12 @@ def cases() -> list[Case]:
         Case("empty_list", "none.json", b"[ ]", 2, ("the JSON list is empty",)),
         Case("top_level_object", "obj.json", json.dumps({"version": 1, "data": [GOOD]}, indent=2).encode(), 2,
              ("top level is one JSON object", "under 'data'")),
-        Case("latin1", "latin1.json", _rows({"instruction": "Café crème", "output": "Très bon"}).decode().encode("latin-1"), 2,
-             ("not UTF-8", "line 3", "iconv")),
+        # Two bytes that read as one common Chinese character (GB18030) and as two accented capitals
+        # (Windows-1252): too little text to tell, so the file is refused with both conversions.
+        Case("ambiguous_encoding", "ambiguous.json", _rows(GOOD, {"instruction": "x", "output": "中"}).decode().encode("gb18030"), 2,
+             ("not UTF-8", "line 9", "too little text", "iconv -f cp1252 -t UTF-8", "iconv -f gb18030 -t UTF-8")),
         Case("utf8_breaks_late", "late.jsonl",
-             (json.dumps(GOOD) + "\n").encode() * 20000 + b'{"instruction": "caf\xe9", "output": "x"}\n', 2,
+             (json.dumps(GOOD_ZH, ensure_ascii=False) + "\n").encode() * 20000 + b'{"instruction": "caf\xe9", "output": "x"}\n', 2,
              ("stops being utf-8", "line 20001")),
         Case("all_wrong_types", "types.json", _rows({"instruction": "a", "output": 42}, {"instruction": "b", "output": 7.5}), 2,
              ("none of the 2 rows", "output", "is a number (42)")),
@@ -108,4 +110,21 @@ def readable_encodings() -> list[tuple[str, bytes, str]]:
         ("utf16be_big.jsonl", (json.dumps(GOOD) + "\n").encode("utf-16-be") * 10000 + text_jsonl.encode("utf-16-be"),
          "utf-16-be"),
         ("gbk.json", text.encode("gb18030"), "gb18030"),
+    ]
+
+
+WESTERN_ROW = {"instruction": "Name a French dessert", "input": "", "output": "crème brûlée"}
+
+
+def western_encodings() -> list[tuple[str, bytes, str]]:
+    """(file name, bytes, text of the last row's output) of Windows-1252 / Latin-1 files: read as cp1252."""
+    quotes = {"instruction": "Quote it", "input": "", "output": "“Ça coûte 5 €” – dit-il"}  # cp1252-only bytes
+    german = {"instruction": "Übersetze", "input": "", "output": "Größe und Maßstab"}
+    return [
+        ("cp1252.json", _rows(WESTERN_ROW).decode().encode("cp1252"), "crème brûlée"),
+        ("latin1.json", _rows(GOOD, german, WESTERN_ROW).decode().encode("latin-1"), "crème brûlée"),
+        ("quotes.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in (GOOD, quotes)).encode("cp1252"),
+         quotes["output"]),
+        ("latin1.csv", "instruction,input,output\nÜbersetze,,Größe\nName a French dessert,,crème brûlée\n".encode("latin-1"),
+         "crème brûlée"),
     ]

@@ -21,6 +21,7 @@ from backend.data.checks.specs import MIN_RESPONSE_CHARS, OUTLIER_IQR, SPECS, TO
 from backend.data.checks.stats import token_stats, upper_fence
 from backend.data.encode import count_tokens, first_prompt
 from backend.data.load import SourceRow, iter_rows, no_usable_rows, open_source, problem_text
+from backend.data.text_encoding import describe_encoding
 from backend.data.textrules import (
     CJK_WEIGHT,
     control_found,
@@ -228,7 +229,7 @@ def check_file(
     report = _report(checker, source.label, source.shape.name, source.file_type, source.encoding, model)
     report.detected = source.describe()
     if source.encoding not in (None, "utf-8"):
-        report.notes.append(f"decoded as {source.encoding}")
+        report.notes.append(f"decoded as {describe_encoding(source.encoding)}")
     return report
 
 
