@@ -71,6 +71,17 @@ def read_progress(path: Path) -> dict:
     return progress
 
 
+def recent_jobs(folder: Path, limit: int = 10) -> list[Path]:
+    """The progress files in `folder`, newest start first: what a page opened later shows again."""
+    def started(path: Path) -> float:
+        progress = read_json(path, default=None) or {}
+        value = progress.get("started_at")
+        return value if isinstance(value, (int, float)) else path.stat().st_mtime
+
+    files = [p for p in Path(folder).glob("*.json") if p.is_file()] if Path(folder).is_dir() else []
+    return sorted(files, key=started, reverse=True)[:limit]
+
+
 def is_running(path: Path) -> bool:
     return read_progress(path).get("state") == RUNNING
 

@@ -6,7 +6,8 @@ adapter is merged in (`merge_and_unload`), and the result is saved as
 sharded safetensors with the tokenizer (chat template included), the
 generation config and a model card. Before success is declared, the merged
 model is reloaded from disk and its greedy answers to a few prompts are
-compared with the adapter's (the unmerged PeftModel on the same base).
+compared with the adapter's (the unmerged PeftModel on the same base):
+equal, 16-bit rounding tie or differ, see backend/export_verify.py.
 
 Weights dtype (`--dtype auto`): the base model's stored dtype when that is
 bf16 or fp16; for a base stored in fp32, bf16 (or fp16) on a GPU and fp32 on
@@ -44,15 +45,13 @@ from backend.export_files import (
     resolve_dtype,
     write_zip,
 )
+from backend.export_verify import FAILED as VERIFY_FAILED
+from backend.export_verify import VERIFY_NEW_TOKENS, verify_export
 from backend.model_card import build_model_card
 from backend.workspace import Workspace
 
 DEFAULT_SHARD_SIZE = "2GB"
 VERIFY_PROMPTS = 3
-VERIFY_NEW_TOKENS = 32
-# A swap of two next-token logits closer than this share of the top logit is 16-bit
-# rounding (bf16 keeps 8 bits of mantissa: ~0.4% per weight, compounding over layers).
-NEAR_TIE = 0.02
 REPORT_FILE = "export_report.json"
 EXPORT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 FALLBACK_PROMPTS = ("Hello! Who are you?", "What is the capital of France?", "用一句话介绍你自己。")
@@ -89,10 +88,11 @@ def _export_adapter(checkpoint, out, run_dir, workspace, base, progress) -> dict
     ensure_disk_space(out.parent, 2 * sum(f.stat().st_size for f in checkpoint.rglob("*") if f.is_file()))
     write_progress(progress, stage="copying the adapter")
     files = copy_files(checkpoint, staging)
-    base_name = base_model_for(checkpoint, run_dir, workspace, base, resolve=False)
-    report = {"kind": "adapter", "checkpoint": str(checkpoint), "base_model": base_name, "files": files,
+    base_model = base_model_for(checkpoint, run_dir, workspace, base, resolve=False)
+    report = {"kind": "adapter", "checkpoint": str(checkpoint), "base_model": base_model.hub_id or base_model.name,
+              "files": files,
               "message": "Adapter exported as saved by training (resume-only files such as optimizer.pt left out)."}
-    _finish(staging, out, report, checkpoint, run_dir, workspace, base_name)
+    _finish(staging, out, report, checkpoint, run_dir, workspace, base_model)
     return report
 
 
@@ -104,12 +104,12 @@ def _export_full(checkpoint, out, run_dir, workspace, max_shard, progress) -> di
     files = copy_files(checkpoint, staging)
     prompts = _verification_prompts(run_dir, workspace)
     write_progress(progress, stage="verifying")
-    verification = _verify(checkpoint, staging, prompts, dtype=None)
+    verification = verify_export(checkpoint, staging, prompts, dtype=None)
     report = {"kind": "full", "checkpoint": str(checkpoint), "files": files, "verification": verification,
               "message": "This checkpoint comes from a full fine-tuning run: there is nothing to merge, "
                          "so its weights were copied as they are."}
-    base_name = str(checkpoint)
-    _finish(staging, out, report, checkpoint, run_dir, workspace, base_name, require_verified=True)
+    base_model = base_model_for(checkpoint, run_dir, workspace, None, resolve=False) if run_dir else None
+    _finish(staging, out, report, checkpoint, run_dir, workspace, base_model, require_verified=True)
     return report
 
 
@@ -120,7 +120,8 @@ def _export_merged(checkpoint, out, run_dir, workspace, max_shard, dtype, base, 
     from backend.greedy import greedy_answers
     from backend.models import load_model, load_tokenizer
 
-    base_path = base_model_for(checkpoint, run_dir, workspace, base, resolve=True)
+    base_model = base_model_for(checkpoint, run_dir, workspace, base, resolve=True)
+    base_path = base_model.path
     dtype_name = resolve_dtype(dtype, base_path)
     torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype_name]
     ensure_disk_space(out.parent, disk_needed_for_merge(base_path, dtype_name))
@@ -140,13 +141,14 @@ def _export_merged(checkpoint, out, run_dir, workspace, max_shard, dtype, base, 
     tokenizer.save_pretrained(staging)
     del merged, model
     write_progress(progress, stage="verifying the merged model")
-    verification = _verify(None, staging, prompts, dtype=torch_dtype, expected=adapter_answers)
+    verification = verify_export(None, staging, prompts, dtype=torch_dtype, expected=adapter_answers)
     notes = [QLORA_NOTE.format(dtype=dtype_name)] if is_qlora(run_dir, checkpoint) else []
-    report = {"kind": "merged", "checkpoint": str(checkpoint), "base_model": base_path, "dtype": dtype_name,
+    report = {"kind": "merged", "checkpoint": str(checkpoint), "base_model": base_model.hub_id or base_model.name,
+              "base_folder": base_path, "dtype": dtype_name,
               "max_shard_size": max_shard, "verification": verification, "notes": notes,
               "files": sorted(p.name for p in staging.iterdir()), "seconds": round(time.time() - started, 1),
               "message": "LoRA merged into the base model and saved as safetensors."}
-    _finish(staging, out, report, checkpoint, run_dir, workspace, base_path, require_verified=True)
+    _finish(staging, out, report, checkpoint, run_dir, workspace, base_model, require_verified=True)
     return report
 
 
@@ -167,67 +169,17 @@ def _verification_prompts(run_dir, workspace) -> list[list[dict]]:
     return prompts or [[{"role": "user", "content": text}] for text in FALLBACK_PROMPTS]
 
 
-def _verify(reference_folder, folder, prompts, dtype, expected=None) -> dict:
-    """Reload `folder` as a plain model and compare its greedy answers with `expected`
-    (or with those of `reference_folder`).
-
-    In 16 bits, merging rounds W + BA once where the adapter path rounds W and BA
-    apart, so two near-equal next-token logits can swap. An answer that differs
-    only from a position where the exported model scores the checkpoint's token
-    within NEAR_TIE x |top logit| of its own choice counts as a rounding tie
-    (reported apart); fp32 exports must match exactly."""
-    from backend.greedy import greedy_answers
-    from backend.models import load_model, load_tokenizer
-
-    tokenizer = load_tokenizer(folder)
-    if expected is None:
-        expected = greedy_answers(load_model(reference_folder, dtype=dtype).eval(), tokenizer, prompts,
-                                  max_new_tokens=VERIFY_NEW_TOKENS)
-    model = load_model(folder, dtype=dtype).eval()
-    answers = greedy_answers(model, tokenizer, prompts, max_new_tokens=VERIFY_NEW_TOKENS)
-    sixteen_bit = str(model.dtype) in ("torch.bfloat16", "torch.float16")
-    rows = []
-    for prompt, want, got in zip(prompts, expected, answers):
-        gap = None if want == got or not sixteen_bit else _divergence_gap(model, tokenizer, prompt, want, got)
-        tie = gap is not None and gap[0] < NEAR_TIE * max(1.0, abs(gap[1]))
-        rows.append({"prompt": prompt[-1]["content"], "expected": want, "exported": got, "equal": want == got,
-                     "rounding_tie": tie, "logit_gap": gap and gap[0], "top_logit": gap and gap[1]})
-    equal = sum(r["equal"] for r in rows)
-    ties = sum(r["rounding_tie"] for r in rows)
-    summary = f"{equal} of {len(rows)} greedy answers of the exported model equal the checkpoint's"
-    summary += f"; {ties} more differ only after a 16-bit rounding tie (logit gap < {NEAR_TIE:.0%} of the top logit)." if ties else "."
-    return {"passed": equal + ties == len(rows), "equal": equal, "rounding_ties": ties, "total": len(rows),
-            "rows": rows, "summary": summary}
-
-
-def _divergence_gap(model, tokenizer, prompt, want: str, got: str) -> tuple[float, float] | None:
-    """(logit gap, top logit) in the exported model between its own token and the
-    checkpoint's at the first token where the two answers part."""
-    import torch
-
-    from backend.data.encode import render
-
-    context = tokenizer(render(tokenizer, prompt, add_generation_prompt=True), add_special_tokens=False)["input_ids"]
-    want_ids = tokenizer(want, add_special_tokens=False)["input_ids"]
-    got_ids = tokenizer(got, add_special_tokens=False)["input_ids"]
-    k = next((i for i, (a, b) in enumerate(zip(want_ids, got_ids)) if a != b), min(len(want_ids), len(got_ids)))
-    if k >= len(want_ids):
-        return None  # the checkpoint stopped where the export went on: not a tie to judge here
-    with torch.no_grad():
-        logits = model(input_ids=torch.tensor([context + got_ids[:k]])).logits[0, -1].float()
-    return float(logits.max() - logits[want_ids[k]]), float(logits.max())
-
-
-def _finish(staging, out, report, checkpoint, run_dir, workspace, base_name, require_verified=False) -> None:
+def _finish(staging, out, report, checkpoint, run_dir, workspace, base_model, require_verified=False) -> None:
     verification = report.get("verification")
     card_info = {"dtype": report.get("dtype"), "verification": verification, "note": " ".join(report.get("notes", []))}
     title = out.name
-    card = build_model_card(title=title, base_model=base_name, kind=report["kind"], checkpoint=checkpoint,
+    card = build_model_card(title=title, base_model=base_model, kind=report["kind"], checkpoint=checkpoint,
                             run_dir=run_dir, workspace=workspace, export_info=card_info)
     (staging / "README.md").write_text(card, encoding="utf-8")
     report["out"] = str(out)
     (staging / REPORT_FILE).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    if require_verified and verification and not verification["passed"]:
+    # Ties are rounding, explained in the report: the export is kept. Any other difference holds it back.
+    if require_verified and verification and verification["verdict"] == VERIFY_FAILED:
         failed = out.parent / f"{out.name}.failed-verification"
         shutil.rmtree(failed, ignore_errors=True)
         staging.rename(failed)
@@ -246,9 +198,18 @@ def job_progress_path(workspace: Workspace, name: str) -> Path:
     return exports_dir(workspace) / ".jobs" / f"{name}.json"
 
 
+def recent_exports(workspace: Workspace, limit: int = 10) -> list[Path]:
+    """Progress files of the last export jobs, newest first (they outlive the page that started them)."""
+    from backend.background import recent_jobs
+
+    return recent_jobs(exports_dir(workspace) / ".jobs", limit)
+
+
 def start_export(workspace: Workspace, checkpoint: Path, name: str, *, merge: bool, shard_size: str = DEFAULT_SHARD_SIZE,
-                 dtype: str = "auto", overwrite: bool = False, make_zip: bool = True) -> Path:
-    """Launch `python -m backend.export` detached into workspace/exports/<name>; returns the progress file."""
+                 dtype: str = "auto", overwrite: bool = False, make_zip: bool = True, base: str | None = None) -> Path:
+    """Launch `python -m backend.export` detached into workspace/exports/<name>; returns the progress file.
+
+    `base`: the base model's folder or hub id when it is not where the run found it (empty: the run's)."""
     if not EXPORT_NAME.match(name or ""):
         raise ExportError(f"Export name {name!r} is not usable: use letters, digits, '.', '_' and '-' only "
                           f"(it becomes the folder workspace/exports/<name>).")
@@ -261,6 +222,7 @@ def start_export(workspace: Workspace, checkpoint: Path, name: str, *, merge: bo
     progress.unlink(missing_ok=True)
     args = ["--checkpoint", str(checkpoint), "--out", str(out), "--shard-size", shard_size, "--dtype", dtype]
     args += ["--merge"] * merge + ["--overwrite"] * overwrite + ["--no-zip"] * (not make_zip)
+    args += ["--base", base.strip()] if base and base.strip() else []
     launch("backend.export", args, progress.with_suffix(".log"), progress)
     return progress
 
@@ -275,7 +237,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--shard-size", default=DEFAULT_SHARD_SIZE, help="largest safetensors shard, e.g. 2GB, 500MB")
     parser.add_argument("--dtype", default="auto", choices=("auto", "bf16", "fp16", "fp32"),
                         help="dtype of the merged weights (auto: see the module docs)")
-    parser.add_argument("--base", help="base model folder (default: the run's model_name_or_path)")
+    parser.add_argument("--base", help="base model folder or hub id (default: the run's model_name_or_path; "
+                                           "a hub id is found in the Hugging Face cache, offline)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     parser.add_argument("--no-zip", action="store_true", help="do not write <out>.zip")
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")

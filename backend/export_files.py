@@ -8,6 +8,7 @@ import math
 import os
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from backend.run_files import CONFIG_FILE
@@ -49,26 +50,57 @@ def _run_config(run_dir: Path | None) -> dict:
     return run_config(run_dir)
 
 
-def base_model_for(checkpoint: Path, run_dir: Path | None, workspace, override: str | None, resolve: bool) -> str:
-    """The adapter's base model: --base, else the run's model_name_or_path, else adapter_config.json."""
-    name = override or _run_config(run_dir).get("model_name_or_path")
-    if not name:
-        try:
-            name = json.loads((checkpoint / "adapter_config.json").read_text(encoding="utf-8"))["base_model_name_or_path"]
-        except (OSError, ValueError, KeyError):
-            name = None
+@dataclass(frozen=True)
+class BaseModel:
+    """The adapter's base: as the run (or --base) names it, the folder with its weights, its hub id."""
+    name: str                 # hub id, 'demo' or a folder
+    path: str | None = None   # local folder (found only when asked to resolve)
+    hub_id: str | None = None  # what the model card's base_model says; None for a local-only model
+
+
+def base_model_for(checkpoint: Path, run_dir: Path | None, workspace, override: str | None,
+                   resolve: bool) -> BaseModel:
+    """The adapter's base: --base, else the run's model_name_or_path, else adapter_config.json.
+
+    With `resolve`, its folder: the demo model, a local folder, or for a hub id the snapshot in
+    the Hugging Face cache that training loaded it from (looked up offline)."""
+    from backend.hub_cache import hub_id_of, looks_like_hub_id
+
+    trained_on = _run_config(run_dir).get("model_name_or_path") or _adapter_base(checkpoint)
+    name = (override or "").strip() or trained_on
     if not name:
         raise ExportError(f"Cannot tell the base model of {checkpoint}: no run config.yaml beside it and no "
                           f"base_model_name_or_path in adapter_config.json. Pass --base FOLDER.")
+    # The card names the hub model the adapter was trained on, even when --base points at a copy of it.
+    hub_id = next((n for n in (trained_on, name) if n and looks_like_hub_id(n)), None)
+    hub_id = hub_id or hub_id_of(name) or (hub_id_of(trained_on) if trained_on else None)
     if not resolve:
-        return name
+        return BaseModel(name, None, hub_id)
+    return BaseModel(name, _base_folder(name, workspace), hub_id)
+
+
+def _adapter_base(checkpoint: Path) -> str | None:
+    try:
+        return json.loads((checkpoint / "adapter_config.json").read_text(encoding="utf-8"))["base_model_name_or_path"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _base_folder(name: str, workspace) -> str:
+    from backend.hub_cache import cached_snapshot, looks_like_hub_id
     from backend.models import resolve_model_path
 
     path = resolve_model_path(name, workspace.models_dir) if workspace else name
-    if not Path(path).is_dir():
-        raise ExportError(f"Base model {name!r} is not a local folder ({path}); merging needs its weights on disk. "
-                          f"Download it, then pass --base FOLDER.")
-    return path
+    if Path(path).expanduser().is_dir():
+        return str(Path(path).expanduser())
+    if looks_like_hub_id(name):
+        folder, why_not = cached_snapshot(name)
+        if folder is not None:
+            return str(folder)
+        raise ExportError(f"Base model {name!r}: {why_not}, so merging has no weights to merge into. Download it "
+                          f"(huggingface-cli download {name}), or give its folder as the base (Base field, --base FOLDER).")
+    raise ExportError(f"Base model {name!r} is not a local folder ({path}); merging needs its weights on disk. "
+                      f"Give the folder that holds its config.json as the base (Base field, --base FOLDER).")
 
 
 def is_qlora(run_dir: Path | None, checkpoint: Path) -> bool:

@@ -17,6 +17,8 @@ HYPERPARAMETERS = (
     "gradient_accumulation_steps", "lr_scheduler_type", "warmup_ratio", "weight_decay", "max_grad_norm",
     "cutoff_len", "val_size", "train_on_prompt", "neftune_noise_alpha", "seed",
 )
+# backend/export_verify.py's verdicts, as the card words them.
+VERDICTS = {"passed": "passed", "ties": "not passed (16-bit rounding ties only)", "failed": "FAILED"}
 EVAL_COLUMNS = ("eval_loss", "perplexity", "bleu", "rouge1", "rouge2", "rougeL", "exact_match")
 
 
@@ -36,18 +38,28 @@ def dataset_meta(config: dict, workspace: Workspace | None) -> dict | None:
     return read_json(workspace.datasets_dir / str(name) / "meta.json", default=None)
 
 
-def build_model_card(*, title: str, base_model: str, kind: str, checkpoint: Path, run_dir: Path | None,
+def build_model_card(*, title: str, base_model, kind: str, checkpoint: Path, run_dir: Path | None,
                      workspace: Workspace | None, export_info: dict) -> str:
+    """`base_model`: export_files.BaseModel (or None). The card's `base_model` is its hub id, never a
+    local path (a folder on this machine means nothing to a reader); a local-only base is named in the text."""
     config = run_config(run_dir)
     library = "peft" if kind == "adapter" else "transformers"
     tags = ["finetune-studio", config.get("method", "fine-tuned")] + (["merged-lora"] if kind == "merged" else [])
-    front = yaml.safe_dump({"base_model": base_model, "library_name": library, "tags": tags},
-                           sort_keys=False, allow_unicode=True)
+    hub_id = getattr(base_model, "hub_id", None)
+    meta = {"base_model": hub_id} if hub_id else {}
+    front = yaml.safe_dump({**meta, "library_name": library, "tags": tags}, sort_keys=False, allow_unicode=True)
+    if hub_id:
+        origin = f"Fine-tuned from `{hub_id}`"
+    elif base_model is not None:
+        origin = f"Fine-tuned from the local model `{Path(base_model.name).name}`"
+    else:
+        origin = "Fine-tuned"
     parts = [f"---\n{front}---\n", f"# {title}\n",
-             f"Fine-tuned from `{base_model}` with FineTune Studio ({config.get('method', 'unknown method')}), "
+             f"{origin} with FineTune Studio ({config.get('method', 'unknown method')}), "
              f"exported from `{Path(checkpoint).name}`" + (f" of run `{run_dir.name}`." if run_dir else "."),
              _export_section(kind, export_info), _data_section(config, dataset_meta(config, workspace)),
-             _hyper_section(config), _eval_section(run_dir, Path(checkpoint).name), _usage_section(kind, base_model)]
+             _hyper_section(config), _eval_section(run_dir, Path(checkpoint).name),
+             _usage_section(kind, hub_id or "path/to/the/base/model")]
     return "\n".join(p for p in parts if p) + "\n"
 
 
@@ -59,7 +71,7 @@ def _export_section(kind: str, info: dict) -> str:
         lines.append(f"- {info['note']}")
     verification = info.get("verification")
     if verification:
-        verdict = "passed" if verification.get("passed") else "FAILED"
+        verdict = VERDICTS.get(verification.get("verdict"), "passed" if verification.get("passed") else "FAILED")
         lines.append(f"- Verification {verdict}: {verification.get('summary', '')}")
     return "\n".join(lines)
 

@@ -70,7 +70,10 @@ def test_merged_export_matches_adapter_and_loads_in_a_fresh_process(lora_run, su
     assert {"tokenizer.json", "generation_config.json", "README.md", "config.json"} <= names
     assert "adapter_config.json" not in names and not any(n.endswith(".bin") for n in names)
     card = (out / "README.md").read_text(encoding="utf-8")
-    assert "base_model:" in card and "## Training hyperparameters" in card and "| lora_r | 16 |" in card
+    # The demo model has no hub id: named in the text, no local path as base_model in the metadata.
+    assert "base_model:" not in card and "Fine-tuned from the local model `demo`" in card
+    assert str(lora_run.parents[1]) not in card
+    assert "## Training hyperparameters" in card and "| lora_r | 16 |" in card
     assert "## Data" in card and "Verification passed" in card
     with zipfile.ZipFile(report["zip"]) as archive:
         assert "merged/model.safetensors.index.json" in archive.namelist()
@@ -129,7 +132,11 @@ def test_qlora_checkpoint_merges_into_a_16_bit_base(tmp_path, demo_model_dir):
     run = cached_run(workspace, demo_model_dir, "qlora")
     out = workspace.root / "exports" / "qlora-merged"
     report = export_checkpoint(run / "checkpoint-4", out, merge=True, dtype="bf16", make_zip=False)
-    assert report["verification"]["passed"], report["verification"]
+    verification = report["verification"]
+    # bf16 rounding can swap near-equal tokens: such answers are ties, never counted as passed.
+    assert verification["differ"] == 0 and verification["verdict"] in ("passed", "ties"), verification
+    assert verification["passed"] == (verification["equal"] == verification["total"])
+    assert (out / "config.json").is_file()  # ties keep the export
     assert any("4/8-bit" in note for note in report["notes"])
     config = json.loads((out / "config.json").read_text())
     assert "quantization_config" not in config and config["dtype"] == "bfloat16"

@@ -28,11 +28,15 @@ TEXT: dict[str, dict[str, str]] = {
                             "zh": "仅适配器（体积小；运行时需要基座模型）"},
     "export.kind_merged": {"en": "Merged model (base + LoRA, runs anywhere)", "zh": "合并后的模型（基座 + LoRA，可独立运行）"},
     "export.name": {"en": "Name (folder under workspace/exports)", "zh": "名称（workspace/exports 下的文件夹）"},
+    "export.base": {"en": "Base model to merge into (empty: where the run loaded it; a folder or a hub id)",
+                    "zh": "合并所用的基座模型（留空：训练时加载的位置；可填文件夹或 Hub ID）"},
     "export.shard_size": {"en": "Largest safetensors shard", "zh": "safetensors 单个分片上限"},
     "export.dtype": {"en": "Weights dtype (merged)", "zh": "权重精度（合并时）"},
     "export.overwrite": {"en": "Overwrite an existing export of this name", "zh": "覆盖同名的已有导出"},
     "export.zip": {"en": "Also make a zip to download", "zh": "同时生成可下载的 zip"},
     "export.start": {"en": "Export", "zh": "导出"},
+    "export.jobs": {"en": "Recent exports (kept on disk: shown again after a page refresh or an app restart)",
+                    "zh": "最近的导出（保存在磁盘上：刷新页面或重启应用后仍会显示）"},
     "export.download": {"en": "Download", "zh": "下载"},
     "export.dtype_help": {
         "en": "auto: the base model's own 16-bit dtype; a base stored in fp32 stays fp32 on the CPU (bf16 on a GPU). "
@@ -57,6 +61,11 @@ TEXT: dict[str, dict[str, str]] = {
     "export.done": {"en": "Export finished: {path}", "zh": "导出完成：{path}"},
     "export.verified": {"en": "Verification passed: {summary}", "zh": "验证通过：{summary}"},
     "export.not_verified": {"en": "Verification FAILED: {summary}", "zh": "验证失败：{summary}"},
+    "export.verified_ties": {"en": "Verification not passed (16-bit rounding ties only; the export is kept): {summary}",
+                             "zh": "验证未通过（仅有 16 位舍入并列，导出已保留）：{summary}"},
+    "export.outcome_equal": {"en": "✅ equal", "zh": "✅ 相同"},
+    "export.outcome_tie": {"en": "≈ differs after a 16-bit rounding tie", "zh": "≈ 16 位舍入并列后不同"},
+    "export.outcome_differ": {"en": "❌ differs", "zh": "❌ 不同"},
 }
 
 
@@ -79,14 +88,16 @@ def build(ctx: UIContext) -> None:
                             elem_id="export-shard")
         dtype = gr.Dropdown(label=ctx.t("export.dtype"), choices=["auto", "bf16", "fp16", "fp32"], value="auto",
                             scale=1, info=ctx.t("export.dtype_help"), elem_id="export-dtype")
+    base = gr.Textbox(label=ctx.t("export.base"), elem_id="export-base")
     with gr.Row():
         overwrite = gr.Checkbox(label=ctx.t("export.overwrite"), value=False, elem_id="export-overwrite")
         make_zip = gr.Checkbox(label=ctx.t("export.zip"), value=True, elem_id="export-zip")
     start = gr.Button(ctx.t("export.start"), variant="primary", elem_id="export-start")
     status = gr.Markdown(elem_id="export-status")
+    jobs = gr.Dropdown(label=ctx.t("export.jobs"), choices=[], elem_id="export-jobs")
     report = gr.HTML(elem_id="export-report")
     download = gr.DownloadButton(ctx.t("export.download"), visible=False, elem_id="export-download")
-    job = gr.State(None)  # the progress file of this session's export
+    job = gr.State(None)  # the progress file of the export shown (one from exports/.jobs on disk)
 
     def refresh_runs(current, current_ckpt):
         ids = run_ids()
@@ -98,7 +109,7 @@ def build(ctx: UIContext) -> None:
     def describe(lang, current, ckpt, export_kind):
         """Default name and the notes that apply (QLoRA base, full run)."""
         if not current or not ckpt:
-            return gr.skip(), ""
+            return gr.skip(), "", gr.skip()
         config = _config(runs_dir / current)
         notes = []
         if config.get("method") == "qlora" and export_kind == "merged":
@@ -107,9 +118,10 @@ def build(ctx: UIContext) -> None:
             notes.append(ctx.msg(lang, "export.note_full"))
         suffix = "merged" if export_kind == "merged" and config.get("method") != "full" else "adapter"
         suffix = "model" if config.get("method") == "full" else suffix
-        return f"{current}-{ckpt}-{suffix}", "\n\n".join(notes)
+        trained_on = str(config.get("model_name_or_path") or "")
+        return f"{current}-{ckpt}-{suffix}", "\n\n".join(notes), gr.update(placeholder=trained_on)
 
-    def start_job(lang, current, ckpt, export_kind, export_name, shard_size, dtype_name, replace, want_zip):
+    def start_job(lang, current, ckpt, export_kind, export_name, shard_size, dtype_name, replace, want_zip, base_model):
         from backend.export import exports_dir, start_export
         from backend.export_files import ExportError
 
@@ -121,7 +133,7 @@ def build(ctx: UIContext) -> None:
         try:
             progress = start_export(ctx.workspace, runs_dir / current / ckpt, export_name, merge=export_kind == "merged",
                                     shard_size=shard_size, dtype=dtype_name, overwrite=bool(replace),
-                                    make_zip=bool(want_zip))
+                                    make_zip=bool(want_zip), base=base_model or None)
         except ExportError as error:
             return ctx.msg(lang, "export.msg_error", error=error), None
         return ctx.msg(lang, "export.msg_started", path=out), str(progress)
@@ -131,14 +143,20 @@ def build(ctx: UIContext) -> None:
             return gr.skip(), gr.skip()
         return _report_view(ctx, lang, Path(progress_file))
 
+    def jobs_view(current):
+        return last_jobs(ctx, current)
+
     private = {"api_visibility": "private"}
-    describe_io = {"inputs": [ctx.lang, run, checkpoint, kind], "outputs": [name, note], **private}
+    describe_io = {"inputs": [ctx.lang, run, checkpoint, kind], "outputs": [name, note, base], **private}
     refresh.click(refresh_runs, [run, checkpoint], [run, checkpoint], **private).then(describe, **describe_io)
     run.input(lambda r: refresh_runs(r, None), run, [run, checkpoint], **private).then(describe, **describe_io)
     checkpoint.input(describe, **describe_io)
     kind.input(describe, **describe_io)
-    start.click(start_job, [ctx.lang, run, checkpoint, kind, name, shard, dtype, overwrite, make_zip], [status, job],
-                **private).then(poll, [ctx.lang, job], [report, download], **private)
+    start.click(start_job, [ctx.lang, run, checkpoint, kind, name, shard, dtype, overwrite, make_zip, base], [status, job],
+                **private).then(jobs_view, job, [jobs, job], **private).then(poll, [ctx.lang, job], [report, download],
+                                                                             **private)
+    jobs.input(lambda chosen: job_file(ctx, chosen), jobs, job, **private).then(
+        poll, [ctx.lang, job], [report, download], **private)
     gr.Timer(POLL_EVERY_S).tick(poll, [ctx.lang, job], [report, download], show_progress="hidden", **private)
 
     from gradio.context import Context
@@ -146,6 +164,26 @@ def build(ctx: UIContext) -> None:
     shared_run = ctx.shared.get("run_id")
     first = [shared_run, checkpoint] if shared_run is not None else [run, checkpoint]
     Context.root_block.load(refresh_runs, first, [run, checkpoint], **private).then(describe, **describe_io)
+    # A refreshed page (or a restarted app) shows the last exports again, read from disk.
+    Context.root_block.load(jobs_view, job, [jobs, job], **private).then(
+        poll, [ctx.lang, job], [report, download], **private)
+
+
+def last_jobs(ctx: UIContext, current: str | None = None):
+    """(recent-exports dropdown update, progress file shown): `current` if it is still on disk, else the newest."""
+    from backend.export import recent_exports
+
+    files = recent_exports(ctx.workspace)
+    names = [f.stem for f in files]
+    chosen = next((f for f in files if current and f == Path(current)), files[0] if files else None)
+    return gr.update(choices=names, value=chosen.stem if chosen else None), str(chosen) if chosen else None
+
+
+def job_file(ctx: UIContext, name: str | None) -> str | None:
+    """The progress file of the export `name` picked from the list (only names the list offered)."""
+    from backend.export import recent_exports
+
+    return next((str(f) for f in recent_exports(ctx.workspace) if f.stem == name), None)
 
 
 def _checkpoints(runs_dir: Path, run_id: str | None) -> list[str]:
@@ -180,23 +218,28 @@ def _report_view(ctx: UIContext, lang: str, progress_file: Path):
     parts += [f"<p>⚠️ {html.escape(n)}</p>" for n in result.get("notes", [])]
     verification = result.get("verification")
     if verification:
-        key = "export.verified" if verification["passed"] else "export.not_verified"
+        key = {"passed": "export.verified", "ties": "export.verified_ties"}.get(
+            _verdict(verification), "export.not_verified")
         parts.append(f'<p id="export-verification">{html.escape(ctx.msg(lang, key, summary=verification["summary"]))}</p>')
-        parts.append(_verification_table(verification["rows"]))
+        parts.append(_verification_table(ctx, lang, verification["rows"]))
     zip_path = result.get("zip")
     button = gr.update(value=zip_path, visible=True) if zip_path and Path(zip_path).is_file() else gr.update(visible=False)
     return "\n".join(parts), button
 
 
-def _verification_table(rows: list[dict]) -> str:
-    head = "<tr><th>prompt</th><th>checkpoint (adapter)</th><th>exported</th><th>equal</th></tr>"
+def _verdict(verification: dict) -> str:
+    """passed | ties | failed (reports written before the verdict existed: from `passed`)."""
+    return verification.get("verdict") or ("passed" if verification.get("passed") else "failed")
+
+
+def _outcome(row: dict) -> str:
+    return row.get("outcome") or ("equal" if row.get("equal") else "tie" if row.get("rounding_tie") else "differ")
+
+
+def _verification_table(ctx: UIContext, lang: str, rows: list[dict]) -> str:
+    head = "<tr><th>prompt</th><th>checkpoint (adapter)</th><th>exported</th><th>outcome</th></tr>"
     body = "".join(
         f"<tr><td>{html.escape(r['prompt'])}</td><td>{html.escape(r['expected'])}</td>"
-        f"<td>{html.escape(r['exported'])}</td><td>{_mark(r)}</td></tr>" for r in rows)
+        f"<td>{html.escape(r['exported'])}</td><td>{html.escape(ctx.msg(lang, 'export.outcome_' + _outcome(r)))}</td>"
+        f"</tr>" for r in rows)
     return f'<table class="export-verification">{head}{body}</table>'
-
-
-def _mark(row: dict) -> str:
-    if row["equal"]:
-        return "✅"
-    return "≈ (16-bit rounding tie)" if row.get("rounding_tie") else "❌"
