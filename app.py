@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 AUTH_ENV = "FINETUNE_STUDIO_AUTH"
+NO_DEMO_BUILD_ENV = "FINETUNE_STUDIO_NO_DEMO_BUILD"
 LOOPBACK_NAMES = {"localhost"}
 
 
@@ -27,6 +28,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--share", action="store_true", help="also publish a public gradio.live link (off by default)")
     parser.add_argument("--auth", default=os.environ.get(AUTH_ENV),
                         help=f"USER:PASS required to sign in (or set {AUTH_ENV})")
+    parser.add_argument("--no-demo-build", action="store_true", default=bool(os.environ.get(NO_DEMO_BUILD_ENV)),
+                        help="do not build the offline demo model in the background at start "
+                             f"(or set {NO_DEMO_BUILD_ENV}=1); the first run on it builds it then")
     parser.add_argument("--max-file-size", default="200mb", help="largest upload accepted, e.g. 200mb, 2gb (default: 200mb)")
     return parser.parse_args(argv)
 
@@ -71,6 +75,10 @@ def main(argv: list[str] | None = None) -> None:
     from ui.shell import build_app, launch_options
 
     workspace = Workspace(root).ensure()
+    if not args.no_demo_build:  # the first Start then finds the demo model built (two minutes on a CPU)
+        from backend.training.demo_stage import start_background_build
+
+        start_background_build(workspace.models_dir)
     demo = build_app(workspace)
     options = launch_options(demo, workspace, share=args.share, auth=auth, max_file_size=args.max_file_size)
     demo.queue(default_concurrency_limit=4).launch(server_name=args.host, server_port=args.port, **options)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import math
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -58,10 +59,13 @@ PRETRAIN_LR = 3e-3
 BUILD_THREADS = 1
 
 
-def build_demo_model(folder: Path, seed: int = 0, pretrain_epochs: int = PRETRAIN_EPOCHS) -> None:
+def build_demo_model(folder: Path, seed: int = 0, pretrain_epochs: int = PRETRAIN_EPOCHS,
+                     progress: Callable[[int, int], None] | None = None) -> None:
     """Build the demo model into `folder` (which must be empty or absent).
 
     A smaller `pretrain_epochs` shortens the build (tests of the build itself).
+    `progress(step, steps)` is called after each pre-training step (the build's
+    only long part: about two minutes on two CPU cores).
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -70,7 +74,7 @@ def build_demo_model(folder: Path, seed: int = 0, pretrain_epochs: int = PRETRAI
         tokenizer = train_tokenizer([context + text for context, text in corpus] + _chat_texts())
         torch.manual_seed(seed)
         model = Qwen2ForCausalLM(_model_config(tokenizer))
-        pretrain(model, tokenizer, corpus, seed=seed, epochs=pretrain_epochs)
+        pretrain(model, tokenizer, corpus, seed=seed, epochs=pretrain_epochs, progress=progress)
     model.generation_config = GenerationConfig(
         eos_token_id=tokenizer.convert_tokens_to_ids(IM_END),
         pad_token_id=tokenizer.pad_token_id,
@@ -164,7 +168,7 @@ def _batch(items: list[tuple[list[int], list[int]]], pad_id: int) -> dict:
 
 
 def pretrain(model: Qwen2ForCausalLM, tokenizer, corpus: list[tuple[str, str]], seed: int,
-             epochs: int = PRETRAIN_EPOCHS) -> list[float]:
+             epochs: int = PRETRAIN_EPOCHS, progress: Callable[[int, int], None] | None = None) -> list[float]:
     """Full-weight training on the plain-text corpus (AdamW); returns the losses."""
     items = _encode_corpus(tokenizer, corpus)
     rng = random.Random(seed)
@@ -184,6 +188,8 @@ def pretrain(model: Qwen2ForCausalLM, tokenizer, corpus: list[tuple[str, str]], 
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             losses.append(loss.item())
+            if progress:
+                progress(len(losses), steps)
     model.eval()
     return losses
 

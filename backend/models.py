@@ -32,12 +32,19 @@ class ModelLoadError(RuntimeError):
 
 # ---------------------------------------------------------------- the demo model
 
-def ensure_demo_model(models_dir: Path) -> Path:
+def demo_model_ready(models_dir: Path) -> bool:
+    """True when models_dir/demo is a complete, current build (no build needed)."""
+    from backend.demo_model import DEMO_MODEL_VERSION
+
+    return _demo_is_current(Path(models_dir) / DEMO_MODEL, DEMO_MODEL_VERSION)
+
+
+def ensure_demo_model(models_dir: Path, progress=None, **build_options) -> Path:
     """Return models_dir/demo, building it first if it is missing or outdated.
 
     Built in a temporary sibling folder and renamed into place, under a file
     lock, so a crash never leaves half a model and two processes never build
-    at once.
+    at once. `progress(step, steps)` follows the build (see build_demo_model).
     """
     from backend.demo_model import DEMO_MODEL_VERSION, build_demo_model
 
@@ -51,7 +58,7 @@ def ensure_demo_model(models_dir: Path) -> Path:
             return target
         staging = Path(tempfile.mkdtemp(prefix=f".{DEMO_MODEL}-build-", dir=models_dir))
         try:
-            build_demo_model(staging)
+            build_demo_model(staging, progress=progress, **build_options)
             # The version file last: a folder with a current version is complete.
             (staging / DEMO_VERSION_FILE).write_text(DEMO_MODEL_VERSION + "\n", encoding="utf-8")
             if target.is_symlink():  # tests link a shared cached build here

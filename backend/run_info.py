@@ -52,6 +52,16 @@ class RunInfo:
     pid: int | None = None
     devices: list[str] = field(default_factory=list)
     command: list[str] = field(default_factory=list)
+    # A stage before training, e.g. {"name": "demo_model", "done": 40, "total": 120} while the
+    # demo model is built on first use (backend/training/demo_stage.py); None when training.
+    stage: dict | None = None
+
+    @property
+    def stage_fraction(self) -> float | None:
+        """0..1 through the current stage, None when there is none (or its size is not known yet)."""
+        if not self.stage or not self.stage.get("total"):
+            return None
+        return min(1.0, (self.stage.get("done") or 0) / self.stage["total"])
 
     @property
     def live(self) -> bool:
@@ -87,6 +97,7 @@ class InfoReader:
                        ended_at=status.get("ended_at"), global_step=int(status.get("global_step") or 0),
                        error=status.get("error"), advice=status.get("advice"), pid=status.get("pid"),
                        devices=status.get("devices") or [], command=status.get("command") or [],
+                       stage=status.get("stage") if status.get("state") in ("queued", "running") else None,
                        checkpoints=[Checkpoint(checkpoint_step(p), p) for p in list_checkpoints(run_dir)])
         try:
             info.config = self.config(run_dir)

@@ -32,6 +32,9 @@ TEXT: dict[str, dict[str, str]] = {
     "data.check_btn": {"en": "Check again", "zh": "再次检查"},
     "data.columns_found": {"en": "Columns in the file: {columns}", "zh": "文件中的列：{columns}"},
     "data.report": {"en": "2. What the checks found", "zh": "2. 检查结果"},
+    "data.empty": {"en": "Nothing checked yet: upload a file or pick a dataset on the left, and the findings and the "
+                         "token-length chart appear here.",
+                   "zh": "尚未检查：在左侧上传文件或选择数据集，检查结果和 token 长度图会显示在这里。"},
     "data.report_help": {"en": "Click a check to see its rows.", "zh": "点击某项检查查看对应的行。"},
     "data.preview": {"en": "Preview", "zh": "预览"},
     "data.prev": {"en": "◀ Previous", "zh": "◀ 上一页"},

@@ -60,8 +60,9 @@ def table_rows(infos: list[RunInfo]) -> list[list]:
     for info in infos:
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.started_at or info.created_at or 0))
         best = f"{info.best_eval_loss:.4f}" if info.best_eval_loss is not None else ""
+        progress = f"{info.progress:.0%}" if not info.stage else f"🔧 {info.stage_fraction or 0:.0%}"
         rows.append([info.run_id, f"{STATE_ICONS.get(info.state, '')} {info.state}", info.model, info.method,
-                     f"{info.progress:.0%}", best, started, duration(run_seconds(info))])
+                     progress, best, started, duration(run_seconds(info))])
     return rows
 
 
@@ -80,6 +81,12 @@ def eta_seconds(records: list[dict], max_steps: int | None) -> float | None:
 
 
 def progress_html(msg: Msg, info: RunInfo, records: list[dict]) -> str:
+    if info.stage:  # a stage before training (the demo model's first build): its own bar
+        fraction = info.stage_fraction or 0.0
+        text = msg(f"runs.stage.{info.stage.get('name')}", done=info.stage.get("done") or 0,
+                   total=info.stage.get("total") or "?", elapsed=duration(run_seconds(info)) or "-")
+        return (f'<div class="run-progress run-stage"><progress value="{fraction * 100:.1f}" max="100" '
+                f'style="width:100%"></progress><div>{fraction:.0%} · {text}</div></div>')
     percent = round(info.progress * 100, 1)
     eta = eta_seconds(records, info.max_steps) if info.state == "running" else None
     text = msg("runs.progress", step=info.global_step, max_steps=info.max_steps or "?",

@@ -10,4 +10,5 @@ cli.py        command line, run folder, resume reconciliation, logging, SIGTERM 
 session.py    lifecycle: build (tokenizer, data, model, Trainer), train / resume, finish
 errors.py     exceptions -> one sentence + advice + exit code; failed status
 summary.py    summary.json
+demo_stage.py the demo model's first build as a stage of the run (and in the background at app start)
 """

@@ -19,6 +19,7 @@ from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, Gr
 from backend.training.cli import Job, StopRequest
 from backend.training.collator import PadToLongest
 from backend.training.dataset import RowCounts, build_datasets, resolve_dataset
+from backend.training.demo_stage import prepare_demo_model
 from backend.training.metrics import MetricsCallback
 from backend.training.model import build_model, parameter_counts
 from backend.training.summary import write_summary
@@ -43,6 +44,8 @@ def resolve_model(job: Job) -> str:
     from backend.models import model_context_length, resolve_model_path
 
     name = job.config.model_name_or_path
+    if name == "demo":  # built on first use: a stage of this run with its own progress
+        prepare_demo_model(job.workspace.models_dir, job.run_dir if job.is_main else None)
     path = resolve_model_path(name, job.workspace.models_dir)
     if not Path(path).is_dir() and (name.startswith((".", "/", "~")) or name.count("/") != 1):
         raise ConfigError(f"Model folder {Path(name).expanduser()} does not exist; "

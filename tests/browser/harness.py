@@ -42,7 +42,8 @@ def app_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1",
-               GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1")
+               GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1",
+               FINETUNE_STUDIO_NO_DEMO_BUILD="1")  # tests link a cached demo model or build it themselves
     env.pop("GRADIO_TEMP_DIR", None)  # app.py puts uploads inside the workspace
     env.pop("FINETUNE_STUDIO_AUTH", None)
     return env

@@ -50,6 +50,8 @@ def render(ctx: UIContext, lang: str, state: dict, page: int = 1) -> dict[str, A
         "page_info": ctx.msg(lang, "data.page_of", page=page, pages=pages, rows=len(a.rows)),
         "check_rows": "",
         "save_name": default_name(a.label),
+        "empty": gr.update(visible=False),
+        "report_box": gr.update(visible=True),
     }
     counts = {c["id"]: c["count"] for c in a.report["checks"]}
     for key, check_id, _value in FIXES:
@@ -235,7 +237,7 @@ def api_check(ctx: UIContext, file: str | None, model: str, cutoff: int) -> dict
 # ---------------------------------------------------------------- components and wiring
 
 OUT_KEYS = ("state", "status", "mapping", "columns", "summary", "histogram", "fill", "applied", "preview", "page",
-            "page_info", "check_rows", "save_name", *(f"fix:{k}" for k, _c, _t in FIXES))
+            "page_info", "check_rows", "save_name", "empty", "report_box", *(f"fix:{k}" for k, _c, _t in FIXES))
 
 
 def build(ctx: UIContext) -> None:
@@ -264,9 +266,12 @@ def build(ctx: UIContext) -> None:
         with gr.Column(scale=3):
             c["status"] = gr.Markdown(t("data.pick_first"), elem_id="data-status")
             gr.Markdown(t("data.report"))
-            c["summary"] = gr.Dataframe(interactive=False, wrap=True, elem_id="data-summary", max_height=420)
-            gr.Markdown(t("data.report_help"))
-            c["histogram"] = gr.Plot(elem_id="data-histogram", show_label=False)
+            # Until a file is checked: one sentence instead of a headerless table and an empty chart frame.
+            c["empty"] = gr.Markdown(t("data.empty"), elem_id="data-empty")
+            with gr.Column(visible=False) as c["report_box"]:
+                c["summary"] = gr.Dataframe(interactive=False, wrap=True, elem_id="data-summary", max_height=420)
+                gr.Markdown(t("data.report_help"))
+                c["histogram"] = gr.Plot(elem_id="data-histogram", show_label=False)
     c["check_rows"] = gr.HTML(elem_id="data-check-rows")
     with gr.Accordion(t("data.preview"), open=True):
         with gr.Row(equal_height=True):

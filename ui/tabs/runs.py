@@ -33,6 +33,9 @@ TEXT: dict[str, dict[str, str]] = {
                    "未选择运行。请在“训练”页开始一个，或在上方选择。"),
     "runs.progress": _("step {step} / {max_steps} · elapsed {elapsed} · ETA {eta}",
                        "第 {step} / {max_steps} 步 · 已用 {elapsed} · 预计剩余 {eta}"),
+    "runs.stage.demo_model": _("building the demo model (first use in this workspace, once): pre-training step "
+                               "{done} / {total} · elapsed {elapsed}",
+                               "正在构建演示模型（此工作区首次使用，仅一次）：预训练第 {done} / {total} 步 · 已用 {elapsed}"),
     "runs.alert.failed": _("❌ **This run failed:** {error}", "❌ **运行失败：**{error}"),
     "runs.alert.no_error": _("the worker recorded no error; see the log below.", "训练进程未记录错误，请查看下方日志。"),
     "runs.alert.lost": _("⚠️ **This run was lost.** {error} Press Resume to continue it.",

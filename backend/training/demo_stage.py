@@ -1,0 +1,125 @@
+"""The first run on a fresh workspace needs the offline demo model, whose build
+takes about two minutes on two CPU cores. That build is a stage with its own
+progress, so a user never stares at an empty train.log and "step 0 / 60 ·
+ETA -": train.log gets a line every ~10% and status.json a `stage` that the
+Runs tab shows as a progress bar.
+
+The app also starts the build in the background as soon as it starts
+(`start_background_build`), so the first Start usually finds it done. The
+builder, whichever process it is, writes its progress to
+models/.demo-build.json; a run that needs the model mirrors that file into its
+own log and status while it builds or waits for the other builder's lock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from backend.run_files import atomic_write_json, read_json, update_status
+
+log = logging.getLogger("backend.train")
+STAGE = "demo_model"
+PROGRESS_FILE = ".demo-build.json"
+MIRROR_EVERY_S = 1.0  # how often a run copies the build's progress into its status
+LOG_EVERY = 0.1  # a train.log line per 10% of the build
+
+
+def _write_progress(models_dir: Path):
+    """progress(step, steps) for build_demo_model: models/.demo-build.json, at most once a second."""
+    last = [0.0]
+
+    def progress(step: int, steps: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= MIRROR_EVERY_S / 2 or step == steps:
+            atomic_write_json(Path(models_dir) / PROGRESS_FILE, {"done": step, "total": steps, "time": time.time()})
+            last[0] = now
+    return progress
+
+
+class Mirror(threading.Thread):
+    """Copies the build's progress into the run's status.json and train.log until stopped."""
+
+    def __init__(self, models_dir: Path, run_dir: Path | None):
+        super().__init__(name="demo-build-progress", daemon=True)
+        self.source, self.run_dir = Path(models_dir) / PROGRESS_FILE, run_dir
+        self.finished, self.logged, self.seen = threading.Event(), -1.0, None
+        self.since = time.time() - 10 * MIRROR_EVERY_S  # older progress is a finished build's
+
+    def run(self) -> None:
+        while not self.finished.wait(MIRROR_EVERY_S):
+            self.copy()
+
+    def copy(self) -> None:
+        progress = read_json(self.source, default=None)
+        if (not isinstance(progress, dict) or progress == self.seen or not progress.get("total")
+                or (progress.get("time") or 0) < self.since):
+            return
+        self.seen = progress
+        done, total = int(progress.get("done") or 0), int(progress["total"])
+        if self.run_dir:
+            update_status(self.run_dir, stage={"name": STAGE, "done": done, "total": total})
+        if done / total - self.logged >= LOG_EVERY or done == total:
+            log.info("building the demo model: pre-training step %d / %d (%.0f%%)", done, total, 100 * done / total)
+            self.logged = done / total
+
+
+def prepare_demo_model(models_dir: Path, run_dir: Path | None, **build_options) -> Path:
+    """models_dir/demo, built first (as a stage of the run in `run_dir`) when missing or outdated.
+
+    `run_dir` is None on ranks other than 0: they wait for the same build
+    (ensure_demo_model's file lock) without writing the run's status.
+    """
+    from backend.models import demo_model_ready, ensure_demo_model
+
+    if demo_model_ready(models_dir):
+        return Path(models_dir) / "demo"
+    log.info("building the demo model: first use in this workspace, once (about 2 minutes on 2 CPU cores)")
+    if run_dir:
+        update_status(run_dir, stage={"name": STAGE, "done": 0, "total": None})
+    started, mirror = time.monotonic(), Mirror(models_dir, run_dir)
+    mirror.start()
+    try:
+        path = ensure_demo_model(models_dir, progress=_write_progress(models_dir), **build_options)
+    finally:
+        mirror.finished.set()
+        mirror.join()
+    mirror.copy()  # the last step, so the log ends at 100%
+    log.info("demo model ready in %s (%.0f s)", path, time.monotonic() - started)
+    if run_dir:
+        update_status(run_dir, stage=None)
+    return path
+
+
+def start_background_build(models_dir: Path) -> subprocess.Popen | None:
+    """Build the demo model in a detached process (the app calls this at start); None when it is ready."""
+    from backend.models import demo_model_ready
+
+    if demo_model_ready(models_dir):
+        return None
+    Path(models_dir).mkdir(parents=True, exist_ok=True)
+    with open(Path(models_dir) / ".demo-build.log", "ab") as out:
+        return subprocess.Popen([sys.executable, "-m", "backend.training.demo_stage", "--models", str(models_dir)],
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True, cwd=Path(__file__).resolve().parents[2])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m backend.training.demo_stage",
+                                     description="Build the offline demo model into MODELS/demo.")
+    parser.add_argument("--models", required=True, help="the workspace's models folder")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    path = prepare_demo_model(Path(args.models), None)
+    print(json.dumps({"demo_model": str(path)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
