@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import importlib
+import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
@@ -45,9 +46,10 @@ OVERFLOW = ("truncate", "drop")
 class RunConfig:
     # --- model -------------------------------------------------------------
     model_name_or_path: str = _f("demo", "Base model: 'demo' (the offline demo model), a local folder in Hugging Face format, or a hub id.")
-    trust_remote_code: bool = _f(False, "Run Python code shipped with the model. Only for models you trust.")
+    trust_remote_code: bool = _f(False, "Run Python code shipped with this model, for this run only. Only for models you trust; the app never remembers it for another model or launch.")
     # --- data --------------------------------------------------------------
     dataset: str = _f("demo", "Training data: 'demo', a workspace dataset name, or a file (JSON, JSONL, CSV, Parquet).")
+    dataset_name: str | None = _f(None, "Which dataset of a LLaMA-Factory data folder (its dataset_info.json) to train on; empty when the folder holds only one.")
     cutoff_len: int = _f(256, "Maximum tokens per example, after the chat template.")
     overflow: str = _f("truncate", "What to do with examples longer than cutoff_len.", OVERFLOW)
     val_size: float = _f(0.1, "Share of the data held out for evaluation (0 = no eval split), or the dataset's own eval split when it has one.")
@@ -136,6 +138,8 @@ class RunConfig:
                 raise ConfigError(f"{name} must be at least 1, or empty (got {value}).")
         if self.neftune_noise_alpha is not None and self.neftune_noise_alpha < 0:
             raise ConfigError("neftune_noise_alpha cannot be negative.")
+        if self.dataset_name is not None and not self.dataset_name.strip():
+            self.dataset_name = None  # a cleared box
         if isinstance(self.lora_target, list) and not self.lora_target:
             raise ConfigError("lora_target is empty: use 'all-linear' or name at least one module.")
         for ref in [*self.callbacks, *([self.loss_function] if self.loss_function else [])]:
@@ -146,6 +150,14 @@ class RunConfig:
         if self.cutoff_len > context_length:
             raise ConfigError(f"cutoff_len = {self.cutoff_len} is longer than the model's context of "
                               f"{context_length} tokens; lower cutoff_len to {context_length} or less.")
+
+    def check_packages(self) -> None:
+        """Optional packages the settings need, checked where a run starts (not when an old
+        run's config.yaml is read, which may come from another machine)."""
+        if self.report_to == "wandb" and importlib.util.find_spec("wandb") is None:
+            raise ConfigError("report_to = 'wandb' needs the wandb package, which is not installed here: "
+                              "run `pip install wandb` and `wandb login` (or set WANDB_MODE=offline), "
+                              "or choose report_to none or tensorboard.")
 
     def check_devices(self, devices: list) -> str:
         """Check precision against the devices; returns the precision to use."""

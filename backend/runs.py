@@ -74,6 +74,10 @@ class RunStore:
     def create(self, config: RunConfig) -> str:
         """Make the run folder with config.yaml (never edited after) and a
         queued status.json; returns the run id."""
+        try:
+            config.check_packages()
+        except ConfigError as error:
+            raise RunError(str(error)) from None
         devices = self._resolve_devices(config)
         run_dir = self._new_run_dir(config)
         config.save(run_dir / CONFIG_FILE)

@@ -31,6 +31,7 @@ METHOD_CHOICES = {"lora": ("lora", None), "qlora4": ("qlora", 4), "qlora8": ("ql
 METHOD_LABELS = {"lora": "LoRA", "qlora4": "QLoRA 4-bit", "qlora8": "QLoRA 8-bit", "full": "Full"}
 
 MODEL_FIELDS = [FieldSpec("trust_remote_code", "checkbox")]
+DATA_FIELDS = [FieldSpec("dataset_name", "text")]
 METHOD_FIELDS = [FieldSpec("method_choice", "radio"), FieldSpec("precision", "radio")]
 LORA_FIELDS = [
     FieldSpec("lora_r", "slider", 1, 256, 1),
@@ -74,9 +75,10 @@ ADVANCED_FIELDS = [
     FieldSpec("report_to", "dropdown", advanced=True),
     FieldSpec("run_name", "text", advanced=True),
 ]
-ALL_FIELDS = MODEL_FIELDS + METHOD_FIELDS + LORA_FIELDS + TRAIN_FIELDS + ADVANCED_FIELDS
+ALL_FIELDS = MODEL_FIELDS + DATA_FIELDS + METHOD_FIELDS + LORA_FIELDS + TRAIN_FIELDS + ADVANCED_FIELDS
 NAMES = [spec.name for spec in ALL_FIELDS]
-# Optional numbers: a browser number box cannot be empty (it sends 0), so 0 stands for "empty".
+# Optional numbers: shown empty when unset (their help says what empty means); a 0 typed
+# into one also means empty.
 OPTIONAL_NUMBERS = {"eval_steps", "save_total_limit", "early_stopping_patience", "num_processes",
                     "neftune_noise_alpha"}
 # Settings the form leaves to YAML / the command line keep their loaded or default value.
@@ -87,7 +89,7 @@ assert {f.name for f in fields(RunConfig)} == (set(NAMES) - {"method_choice"}) |
 def help_text(name: str) -> str:
     if name == "method_choice":
         return RunConfig.help_for("method") + " " + RunConfig.help_for("quantization_bits")
-    return RunConfig.help_for(name) + (" 0 = empty." if name in OPTIONAL_NUMBERS else "")
+    return RunConfig.help_for(name)
 
 
 def method_choice(config: RunConfig) -> str:
@@ -105,8 +107,6 @@ def form_values(config: RunConfig) -> list[Any]:
         elif name == "lora_target":
             target = config.lora_target
             values.append([target] if isinstance(target, str) else list(target))
-        elif name in OPTIONAL_NUMBERS:
-            values.append(getattr(config, name) or 0)
         else:
             values.append(getattr(config, name))
     return values
@@ -174,7 +174,8 @@ def _label(en: str, zh: str) -> dict[str, str]:
 
 # Labels of the form's fields (help texts come from RunConfig, in English).
 FIELD_TEXT: dict[str, dict[str, str]] = {f"train.field.{name}": text for name, text in {
-    "trust_remote_code": _label("Trust remote code", "信任远程代码"),
+    "trust_remote_code": _label("Trust this model's remote code", "信任此模型的远程代码"),
+    "dataset_name": _label("Dataset in the folder (LLaMA-Factory)", "文件夹中的数据集（LLaMA-Factory）"),
     "method_choice": _label("Method", "方法"),
     "precision": _label("Precision", "精度"),
     "lora_r": _label("LoRA rank r", "LoRA 秩 r"),

@@ -16,6 +16,12 @@ from typing import Any
 
 from backend.workspace import Workspace
 
+# Decisions that belong to one model and one run, never carried to the next
+# launch silently: running a model's own Python code (`trust_remote_code`) is
+# ticked by the user for the model on screen, and starts off for every other
+# model and after every restart. Older settings files that hold it are ignored.
+NEVER_REMEMBERED = {"train": ("trust_remote_code",)}
+
 
 def load_settings(workspace: Workspace) -> dict[str, Any]:
     """The saved settings, or {} when there are none (or they cannot be read)."""
@@ -23,7 +29,14 @@ def load_settings(workspace: Workspace) -> dict[str, Any]:
         data = json.loads(workspace.settings_file.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    return data if isinstance(data, dict) else {}
+    return _forget(data) if isinstance(data, dict) else {}
+
+
+def _forget(settings: dict[str, Any]) -> dict[str, Any]:
+    for section, keys in NEVER_REMEMBERED.items():
+        if isinstance(settings.get(section), dict):
+            settings[section] = {k: v for k, v in settings[section].items() if k not in keys}
+    return settings
 
 
 def save_settings(workspace: Workspace, **values: Any) -> dict[str, Any]:
@@ -34,6 +47,7 @@ def save_settings(workspace: Workspace, **values: Any) -> dict[str, Any]:
             settings.pop(key, None)
         else:
             settings[key] = value
+    settings = _forget(settings)
     _write_atomic(workspace.settings_file, json.dumps(settings, indent=2, ensure_ascii=False, sort_keys=True))
     return settings
 

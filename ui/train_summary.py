@@ -36,7 +36,7 @@ def hardware_text(msg: Msg, devices: list[Device] | None) -> str:
     return "\n".join(lines)
 
 
-def dataset_rows(dataset: str, workspace: Workspace) -> dict:
+def dataset_rows(dataset: str, workspace: Workspace, dataset_name: str | None = None) -> dict:
     """{"rows": total rows, "has_eval": bool} of 'demo', a workspace dataset or a
     file; {"error": sentence} when it cannot be read. Rows are before the
     cutoff filter, so the step numbers are an upper bound."""
@@ -53,7 +53,7 @@ def dataset_rows(dataset: str, workspace: Workspace) -> dict:
                     "has_eval": any((folder / n).is_file() for n in EVAL_FILES)}
         from backend.training.dataset import load_rows, resolve_dataset
 
-        rows, eval_rows = load_rows(resolve_dataset(dataset, workspace))
+        rows, eval_rows = load_rows(resolve_dataset(dataset, workspace), dataset_name=dataset_name)
         return {"rows": len(rows), "has_eval": eval_rows is not None}
     except (OSError, ValueError, KeyError, json.JSONDecodeError) as error:
         return {"error": str(error)}

@@ -93,7 +93,7 @@ def _open_dataset_info(folder: Path, dataset: str | None) -> Source:
     if dataset is None:
         if len(local) != 1:
             names = ", ".join(sorted(local)) or "(none with a local file_name)"
-            raise DataError(info_path, f"holds {len(local)} local datasets: {names}", "Choose one with --dataset NAME")
+            raise DataError(info_path, f"holds {len(local)} local datasets: {names}", "Choose one with --dataset NAME (dataset_name in a run config)")
         dataset = next(iter(local))
     entry = local.get(dataset)
     if entry is None:

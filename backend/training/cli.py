@@ -81,10 +81,11 @@ def prepare(args: argparse.Namespace) -> Job:
     """Config + run folder. Raises ConfigError (or DatasetNotFound) for anything
     the user must fix first, before torch is imported."""
     job = _prepare_resume(args) if args.resume else _prepare_new(args)
+    job.config.check_packages()
     pin_devices(job.config.devices, os.environ)
     from backend.training.dataset import check_dataset
 
-    check_dataset(job.config.dataset, job.workspace)  # an unreadable file: exit 2 in a second, not after loading
+    check_dataset(job.config.dataset, job.workspace, job.config.dataset_name)  # an unreadable file: exit 2 in a second, not after loading
     return job
 
 

@@ -18,9 +18,10 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from backend.config import RunConfig, split_sizes
+from backend.config import ConfigError, RunConfig, split_sizes
 from backend.data.encode import IGNORE_INDEX, encode_messages
 from backend.data.errors import DataError
+from backend.data.load import DATASET_INFO
 from backend.data.store import EVAL_FILE, is_workspace_dataset, load_dataset_rows, validate_name
 from backend.workspace import Workspace
 
@@ -80,33 +81,39 @@ def _is_plain_name(name: str) -> bool:
     return True
 
 
-def check_dataset(name: str, workspace: Workspace) -> Path:
+def check_dataset(name: str, workspace: Workspace, dataset_name: str | None = None) -> Path:
     """Resolve the dataset and open it (cheap: the first record only), so a
-    file the data backend cannot read fails before torch is imported."""
+    file the data backend cannot read fails before torch is imported.
+    `dataset_name` picks one dataset of a LLaMA-Factory folder."""
     from backend.data.load import open_source
 
     source = resolve_dataset(name, workspace)
+    if dataset_name and (is_workspace_dataset(source) or not source.is_dir()):
+        raise ConfigError(f"dataset_name = {dataset_name!r} only applies to a LLaMA-Factory data folder "
+                          f"(with dataset_info.json), and {name!r} is not one; clear dataset_name.")
     if not is_workspace_dataset(source):
         try:
-            open_source(source)
+            open_source(source, dataset=dataset_name)
         except DataError as error:
             raise DatasetUnreadable(str(error)) from error
     return source
 
 
-def load_rows(source: Path, counts: RowCounts | None = None) -> tuple[list[dict], list[dict] | None]:
-    """(rows, eval rows or None) in canonical form from a file or workspace
-    dataset folder. Unusable rows are left out and, with `counts`, counted."""
+def load_rows(source: Path, counts: RowCounts | None = None,
+              dataset_name: str | None = None) -> tuple[list[dict], list[dict] | None]:
+    """(rows, eval rows or None) in canonical form from a file, a workspace
+    dataset folder or one dataset (`dataset_name`) of a LLaMA-Factory folder.
+    Unusable rows are left out and, with `counts`, counted."""
     source = Path(source)
     try:
         if is_workspace_dataset(source):
             eval_rows = load_dataset_rows(source, split="eval") if (source / EVAL_FILE).is_file() else None
             return load_dataset_rows(source, split="train"), eval_rows
-        if source.is_dir():
+        if source.is_dir() and not (source / DATASET_INFO).is_file():
             load_dataset_rows(source)  # a folder that is no dataset: the data backend's own refusal
         from backend.data.load import load_rows as load_file
 
-        loaded = load_file(source)
+        loaded = load_file(source, dataset=dataset_name)
     except DataError as error:
         raise DatasetUnreadable(str(error)) from error
     if loaded.rejected:
@@ -153,7 +160,7 @@ def build_datasets(tokenizer, config: RunConfig, workspace: Workspace):
     from datasets import Dataset
 
     counts = RowCounts()
-    rows, eval_rows = load_rows(resolve_dataset(config.dataset, workspace), counts)
+    rows, eval_rows = load_rows(resolve_dataset(config.dataset, workspace), counts, config.dataset_name)
     if eval_rows is None and config.val_size > 0:
         rows, eval_rows = split_rows(rows, config.val_size, config.seed)
     if config.val_size == 0:

@@ -110,8 +110,8 @@ def check_model(ctx: UIContext, lang: str, model: str) -> str:
     return summary.model_text(_msg(ctx, lang), (model or "").strip(), ctx.workspace)
 
 
-def count_rows(ctx: UIContext, dataset: str) -> dict:
-    return summary.dataset_rows((dataset or "demo").strip(), ctx.workspace)
+def count_rows(ctx: UIContext, dataset: str, dataset_name: str | None = None) -> dict:
+    return summary.dataset_rows((dataset or "demo").strip(), ctx.workspace, (dataset_name or "").strip() or None)
 
 
 def plan(ctx: UIContext, lang: str, model: str, dataset: str, rows: dict, devices: list[dict],
@@ -120,6 +120,7 @@ def plan(ctx: UIContext, lang: str, model: str, dataset: str, rows: dict, device
     msg = _msg(ctx, lang)
     try:
         config = forms.config_from_values(list(values), model, dataset)
+        config.check_packages()  # e.g. wandb chosen but not installed: say how to install it now
     except ConfigError as error:
         return msg("train.msg.invalid", error=str(error)), ""
     found = summary.devices_from_state(devices)
@@ -241,11 +242,13 @@ def build(ctx: UIContext) -> None:
             c["model"] = gr.Dropdown(model_choices, value=defaults.model_name_or_path, allow_custom_value=True,
                                      label=t("train.model"), info=t("train.model.info"), elem_id="train-model")
             c["model_check"] = gr.Markdown(elem_id="train-model-check")
+            # A decision for the model shown above: off for any other model (see do_model_picked).
+            inputs = forms.build_inputs(ctx, forms.MODEL_FIELDS, defaults)
+            c["remote_warning"] = gr.Markdown(t("train.remote_warning"), visible=defaults.trust_remote_code)
         with gr.Column(scale=2):
             c["dataset"] = gr.Dropdown(_dataset_choices(ctx), value=defaults.dataset, allow_custom_value=True,
                                        label=t("train.dataset"), info=t("train.dataset.info"), elem_id="train-dataset")
-            inputs = forms.build_inputs(ctx, forms.MODEL_FIELDS, defaults)
-            c["remote_warning"] = gr.Markdown(t("train.remote_warning"), visible=defaults.trust_remote_code)
+            inputs |= forms.build_inputs(ctx, forms.DATA_FIELDS, defaults)
     with gr.Row():
         with gr.Column(scale=3):
             inputs |= forms.build_inputs(ctx, forms.METHOD_FIELDS, defaults)
@@ -267,7 +270,7 @@ def build(ctx: UIContext) -> None:
     c["command"] = gr.Code(language="shell", label=t("train.command"), interactive=False, visible=False)
     c["yaml"] = gr.Code(language="yaml", label=t("train.yaml"), interactive=False, visible=False)
     c["devices"], c["rows"] = gr.State(None), gr.State(None)
-    c["trust"] = inputs["trust_remote_code"]
+    c["trust"], c["dataset_name"] = inputs["trust_remote_code"], inputs["dataset_name"]
     _wire(ctx, c, [inputs[name] for name in forms.NAMES])
 
 
@@ -277,12 +280,13 @@ def _wire(ctx: UIContext, c: dict, form: list) -> None:
     head = [lang, c["model"], c["dataset"]]
     plan_inputs = [*head, c["rows"], c["devices"], *form]
     plan_outputs = [c["derived"], c["estimate"]]
+    rows_inputs = [c["dataset"], c["dataset_name"]]
 
     def do_plan(*values):
         return plan(ctx, *values)
 
-    def do_rows(dataset):
-        return count_rows(ctx, dataset)
+    def do_rows(dataset, dataset_name):
+        return count_rows(ctx, dataset, dataset_name)
 
     def do_model(lang, model):
         return check_model(ctx, lang, model)
@@ -292,16 +296,19 @@ def _wire(ctx: UIContext, c: dict, form: list) -> None:
 
     page = gr.context.Context.root_block
     page.load(lambda lang: detect_hardware(ctx, lang), lang, [c["hardware"], c["devices"]], **private).then(
-        do_rows, c["dataset"], c["rows"], **private).then(do_plan, plan_inputs, plan_outputs, **private)
+        do_rows, rows_inputs, c["rows"], **private).then(do_plan, plan_inputs, plan_outputs, **private)
     for trigger in (page.load, c["model"].change, lang.change):
         trigger(do_model, [lang, c["model"]], c["model_check"], **private)
     lang.change(do_hardware_text, [lang, c["devices"]], c["hardware"], **private)
-    c["dataset"].change(do_rows, c["dataset"], c["rows"], **private)
+    for trigger in (c["dataset"].change, c["dataset_name"].change):
+        trigger(do_rows, rows_inputs, c["rows"], **private)
     c["dataset"].focus(lambda: gr.update(choices=_dataset_choices(ctx)), None, c["dataset"], **private)
     if shared_dataset is not None:  # a dataset saved in Data becomes the one to train on
         shared_dataset.change(lambda name: gr.update(value=name, choices=_dataset_choices(ctx)) if name else gr.update(),
                               shared_dataset, c["dataset"], **private)
     c["trust"].change(lambda on: gr.update(visible=on), c["trust"], c["remote_warning"], **private)
+    # The user picked another model: trusting one model's code never carries over to the next.
+    c["model"].input(lambda: False, None, c["trust"], **private)
     gr.on([c["model"].change, c["rows"].change, lang.change, *[f.change for f in form]],
           do_plan, plan_inputs, plan_outputs, trigger_mode="always_last", **private)
 
