@@ -17,7 +17,8 @@ RUN apt-get update \
 WORKDIR /app
 COPY requirements.txt .
 # The torch pin resolves to the CUDA build on Linux x86_64.
-RUN python3 -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir -r requirements.txt
+COPY requirements-gpu.txt .
+RUN python3 -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir -r requirements.txt -r requirements-gpu.txt
 ENV PATH=/opt/venv/bin:$PATH
 
 COPY app.py ./

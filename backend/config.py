@@ -40,6 +40,7 @@ OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adafactor", "sgd", "adamw_8bi
               "paged_adamw_8bit", "paged_adamw_32bit")
 REPORT_TO = ("none", "tensorboard", "wandb")
 OVERFLOW = ("truncate", "drop")
+DISTRIBUTED = ("auto", "ddp", "fsdp", "deepspeed_zero2", "deepspeed_zero3")
 
 
 @dataclass
@@ -96,6 +97,25 @@ class RunConfig:
     callbacks: list[str] = _f([], "Your own transformers TrainerCallback classes as 'module:Class'.")
     loss_function: str | None = _f(None, "Optional 'module:function' that replaces the loss: fn(outputs, labels, num_items_in_batch) -> tensor.")
     run_name: str | None = _f(None, "A label for the run (the run id is generated).")
+    # --- scale-out: sharding, several machines, Ray (backend/scale, docs/SCALE.md) ---
+    distributed: str = _f("auto", "auto: one process, or DDP over several; ddp: the same, named; fsdp: FSDP2 shards "
+                          "weights, gradients and optimizer state over the GPUs; deepspeed_zero2: DeepSpeed shards "
+                          "gradients and optimizer state; deepspeed_zero3: the weights too. FSDP and ZeRO need CUDA.",
+                          DISTRIBUTED)
+    cpu_offload: bool = _f(False, "Keep the optimizer state (with ZeRO-3 also the weights) in CPU memory: less GPU "
+                                  "memory, slower steps. DeepSpeed ZeRO only.")
+    deepspeed: str | None = _f(None, "Your own DeepSpeed JSON file instead of the generated one ('auto' values are "
+                                     "filled from this run's settings); empty: generated.")
+    nnodes: int = _f(1, "Machines in the run (torchrun). The app starts node 0 and shows the command for each other node.")
+    node_rank: int = _f(0, "This machine's place among nnodes: 0 hosts the rendezvous, 1..nnodes-1 join it.")
+    master_addr: str | None = _f(None, "Address of node 0 that every other node can reach (needed when nnodes > 1).")
+    master_port: int = _f(29500, "A free TCP port on node 0 for the rendezvous (nnodes > 1).")
+    node_join_timeout: int = _f(300, "Seconds the nodes wait for each other before the run fails with a message.")
+    ray_address: str | None = _f(None, "Train through Ray Train: empty (no Ray), 'local' (start Ray on this machine), "
+                                       "'auto' or 'ray://host:10001' (an existing cluster).")
+    ray_num_workers: int = _f(2, "Ray Train workers, one training process each.")
+    ray_use_gpu: bool = _f(False, "Give each Ray worker one GPU.")
+    ray_cpus_per_worker: float = _f(1.0, "CPUs Ray reserves for each worker.")
 
     def __post_init__(self) -> None:
         self.validate()
@@ -145,6 +165,9 @@ class RunConfig:
         for ref in [*self.callbacks, *([self.loss_function] if self.loss_function else [])]:
             if ":" not in ref or not all(ref.split(":", 1)):
                 raise ConfigError(f"{ref!r} should look like 'package.module:Name'.")
+        from backend.scale.guards import check_config
+
+        check_config(self)  # sharding, nodes and Ray: every rule in one module
 
     def check_model_context(self, context_length: int) -> None:
         if self.cutoff_len > context_length:

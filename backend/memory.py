@@ -11,7 +11,7 @@ All sizes are in GiB (2**30 bytes), like `Device.memory_gb`.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 GIB = 2**30
@@ -126,6 +126,10 @@ class MemoryEstimate:
     runtime_gb: float
     total_params: int
     trainable_params: int
+    # Per GPU process: what cpu_offload keeps in CPU memory instead (not in total_gb).
+    cpu_offload_gb: float = 0.0
+    sharding: str = "none"   # none (one replica per GPU) | zero2 | zero3 | fsdp
+    world_size: int = 1      # GPUs the shards are spread over
 
     @property
     def total_gb(self) -> float:
@@ -239,3 +243,34 @@ def _activation_bytes(arch: Architecture, method: str, compute: int, batch_size:
     upcast = 0 if compute == 4 else 4
     logits = tokens * arch.vocab_size * (compute + upcast + 4)
     return layers + logits
+
+
+# distributed setting -> how the state is split over the GPUs.
+SHARDING = {"auto": "none", "ddp": "none", "fsdp": "fsdp", "deepspeed_zero2": "zero2", "deepspeed_zero3": "zero3"}
+
+
+def shard(estimate: MemoryEstimate, arch: Architecture, distributed: str, world_size: int,
+          cpu_offload: bool = False, precision: str = "bf16") -> MemoryEstimate:
+    """The per-GPU estimate when `world_size` GPUs share the run (docs/MEMORY.md,
+    "Sharding"). ZeRO-2 splits gradients and optimizer state over the GPUs;
+    ZeRO-3 and FSDP the weights (and adapters) too, and then hold the layer being
+    computed gathered in full plus the next one prefetched. cpu_offload (ZeRO)
+    moves this GPU's optimizer-state share, with ZeRO-3 also its weight share,
+    to CPU memory (`cpu_offload_gb`). Activations are per GPU and do not shrink."""
+    mode = SHARDING.get(distributed, "none")
+    n = max(1, int(world_size))
+    if mode == "none":
+        return replace(estimate, world_size=n)
+    gradients, optimizer = estimate.gradients_gb / n, estimate.optimizer_gb / n
+    weights, adapters = estimate.weights_gb, estimate.adapters_gb
+    if mode in ("zero3", "fsdp"):
+        gathered = 2 * arch.layer_linear_params() * BYTES.get(precision, 2) / GIB
+        weights, adapters = weights / n + gathered, adapters / n
+    cpu = 0.0
+    if cpu_offload and mode in ("zero2", "zero3"):
+        cpu, optimizer = optimizer, 0.0
+        if mode == "zero3":
+            cpu += weights - gathered + adapters
+            weights, adapters = gathered, 0.0
+    return replace(estimate, weights_gb=weights, adapters_gb=adapters, gradients_gb=gradients,
+                   optimizer_gb=optimizer, cpu_offload_gb=cpu, sharding=mode, world_size=n)

@@ -36,6 +36,8 @@ from backend.run_files import (
     update_status,
 )
 from backend.run_info import Checkpoint, InfoReader, RunError, RunInfo
+from backend.scale import launch
+from backend.scale.guards import check_environment
 from backend.workspace import Workspace
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -69,7 +71,17 @@ class RunStore:
             args = ["--config", "run.yaml", "--workspace", str(self.workspace.root)]
         else:
             args = ["--config", str(Path(run_dir) / CONFIG_FILE), "--run-dir", str(run_dir)]
-        return supervisor.build_command(args, self._num_processes(config)), config.to_yaml()
+        return launch.worker_command(args, config, self._num_processes(config)), config.to_yaml()
+
+    def node_commands(self, config: RunConfig, run_dir: Path | None = None, resume: bool = False) -> list[list[str]]:
+        """The argv for each other machine of a several-node run (docs/SCALE.md)."""
+        if run_dir is None:
+            args = ["--config", "run.yaml", "--workspace", str(self.workspace.root)]
+        elif resume:
+            args = ["--resume", str(run_dir)]
+        else:
+            args = ["--config", str(Path(run_dir) / CONFIG_FILE), "--run-dir", str(run_dir)]
+        return launch.other_node_commands(args, config, self._num_processes(config))
 
     def create(self, config: RunConfig) -> str:
         """Make the run folder with config.yaml (never edited after) and a
@@ -83,7 +95,8 @@ class RunStore:
         config.save(run_dir / CONFIG_FILE)
         argv, _ = self.command_for(config, run_dir)
         update_status(run_dir, state="queued", run_id=run_dir.name, created_at=time.time(), command=argv,
-                      devices=[d.id for d in devices], model=config.model_name_or_path, method=config.method)
+                      devices=[d.id for d in devices], model=config.model_name_or_path, method=config.method,
+                      node_commands=self.node_commands(config, run_dir))
         return run_dir.name
 
     def start(self, run_id: str) -> None:
@@ -123,8 +136,12 @@ class RunStore:
         except ConfigError as error:
             raise RunError(f"Cannot resume {run_id}: {error}") from None
         args = ["--resume", str(run_dir), *[a for item in overrides for a in ("--set", item)]]
-        argv = supervisor.build_command(args, self._num_processes(config))
+        resumed = config.with_overrides(overrides)
+        argv = launch.worker_command(args, resumed, self._num_processes(resumed))
+        others = [c + [a for item in overrides for a in ("--set", item)]
+                  for c in self.node_commands(resumed, run_dir, resume=True)]
         self._launch(run_id, argv, {"resumed_from": checkpoints[-1].name, "resume_overrides": overrides,
+                                    "node_commands": others,
                                     "ended_at": None, "exit_code": None, "error": None, "advice": None})
 
     def _launch(self, run_id: str, argv: list[str], fields: dict) -> None:
@@ -270,15 +287,13 @@ class RunStore:
         try:
             devices = training_devices(config.devices, self._devices)
             config.check_devices(devices)
+            check_environment(config, devices, launch.processes_per_node(config, devices))
         except (ValueError, ConfigError) as error:
             raise RunError(str(error)) from None
         return devices
 
     def _num_processes(self, config: RunConfig) -> int:
-        if config.num_processes:
-            return config.num_processes
-        devices = self._resolve_devices(config)
-        return len(devices) if devices[0].id != "cpu" else 1
+        return launch.processes_per_node(config, self._resolve_devices(config))
 
     @staticmethod
     def _is_live(status: dict) -> bool:

@@ -121,7 +121,8 @@ def trainer_processes(pid: int) -> list[psutil.Process]:
         children = process.children()
     except psutil.NoSuchProcess:
         return []
-    launched_torchrun = any("torch.distributed.run" in part for part in _cmdline(process))
+    launchers = ("torch.distributed.run", "backend.scale.torchrun")  # the second: torchrun for several nodes
+    launched_torchrun = any(name in part for part in _cmdline(process) for name in launchers)
     return children if launched_torchrun and children else [process]
 
 

@@ -21,10 +21,18 @@ import torch
 from transformers import TrainingArguments
 
 from backend.config import RunConfig
+from backend.scale.engines import parallel_arguments
 
 
 def training_arguments(config: RunConfig, run_dir: Path, precision: str, has_eval: bool,
-                       on_cpu: bool, world_size: int = 1) -> TrainingArguments:
+                       on_cpu: bool, world_size: int = 1, layer_classes: list[str] | None = None) -> TrainingArguments:
+    return TrainingArguments(**argument_values(config, run_dir, precision, has_eval, on_cpu, world_size, layer_classes))
+
+
+def argument_values(config: RunConfig, run_dir: Path, precision: str, has_eval: bool,
+                    on_cpu: bool, world_size: int = 1, layer_classes: list[str] | None = None) -> dict:
+    """The TrainingArguments keywords of a run, sharding engine included
+    (backend.scale.engines: FSDP2 needs `layer_classes`, the decoder-layer class names)."""
     eval_steps = config.eval_steps or config.save_steps
     kwargs = dict(
         output_dir=str(run_dir),
@@ -70,7 +78,10 @@ def training_arguments(config: RunConfig, run_dir: Path, precision: str, has_eva
         run_name=config.run_name,
         disable_tqdm=True,  # train.log gets one readable line per logging step instead
     )
+    kwargs.update(parallel_arguments(config, layer_classes or []))
+    if kwargs.get("fsdp"):  # FSDP checkpoints activations itself (fsdp_config)
+        kwargs.update(activation_checkpointing=False, activation_checkpointing_kwargs=None)
     if config.report_to == "tensorboard":
         # TensorBoardCallback reads its folder from the environment (transformers 5).
         os.environ["TENSORBOARD_LOGGING_DIR"] = str(run_dir / "tensorboard")
-    return TrainingArguments(**kwargs)
+    return kwargs

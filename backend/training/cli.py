@@ -83,6 +83,9 @@ def prepare(args: argparse.Namespace) -> Job:
     job = _prepare_resume(args) if args.resume else _prepare_new(args)
     job.config.check_packages()
     pin_devices(job.config.devices, os.environ)
+    from backend.scale.guards import check_worker
+
+    check_worker(job.config)  # FSDP / ZeRO / Ray / nodes on this machine: exit 2 with the fix
     from backend.training.dataset import check_dataset
 
     check_dataset(job.config.dataset, job.workspace, job.config.dataset_name)  # an unreadable file: exit 2 in a second, not after loading

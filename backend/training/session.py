@@ -14,6 +14,7 @@ from transformers import EarlyStoppingCallback, PrinterCallback, Trainer, Traine
 from backend.config import ConfigError, import_reference
 from backend.hardware import training_devices
 from backend.run_files import FINAL_DIR, append_metrics, mark_complete, read_json, update_status
+from backend.scale.engines import decoder_layer_classes
 from backend.training.arguments import training_arguments
 from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, GracefulStop, _barrier
 from backend.training.cli import Job, StopRequest
@@ -55,7 +56,7 @@ def resolve_model(job: Job) -> str:
     return path
 
 
-def build(job: Job, stop: StopRequest) -> Session:
+def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
     from backend.models import load_tokenizer
 
     config = job.config
@@ -84,7 +85,8 @@ def build(job: Job, stop: StopRequest) -> Session:
     parameters = parameter_counts(model)
     log.info("method %s, precision %s, %d of %d parameters trainable", config.method, precision,
              parameters["trainable_parameters"], parameters["total_parameters"])
-    args = training_arguments(config, job.run_dir, precision, eval_data is not None, on_cpu, job.world_size)
+    args = training_arguments(config, job.run_dir, precision, eval_data is not None, on_cpu, job.world_size,
+                              decoder_layer_classes(model))
     checkpoints = CheckpointCallback(job.run_dir, config.save_total_limit)
     # Order matters: the stop flag and DefaultFlowCallback decide should_save before the disk check.
     callbacks = [GracefulStop(stop), DiskSpaceCallback(job.run_dir, parameters["trainable_parameters"] * 12 + 2**20),
@@ -93,7 +95,7 @@ def build(job: Job, stop: StopRequest) -> Session:
         if eval_data is None:
             raise ConfigError("early_stopping_patience needs eval rows, but none are left after filtering.")
         callbacks.append(EarlyStoppingCallback(config.early_stopping_patience, config.early_stopping_threshold))
-    callbacks += user_callbacks
+    callbacks += [*extra_callbacks, *user_callbacks]  # extra: Ray's reporting, after the markers
     trainer = Trainer(
         model=model, args=args, train_dataset=train_data, eval_dataset=eval_data,
         data_collator=PadToLongest(tokenizer.pad_token_id), processing_class=tokenizer, callbacks=callbacks,
