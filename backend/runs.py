@@ -217,6 +217,7 @@ class RunStore:
             last = _last_line(run_dir / LOG_FILE)
             return update_status(run_dir, state="failed", exit_code=exit_code, ended_at=time.time(),
                                  error=last or f"The worker exited with code {exit_code}; see train.log.")
+        supervisor.kill_leftovers(status.get("pgid"), status.get("launcher_create_time") or status.get("create_time"))
         how = f" (killed by signal {-exit_code})" if exit_code else ""
         error = (f"The worker (pid {status['pid']}) ended without recording a final state{how}: "
                  f"it was killed, crashed or the machine restarted. {self._resume_hint(run_dir)}")

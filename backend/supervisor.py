@@ -161,6 +161,22 @@ def kill_tree(pid: int) -> None:
             process.kill()
 
 
+def kill_leftovers(pgid: int | None, since: float | None) -> int:
+    """SIGKILL what is left of a vanished worker's process group: helpers that
+    outlived it (a local Ray instance's agents, DataLoader workers). Only
+    processes started after the worker (`since`), so a recycled group id never
+    takes another program with it. Returns how many were killed."""
+    if not pgid or since is None or pgid == os.getpgrp():
+        return 0
+    killed = 0
+    for process in psutil.process_iter(["create_time"]):
+        with contextlib.suppress(psutil.NoSuchProcess, ProcessLookupError, PermissionError):
+            if os.getpgid(process.pid) == pgid and (process.info["create_time"] or 0) >= since - SAME_PROCESS_TOLERANCE_S:
+                process.kill()
+                killed += 1
+    return killed
+
+
 def wait_gone(pid: int, started: float, timeout: float, child: subprocess.Popen | None = None) -> bool:
     """Wait up to `timeout` seconds for the worker to end (reaping it when it
     is our child). True when it is gone."""

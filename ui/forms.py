@@ -75,7 +75,22 @@ ADVANCED_FIELDS = [
     FieldSpec("report_to", "dropdown", advanced=True),
     FieldSpec("run_name", "text", advanced=True),
 ]
-ALL_FIELDS = MODEL_FIELDS + DATA_FIELDS + METHOD_FIELDS + LORA_FIELDS + TRAIN_FIELDS + ADVANCED_FIELDS
+# Beyond one GPU and one machine (backend/scale, docs/SCALE.md).
+SCALE_FIELDS = [
+    FieldSpec("distributed", "dropdown", advanced=True),
+    FieldSpec("cpu_offload", "checkbox", advanced=True),
+    FieldSpec("deepspeed", "text", advanced=True),
+    FieldSpec("nnodes", "number", 1, 1024, 1, advanced=True),
+    FieldSpec("node_rank", "number", 0, 1023, 1, advanced=True),
+    FieldSpec("master_addr", "text", advanced=True),
+    FieldSpec("master_port", "number", 1, 65535, 1, advanced=True),
+    FieldSpec("node_join_timeout", "number", 1, 86400, 1, advanced=True),
+    FieldSpec("ray_address", "text", advanced=True),
+    FieldSpec("ray_num_workers", "number", 1, 1024, 1, advanced=True),
+    FieldSpec("ray_use_gpu", "checkbox", advanced=True),
+    FieldSpec("ray_cpus_per_worker", "number", 0.1, 256, 0.5, advanced=True),
+]
+ALL_FIELDS = MODEL_FIELDS + DATA_FIELDS + METHOD_FIELDS + LORA_FIELDS + TRAIN_FIELDS + ADVANCED_FIELDS + SCALE_FIELDS
 NAMES = [spec.name for spec in ALL_FIELDS]
 # Optional numbers: shown empty when unset (their help says what empty means); a 0 typed
 # into one also means empty.
@@ -214,5 +229,17 @@ FIELD_TEXT: dict[str, dict[str, str]] = {f"train.field.{name}": text for name, t
     "dataloader_num_workers": _label("Data loader workers", "数据加载进程"),
     "report_to": _label("Also report to", "同时记录到"),
     "run_name": _label("Run name", "运行名称"),
+    "distributed": _label("Parallelism", "并行方式"),
+    "cpu_offload": _label("Offload to CPU memory (ZeRO)", "卸载到 CPU 内存（ZeRO）"),
+    "deepspeed": _label("Own DeepSpeed JSON (optional)", "自定义 DeepSpeed JSON（可选）"),
+    "nnodes": _label("Machines (nodes)", "机器数（节点）"),
+    "node_rank": _label("This machine's node rank", "本机节点序号"),
+    "master_addr": _label("Node 0 address", "0 号节点地址"),
+    "master_port": _label("Node 0 port", "0 号节点端口"),
+    "node_join_timeout": _label("Node join timeout (s)", "节点加入超时（秒）"),
+    "ray_address": _label("Ray address (empty: no Ray)", "Ray 地址（留空：不用 Ray）"),
+    "ray_num_workers": _label("Ray workers", "Ray 工作进程数"),
+    "ray_use_gpu": _label("One GPU per Ray worker", "每个 Ray 工作进程一块 GPU"),
+    "ray_cpus_per_worker": _label("CPUs per Ray worker", "每个 Ray 工作进程的 CPU 数"),
 }.items()}
 assert set(FIELD_TEXT) == {f"train.field.{n}" for n in NAMES}

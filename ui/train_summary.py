@@ -13,8 +13,9 @@ from pathlib import Path
 
 from backend.config import ConfigError, RunConfig, derived_numbers, split_sizes
 from backend.hardware import Device, resolve_precision, training_devices
-from backend.memory import architecture_for, estimate_memory
+from backend.memory import architecture_for, estimate_memory, shard
 from backend.workspace import Workspace
+from ui.scale_view import world_size
 
 Msg = Callable[..., str]
 
@@ -92,6 +93,8 @@ def estimate_text(msg: Msg, config: RunConfig, workspace: Workspace, devices: li
         cutoff_len=config.cutoff_len, gradient_checkpointing=config.gradient_checkpointing,
         quantization_bits=config.quantization_bits, lora_r=config.lora_r, lora_target=config.lora_target,
         lora_dropout=config.lora_dropout, optim=config.optim, device_kind=kind)
+    # Sharded over every GPU of the run (all nodes / Ray workers): the verdict is per GPU.
+    estimate = shard(estimate, arch, config.distributed, world_size(config, devices), config.cpu_offload, precision)
     rows = [(msg(f"train.estimate.{part}"), getattr(estimate, f"{part}_gb"))
             for part in ("weights", "adapters", "gradients", "optimizer", "activations", "runtime")]
     table = "\n".join(f"| {name} | {value:.2f} |" for name, value in rows)
@@ -101,6 +104,10 @@ def estimate_text(msg: Msg, config: RunConfig, workspace: Workspace, devices: li
         verdict += " " + msg("train.estimate.hints")
     header = msg("train.estimate.header", params=estimate.total_params / 1e6,
                  trainable=estimate.trainable_params / 1e6, precision=precision)
+    if estimate.sharding != "none":
+        header += " " + msg("train.estimate.per_gpu", sharding=config.distributed, world=estimate.world_size)
+    if estimate.cpu_offload_gb:
+        header += " " + msg("train.estimate.cpu_offload", cpu=estimate.cpu_offload_gb)
     return f"{verdict}\n\n{header}\n\n| | GiB |\n|---|---:|\n{table}\n| **{msg('train.estimate.total')}** | **{estimate.total_gb:.2f}** |"
 
 

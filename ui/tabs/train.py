@@ -8,7 +8,6 @@ with the values a browser would send.
 
 from __future__ import annotations
 
-import shlex
 import time
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import gradio as gr
 from backend.config import ConfigError, RunConfig
 from backend.model_presets import PRESETS
 from backend.runs import RunError, RunStore
-from ui import forms
+from ui import forms, scale_view
 from ui import train_summary as summary
 from ui.context import UIContext
 
@@ -45,6 +44,7 @@ TEXT: dict[str, dict[str, str]] = {
     "train.section.lora": _("LoRA", "LoRA"),
     "train.section.training": _("Training", "训练"),
     "train.section.advanced": _("Advanced", "高级"),
+    "train.section.scale": _("Several GPUs and machines", "多 GPU 与多机"),
     "train.section.plan": _("Plan", "计划"),
     "train.derived": _("**{rows}** training rows → effective batch **{effective_batch}**, **{steps_per_epoch}** steps per epoch, **{total_steps}** steps in all (**{epochs}** epochs), **{warmup_steps}** warmup steps.",
                        "**{rows}** 条训练数据 → 有效批大小 **{effective_batch}**，每轮 **{steps_per_epoch}** 步，共 **{total_steps}** 步（**{epochs}** 轮），预热 **{warmup_steps}** 步。"),
@@ -65,6 +65,15 @@ TEXT: dict[str, dict[str, str]] = {
                                 "❌ {device} 放不下：约需 {total:.2f} GiB，设备仅 {memory:.1f} GiB（保留 10%）。"),
     "train.estimate.hints": _("Try gradient checkpointing, QLoRA 4-bit, a smaller batch (raise accumulation instead) or a shorter cutoff.",
                               "可尝试梯度检查点、QLoRA 4-bit、更小的批大小（改用梯度累积）或更短的截断长度。"),
+    "train.estimate.per_gpu": _("Per GPU: {sharding} shards the state over {world} GPUs.",
+                                "每块 GPU：{sharding} 将状态分片到 {world} 块 GPU。"),
+    "train.estimate.cpu_offload": _("Offloaded to CPU memory: about {cpu:.2f} GiB per GPU process.",
+                                    "卸载到 CPU 内存：每个 GPU 进程约 {cpu:.2f} GiB。"),
+    "train.gpus": _("GPUs to train on", "训练用的 GPU"),
+    "train.gpus.info": _("Ticks set Devices; all ticked = auto.", "勾选即设置“设备”；全选 = auto。"),
+    "train.scale.processes": _("**{world}** training process(es) on {nodes} machine(s), {engine}, started by {how}.",
+                               "**{world}** 个训练进程，{nodes} 台机器，{engine}，由 {how} 启动。"),
+    "train.scale.node_command": _("on node {rank} (same run folder, shared storage):", "在节点 {rank} 上运行（同一运行目录，共享存储）："),
     "train.start": _("Start", "开始训练"),
     "train.stop": _("Stop", "停止"),
     "train.resume": _("Resume", "继续"),
@@ -124,21 +133,9 @@ def plan(ctx: UIContext, lang: str, model: str, dataset: str, rows: dict, device
     except ConfigError as error:
         return msg("train.msg.invalid", error=str(error)), ""
     found = summary.devices_from_state(devices)
-    return (summary.derived_text(msg, config, rows, _world_size(config, found)),
+    derived = summary.derived_text(msg, config, rows, scale_view.world_size(config, found))
+    return (derived + "\n\n" + scale_view.launch_text(msg, config, found),
             summary.estimate_text(msg, config, ctx.workspace, found))
-
-
-def _world_size(config: RunConfig, devices) -> int:
-    """Data-parallel processes: as set, else one per training GPU, else one."""
-    from backend.hardware import training_devices
-
-    if config.num_processes:
-        return config.num_processes
-    try:
-        picked = training_devices(config.devices, devices) if devices else []
-    except ValueError:
-        return 1
-    return len([d for d in picked if d.id != "cpu"]) or 1
 
 
 def start(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> tuple[str, str | None]:
@@ -181,9 +178,10 @@ def show_command(ctx: UIContext, lang: str, model: str, dataset: str, *values) -
     try:
         config = forms.config_from_values(list(values), model, dataset)
         argv, yaml_text = run_store(ctx).command_for(config)
+        others = run_store(ctx).node_commands(config)
     except (ConfigError, RunError) as error:
         return msg("train.msg.invalid", error=str(error)), "", ""
-    return msg("train.msg.command"), shlex.join(argv), yaml_text
+    return msg("train.msg.command"), scale_view.command_text(argv, others, msg), yaml_text
 
 
 def save_yaml(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> tuple[str, str | None]:
@@ -252,9 +250,12 @@ def build(ctx: UIContext) -> None:
     with gr.Row():
         with gr.Column(scale=3):
             inputs |= forms.build_inputs(ctx, forms.METHOD_FIELDS, defaults)
-        c["hardware"] = gr.Markdown(t("train.hardware.detecting"), elem_id="train-hardware")
+        with gr.Column(scale=2):
+            c["hardware"] = gr.Markdown(t("train.hardware.detecting"), elem_id="train-hardware")
+            c["gpus"] = gr.CheckboxGroup([], label=t("train.gpus"), info=t("train.gpus.info"), visible=False,
+                                         elem_id="train-gpus")
     for section, fields, is_open in (("lora", forms.LORA_FIELDS, True), ("training", forms.TRAIN_FIELDS, True),
-                                     ("advanced", forms.ADVANCED_FIELDS, False)):
+                                     ("advanced", forms.ADVANCED_FIELDS, False), ("scale", forms.SCALE_FIELDS, False)):
         with gr.Accordion(t(f"train.section.{section}"), open=is_open), gr.Row():
             inputs |= forms.build_inputs(ctx, fields, defaults)
     with gr.Accordion(t("train.section.plan"), open=True), gr.Row():
@@ -294,8 +295,21 @@ def _wire(ctx: UIContext, c: dict, form: list) -> None:
     def do_hardware_text(lang, devices):
         return summary.hardware_text(_msg(ctx, lang), summary.devices_from_state(devices))
 
+    devices_box = form[forms.NAMES.index("devices")]
+
+    def do_picker(devices, setting):
+        found = summary.devices_from_state(devices)
+        choices = scale_view.gpu_choices(found)
+        return gr.update(choices=choices, value=scale_view.picked_from_setting(setting or "auto", found),
+                         visible=bool(choices))
+
+    def do_picked(picked, devices, setting):
+        return scale_view.setting_from_picked(picked, summary.devices_from_state(devices), setting or "auto")
+
+    c["gpus"].input(do_picked, [c["gpus"], c["devices"], devices_box], devices_box, **private)
     page = gr.context.Context.root_block
     page.load(lambda lang: detect_hardware(ctx, lang), lang, [c["hardware"], c["devices"]], **private).then(
+        do_picker, [c["devices"], devices_box], c["gpus"], **private).then(
         do_rows, rows_inputs, c["rows"], **private).then(do_plan, plan_inputs, plan_outputs, **private)
     for trigger in (page.load, c["model"].change, lang.change):
         trigger(do_model, [lang, c["model"]], c["model_check"], **private)
