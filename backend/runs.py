@@ -206,7 +206,11 @@ class RunStore:
         status = read_status(run_dir)  # the worker may have written its end just before exiting
         if status.get("state") in FINAL_STATES:
             return status
-        exit_code = child.returncode if child is not None else None
+        exit_code = None
+        if child is not None:  # gone: reap it now (a zombie exits at once) to learn how it ended
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=1)
+            exit_code = child.returncode
         if run_id in self._stopping:
             return update_status(run_dir, state="stopped", exit_code=exit_code, ended_at=time.time(),
                                  advice=f"The worker {self._stopping[run_id]}. {self._resume_hint(run_dir)}")

@@ -36,15 +36,32 @@ def hold_and_wait(run_dir, step_after: int, what: str) -> None:
     assert read_status(run_dir)["state"] == "running", (run_dir / "train.log").read_text()[-3000:]
 
 
-def group_members(pgid: int) -> list[int]:
+def running(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def group_members(pgid: int) -> list[psutil.Process]:
     members = []
     for process in psutil.process_iter():
         try:
-            if os.getpgid(process.pid) == pgid:
-                members.append(process.pid)
+            if os.getpgid(process.pid) == pgid and running(process):
+                members.append(process)
         except (ProcessLookupError, psutil.NoSuchProcess):
             pass
     return members
+
+
+def ray_workers_since(started: float) -> list[psutil.Process]:
+    """This run's Ray Train workers (processes Ray names ray::RayTrainWorker...)."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "create_time"]):
+        cmdline = process.info["cmdline"] or []
+        if cmdline and cmdline[0].startswith("ray::RayTrainWorker") and process.info["create_time"] >= started:
+            found.append(process)
+    return found
 
 
 def test_ray_train_through_the_cli_and_the_run_store(workspace, subprocess_env, tmp_path):
@@ -76,12 +93,17 @@ def test_ray_train_through_the_cli_and_the_run_store(workspace, subprocess_env, 
     store.resume("ray-demo")
     hold_and_wait(run_dir, stopped.global_step, "the resumed workers to hold")
     status = read_status(run_dir)
+    workers = ray_workers_since(status["create_time"])
+    assert len(workers) == 2
     os.kill(status["pid"], signal.SIGKILL)
-    (run_dir / ".hold").unlink()
     lost = wait_for(lambda: (i := store.get("ray-demo")).state != "running" and i, "lost detection")
     assert lost.state == "lost", lost.error
     assert f"Resume continues from checkpoint-{lost.checkpoints[-1].step}." in lost.error
-    wait_for(lambda: not group_members(status["pgid"]), "the Ray instance of the vanished driver to go")
+    # Nothing of it keeps training: its local Ray instance and the workers go with the driver.
+    wait_for(lambda: not group_members(status["pgid"]) and not [w for w in workers if running(w)],
+             "the Ray instance of the vanished driver to go")
+    (run_dir / ".hold").unlink()
+    assert store.get("ray-demo").state == "lost"
 
     seen = len(metrics(run_dir))
     store.resume("ray-demo")
