@@ -12,6 +12,7 @@ import dataclasses
 import difflib
 import importlib
 import importlib.util
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
@@ -106,6 +107,9 @@ class RunConfig:
         for f in dataclasses.fields(self):
             choices = f.metadata.get("choices")
             value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"{f.name} = {value} is not a finite number; give a number such as "
+                                  f"{_example(f.default)}.")
             if choices and value not in choices:
                 allowed = ", ".join(str(c) for c in choices if c is not None)
                 raise ConfigError(f"{f.name} = {value!r} is not one of: {allowed}.")
@@ -210,6 +214,14 @@ class RunConfig:
             text = Path(path).read_text(encoding="utf-8")
         except FileNotFoundError:
             raise ConfigError(f"Config file {path} does not exist.") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"Config file {path} is not a text (UTF-8 YAML) file; give a YAML file such as "
+                              f"the one `python -m backend.train --print-default-config` prints.") from None
+        except OSError as error:
+            raise ConfigError(f"Config file {path} cannot be read: {error.strerror or error}.") from None
+        if "\0" in text:
+            raise ConfigError(f"Config file {path} is a binary file, not YAML; give a YAML file such as "
+                              f"the one `python -m backend.train --print-default-config` prints.")
         return cls.from_yaml(text)
 
     def with_overrides(self, assignments: list[str]) -> RunConfig:
@@ -238,6 +250,10 @@ def _positive(config: RunConfig, *names: str) -> None:
             raise ConfigError(f"{name} must be above 0 (got {value}).")
 
 
+def _example(default: Any) -> str:
+    return str(default) if isinstance(default, (int, float)) and not isinstance(default, bool) else "1"
+
+
 def _coerce(name: str, value: Any, hint: Any) -> Any:
     """Coerce YAML / form values to the field's type, with a clear error."""
     if value is None:
@@ -262,6 +278,9 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
                 number = float(value)
             except (TypeError, ValueError):
                 continue
+            if not math.isfinite(number):  # NaN and infinity: never a usable setting
+                raise ConfigError(f"{name} = {value} is not a finite number; give a number such as "
+                                  f"{_example(RunConfig.__dataclass_fields__[name].default)}.")
             if kind is int:
                 if number != int(number):
                     continue
@@ -284,11 +303,10 @@ def split_sizes(num_rows: int, val_size: float) -> tuple[int, int]:
 def derived_numbers(config: RunConfig, num_train_rows: int, world_size: int = 1) -> dict:
     """The numbers the UI shows next to the form: effective batch, optimizer
     steps per epoch, total steps and warmup steps (as the Trainer computes them)."""
-    import math
-
     effective_batch = config.per_device_train_batch_size * config.gradient_accumulation_steps * world_size
     batches_per_device = math.ceil(num_train_rows / (config.per_device_train_batch_size * world_size)) if num_train_rows else 0
-    steps_per_epoch = max(1, batches_per_device // config.gradient_accumulation_steps) if num_train_rows else 0
+    # Rounded up, as the Trainer does: a last partial accumulation is one more optimizer step.
+    steps_per_epoch = max(1, math.ceil(batches_per_device / config.gradient_accumulation_steps)) if num_train_rows else 0
     if config.max_steps > 0:
         total_steps = config.max_steps
     else:

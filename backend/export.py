@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import sys
 import time
@@ -48,12 +47,12 @@ from backend.export_files import (
 from backend.export_verify import FAILED as VERIFY_FAILED
 from backend.export_verify import VERIFY_NEW_TOKENS, verify_export
 from backend.model_card import build_model_card
+from backend.safe_names import UnsafeName, checked_name, path_inside
 from backend.workspace import Workspace
 
 DEFAULT_SHARD_SIZE = "2GB"
 VERIFY_PROMPTS = 3
 REPORT_FILE = "export_report.json"
-EXPORT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 FALLBACK_PROMPTS = ("Hello! Who are you?", "What is the capital of France?", "用一句话介绍你自己。")
 QLORA_NOTE = ("QLoRA: the adapter was trained on a 4/8-bit base. Merging into a quantised base gives a wrong "
               "model, so the base was reloaded unquantised ({dtype}) and the adapter merged into that.")
@@ -194,6 +193,14 @@ def exports_dir(workspace: Workspace) -> Path:
     return workspace.root / "exports"
 
 
+def export_folder(workspace: Workspace, name: str) -> Path:
+    """workspace/exports/<name>, for a name the user typed (refused unless it is a plain folder name)."""
+    try:
+        return path_inside(exports_dir(workspace), checked_name(name, "Export name", 100))
+    except UnsafeName as error:
+        raise ExportError(f"{error} It becomes the folder workspace/exports/<name>.") from None
+
+
 def job_progress_path(workspace: Workspace, name: str) -> Path:
     return exports_dir(workspace) / ".jobs" / f"{name}.json"
 
@@ -210,10 +217,7 @@ def start_export(workspace: Workspace, checkpoint: Path, name: str, *, merge: bo
     """Launch `python -m backend.export` detached into workspace/exports/<name>; returns the progress file.
 
     `base`: the base model's folder or hub id when it is not where the run found it (empty: the run's)."""
-    if not EXPORT_NAME.match(name or ""):
-        raise ExportError(f"Export name {name!r} is not usable: use letters, digits, '.', '_' and '-' only "
-                          f"(it becomes the folder workspace/exports/<name>).")
-    out = exports_dir(workspace) / name
+    out = export_folder(workspace, name)
     prepare_output(out, overwrite)  # refuse an existing folder now, before a process starts
     parse_size(shard_size)
     progress = job_progress_path(workspace, name)

@@ -36,6 +36,7 @@ from backend.run_files import (
     update_status,
 )
 from backend.run_info import Checkpoint, InfoReader, RunError, RunInfo
+from backend.safe_names import clean_name
 from backend.workspace import Workspace
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -254,7 +255,7 @@ class RunStore:
                 and ((d / CONFIG_FILE).exists() or (d / "status.json").exists())]
 
     def _new_run_dir(self, config: RunConfig) -> Path:
-        label = re.sub(r"[^A-Za-z0-9._-]+", "-", config.run_name or config.method).strip("-.")[:40] or "run"
+        label = clean_name(config.run_name or config.method, "run")
         base = f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         for n in range(1, 1000):

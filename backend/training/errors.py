@@ -21,6 +21,7 @@ log = logging.getLogger("backend.train")
 
 EXIT_CONFIG = 2
 EXIT_FAILED = 1
+TRACEBACK_ADVICE = "See train.log for the full traceback."
 
 
 class DiskFullError(OSError):
@@ -65,7 +66,7 @@ def explain(error: BaseException, config: RunConfig | None = None) -> Explained:
         return Explained(f"lora_target names modules the model does not have: {message}",
                          "Use lora_target: all-linear, or module names from the model (q_proj, v_proj, ...).",
                          EXIT_CONFIG)
-    return Explained(f"{type(error).__name__}: {message}", "See train.log for the full traceback.")
+    return Explained(f"{type(error).__name__}: {message}", TRACEBACK_ADVICE)
 
 
 def _is_oom(error: BaseException) -> bool:
@@ -93,11 +94,15 @@ def fail(job, error: BaseException, run_dir: Path | None = None) -> int:
     ones), record it in status.json, and return the exit code. `run_dir`: the
     folder named on the command line, for errors before the job exists."""
     explained = explain(error, job.config if job else None)
+    logged = job is not None and job.run_dir.is_dir()
+    if not logged and explained.advice == TRACEBACK_ADVICE:
+        # No train.log exists to point at: the traceback goes to stderr, above the one line.
+        traceback.print_exception(error, file=sys.stderr)
+        explained.advice = "The traceback is printed above; report it if the sentence does not say what to fix."
     line = f"error: {explained.error} Advice: {explained.advice}"
     if job is None and run_dir is not None and run_dir.is_dir() and int(os.environ.get("RANK", "0")) == 0:
         update_status(run_dir, state="failed", exit_code=explained.exit_code, ended_at=time.time(),
                       error=explained.error, advice=explained.advice)
-    logged = job is not None and job.run_dir.is_dir()
     if logged and job.is_main and "disk space" in explained.error:
         _remove_partial_checkpoints(job.run_dir)
     if logged:

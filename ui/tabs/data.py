@@ -111,10 +111,9 @@ def applied_text(ctx: UIContext, lang: str, a: ds.Analysis) -> str:
 
 
 def default_name(label: str) -> str:
-    import re
+    from backend.safe_names import clean_name
 
-    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", str(label).rsplit("/", 1)[-1].rsplit(".", 1)[0]).strip("-.")
-    return (stem or "dataset")[:40] + "-clean"
+    return clean_name(str(label).rsplit("/", 1)[-1].rsplit(".", 1)[0], "dataset") + "-clean"
 
 
 def error_text(ctx: UIContext, lang: str, error: Exception) -> str:

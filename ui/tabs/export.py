@@ -122,13 +122,16 @@ def build(ctx: UIContext) -> None:
         return f"{current}-{ckpt}-{suffix}", "\n\n".join(notes), gr.update(placeholder=trained_on)
 
     def start_job(lang, current, ckpt, export_kind, export_name, shard_size, dtype_name, replace, want_zip, base_model):
-        from backend.export import exports_dir, start_export
+        from backend.export import export_folder, start_export
         from backend.export_files import ExportError
 
         if not current or not ckpt:
             return ctx.msg(lang, "export.msg_pick"), None
-        out = exports_dir(ctx.workspace) / (export_name or "")
-        if export_name and (out.exists() or out.with_name(out.name + ".zip").exists()) and not replace:
+        try:
+            out = export_folder(ctx.workspace, export_name)  # a typed name never probes outside exports/
+        except ExportError as error:
+            return ctx.msg(lang, "export.msg_error", error=error), None
+        if (out.exists() or out.with_name(out.name + ".zip").exists()) and not replace:
             return ctx.msg(lang, "export.msg_exists", path=out), None
         try:
             progress = start_export(ctx.workspace, runs_dir / current / ckpt, export_name, merge=export_kind == "merged",

@@ -17,6 +17,7 @@ import gradio as gr
 from backend.config import ConfigError, RunConfig
 from backend.model_presets import PRESETS
 from backend.runs import RunError, RunStore
+from backend.safe_names import clean_name, path_inside
 from ui import forms
 from ui import train_summary as summary
 from ui.context import UIContext
@@ -195,7 +196,7 @@ def save_yaml(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> t
         return msg("train.msg.invalid", error=str(error)), None
     folder = ctx.workspace.root / "configs"
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{config.run_name or 'train'}-{time.strftime('%Y%m%d-%H%M%S')}.yaml"
+    path = path_inside(folder, f"{clean_name(config.run_name, 'train')}-{time.strftime('%Y%m%d-%H%M%S')}.yaml")
     config.save(path)
     return msg("train.msg.saved", path=path.name), str(path)
 
