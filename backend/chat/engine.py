@@ -176,6 +176,17 @@ class ChatEngine:
             with self._activated(loaded, target) as model:
                 yield from generate_stream(model, loaded.tokenizer, prompt, settings, stop, reply)
 
+    def stream_prompt(self, target: ChatTarget, make_prompt, settings: GenerationSettings, device: str,
+                      stop: threading.Event, reply: Reply):
+        """Like stream(), for a caller that builds the prompt itself (the API server: raw
+        completions, and a refusal instead of a cut when the prompt does not fit).
+        `make_prompt(tokenizer, context_length)` returns a Prompt or raises."""
+        with self._lock:
+            loaded = self._ensure(target, device)
+            prompt = make_prompt(loaded.tokenizer, loaded.context_length)
+            with self._activated(loaded, target) as model:
+                yield from generate_stream(model, loaded.tokenizer, prompt, settings, stop, reply)
+
     def answer(self, target: ChatTarget, user_text: str, settings: GenerationSettings, device: str = "cpu",
                history: list[dict] | None = None) -> Reply:
         reply = Reply()

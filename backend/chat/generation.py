@@ -28,6 +28,7 @@ class GenerationSettings:
     max_new_tokens: int = 128
     seed: int = 0               # sampling only: the same seed gives the same sampled answer
     system_prompt: str = ""
+    min_new_tokens: int = 0     # > 0: ignore end-of-sequence until this many (the API's ignore_eos)
 
     def problems(self) -> list[str]:
         """What is wrong with these settings, as sentences a user can act on."""
@@ -144,6 +145,8 @@ def generation_config_for(model, tokenizer, settings: GenerationSettings, max_ne
     config.max_new_tokens = max_new_tokens
     config.max_length = None
     config.repetition_penalty = settings.repetition_penalty
+    if settings.min_new_tokens > 0:
+        config.min_new_tokens = min(settings.min_new_tokens, max_new_tokens)
     if settings.greedy:
         # Neutral values, so transformers does not warn about unused sampling flags.
         config.update(do_sample=False, temperature=1.0, top_p=1.0, top_k=50)

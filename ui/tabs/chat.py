@@ -19,6 +19,7 @@ import gradio as gr
 from backend.chat.catalog import MAX_COLUMNS, catalog, dropdown_choices, header, run_ids_of
 from backend.chat.preferences import PreferenceStore, blind_letter, blind_order, tally_rows
 from backend.run_files import list_run_ids
+from ui import serve_panel
 from ui.context import UIContext
 
 # Seconds between UI updates while streaming: fast enough to look live, few enough messages.
@@ -78,6 +79,7 @@ TEXT: dict[str, dict[str, str]] = {
     "chat.msg_speed": {"en": "{label}: {tokens} tokens in {seconds} s ({rate} tokens/s)",
                        "zh": "{label}：{tokens} 个 token，用时 {seconds} 秒（每秒 {rate} 个）"},
     "chat.msg_error": {"en": "{label}: {error}", "zh": "{label}：{error}"},
+    **serve_panel.TEXT,
 }
 
 
@@ -394,3 +396,5 @@ def build(ctx: UIContext) -> None:
                        after=report["after"]["rss_mib"])
 
     unload.click(unload_all, [ctx.lang, device], status, api_visibility="private")
+
+    serve_panel.build(ctx)   # its own module: start / stop the API server for a run
