@@ -46,6 +46,7 @@ from backend.export_files import (
 )
 from backend.export_verify import FAILED as VERIFY_FAILED
 from backend.export_verify import VERIFY_NEW_TOKENS, verify_export
+from backend.messages import msg
 from backend.model_card import build_model_card
 from backend.safe_names import UnsafeName, checked_name, path_inside
 from backend.workspace import Workspace
@@ -77,7 +78,7 @@ def export_checkpoint(checkpoint: Path, out: Path, *, merge: bool = False, shard
     else:
         report = _export_adapter(checkpoint, out, run_dir, workspace, base, progress)
     if make_zip:
-        write_progress(progress, stage="zipping")
+        write_progress(progress, stage=msg("export.stage.zipping"))
         report["zip"] = str(write_zip(out))
     return report
 
@@ -85,7 +86,7 @@ def export_checkpoint(checkpoint: Path, out: Path, *, merge: bool = False, shard
 def _export_adapter(checkpoint, out, run_dir, workspace, base, progress) -> dict:
     staging = out.parent / f".{out.name}.partial"
     ensure_disk_space(out.parent, 2 * sum(f.stat().st_size for f in checkpoint.rglob("*") if f.is_file()))
-    write_progress(progress, stage="copying the adapter")
+    write_progress(progress, stage=msg("export.stage.copy_adapter"))
     files = copy_files(checkpoint, staging)
     base_model = base_model_for(checkpoint, run_dir, workspace, base, resolve=False)
     report = {"kind": "adapter", "checkpoint": str(checkpoint), "base_model": base_model.hub_id or base_model.name,
@@ -99,10 +100,10 @@ def _export_full(checkpoint, out, run_dir, workspace, max_shard, progress) -> di
     """A full fine-tuning checkpoint already is a whole model: nothing to merge, copy it."""
     staging = out.parent / f".{out.name}.partial"
     ensure_disk_space(out.parent, 2 * sum(f.stat().st_size for f in checkpoint.rglob("*") if f.is_file()))
-    write_progress(progress, stage="copying the weights")
+    write_progress(progress, stage=msg("export.stage.copy_weights"))
     files = copy_files(checkpoint, staging)
     prompts = _verification_prompts(run_dir, workspace)
-    write_progress(progress, stage="verifying")
+    write_progress(progress, stage=msg("export.stage.verifying"))
     verification = verify_export(checkpoint, staging, prompts, dtype=None)
     report = {"kind": "full", "checkpoint": str(checkpoint), "files": files, "verification": verification,
               "message": "This checkpoint comes from a full fine-tuning run: there is nothing to merge, "
@@ -126,20 +127,20 @@ def _export_merged(checkpoint, out, run_dir, workspace, max_shard, dtype, base, 
     ensure_disk_space(out.parent, disk_needed_for_merge(base_path, dtype_name))
     staging = out.parent / f".{out.name}.partial"
     started = time.time()
-    write_progress(progress, stage=f"loading the base model in {dtype_name}")
+    write_progress(progress, stage=msg("export.stage.load_base", dtype=dtype_name))
     tokenizer = load_tokenizer(checkpoint if (checkpoint / "tokenizer_config.json").is_file() else base_path)
     model = PeftModel.from_pretrained(load_model(base_path, dtype=torch_dtype), str(checkpoint)).eval()
     prompts = _verification_prompts(run_dir, workspace)
-    write_progress(progress, stage="answering the check prompts with the adapter")
+    write_progress(progress, stage=msg("export.stage.check_prompts"))
     adapter_answers = greedy_answers(model, tokenizer, prompts, max_new_tokens=VERIFY_NEW_TOKENS)
-    write_progress(progress, stage="merging")
+    write_progress(progress, stage=msg("export.stage.merging"))
     merged = model.merge_and_unload()
-    write_progress(progress, stage="saving")
+    write_progress(progress, stage=msg("export.stage.saving"))
     staging.mkdir(parents=True)
     merged.save_pretrained(staging, max_shard_size=max_shard)
     tokenizer.save_pretrained(staging)
     del merged, model
-    write_progress(progress, stage="verifying the merged model")
+    write_progress(progress, stage=msg("export.stage.verify_merged"))
     verification = verify_export(None, staging, prompts, dtype=torch_dtype, expected=adapter_answers)
     notes = [QLORA_NOTE.format(dtype=dtype_name)] if is_qlora(run_dir, checkpoint) else []
     report = {"kind": "merged", "checkpoint": str(checkpoint), "base_model": base_model.hub_id or base_model.name,
@@ -263,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # noqa: BLE001 - model loading etc.: the message goes to the UI too
         write_progress(args.progress, state=FAILED, error=f"{type(error).__name__}: {error}")
         raise
-    write_progress(args.progress, state=COMPLETED, stage="done", result=report)
+    write_progress(args.progress, state=COMPLETED, stage=msg("job.stage.done"), result=report)
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else _summary(report))
     return 0
 

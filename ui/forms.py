@@ -86,10 +86,17 @@ HIDDEN = {"model_name_or_path", "dataset", "method", "quantization_bits", "callb
 assert {f.name for f in fields(RunConfig)} == (set(NAMES) - {"method_choice"}) | HIDDEN, "form out of sync with RunConfig"
 
 
-def help_text(name: str) -> str:
+def help_text(name: str, lang: str = "en") -> str:
+    """The field's help from RunConfig (English) or ui/config_help.py (Chinese)."""
+    from ui.config_help import help_zh
+
+    def one(field: str) -> str:
+        english = RunConfig.help_for(field)
+        return help_zh(field, english) if lang == "zh" else english
+
     if name == "method_choice":
-        return RunConfig.help_for("method") + " " + RunConfig.help_for("quantization_bits")
-    return RunConfig.help_for(name)
+        return one("method") + " " + one("quantization_bits")
+    return one(name)
 
 
 def method_choice(config: RunConfig) -> str:
@@ -140,7 +147,7 @@ def build_inputs(ctx, specs: list[FieldSpec], defaults: RunConfig) -> dict[str, 
     values = dict(zip(NAMES, form_values(defaults)))
     components = {}
     for spec in specs:
-        label, info, value = ctx.t(f"train.field.{spec.name}"), help_text(spec.name), values[spec.name]
+        label, info, value = ctx.t(f"train.field.{spec.name}"), ctx.t(f"train.help.{spec.name}"), values[spec.name]
         common = {"label": label, "info": info, "elem_id": f"train-{spec.name.replace('_', '-')}"}
         if spec.widget == "number":
             component = gr.Number(value=value, minimum=spec.minimum, maximum=spec.maximum, step=spec.step,
@@ -216,3 +223,5 @@ FIELD_TEXT: dict[str, dict[str, str]] = {f"train.field.{name}": text for name, t
     "run_name": _label("Run name", "运行名称"),
 }.items()}
 assert set(FIELD_TEXT) == {f"train.field.{n}" for n in NAMES}
+# Help under each field, in both languages (translated in the browser like the labels).
+HELP_TEXT: dict[str, dict[str, str]] = {f"train.help.{n}": {"en": help_text(n), "zh": help_text(n, "zh")} for n in NAMES}

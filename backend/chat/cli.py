@@ -90,7 +90,7 @@ def print_reply(target: ChatTarget, reply, as_json: bool) -> None:
     if as_json:
         print(json.dumps({"label": target.label, "checkpoint": target.checkpoint, "answer": reply.text,
                           "new_tokens": reply.new_tokens, "seconds": round(reply.seconds, 3),
-                          "finish": reply.finish, "notices": reply.notices, "error": reply.error},
+                          "finish": reply.finish, "notices": [str(n) for n in reply.notices], "error": reply.error},
                          ensure_ascii=False), flush=True)
         return
     where = f" ({target.checkpoint})" if target.checkpoint else f" ({target.model})"

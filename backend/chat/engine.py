@@ -28,6 +28,7 @@ from backend.chat.generation import (
     generate_stream,
 )
 from backend.chat.targets import ChatTarget
+from backend.messages import Message, msg
 
 MIB = 2**20
 
@@ -257,12 +258,11 @@ def _context_length(model, tokenizer) -> int:
     return limit if isinstance(limit, int) and 0 < limit < 10**7 else 2048
 
 
-def device_notice(device: str, busy: dict[str, str]) -> str | None:
+def device_notice(device: str, busy: dict[str, str]) -> Message | None:
     """A sentence when a live training run holds GPU `device` (busy: device -> run id, from
     RunStore.busy_devices). The CPU is never refused: chatting with checkpoints while a CPU run
     trains is the point of the tab; it is only slower."""
     run_id = busy.get(device)
     if run_id is None or device == "cpu":
         return None
-    return (f"Training run {run_id} is using {device} right now; loading models there may run it out of "
-            "memory mid-run. Choose the CPU as device, or wait until the run ends.")
+    return msg("chat.device_busy", run_id=run_id, device=device)

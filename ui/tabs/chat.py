@@ -21,6 +21,7 @@ from backend.chat.preferences import PreferenceStore, blind_letter, blind_order,
 from backend.run_files import list_run_ids
 from ui import serve_panel
 from ui.context import UIContext
+from ui.i18n import localize
 
 # Seconds between UI updates while streaming: fast enough to look live, few enough messages.
 STREAM_INTERVAL_S = 0.1
@@ -209,7 +210,7 @@ def build(ctx: UIContext) -> None:
         lines = []
         busy = device_notice(current_device or "cpu", busy_devices)
         if busy:
-            lines.append(f"⚠️ {busy}")
+            lines.append(f"⚠️ {localize(busy, lang)}")
         elif (current_device or "cpu") == "cpu" and "cpu" in busy_devices:
             lines.append(ctx.msg(lang, "chat.msg_cpu_shared", run=busy_devices["cpu"]))
         targets = catalog(runs_dir, chosen_runs or [], resolve)
@@ -288,8 +289,8 @@ def build(ctx: UIContext) -> None:
         settings = GenerationSettings(greedy=bool(greedy_on), temperature=float(temp), top_p=float(p), top_k=int(k),
                                       repetition_penalty=float(rep), max_new_tokens=int(max_tokens),
                                       seed=int(seed_value or 0), system_prompt=system_prompt or "")
-        problem = problem or " ".join(settings.problems()) or device_notice(
-            current_device or "cpu", RunStore(ctx.workspace).busy_devices())
+        problem = problem or " ".join(localize(p, lang) for p in settings.problems()) or localize(device_notice(
+            current_device or "cpu", RunStore(ctx.workspace).busy_devices()), lang)
         if problem:
             yield outputs_for(lang, state["keys"], targets, state, f"⚠️ {problem}")
             return
@@ -328,7 +329,7 @@ def build(ctx: UIContext) -> None:
             else:
                 notes.append(ctx.msg(lang, "chat.msg_speed", label=label, tokens=reply.new_tokens,
                                      seconds=f"{reply.seconds:.1f}", rate=f"{reply.tokens_per_second:.1f}"))
-            notes += [f"{label}: {n}" for n in reply.notices]
+            notes += [f"{label}: {localize(n, lang)}" for n in reply.notices]
             if stop_event.is_set():
                 break
         for key in chosen:   # columns Stop reached before they started: no half turn left in their history

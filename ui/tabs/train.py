@@ -21,10 +21,12 @@ from backend.safe_names import clean_name, path_inside
 from ui import forms
 from ui import train_summary as summary
 from ui.context import UIContext
+from ui.i18n import localize
 
 _ = forms._label
 TEXT: dict[str, dict[str, str]] = {
     **forms.FIELD_TEXT,
+    **forms.HELP_TEXT,
     "train.model": _("Model", "模型"),
     "train.model.info": _("'demo', a preset hub id, or the path of a local model folder.",
                           "'demo'、预设的 Hub ID，或本地模型文件夹路径。"),
@@ -123,7 +125,7 @@ def plan(ctx: UIContext, lang: str, model: str, dataset: str, rows: dict, device
         config = forms.config_from_values(list(values), model, dataset)
         config.check_packages()  # e.g. wandb chosen but not installed: say how to install it now
     except ConfigError as error:
-        return msg("train.msg.invalid", error=str(error)), ""
+        return msg("train.msg.invalid", error=localize(error, lang)), ""
     found = summary.devices_from_state(devices)
     return (summary.derived_text(msg, config, rows, _world_size(config, found)),
             summary.estimate_text(msg, config, ctx.workspace, found))
@@ -149,7 +151,7 @@ def start(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> tuple
         config = forms.config_from_values(list(values), model, dataset)
         run_id = run_store(ctx).launch(config)
     except (ConfigError, RunError) as error:
-        return msg("train.msg.invalid", error=str(error)), None
+        return msg("train.msg.invalid", error=localize(error, lang)), None
     ctx.remember(model=config.model_name_or_path, train=config.to_dict())
     return msg("train.msg.started", run_id=run_id), run_id
 
@@ -161,7 +163,7 @@ def stop(ctx: UIContext, lang: str, run_id: str | None) -> str:
     try:
         run_store(ctx).stop(run_id)
     except RunError as error:
-        return msg("train.msg.invalid", error=str(error))
+        return msg("train.msg.invalid", error=localize(error, lang))
     return msg("train.msg.stopping", run_id=run_id)
 
 
@@ -172,7 +174,7 @@ def resume(ctx: UIContext, lang: str, run_id: str | None) -> str:
     try:
         run_store(ctx).resume(run_id)
     except RunError as error:
-        return msg("train.msg.invalid", error=str(error))
+        return msg("train.msg.invalid", error=localize(error, lang))
     return msg("train.msg.resumed", run_id=run_id)
 
 
@@ -183,7 +185,7 @@ def show_command(ctx: UIContext, lang: str, model: str, dataset: str, *values) -
         config = forms.config_from_values(list(values), model, dataset)
         argv, yaml_text = run_store(ctx).command_for(config)
     except (ConfigError, RunError) as error:
-        return msg("train.msg.invalid", error=str(error)), "", ""
+        return msg("train.msg.invalid", error=localize(error, lang)), "", ""
     return msg("train.msg.command"), shlex.join(argv), yaml_text
 
 
@@ -193,7 +195,7 @@ def save_yaml(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> t
     try:
         config = forms.config_from_values(list(values), model, dataset)
     except ConfigError as error:
-        return msg("train.msg.invalid", error=str(error)), None
+        return msg("train.msg.invalid", error=localize(error, lang)), None
     folder = ctx.workspace.root / "configs"
     folder.mkdir(parents=True, exist_ok=True)
     path = path_inside(folder, f"{clean_name(config.run_name, 'train')}-{time.strftime('%Y%m%d-%H%M%S')}.yaml")
@@ -210,7 +212,7 @@ def load_yaml(ctx: UIContext, lang: str, path: str | None) -> list:
     try:
         config = RunConfig.load(Path(path))
     except ConfigError as error:
-        return [msg("train.msg.invalid", error=f"{Path(path).name}: {error}"), *keep]
+        return [msg("train.msg.invalid", error=f"{Path(path).name}: {localize(error, lang)}"), *keep]
     return [msg("train.msg.loaded", name=Path(path).name), config.model_name_or_path, config.dataset,
             *forms.form_values(config)]
 
