@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 
 from backend import models
+from backend.chat.batch import adapter_names_for, generate_together, groups
 from backend.chat.generation import (
     GenerationSettings,
     Reply,
@@ -187,6 +188,50 @@ class ChatEngine:
             prompt = make_prompt(loaded.tokenizer, loaded.context_length)
             with self._activated(loaded, target) as model:
                 yield from generate_stream(model, loaded.tokenizer, prompt, settings, stop, reply)
+
+    def stream_together(self, targets: list[ChatTarget], histories: list[list[dict]], user_text: str,
+                        settings: GenerationSettings, device: str = "cpu", stop: threading.Event | None = None,
+                        replies: list[Reply] | None = None):
+        """Yield every column's answer text (a list in `targets` order) as they all grow.
+
+        The base and the LoRA checkpoints on it answer in one batch (batch.py); what cannot
+        share it answers group after group. A column whose model or prompt fails gets its
+        error in `replies[i]`; the others go on."""
+        replies = replies if replies is not None else [Reply() for _ in targets]
+        stop = stop or threading.Event()
+        texts = [""] * len(targets)
+        with self._lock:
+            entries, prompts = self._prepare_columns(targets, histories, user_text, settings, device, replies)
+            for rows in groups(targets, entries, prompts, settings):
+                if stop.is_set():
+                    for index in rows:
+                        replies[index].finish = "stopped"
+                    continue
+                entry = entries[rows[0]]
+                names = adapter_names_for(entry, [targets[i] for i in rows])
+                activated = self._activated(entry, targets[rows[0]]) if names is None else contextlib.nullcontext(entry.model)
+                with activated as model, contextlib.closing(generate_together(
+                        model, entry.tokenizer, [prompts[i] for i in rows], settings, stop, [replies[i] for i in rows],
+                        names)) as stream:   # closed at once if our caller stops listening: generation ends
+                    for partial in stream:
+                        for index, text in zip(rows, partial):
+                            texts[index] = text
+                        yield list(texts)
+        yield [reply.text for reply in replies]
+
+    def _prepare_columns(self, targets, histories, user_text, settings, device, replies):
+        """Each column's loaded model and prompt (None where loading or templating failed: said in its reply)."""
+        entries, prompts = [None] * len(targets), [None] * len(targets)
+        for index, (target, history) in enumerate(zip(targets, histories)):
+            try:
+                entry = self._ensure(target, device)
+                messages = build_messages(settings.system_prompt, history, user_text)
+                prompts[index] = build_prompt(entry.tokenizer, messages, entry.context_length, settings.max_new_tokens)
+                entries[index] = entry
+                replies[index].notices.extend(prompts[index].notices)
+            except Exception as error:  # noqa: BLE001 - a load failure names the model, the other columns go on
+                replies[index].finish, replies[index].error = "error", str(error)
+        return entries, prompts
 
     def answer(self, target: ChatTarget, user_text: str, settings: GenerationSettings, device: str = "cpu",
                history: list[dict] | None = None) -> Reply:
