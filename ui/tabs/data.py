@@ -321,7 +321,7 @@ def _wire(ctx, c, upload, pick, refresh, model, cutoff, check, prev, nxt, fix_bu
         trigger(lambda: gr.update(choices=ds.workspace_datasets(ctx.workspace)), None, pick, **PRIVATE)
     check.click(lambda lg, s, m, n, mp: to_components(recheck(ctx, lg, s, m, n, mp)),
                 [lang, state, model, cutoff, c["mapping"]], outs, **PRIVATE).then(remember, [model, cutoff], None, **PRIVATE)
-    lang.change(lambda lg, s, m, n, mp: to_components(recheck(ctx, lg, s, m, n, mp)) if s else {},
+    lang.change(lambda lg, s, m, n, mp: to_components(recheck(ctx, lg, s, m, n, mp)) if s else {c["state"]: gr.skip()},
                 [lang, state, model, cutoff, c["mapping"]], outs, **PRIVATE)
     for key, button in fix_buttons.items():
         button.click(lambda lg, s, fill, key=key: to_components(apply_fix(ctx, lg, s, key, fill)),

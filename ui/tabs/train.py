@@ -27,6 +27,7 @@ _ = forms._label
 TEXT: dict[str, dict[str, str]] = {
     **forms.FIELD_TEXT,
     **forms.HELP_TEXT,
+    **forms.PLACEHOLDER_TEXT,
     "train.model": _("Model", "模型"),
     "train.model.info": _("'demo', a preset hub id, or the path of a local model folder.",
                           "'demo'、预设的 Hub ID，或本地模型文件夹路径。"),
