@@ -15,10 +15,12 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
-COPY requirements.txt .
+COPY requirements.txt requirements-gpu.txt ./
 # The torch pin resolves to the CUDA build on Linux x86_64.
-COPY requirements-gpu.txt .
-RUN python3 -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir -r requirements.txt -r requirements-gpu.txt
+RUN python3 -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir -r requirements.txt
+# CUDA-only extras (vLLM for `python -m backend.serve --engine vllm`, DeepSpeed for ZeRO); --build-arg GPU_EXTRAS=0 leaves them out.
+ARG GPU_EXTRAS=1
+RUN if [ "$GPU_EXTRAS" = "1" ]; then /opt/venv/bin/pip install --no-cache-dir -r requirements-gpu.txt; fi
 ENV PATH=/opt/venv/bin:$PATH
 
 COPY app.py ./

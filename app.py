@@ -7,14 +7,14 @@ here: the UI starts worker processes and reads what they write.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import sys
 from pathlib import Path
 
+from backend.hosts import is_loopback
+
 AUTH_ENV = "FINETUNE_STUDIO_AUTH"
 NO_DEMO_BUILD_ENV = "FINETUNE_STUDIO_NO_DEMO_BUILD"
-LOOPBACK_NAMES = {"localhost"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -33,15 +33,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              f"(or set {NO_DEMO_BUILD_ENV}=1); the first run on it builds it then")
     parser.add_argument("--max-file-size", default="200mb", help="largest upload accepted, e.g. 200mb, 2gb (default: 200mb)")
     return parser.parse_args(argv)
-
-
-def is_loopback(host: str) -> bool:
-    if host.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_args(args: argparse.Namespace) -> tuple[str, str] | None:

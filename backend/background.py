@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from backend.messages import Message, msg
 from backend.run_files import atomic_write_json, read_json
 
 RUNNING, COMPLETED, FAILED = "running", "completed", "failed"
@@ -40,7 +41,7 @@ def launch(module: str, args: list[str], log_path: Path, progress_path: Path) ->
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    cwd=repo, env=env, start_new_session=True)
     write_progress(progress_path, state=RUNNING, pid=process.pid, started_at=time.time(),
-                   start_time=_process_start(process.pid), done=0, total=0, stage="starting",
+                   start_time=_process_start(process.pid), done=0, total=0, stage=msg("job.stage.starting"),
                    command=command, log=str(log_path))
     return process.pid
 
@@ -50,9 +51,18 @@ def write_progress(path: Path | None, **fields) -> None:
     if path is None:
         return
     progress = read_json(path, default={}) or {}
+    stage = fields.get("stage")
+    if stage is not None:  # a catalogued stage keeps its id for the UI's translation; plain text drops it
+        fields["stage_message"] = stage.to_dict() if isinstance(stage, Message) else None
+        fields["stage"] = str(stage)
     progress.update(fields)
     progress["updated_at"] = time.time()
     atomic_write_json(Path(path), progress)
+
+
+def stage_of(progress: dict) -> Message | str:
+    """The current stage of a job: its Message when it has one (translatable), else the text."""
+    return Message.from_dict(progress.get("stage_message")) or progress.get("stage") or ""
 
 
 def read_progress(path: Path) -> dict:

@@ -12,15 +12,18 @@ import dataclasses
 import difflib
 import importlib
 import importlib.util
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 
 import yaml
 
+from backend.messages import UserError, msg
 
-class ConfigError(ValueError):
-    """An invalid run configuration; the message is meant for the user."""
+
+class ConfigError(UserError, ValueError):
+    """An invalid run configuration; the message is meant for the user (a catalogued Message)."""
 
 
 def _f(default: Any, help: str, choices: tuple | None = None, **kw: Any) -> Any:
@@ -126,61 +129,59 @@ class RunConfig:
         for f in dataclasses.fields(self):
             choices = f.metadata.get("choices")
             value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(msg("config.not_finite", name=f.name, value=value, example=_example(f.default)))
             if choices and value not in choices:
                 allowed = ", ".join(str(c) for c in choices if c is not None)
-                raise ConfigError(f"{f.name} = {value!r} is not one of: {allowed}.")
+                raise ConfigError(msg("config.not_choice", name=f.name, value=value, allowed=allowed))
         if self.method == "qlora" and self.quantization_bits is None:
             self.quantization_bits = 4
         if self.quantization_bits is not None and self.method != "qlora":
-            raise ConfigError(f"quantization_bits = {self.quantization_bits} only applies to method 'qlora'; "
-                              f"choose method qlora or clear quantization_bits.")
+            raise ConfigError(msg("config.bits_without_qlora", bits=self.quantization_bits))
         _positive(self, "lora_r", "lora_alpha", "cutoff_len", "per_device_train_batch_size",
                   "per_device_eval_batch_size", "gradient_accumulation_steps", "logging_steps", "save_steps")
         if self.learning_rate <= 0:
-            raise ConfigError(f"learning_rate must be above 0 (got {self.learning_rate}).")
+            raise ConfigError(msg("config.above_zero", name="learning_rate", value=self.learning_rate))
         if not 0 <= self.lora_dropout < 1:
-            raise ConfigError(f"lora_dropout must be in [0, 1) (got {self.lora_dropout}).")
+            raise ConfigError(msg("config.share", name="lora_dropout", value=self.lora_dropout))
         if self.max_steps <= 0 and self.num_train_epochs <= 0:
-            raise ConfigError("Set num_train_epochs above 0 or max_steps above 0.")
+            raise ConfigError(msg("config.no_length"))
         if not 0 <= self.val_size < 1:
-            raise ConfigError(f"val_size is a share of the data in [0, 1) (got {self.val_size}).")
+            raise ConfigError(msg("config.val_size", value=self.val_size))
         if not 0 <= self.warmup_ratio < 1:
-            raise ConfigError(f"warmup_ratio must be in [0, 1) (got {self.warmup_ratio}).")
+            raise ConfigError(msg("config.share", name="warmup_ratio", value=self.warmup_ratio))
         if self.max_grad_norm < 0 or self.weight_decay < 0:
-            raise ConfigError("max_grad_norm and weight_decay cannot be negative.")
+            raise ConfigError(msg("config.not_negative", names="max_grad_norm and weight_decay"))
         if self.val_size == 0 and self.early_stopping_patience:
-            raise ConfigError("early_stopping_patience needs an eval split: set val_size above 0 or clear early stopping.")
+            raise ConfigError(msg("config.needs_eval_split", name="early_stopping_patience"))
         if self.val_size == 0 and self.eval_steps:
-            raise ConfigError("eval_steps needs an eval split: set val_size above 0 or clear eval_steps.")
+            raise ConfigError(msg("config.needs_eval_split", name="eval_steps"))
         for name in ("eval_steps", "save_total_limit", "early_stopping_patience", "num_processes"):
             value = getattr(self, name)
             if value is not None and value < 1:
-                raise ConfigError(f"{name} must be at least 1, or empty (got {value}).")
+                raise ConfigError(msg("config.at_least_one", name=name, value=value))
         if self.neftune_noise_alpha is not None and self.neftune_noise_alpha < 0:
-            raise ConfigError("neftune_noise_alpha cannot be negative.")
+            raise ConfigError(msg("config.not_negative", names="neftune_noise_alpha"))
         if self.dataset_name is not None and not self.dataset_name.strip():
             self.dataset_name = None  # a cleared box
         if isinstance(self.lora_target, list) and not self.lora_target:
-            raise ConfigError("lora_target is empty: use 'all-linear' or name at least one module.")
+            raise ConfigError(msg("config.empty_target"))
         for ref in [*self.callbacks, *([self.loss_function] if self.loss_function else [])]:
             if ":" not in ref or not all(ref.split(":", 1)):
-                raise ConfigError(f"{ref!r} should look like 'package.module:Name'.")
+                raise ConfigError(msg("config.reference", ref=ref))
         from backend.scale.guards import check_config
 
         check_config(self)  # sharding, nodes and Ray: every rule in one module
 
     def check_model_context(self, context_length: int) -> None:
         if self.cutoff_len > context_length:
-            raise ConfigError(f"cutoff_len = {self.cutoff_len} is longer than the model's context of "
-                              f"{context_length} tokens; lower cutoff_len to {context_length} or less.")
+            raise ConfigError(msg("config.context", cutoff=self.cutoff_len, context=context_length))
 
     def check_packages(self) -> None:
         """Optional packages the settings need, checked where a run starts (not when an old
         run's config.yaml is read, which may come from another machine)."""
         if self.report_to == "wandb" and importlib.util.find_spec("wandb") is None:
-            raise ConfigError("report_to = 'wandb' needs the wandb package, which is not installed here: "
-                              "run `pip install wandb` and `wandb login` (or set WANDB_MODE=offline), "
-                              "or choose report_to none or tensorboard.")
+            raise ConfigError(msg("config.wandb_missing"))
 
     def check_devices(self, devices: list) -> str:
         """Check precision against the devices; returns the precision to use."""
@@ -188,9 +189,9 @@ class RunConfig:
 
         names = ", ".join(d.name for d in devices)
         if self.precision == "bf16" and not all(d.supports_bf16 for d in devices):
-            raise ConfigError(f"bf16 is not supported on {names}; choose precision auto, fp16 (GPU) or fp32.")
+            raise ConfigError(msg("config.bf16", devices=names))
         if self.precision == "fp16" and not all(d.supports_fp16 for d in devices):
-            raise ConfigError(f"fp16 training needs a GPU ({names} has none); choose precision auto or fp32.")
+            raise ConfigError(msg("config.fp16", devices=names))
         return resolve_precision(self.precision, devices)
 
     # --- serialisation -------------------------------------------------------
@@ -213,7 +214,7 @@ class RunConfig:
             for key in unknown:
                 close = difflib.get_close_matches(key, known, n=1)
                 hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-            raise ConfigError(f"Unknown setting {', '.join(hints)}.")
+            raise ConfigError(msg("config.unknown", names=", ".join(hints)))
         hints = get_type_hints(cls)
         return cls(**{k: _coerce(k, v, hints[k]) for k, v in data.items()})
 
@@ -222,9 +223,9 @@ class RunConfig:
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as error:
-            raise ConfigError(f"The config is not valid YAML: {error}") from None
+            raise ConfigError(msg("config.yaml", error=error)) from None
         if data is not None and not isinstance(data, dict):
-            raise ConfigError("The config must be a YAML mapping of setting: value.")
+            raise ConfigError(msg("config.not_mapping"))
         return cls.from_dict(data or {})
 
     @classmethod
@@ -232,7 +233,13 @@ class RunConfig:
         try:
             text = Path(path).read_text(encoding="utf-8")
         except FileNotFoundError:
-            raise ConfigError(f"Config file {path} does not exist.") from None
+            raise ConfigError(msg("config.no_file", path=path)) from None
+        except UnicodeDecodeError:
+            raise ConfigError(msg("config.not_text", path=path)) from None
+        except OSError as error:
+            raise ConfigError(msg("config.unreadable", path=path, error=error.strerror or error)) from None
+        if "\0" in text:
+            raise ConfigError(msg("config.binary", path=path))
         return cls.from_yaml(text)
 
     def with_overrides(self, assignments: list[str]) -> RunConfig:
@@ -241,7 +248,7 @@ class RunConfig:
         for item in assignments:
             key, sep, raw = item.partition("=")
             if not sep:
-                raise ConfigError(f"--set {item!r} should look like key=value.")
+                raise ConfigError(msg("config.set_syntax", item=item))
             data[key.strip()] = yaml.safe_load(raw) if raw.strip() else None
         return RunConfig.from_dict(data)
 
@@ -258,7 +265,11 @@ def _positive(config: RunConfig, *names: str) -> None:
     for name in names:
         value = getattr(config, name)
         if value <= 0:
-            raise ConfigError(f"{name} must be above 0 (got {value}).")
+            raise ConfigError(msg("config.above_zero", name=name, value=value))
+
+
+def _example(default: Any) -> str:
+    return str(default) if isinstance(default, (int, float)) and not isinstance(default, bool) else "1"
 
 
 def _coerce(name: str, value: Any, hint: Any) -> Any:
@@ -285,6 +296,9 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
                 number = float(value)
             except (TypeError, ValueError):
                 continue
+            if not math.isfinite(number):  # NaN and infinity: never a usable setting
+                raise ConfigError(msg("config.not_finite", name=name, value=value,
+                                      example=_example(RunConfig.__dataclass_fields__[name].default)))
             if kind is int:
                 if number != int(number):
                     continue
@@ -293,7 +307,7 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
         if kind is str and isinstance(value, (str, int, float)) and not isinstance(value, bool):
             return str(value)
     expected = " or ".join(getattr(t, "__name__", str(t)) for t in types)
-    raise ConfigError(f"{name} = {value!r} should be {expected}.")
+    raise ConfigError(msg("config.type", name=name, value=value, expected=expected))
 
 
 # --- derived numbers ---------------------------------------------------------
@@ -307,11 +321,10 @@ def split_sizes(num_rows: int, val_size: float) -> tuple[int, int]:
 def derived_numbers(config: RunConfig, num_train_rows: int, world_size: int = 1) -> dict:
     """The numbers the UI shows next to the form: effective batch, optimizer
     steps per epoch, total steps and warmup steps (as the Trainer computes them)."""
-    import math
-
     effective_batch = config.per_device_train_batch_size * config.gradient_accumulation_steps * world_size
     batches_per_device = math.ceil(num_train_rows / (config.per_device_train_batch_size * world_size)) if num_train_rows else 0
-    steps_per_epoch = max(1, batches_per_device // config.gradient_accumulation_steps) if num_train_rows else 0
+    # Rounded up, as the Trainer does: a last partial accumulation is one more optimizer step.
+    steps_per_epoch = max(1, math.ceil(batches_per_device / config.gradient_accumulation_steps)) if num_train_rows else 0
     if config.max_steps > 0:
         total_steps = config.max_steps
     else:
@@ -331,9 +344,8 @@ def import_reference(ref: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise ConfigError(f"Cannot import module {module_name!r} for {ref!r}: {error}. "
-                          f"Put it on PYTHONPATH or in the working folder.") from None
+        raise ConfigError(msg("config.import_module", module=module_name, ref=ref, error=error)) from None
     try:
         return getattr(module, attr)
     except AttributeError:
-        raise ConfigError(f"Module {module_name!r} has no {attr!r} (from {ref!r}).") from None
+        raise ConfigError(msg("config.import_name", module=module_name, name=attr, ref=ref)) from None

@@ -36,7 +36,9 @@ def checkpoint_choices(run_dir: Path) -> list[str]:
 
 
 def checkpoint_folder(run_dir: Path, name: str) -> Path:
-    return Path(run_dir) / name
+    from backend.safe_names import checked_name
+
+    return Path(run_dir) / checked_name(name, "checkpoint name")  # names arrive from the UI and CLI
 
 
 def step_of(run_dir: Path, name: str) -> int:

@@ -29,6 +29,7 @@ from pathlib import Path
 from backend.background import COMPLETED, FAILED, RUNNING, launch, read_progress, write_progress
 from backend.config import RunConfig
 from backend.eval_results import BASE, EVAL_DIR, PROGRESS_FILE, checkpoint_choices, checkpoint_folder, step_of
+from backend.messages import msg
 from backend.metrics import corpus_scores, row_scores
 from backend.run_files import CONFIG_FILE, atomic_write_json, atomic_write_text
 from backend.workspace import Workspace
@@ -208,11 +209,11 @@ def evaluate_run(run_dir: Path, checkpoints: list[str] | None = None, data: Path
     settings = {"data": label, "data_hash": _rows_hash(rows), "max_new_tokens": max_new_tokens,
                 "batch_size": batch_size}
     total = 2 * len(rows) * len(checkpoints)  # units: rows scored for loss + rows answered, per checkpoint
-    write_progress(progress, stage="loading the model", total=total, checkpoints=checkpoints, data=label)
+    write_progress(progress, stage=msg("evaluate.stage.loading"), total=total, checkpoints=checkpoints, data=label)
     models = ModelSet(run_dir, RunConfig.load(run_dir / CONFIG_FILE))
     results = {}
     for k, name in enumerate(checkpoints):
-        write_progress(progress, stage=f"evaluating {name}", done=2 * len(rows) * k)
+        write_progress(progress, stage=msg("evaluate.stage.checkpoint", name=name), done=2 * len(rows) * k)
 
         def report(units: int, offset: int = 2 * len(rows) * k) -> None:
             write_progress(progress, done=offset + units, total=total)
@@ -271,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # noqa: BLE001 - model loading etc.: the UI shows the message, the log the trace
         write_progress(args.progress, state=FAILED, error=f"{type(error).__name__}: {error}")
         raise
-    write_progress(args.progress, state=COMPLETED, stage="done")
+    write_progress(args.progress, state=COMPLETED, stage=msg("job.stage.done"))
     print(json.dumps(summary, indent=2, ensure_ascii=False) if args.json else _table(summary))
     return 0
 

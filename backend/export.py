@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import sys
 import time
@@ -47,13 +46,14 @@ from backend.export_files import (
 )
 from backend.export_verify import FAILED as VERIFY_FAILED
 from backend.export_verify import VERIFY_NEW_TOKENS, verify_export
+from backend.messages import msg
 from backend.model_card import build_model_card
+from backend.safe_names import UnsafeName, checked_name, path_inside
 from backend.workspace import Workspace
 
 DEFAULT_SHARD_SIZE = "2GB"
 VERIFY_PROMPTS = 3
 REPORT_FILE = "export_report.json"
-EXPORT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 FALLBACK_PROMPTS = ("Hello! Who are you?", "What is the capital of France?", "用一句话介绍你自己。")
 QLORA_NOTE = ("QLoRA: the adapter was trained on a 4/8-bit base. Merging into a quantised base gives a wrong "
               "model, so the base was reloaded unquantised ({dtype}) and the adapter merged into that.")
@@ -78,7 +78,7 @@ def export_checkpoint(checkpoint: Path, out: Path, *, merge: bool = False, shard
     else:
         report = _export_adapter(checkpoint, out, run_dir, workspace, base, progress)
     if make_zip:
-        write_progress(progress, stage="zipping")
+        write_progress(progress, stage=msg("export.stage.zipping"))
         report["zip"] = str(write_zip(out))
     return report
 
@@ -86,7 +86,7 @@ def export_checkpoint(checkpoint: Path, out: Path, *, merge: bool = False, shard
 def _export_adapter(checkpoint, out, run_dir, workspace, base, progress) -> dict:
     staging = out.parent / f".{out.name}.partial"
     ensure_disk_space(out.parent, 2 * sum(f.stat().st_size for f in checkpoint.rglob("*") if f.is_file()))
-    write_progress(progress, stage="copying the adapter")
+    write_progress(progress, stage=msg("export.stage.copy_adapter"))
     files = copy_files(checkpoint, staging)
     base_model = base_model_for(checkpoint, run_dir, workspace, base, resolve=False)
     report = {"kind": "adapter", "checkpoint": str(checkpoint), "base_model": base_model.hub_id or base_model.name,
@@ -100,10 +100,10 @@ def _export_full(checkpoint, out, run_dir, workspace, max_shard, progress) -> di
     """A full fine-tuning checkpoint already is a whole model: nothing to merge, copy it."""
     staging = out.parent / f".{out.name}.partial"
     ensure_disk_space(out.parent, 2 * sum(f.stat().st_size for f in checkpoint.rglob("*") if f.is_file()))
-    write_progress(progress, stage="copying the weights")
+    write_progress(progress, stage=msg("export.stage.copy_weights"))
     files = copy_files(checkpoint, staging)
     prompts = _verification_prompts(run_dir, workspace)
-    write_progress(progress, stage="verifying")
+    write_progress(progress, stage=msg("export.stage.verifying"))
     verification = verify_export(checkpoint, staging, prompts, dtype=None)
     report = {"kind": "full", "checkpoint": str(checkpoint), "files": files, "verification": verification,
               "message": "This checkpoint comes from a full fine-tuning run: there is nothing to merge, "
@@ -127,20 +127,20 @@ def _export_merged(checkpoint, out, run_dir, workspace, max_shard, dtype, base, 
     ensure_disk_space(out.parent, disk_needed_for_merge(base_path, dtype_name))
     staging = out.parent / f".{out.name}.partial"
     started = time.time()
-    write_progress(progress, stage=f"loading the base model in {dtype_name}")
+    write_progress(progress, stage=msg("export.stage.load_base", dtype=dtype_name))
     tokenizer = load_tokenizer(checkpoint if (checkpoint / "tokenizer_config.json").is_file() else base_path)
     model = PeftModel.from_pretrained(load_model(base_path, dtype=torch_dtype), str(checkpoint)).eval()
     prompts = _verification_prompts(run_dir, workspace)
-    write_progress(progress, stage="answering the check prompts with the adapter")
+    write_progress(progress, stage=msg("export.stage.check_prompts"))
     adapter_answers = greedy_answers(model, tokenizer, prompts, max_new_tokens=VERIFY_NEW_TOKENS)
-    write_progress(progress, stage="merging")
+    write_progress(progress, stage=msg("export.stage.merging"))
     merged = model.merge_and_unload()
-    write_progress(progress, stage="saving")
+    write_progress(progress, stage=msg("export.stage.saving"))
     staging.mkdir(parents=True)
     merged.save_pretrained(staging, max_shard_size=max_shard)
     tokenizer.save_pretrained(staging)
     del merged, model
-    write_progress(progress, stage="verifying the merged model")
+    write_progress(progress, stage=msg("export.stage.verify_merged"))
     verification = verify_export(None, staging, prompts, dtype=torch_dtype, expected=adapter_answers)
     notes = [QLORA_NOTE.format(dtype=dtype_name)] if is_qlora(run_dir, checkpoint) else []
     report = {"kind": "merged", "checkpoint": str(checkpoint), "base_model": base_model.hub_id or base_model.name,
@@ -194,6 +194,14 @@ def exports_dir(workspace: Workspace) -> Path:
     return workspace.root / "exports"
 
 
+def export_folder(workspace: Workspace, name: str) -> Path:
+    """workspace/exports/<name>, for a name the user typed (refused unless it is a plain folder name)."""
+    try:
+        return path_inside(exports_dir(workspace), checked_name(name, "Export name", 100))
+    except UnsafeName as error:
+        raise ExportError(f"{error} It becomes the folder workspace/exports/<name>.") from None
+
+
 def job_progress_path(workspace: Workspace, name: str) -> Path:
     return exports_dir(workspace) / ".jobs" / f"{name}.json"
 
@@ -210,10 +218,7 @@ def start_export(workspace: Workspace, checkpoint: Path, name: str, *, merge: bo
     """Launch `python -m backend.export` detached into workspace/exports/<name>; returns the progress file.
 
     `base`: the base model's folder or hub id when it is not where the run found it (empty: the run's)."""
-    if not EXPORT_NAME.match(name or ""):
-        raise ExportError(f"Export name {name!r} is not usable: use letters, digits, '.', '_' and '-' only "
-                          f"(it becomes the folder workspace/exports/<name>).")
-    out = exports_dir(workspace) / name
+    out = export_folder(workspace, name)
     prepare_output(out, overwrite)  # refuse an existing folder now, before a process starts
     parse_size(shard_size)
     progress = job_progress_path(workspace, name)
@@ -259,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # noqa: BLE001 - model loading etc.: the message goes to the UI too
         write_progress(args.progress, state=FAILED, error=f"{type(error).__name__}: {error}")
         raise
-    write_progress(args.progress, state=COMPLETED, stage="done", result=report)
+    write_progress(args.progress, state=COMPLETED, stage=msg("job.stage.done"), result=report)
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else _summary(report))
     return 0
 

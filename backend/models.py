@@ -144,7 +144,8 @@ def model_context_length(path: str | Path) -> int:
     """The model's context window in tokens, from config.json."""
     config = _read_config(Path(path))
     if config is None:
-        raise ModelLoadError(f"Cannot read {Path(path) / 'config.json'}: is {path} a model folder?")
+        raise ModelLoadError(f"{Path(path) / 'config.json'} is missing or unreadable: {path} is not a model folder "
+                             f"in Hugging Face format. Give the folder that holds config.json, 'demo' or a preset.")
     text = _text_config(config)
     for key in CONTEXT_KEYS:
         if isinstance(text.get(key), int) and text[key] > 0:

@@ -55,6 +55,9 @@ def update_status(run_dir: Path, **fields: Any) -> dict:
     """Merge `fields` into status.json. Only the owner of the run's current
     phase writes (the supervisor before launch, the worker while it runs)."""
     status = read_status(run_dir)
+    for key in ("error", "advice"):  # new plain text replaces an older catalogued message (backend/messages.py)
+        if key in fields and f"{key}_message" not in fields:
+            status.pop(f"{key}_message", None)
     status.update(fields)
     status["updated_at"] = time.time()
     atomic_write_json(Path(run_dir) / STATUS_FILE, status)

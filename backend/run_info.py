@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from backend.config import ConfigError, RunConfig
+from backend.messages import Message, UserError, message_of, msg
 from backend.run_files import (
     CONFIG_FILE,
     SUMMARY_FILE,
@@ -20,8 +21,8 @@ from backend.run_files import (
 )
 
 
-class RunError(RuntimeError):
-    """A run operation that cannot be done; the message is meant for the user."""
+class RunError(UserError, RuntimeError):
+    """A run operation that cannot be done; the message is meant for the user (a catalogued Message)."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,10 @@ class RunInfo:
     # A stage before training, e.g. {"name": "demo_model", "done": 40, "total": 120} while the
     # demo model is built on first use (backend/training/demo_stage.py); None when training.
     stage: dict | None = None
+    # error / advice as catalogued messages (backend/messages.py) when the worker had ids for them:
+    # the UI shows them in the user's language; `error` / `advice` hold the English.
+    error_message: Message | None = None
+    advice_message: Message | None = None
 
     @property
     def stage_fraction(self) -> float | None:
@@ -72,7 +77,7 @@ def load_config(run_dir: Path) -> RunConfig:
     try:
         return RunConfig.load(Path(run_dir) / CONFIG_FILE)
     except ConfigError as error:
-        raise RunError(f"{Path(run_dir) / CONFIG_FILE} cannot be read: {error}") from None
+        raise RunError(msg("run.config_unreadable", path=Path(run_dir) / CONFIG_FILE, error=message_of(error) or error)) from None
 
 
 class InfoReader:
@@ -98,6 +103,8 @@ class InfoReader:
                        error=status.get("error"), advice=status.get("advice"), pid=status.get("pid"),
                        devices=status.get("devices") or [], command=status.get("command") or [],
                        stage=status.get("stage") if status.get("state") in ("queued", "running") else None,
+                       error_message=Message.from_dict(status.get("error_message")),
+                       advice_message=Message.from_dict(status.get("advice_message")),
                        checkpoints=[Checkpoint(checkpoint_step(p), p) for p in list_checkpoints(run_dir)])
         try:
             info.config = self.config(run_dir)

@@ -26,6 +26,7 @@ from backend import supervisor
 from backend.config import ConfigError, RunConfig
 from backend.file_lock import file_lock
 from backend.hardware import Device, detect_devices, training_devices
+from backend.messages import message_of, msg
 from backend.run_files import (
     CONFIG_FILE,
     FINAL_STATES,
@@ -36,6 +37,7 @@ from backend.run_files import (
     update_status,
 )
 from backend.run_info import Checkpoint, InfoReader, RunError, RunInfo
+from backend.safe_names import clean_name
 from backend.scale import launch
 from backend.scale.guards import check_environment
 from backend.workspace import Workspace
@@ -89,7 +91,7 @@ class RunStore:
         try:
             config.check_packages()
         except ConfigError as error:
-            raise RunError(str(error)) from None
+            raise RunError(message_of(error) or str(error)) from None
         devices = self._resolve_devices(config)
         run_dir = self._new_run_dir(config)
         config.save(run_dir / CONFIG_FILE)
@@ -102,8 +104,7 @@ class RunStore:
     def start(self, run_id: str) -> None:
         status = self.refresh(run_id)
         if status.get("state") != "queued" or status.get("pid"):
-            raise RunError(f"Run {run_id} was already started (state: {status.get('state')}); "
-                           f"use Resume to continue it or start a new run.")
+            raise RunError(msg("run.already_started", run_id=run_id, state=status.get("state")))
         self._launch(run_id, status["command"], {})
 
     def launch(self, config: RunConfig) -> str:
@@ -123,18 +124,18 @@ class RunStore:
         status = self.refresh(run_id)
         state = status.get("state")
         if state not in RESUMABLE:
-            hint = {"queued": "it was never started; start it instead", "running": "it is still running",
-                    "completed": "it completed; start a new run instead"}.get(state, f"its state is {state!r}")
-            raise RunError(f"Run {run_id} cannot be resumed: {hint}.")
+            reason = (msg(f"run.reason.{state}") if state in ("queued", "running", "completed")
+                      else msg("run.reason.state", state=state))
+            raise RunError(msg("run.not_resumable", run_id=run_id, reason=reason))
         run_dir = self._run_dir(run_id)
         checkpoints = list_checkpoints(run_dir)
         if not checkpoints:
-            raise RunError(f"Run {run_id} has no complete checkpoint to resume from; start it again instead.")
+            raise RunError(msg("run.no_checkpoint", run_id=run_id))
         config = self._reader.config(run_dir)
         try:
             config.with_overrides(overrides)
         except ConfigError as error:
-            raise RunError(f"Cannot resume {run_id}: {error}") from None
+            raise RunError(msg("run.resume_config", run_id=run_id, error=message_of(error) or str(error))) from None
         args = ["--resume", str(run_dir), *[a for item in overrides for a in ("--set", item)]]
         resumed = config.with_overrides(overrides)
         argv = launch.worker_command(args, resumed, self._num_processes(resumed))
@@ -152,15 +153,14 @@ class RunStore:
             busy = self.busy_devices()
             taken = [d for d in devices if d in busy]
             if taken:
-                raise RunError(f"{', '.join(taken)} is busy with run {busy[taken[0]]}; "
-                               f"stop that run or wait for it to finish, then start this one.")
+                raise RunError(msg("run.busy", devices=", ".join(taken), run_id=busy[taken[0]]))
             update_status(run_dir, state="queued", command=argv, pid=None, pgid=None, create_time=None,
                           launcher_create_time=None, worker_pid=None, **fields)
             try:
                 child = supervisor.launch(argv, run_dir, self.env)
             except OSError as error:
                 update_status(run_dir, state="failed", ended_at=time.time(), error=f"Could not start the worker: {error}.")
-                raise RunError(f"Could not start the worker for {run_id}: {error}.") from None
+                raise RunError(msg("run.launch_failed", run_id=run_id, error=error)) from None
             self._children[run_id] = child
             self._stopping.pop(run_id, None)
             started = supervisor.create_time(child.pid)
@@ -174,7 +174,7 @@ class RunStore:
         run is `stopped` at its last complete checkpoint)."""
         status = self.refresh(run_id)
         if not self._is_live(status):
-            raise RunError(f"Run {run_id} is not running (state: {status.get('state')}).")
+            raise RunError(msg("run.not_running", run_id=run_id, state=status.get("state")))
         pid, started = _live_process(status)
         supervisor.request_stop(pid)
         self._stopping[run_id] = "ended after the stop request without recording it"
@@ -247,7 +247,7 @@ class RunStore:
     def delete(self, run_id: str) -> None:
         status = self.refresh(run_id)
         if self._is_live(status):
-            raise RunError(f"Run {run_id} is still running; stop it before deleting it.")
+            raise RunError(msg("run.delete_running", run_id=run_id))
         run_dir = self._run_dir(run_id)
         shutil.rmtree(run_dir)
         self._reader.forget(run_dir)
@@ -266,7 +266,7 @@ class RunStore:
     def _run_dir(self, run_id: str) -> Path:
         run_dir = self.runs_dir / run_id
         if not RUN_ID.match(run_id or "") or not run_dir.is_dir():
-            raise RunError(f"No run named {run_id!r} in {self.runs_dir}.")
+            raise RunError(msg("run.unknown", run_id=run_id, folder=self.runs_dir))
         return run_dir
 
     def _run_dirs(self) -> list[Path]:
@@ -276,7 +276,7 @@ class RunStore:
                 and ((d / CONFIG_FILE).exists() or (d / "status.json").exists())]
 
     def _new_run_dir(self, config: RunConfig) -> Path:
-        label = re.sub(r"[^A-Za-z0-9._-]+", "-", config.run_name or config.method).strip("-.")[:40] or "run"
+        label = clean_name(config.run_name or config.method, "run")
         base = f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         for n in range(1, 1000):
@@ -284,7 +284,7 @@ class RunStore:
             with contextlib.suppress(FileExistsError):
                 run_dir.mkdir()
                 return run_dir
-        raise RunError(f"Could not make a new run folder in {self.runs_dir}.")
+        raise RunError(msg("run.no_folder", folder=self.runs_dir))
 
     def _resolve_devices(self, config: RunConfig) -> list[Device]:
         if self._devices is None:
@@ -294,7 +294,7 @@ class RunStore:
             config.check_devices(devices)
             check_environment(config, devices, launch.processes_per_node(config, devices))
         except (ValueError, ConfigError) as error:
-            raise RunError(str(error)) from None
+            raise RunError(message_of(error) or str(error)) from None
         return devices
 
     def _num_processes(self, config: RunConfig) -> int:

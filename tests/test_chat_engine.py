@@ -105,20 +105,20 @@ def test_prompt_is_cut_to_the_context_with_a_notice(engine, choices, demo_model_
     long_text = "What colour is the sky? " * 300
     prompt = build_prompt(tokenizer, build_messages("", [], long_text), context_length=512, max_new_tokens=64)
     assert prompt.input_ids.shape[1] <= 512 - 64
-    assert any("Prompt cut to fit the context" in n for n in prompt.notices)
+    assert any("Prompt cut to fit the context" in str(n) for n in prompt.notices)
     # The generation prompt survives the cut: the model still answers as the assistant.
     assert tokenizer.decode(prompt.input_ids[0]).endswith("<|im_start|>assistant\n")
     # Old turns go first: a long history is dropped before the new question is cut.
     history = [{"role": "user", "content": long_text}, {"role": "assistant", "content": "Blue."}]
     prompt = build_prompt(tokenizer, build_messages("", history, "What is 2 plus 3?"), 512, 64)
-    assert "What is 2 plus 3?" in tokenizer.decode(prompt.input_ids[0]) and "dropped 1 earlier" in prompt.notices[0]
+    assert "What is 2 plus 3?" in tokenizer.decode(prompt.input_ids[0]) and "dropped 1 earlier" in str(prompt.notices[0])
     # Through the engine the notice reaches the reply, and max new tokens is capped.
     reply, stop = Reply(), threading.Event()
     stop.set()   # one token is enough to see the notices
     list(engine.stream(choices.targets[0], [], long_text, GenerationSettings(max_new_tokens=100_000), stop=stop,
                        reply=reply))
-    assert any("Max new tokens lowered" in n for n in reply.notices)
-    assert any("Prompt cut" in n for n in reply.notices)
+    assert any("Max new tokens lowered" in str(n) for n in reply.notices)
+    assert any("Prompt cut" in str(n) for n in reply.notices)
 
 
 def test_full_checkpoint_loads_as_its_own_model(demo_model_dir, tmp_path):
@@ -152,5 +152,5 @@ def test_unload_frees_the_models(demo_model_dir):
 def test_busy_device_notice():
     assert device_notice("cpu", {"cuda:0": "run-1"}) is None
     assert device_notice("cpu", {"cpu": "run-1"}) is None        # slower, never refused
-    text = device_notice("cuda:0", {"cuda:0": "run-1"})
+    text = str(device_notice("cuda:0", {"cuda:0": "run-1"}))
     assert "run-1" in text and "CPU" in text and "wait" in text

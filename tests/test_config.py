@@ -1,4 +1,5 @@
 import pytest
+import torch
 
 from backend.config import ConfigError, RunConfig, derived_numbers, split_sizes
 from backend.hardware import Device, resolve_precision
@@ -60,7 +61,62 @@ def test_precision_against_devices():
 def test_derived_numbers():
     config = RunConfig(per_device_train_batch_size=4, gradient_accumulation_steps=2, num_train_epochs=2, warmup_ratio=0.1)
     numbers = derived_numbers(config, num_train_rows=100, world_size=2)
-    # 100 rows / (4 per device x 2 devices) = 13 batches per device, 6 optimizer steps per epoch
-    assert numbers == {"effective_batch": 16, "steps_per_epoch": 6, "total_steps": 12, "warmup_steps": 2, "epochs": 2.0}
+    # 100 rows / (4 per device x 2 devices) = 13 batches per device; 13 / 2 accumulation rounds up to 7 steps
+    assert numbers == {"effective_batch": 16, "steps_per_epoch": 7, "total_steps": 14, "warmup_steps": 2, "epochs": 2.0}
     assert derived_numbers(RunConfig(max_steps=30), 10)["total_steps"] == 30
     assert split_sizes(100, 0.1) == (90, 10) and split_sizes(5, 0.01) == (4, 1) and split_sizes(5, 0) == (5, 0)
+
+
+class _TinyLM(torch.nn.Module):
+    """The smallest model the Trainer accepts: the test is about its step count, not the model."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, x=None, labels=None):
+        return {"loss": ((x.float().mean() - self.weight) ** 2).sum()}
+
+
+@pytest.mark.parametrize("rows, batch, accumulation, epochs", [(40, 4, 3, 1), (40, 4, 3, 2.5), (7, 2, 4, 1),
+                                                               (12, 4, 3, 1)])
+def test_derived_numbers_match_a_real_trainer(tmp_path, rows, batch, accumulation, epochs):
+    from transformers import Trainer, TrainingArguments
+
+    config = RunConfig(per_device_train_batch_size=batch, gradient_accumulation_steps=accumulation,
+                       num_train_epochs=epochs, val_size=0)
+    data = [{"x": torch.tensor([float(i)])} for i in range(rows)]
+    args = TrainingArguments(str(tmp_path), per_device_train_batch_size=batch, gradient_accumulation_steps=accumulation,
+                             num_train_epochs=epochs, use_cpu=True, report_to=[], save_strategy="no",
+                             logging_strategy="no", disable_tqdm=True)
+    trainer = Trainer(model=_TinyLM(), args=args, train_dataset=data)
+    trainer.train()
+    assert derived_numbers(config, rows)["total_steps"] == trainer.state.max_steps == trainer.state.global_step
+    if (rows, batch, accumulation, epochs) == (40, 4, 3, 1):
+        assert trainer.state.max_steps == 4  # 10 batches, 3 per step: the last partial step counts
+
+
+@pytest.mark.parametrize("setting", ["learning_rate=.nan", "learning_rate=.inf", "num_train_epochs=.nan",
+                                     "max_steps=.inf", "max_steps=.nan", "lora_dropout=-.inf",
+                                     "neftune_noise_alpha=.nan", "warmup_ratio=.nan", "max_grad_norm=.inf"])
+def test_non_finite_numbers_are_refused(setting):
+    with pytest.raises(ConfigError, match="is not a finite number"):
+        RunConfig().with_overrides([setting])
+
+
+def test_non_finite_numbers_are_refused_when_built_directly():
+    with pytest.raises(ConfigError, match="learning_rate = nan is not a finite number"):
+        RunConfig(learning_rate=float("nan"))
+
+
+def test_binary_or_unreadable_config_file_is_a_sentence(tmp_path):
+    binary = tmp_path / "model.bin"
+    binary.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(ConfigError, match="is not a text"):
+        RunConfig.load(binary)
+    nul = tmp_path / "nul.yaml"
+    nul.write_bytes(b"learning_rate: 1\x00\x00")
+    with pytest.raises(ConfigError, match="is a binary file"):
+        RunConfig.load(nul)
+    with pytest.raises(ConfigError, match="cannot be read"):
+        RunConfig.load(tmp_path)

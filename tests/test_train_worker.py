@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -276,14 +277,31 @@ def test_trains_from_a_workspace_dataset_with_its_eval_split(workspace, subproce
     ("dataset=/no/such/data.jsonl", "/no/such/data.jsonl"),
     ("dataset=UNREADABLE", "no known shape: its columns are question"),
     ("loss_function=no_such_module:fn", "Cannot import module 'no_such_module'"),
+    ("learning_rate=.nan", "learning_rate = nan is not a finite number"),
+    ("devices=7", "no such GPU cuda:7"),
+    ("model_name_or_path=NOCONFIG", "config.json is missing or unreadable"),
 ])
 def test_bad_config_or_path_exits_2(workspace, subprocess_env, setting, words):
     if "UNREADABLE" in setting:  # a file the data backend refuses: its sentence, exit 2
         unreadable = workspace.root / "questions.jsonl"
         unreadable.write_text('{"question": "x"}\n')
         setting = setting.replace("UNREADABLE", str(unreadable))
+    if "NOCONFIG" in setting:  # a folder with a tokenizer but no config.json
+        folder = workspace.root / "no-config"
+        shutil.copytree(workspace.models_dir / "demo", folder)
+        (folder / "config.json").unlink()
+        setting = setting.replace("NOCONFIG", str(folder))
     run = workspace.runs_dir / "bad"
     result = worker(workspace, subprocess_env, setting, run_dir=run)
     assert result.returncode == 2, result.stderr[-2000:]
     lines = [line for line in result.stderr.splitlines() if "error:" in line]
     assert len(lines) == 1 and words in lines[0], result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+
+
+def test_binary_config_file_is_refused_without_pointing_at_a_missing_log(workspace, subprocess_env):
+    binary = workspace.root / "weights.yaml"
+    binary.write_bytes(bytes(range(256)) * 8)
+    result = worker(workspace, subprocess_env, args=["--config", str(binary)])
+    assert result.returncode == 2 and "is not a text (UTF-8 YAML) file" in result.stderr, result.stderr
+    assert "train.log" not in result.stderr and "Traceback" not in result.stderr

@@ -50,9 +50,16 @@ def test_fresh_data_tab_says_what_to_do_instead_of_an_empty_table(page):
 def test_optional_numbers_are_shown_empty(page):
     for name in ("eval_steps", "num_processes", "save_total_limit", "early_stopping_patience", "neftune_noise_alpha"):
         config = RunConfig(save_total_limit=None)
-        assert dict(zip(forms.NAMES, forms.form_values(config)))[name] is None
+        assert dict(zip(forms.NAMES, forms.form_values(config)))[name] == ""
         assert "0 = empty" not in forms.help_text(name)
-    assert page["train-eval-steps"].value is None and page["train-num-processes"].value is None
+    assert page["train-eval-steps"].value == "" and page["train-num-processes"].value == ""
+    values = dict(zip(forms.NAMES, forms.form_values(RunConfig())))
+    values.update(eval_steps=" 7 ", num_processes="0", neftune_noise_alpha="5")
+    config = forms.config_from_values(list(values.values()), "demo", "demo")
+    assert (config.eval_steps, config.num_processes, config.neftune_noise_alpha) == (7, None, 5.0)
+    values.update(eval_steps="often")
+    with pytest.raises(ConfigError, match="eval_steps = 'often' should be int"):
+        forms.config_from_values(list(values.values()), "demo", "demo")
 
 
 def test_trust_remote_code_is_never_remembered(page, workspace):

@@ -43,6 +43,16 @@ def _mode(xs: list) -> str:
     return "lines+markers" if len(xs) < MARKERS_BELOW else "lines"
 
 
+# Legend and axis words, English; the tabs pass their translation (runs.word.* in ui/tabs/runs.py).
+WORDS = {"step": "step", "loss": "loss", "train_loss": "train loss", "train_loss_smoothed": "train loss (smoothed)",
+         "eval_loss": "eval loss", "minutes": "minutes", "norm": "norm", "train": "train", "eval": "eval",
+         "learning_rate": "learning rate", "grad_norm": "gradient norm", "tokens_per_second": "tokens / s"}
+
+
+def _words(words: dict[str, str] | None) -> dict[str, str]:
+    return {**WORDS, **(words or {})}
+
+
 def _layout(fig: go.Figure, title: str, x_title: str, y_title: str = "") -> go.Figure:
     fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title, height=300,
                       margin={"l": 50, "r": 20, "t": 40, "b": 40}, template="plotly_white",
@@ -55,40 +65,42 @@ def _empty(fig: go.Figure, note: str) -> go.Figure:
     return fig
 
 
-def loss_figure(records: list[dict], title: str = "Loss", empty_note: str = "No data yet") -> go.Figure:
+def loss_figure(records: list[dict], title: str = "Loss", empty_note: str = "No data yet",
+                words: dict[str, str] | None = None) -> go.Figure:
     """Train loss raw (faint) and smoothed, eval loss on the same axes."""
-    fig = go.Figure()
+    w, fig = _words(words), go.Figure()
     steps, losses = series(records, "loss", "train")
     if steps:
-        fig.add_scatter(x=steps, y=losses, mode=_mode(steps), name="train loss", opacity=0.3,
+        fig.add_scatter(x=steps, y=losses, mode=_mode(steps), name=w["train_loss"], opacity=0.3,
                         line={"color": "#1f77b4"})
-        fig.add_scatter(x=steps, y=smooth(losses), mode=_mode(steps), name="train loss (smoothed)",
+        fig.add_scatter(x=steps, y=smooth(losses), mode=_mode(steps), name=w["train_loss_smoothed"],
                         line={"color": "#1f77b4", "width": 2.5})
     eval_steps, eval_losses = series(records, "eval_loss")
     if eval_steps:
-        fig.add_scatter(x=eval_steps, y=eval_losses, mode="lines+markers", name="eval loss",
+        fig.add_scatter(x=eval_steps, y=eval_losses, mode="lines+markers", name=w["eval_loss"],
                         line={"color": "#d62728"})
     if not steps and not eval_steps:
         _empty(fig, empty_note)
-    return _layout(fig, title, "step", "loss")
+    return _layout(fig, title, w["step"], w["loss"])
 
 
 def line_figure(records: list[dict], key: str, title: str, empty_note: str = "No data yet",
-                kind: str | None = "train", log_y: bool = False) -> go.Figure:
-    fig = go.Figure()
+                kind: str | None = "train", log_y: bool = False, words: dict[str, str] | None = None) -> go.Figure:
+    w, fig = _words(words), go.Figure()
     steps, values = series(records, key, kind)
     if steps:
-        fig.add_scatter(x=steps, y=values, mode=_mode(steps), name=key)
+        fig.add_scatter(x=steps, y=values, mode=_mode(steps), name=w.get(key, key))
     else:
         _empty(fig, empty_note)
     if log_y:
         fig.update_yaxes(type="log")
-    return _layout(fig, title, "step", key)
+    return _layout(fig, title, w["step"], w.get(key, key))
 
 
-def memory_figure(records: list[dict], title: str = "Memory (GiB)", empty_note: str = "No data yet") -> go.Figure:
+def memory_figure(records: list[dict], title: str = "Memory (GiB)", empty_note: str = "No data yet",
+                  words: dict[str, str] | None = None) -> go.Figure:
     """Every memory_*_gb number the worker logged, against minutes since the first record."""
-    fig = go.Figure()
+    w, fig = _words(words), go.Figure()
     start = next((r["time"] for r in records if "time" in r), None)
     keys = sorted({k for r in records for k in r if k.startswith("memory_") and k.endswith("_gb")},
                   key=lambda k: (MEMORY_KEYS_ORDER.index(k) if k in MEMORY_KEYS_ORDER else 99, k))
@@ -98,7 +110,7 @@ def memory_figure(records: list[dict], title: str = "Memory (GiB)", empty_note: 
                         name=key.removeprefix("memory_").removesuffix("_gb"))
     if not keys:
         _empty(fig, empty_note)
-    return _layout(fig, title, "minutes", "GiB")
+    return _layout(fig, title, w["minutes"], "GiB")
 
 
 def grad_norm_matrix(records: list[dict]) -> tuple[list[int], list[str], list[list[float | None]]]:
@@ -118,32 +130,33 @@ def grad_norm_matrix(records: list[dict]) -> tuple[list[int], list[str], list[li
 
 
 def grad_heatmap(records: list[dict], title: str = "Gradient norm per layer",
-                 empty_note: str = "No data yet") -> go.Figure:
+                 empty_note: str = "No data yet", words: dict[str, str] | None = None) -> go.Figure:
     steps, labels, rows = grad_norm_matrix(records)
-    fig = go.Figure()
+    w, fig = _words(words), go.Figure()
     if steps and labels:
-        fig.add_heatmap(x=steps, y=labels, z=rows, colorscale="Viridis", colorbar={"title": "norm"})
+        fig.add_heatmap(x=steps, y=labels, z=rows, colorscale="Viridis", colorbar={"title": w["norm"]})
     else:
         _empty(fig, empty_note)
-    fig = _layout(fig, title, "step")
+    fig = _layout(fig, title, w["step"])
     fig.update_layout(height=max(300, 40 + 18 * len(labels)))
     return fig
 
 
-def compare_figure(runs: dict[str, list[dict]], title: str = "Compare", empty_note: str = "No data yet") -> go.Figure:
+def compare_figure(runs: dict[str, list[dict]], title: str = "Compare", empty_note: str = "No data yet",
+                   words: dict[str, str] | None = None) -> go.Figure:
     """Smoothed train loss (solid) and eval loss (dotted) of several runs, one colour each."""
     palette = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
-    fig = go.Figure()
+    w, fig = _words(words), go.Figure()
     for n, (label, records) in enumerate(runs.items()):
         color = palette[n % len(palette)]
         steps, losses = series(records, "loss", "train")
         if steps:
-            fig.add_scatter(x=steps, y=smooth(losses), mode=_mode(steps), name=f"{label} train",
+            fig.add_scatter(x=steps, y=smooth(losses), mode=_mode(steps), name=f"{label} {w['train']}",
                             line={"color": color})
         eval_steps, eval_losses = series(records, "eval_loss")
         if eval_steps:
-            fig.add_scatter(x=eval_steps, y=eval_losses, mode="lines+markers", name=f"{label} eval",
+            fig.add_scatter(x=eval_steps, y=eval_losses, mode="lines+markers", name=f"{label} {w['eval']}",
                             line={"color": color, "dash": "dot"})
     if not fig.data:
         _empty(fig, empty_note)
-    return _layout(fig, title, "step", "loss")
+    return _layout(fig, title, w["step"], w["loss"])

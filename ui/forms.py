@@ -51,20 +51,20 @@ TRAIN_FIELDS = [
     FieldSpec("lr_scheduler_type", "dropdown"),
     FieldSpec("warmup_ratio", "slider", 0, 0.5, 0.01),
     FieldSpec("val_size", "slider", 0, 0.5, 0.01),
-    FieldSpec("eval_steps", "number", 0, 1_000_000, 1),
+    FieldSpec("eval_steps", "optional_number"),
     FieldSpec("save_steps", "number", 1, 1_000_000, 1),
-    FieldSpec("save_total_limit", "number", 0, 1000, 1),
+    FieldSpec("save_total_limit", "optional_number"),
     FieldSpec("gradient_checkpointing", "checkbox"),
     FieldSpec("train_on_prompt", "checkbox"),
     FieldSpec("devices", "text"),
-    FieldSpec("num_processes", "number", 0, 64, 1),
+    FieldSpec("num_processes", "optional_number"),
 ]
 ADVANCED_FIELDS = [
     FieldSpec("weight_decay", "number", 0, 1, 0.01, advanced=True),
     FieldSpec("max_grad_norm", "number", 0, 100, 0.1, advanced=True),
-    FieldSpec("early_stopping_patience", "number", 0, 100, 1, advanced=True),
+    FieldSpec("early_stopping_patience", "optional_number", advanced=True),
     FieldSpec("early_stopping_threshold", "number", 0, 10, 0.001, advanced=True),
-    FieldSpec("neftune_noise_alpha", "number", 0, 50, 0.5, advanced=True),
+    FieldSpec("neftune_noise_alpha", "optional_number", advanced=True),
     FieldSpec("seed", "number", 0, 2**31 - 1, 1, advanced=True),
     FieldSpec("optim", "dropdown", advanced=True),
     FieldSpec("per_device_eval_batch_size", "slider", 1, 128, 1, advanced=True),
@@ -92,19 +92,26 @@ SCALE_FIELDS = [
 ]
 ALL_FIELDS = MODEL_FIELDS + DATA_FIELDS + METHOD_FIELDS + LORA_FIELDS + TRAIN_FIELDS + ADVANCED_FIELDS + SCALE_FIELDS
 NAMES = [spec.name for spec in ALL_FIELDS]
-# Optional numbers: shown empty when unset (their help says what empty means); a 0 typed
-# into one also means empty.
-OPTIONAL_NUMBERS = {"eval_steps", "save_total_limit", "early_stopping_patience", "num_processes",
-                    "neftune_noise_alpha"}
+# Optional numbers are text boxes, empty when unset with a placeholder saying what empty means:
+# gradio 6.31's number box cannot be empty (its frontend turns a missing value into 0). A typed
+# 0 also means empty; RunConfig refuses text that is not a number.
+OPTIONAL_NUMBERS = {spec.name for spec in ALL_FIELDS if spec.widget == "optional_number"}
 # Settings the form leaves to YAML / the command line keep their loaded or default value.
 HIDDEN = {"model_name_or_path", "dataset", "method", "quantization_bits", "callbacks", "loss_function"}
 assert {f.name for f in fields(RunConfig)} == (set(NAMES) - {"method_choice"}) | HIDDEN, "form out of sync with RunConfig"
 
 
-def help_text(name: str) -> str:
+def help_text(name: str, lang: str = "en") -> str:
+    """The field's help from RunConfig (English) or ui/config_help.py (Chinese)."""
+    from ui.config_help import help_zh
+
+    def one(field: str) -> str:
+        english = RunConfig.help_for(field)
+        return help_zh(field, english) if lang == "zh" else english
+
     if name == "method_choice":
-        return RunConfig.help_for("method") + " " + RunConfig.help_for("quantization_bits")
-    return RunConfig.help_for(name)
+        return one("method") + " " + one("quantization_bits")
+    return one(name)
 
 
 def method_choice(config: RunConfig) -> str:
@@ -122,9 +129,21 @@ def form_values(config: RunConfig) -> list[Any]:
         elif name == "lora_target":
             target = config.lora_target
             values.append([target] if isinstance(target, str) else list(target))
+        elif name in OPTIONAL_NUMBERS:
+            value = getattr(config, name)
+            values.append("" if value is None else f"{value:g}")
         else:
             values.append(getattr(config, name))
     return values
+
+
+def _optional_number(value: Any) -> Any:
+    """A text box's optional number: empty or 0 -> None; other text goes to RunConfig, which checks it."""
+    text = "" if value is None else str(value).strip()
+    try:
+        return None if not text or float(text) == 0 else text
+    except ValueError:
+        return text
 
 
 def config_from_values(values: list[Any], model: str, dataset: str, base: RunConfig | None = None) -> RunConfig:
@@ -138,7 +157,7 @@ def config_from_values(values: list[Any], model: str, dataset: str, base: RunCon
             names = [v for v in (value or []) if v]
             data[name] = "all-linear" if not names or "all-linear" in names else names
         elif name in OPTIONAL_NUMBERS:
-            data[name] = value or None  # 0 or a cleared box: empty (off / all / one per device)
+            data[name] = _optional_number(value)  # empty or 0: off / all / one per device
         elif name == "devices":
             data[name] = (value or "").strip() or "auto"
         elif isinstance(value, str) and value.strip() == "":
@@ -155,11 +174,13 @@ def build_inputs(ctx, specs: list[FieldSpec], defaults: RunConfig) -> dict[str, 
     values = dict(zip(NAMES, form_values(defaults)))
     components = {}
     for spec in specs:
-        label, info, value = ctx.t(f"train.field.{spec.name}"), help_text(spec.name), values[spec.name]
+        label, info, value = ctx.t(f"train.field.{spec.name}"), ctx.t(f"train.help.{spec.name}"), values[spec.name]
         common = {"label": label, "info": info, "elem_id": f"train-{spec.name.replace('_', '-')}"}
         if spec.widget == "number":
             component = gr.Number(value=value, minimum=spec.minimum, maximum=spec.maximum, step=spec.step,
                                   **common)
+        elif spec.widget == "optional_number":
+            component = gr.Textbox(value=value, placeholder=ctx.t(f"train.placeholder.{spec.name}"), **common)
         elif spec.widget == "slider":
             component = gr.Slider(spec.minimum, spec.maximum, value=value, step=spec.step, **common)
         elif spec.widget == "checkbox":
@@ -243,3 +264,14 @@ FIELD_TEXT: dict[str, dict[str, str]] = {f"train.field.{name}": text for name, t
     "ray_cpus_per_worker": _label("CPUs per Ray worker", "每个 Ray 工作进程的 CPU 数"),
 }.items()}
 assert set(FIELD_TEXT) == {f"train.field.{n}" for n in NAMES}
+# What an empty optional number means, shown inside the empty box.
+PLACEHOLDER_TEXT: dict[str, dict[str, str]] = {f"train.placeholder.{name}": text for name, text in {
+    "eval_steps": _label("empty: at each save", "留空：每次保存时"),
+    "save_total_limit": _label("empty: keep all", "留空：全部保留"),
+    "early_stopping_patience": _label("empty: off", "留空：关闭"),
+    "num_processes": _label("empty: one per device", "留空：每个设备一个"),
+    "neftune_noise_alpha": _label("empty: off", "留空：关闭"),
+}.items()}
+assert set(PLACEHOLDER_TEXT) == {f"train.placeholder.{n}" for n in OPTIONAL_NUMBERS}
+# Help under each field, in both languages (translated in the browser like the labels).
+HELP_TEXT: dict[str, dict[str, str]] = {f"train.help.{n}": {"en": help_text(n), "zh": help_text(n, "zh")} for n in NAMES}

@@ -67,3 +67,18 @@ def normalise_language(value: Any) -> str:
     """'zh', 'zh-CN', 'en-US' ... -> one of LANGUAGES (English when unknown)."""
     text = str(value or "").lower()
     return "zh" if text.startswith("zh") else "en"
+
+
+def localize(value: Any, lang: str | None) -> str:
+    """A backend Message, an error carrying one, or plain text, in `lang`.
+
+    Catalogued messages (backend/messages.py) are rendered from
+    ui/message_texts.py in Chinese; plain text (a library's own words) stays
+    as it is."""
+    from backend.messages import CATALOGUE, message_of, render
+    from ui.message_texts import ZH
+
+    message = message_of(value)
+    if message is None:
+        return str(value) if value is not None else ""
+    return render(message, ZH if normalise_language(lang) == "zh" else CATALOGUE)

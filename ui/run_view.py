@@ -95,11 +95,15 @@ def progress_html(msg: Msg, info: RunInfo, records: list[dict]) -> str:
             f"<div>{percent}% · {text}</div></div>")
 
 
-def alert_text(msg: Msg, info: RunInfo) -> str:
-    """Error and advice of a failed run, the story of a lost one: at the top, not in the log."""
+def alert_text(msg: Msg, info: RunInfo, lang: str | None = "en") -> str:
+    """Error and advice of a failed run, the story of a lost one: at the top, not in the log.
+    Catalogued error / advice are shown in `lang`, other text as the worker wrote it."""
+    from ui.i18n import localize
+
     if info.state == "failed":
-        text = msg("runs.alert.failed", error=info.error or msg("runs.alert.no_error"))
-        return text + (f"\n\n💡 {info.advice}" if info.advice else "")
+        error, advice = localize(info.error_message or info.error, lang), localize(info.advice_message or info.advice, lang)
+        text = msg("runs.alert.failed", error=error or msg("runs.alert.no_error"))
+        return text + (f"\n\n💡 {advice}" if advice else "")
     if info.state == "lost":
         return msg("runs.alert.lost", error=info.error or "")
     if info.state == "stopped" and info.advice:

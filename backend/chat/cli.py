@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         targets = build_targets(args)
-        problems = settings.problems() + _device_problems(args.device)
+        problems = settings.problems() + device_problems(args.device)
         if problems:
             raise TargetError(" ".join(problems))
     except (TargetError, models.ModelLoadError) as error:
@@ -74,7 +74,7 @@ def build_targets(args: argparse.Namespace) -> list[ChatTarget]:
     return ([] if args.no_base else [base]) + checkpoints
 
 
-def _device_problems(device: str) -> list[str]:
+def device_problems(device: str) -> list[str]:
     import torch
 
     if device == "cpu":
@@ -90,7 +90,7 @@ def print_reply(target: ChatTarget, reply, as_json: bool) -> None:
     if as_json:
         print(json.dumps({"label": target.label, "checkpoint": target.checkpoint, "answer": reply.text,
                           "new_tokens": reply.new_tokens, "seconds": round(reply.seconds, 3),
-                          "finish": reply.finish, "notices": reply.notices, "error": reply.error},
+                          "finish": reply.finish, "notices": [str(n) for n in reply.notices], "error": reply.error},
                          ensure_ascii=False), flush=True)
         return
     where = f" ({target.checkpoint})" if target.checkpoint else f" ({target.model})"

@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 
 from backend import models
+from backend.chat.batch import adapter_names_for, generate_together, groups
 from backend.chat.generation import (
     GenerationSettings,
     Reply,
@@ -28,6 +29,7 @@ from backend.chat.generation import (
     generate_stream,
 )
 from backend.chat.targets import ChatTarget
+from backend.messages import Message, msg
 
 MIB = 2**20
 
@@ -176,6 +178,61 @@ class ChatEngine:
             with self._activated(loaded, target) as model:
                 yield from generate_stream(model, loaded.tokenizer, prompt, settings, stop, reply)
 
+    def stream_prompt(self, target: ChatTarget, make_prompt, settings: GenerationSettings, device: str,
+                      stop: threading.Event, reply: Reply):
+        """Like stream(), for a caller that builds the prompt itself (the API server: raw
+        completions, and a refusal instead of a cut when the prompt does not fit).
+        `make_prompt(tokenizer, context_length)` returns a Prompt or raises."""
+        with self._lock:
+            loaded = self._ensure(target, device)
+            prompt = make_prompt(loaded.tokenizer, loaded.context_length)
+            with self._activated(loaded, target) as model:
+                yield from generate_stream(model, loaded.tokenizer, prompt, settings, stop, reply)
+
+    def stream_together(self, targets: list[ChatTarget], histories: list[list[dict]], user_text: str,
+                        settings: GenerationSettings, device: str = "cpu", stop: threading.Event | None = None,
+                        replies: list[Reply] | None = None):
+        """Yield every column's answer text (a list in `targets` order) as they all grow.
+
+        The base and the LoRA checkpoints on it answer in one batch (batch.py); what cannot
+        share it answers group after group. A column whose model or prompt fails gets its
+        error in `replies[i]`; the others go on."""
+        replies = replies if replies is not None else [Reply() for _ in targets]
+        stop = stop or threading.Event()
+        texts = [""] * len(targets)
+        with self._lock:
+            entries, prompts = self._prepare_columns(targets, histories, user_text, settings, device, replies)
+            for rows in groups(targets, entries, prompts, settings):
+                if stop.is_set():
+                    for index in rows:
+                        replies[index].finish = "stopped"
+                    continue
+                entry = entries[rows[0]]
+                names = adapter_names_for(entry, [targets[i] for i in rows])
+                activated = self._activated(entry, targets[rows[0]]) if names is None else contextlib.nullcontext(entry.model)
+                with activated as model, contextlib.closing(generate_together(
+                        model, entry.tokenizer, [prompts[i] for i in rows], settings, stop, [replies[i] for i in rows],
+                        names)) as stream:   # closed at once if our caller stops listening: generation ends
+                    for partial in stream:
+                        for index, text in zip(rows, partial):
+                            texts[index] = text
+                        yield list(texts)
+        yield [reply.text for reply in replies]
+
+    def _prepare_columns(self, targets, histories, user_text, settings, device, replies):
+        """Each column's loaded model and prompt (None where loading or templating failed: said in its reply)."""
+        entries, prompts = [None] * len(targets), [None] * len(targets)
+        for index, (target, history) in enumerate(zip(targets, histories)):
+            try:
+                entry = self._ensure(target, device)
+                messages = build_messages(settings.system_prompt, history, user_text)
+                prompts[index] = build_prompt(entry.tokenizer, messages, entry.context_length, settings.max_new_tokens)
+                entries[index] = entry
+                replies[index].notices.extend(prompts[index].notices)
+            except Exception as error:  # noqa: BLE001 - a load failure names the model, the other columns go on
+                replies[index].finish, replies[index].error = "error", str(error)
+        return entries, prompts
+
     def answer(self, target: ChatTarget, user_text: str, settings: GenerationSettings, device: str = "cpu",
                history: list[dict] | None = None) -> Reply:
         reply = Reply()
@@ -246,12 +303,11 @@ def _context_length(model, tokenizer) -> int:
     return limit if isinstance(limit, int) and 0 < limit < 10**7 else 2048
 
 
-def device_notice(device: str, busy: dict[str, str]) -> str | None:
+def device_notice(device: str, busy: dict[str, str]) -> Message | None:
     """A sentence when a live training run holds GPU `device` (busy: device -> run id, from
     RunStore.busy_devices). The CPU is never refused: chatting with checkpoints while a CPU run
     trains is the point of the tab; it is only slower."""
     run_id = busy.get(device)
     if run_id is None or device == "cpu":
         return None
-    return (f"Training run {run_id} is using {device} right now; loading models there may run it out of "
-            "memory mid-run. Choose the CPU as device, or wait until the run ends.")
+    return msg("chat.device_busy", run_id=run_id, device=device)

@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field
 import torch
 from transformers import StoppingCriteria, StoppingCriteriaList, TextIteratorStreamer
 
+from backend.messages import Message, msg
+
 # Hard ceiling on new tokens whatever the user asks: a chat answer, not a book.
 MAX_NEW_TOKENS_CAP = 4096
 # Tokens kept for the prompt at the least when max new tokens is capped to the context.
@@ -28,21 +30,22 @@ class GenerationSettings:
     max_new_tokens: int = 128
     seed: int = 0               # sampling only: the same seed gives the same sampled answer
     system_prompt: str = ""
+    min_new_tokens: int = 0     # > 0: ignore end-of-sequence until this many (the API's ignore_eos)
 
-    def problems(self) -> list[str]:
-        """What is wrong with these settings, as sentences a user can act on."""
+    def problems(self) -> list[Message]:
+        """What is wrong with these settings, as sentences a user can act on (catalogued messages)."""
         found = []
         if self.max_new_tokens < 1:
-            found.append(f"Max new tokens must be at least 1 (got {self.max_new_tokens}).")
+            found.append(msg("chat.problem.max_tokens", value=self.max_new_tokens))
         if not self.greedy:
             if self.temperature <= 0:
-                found.append(f"Temperature must be above 0 when sampling (got {self.temperature}); tick Greedy for deterministic answers.")
+                found.append(msg("chat.problem.temperature", value=self.temperature))
             if not 0 < self.top_p <= 1:
-                found.append(f"Top-p must be in (0, 1] (got {self.top_p}).")
+                found.append(msg("chat.problem.top_p", value=self.top_p))
             if self.top_k < 0:
-                found.append(f"Top-k must be 0 (off) or more (got {self.top_k}).")
+                found.append(msg("chat.problem.top_k", value=self.top_k))
         if self.repetition_penalty <= 0:
-            found.append(f"Repetition penalty must be above 0 (got {self.repetition_penalty}); 1.0 means none.")
+            found.append(msg("chat.problem.repetition", value=self.repetition_penalty))
         return found
 
     def to_dict(self) -> dict:
@@ -53,7 +56,7 @@ class GenerationSettings:
 class Prompt:
     input_ids: torch.Tensor        # shape (1, tokens), after the chat template
     max_new_tokens: int            # after capping
-    notices: list[str] = field(default_factory=list)
+    notices: list[Message] = field(default_factory=list)  # catalogued (backend/messages.py)
 
 
 class ChatError(ValueError):
@@ -81,7 +84,7 @@ def build_prompt(tokenizer, messages: list[dict], context_length: int, max_new_t
     notices = []
     cap = min(MAX_NEW_TOKENS_CAP, max(1, context_length - MIN_PROMPT_TOKENS))
     if max_new_tokens > cap:
-        notices.append(f"Max new tokens lowered from {max_new_tokens} to {cap} (model context {context_length} tokens).")
+        notices.append(msg("chat.notice.max_tokens", asked=max_new_tokens, cap=cap, context=context_length))
         max_new_tokens = cap
     budget = context_length - max_new_tokens   # tokens, after the chat template
     ids = _render(tokenizer, messages)
@@ -98,11 +101,9 @@ def build_prompt(tokenizer, messages: list[dict], context_length: int, max_new_t
         ids = _render(tokenizer, system + turns)
     if len(ids) > budget:
         ids = _cut_last_message(tokenizer, system + turns, budget)
-    what = f"dropped {dropped} earlier exchange(s) and " if dropped else ""
-    notices.append(
-        f"Prompt cut to fit the context: {what}kept {len(ids)} of {full_length} prompt tokens "
-        f"(context {context_length} = prompt + {max_new_tokens} new tokens)."
-    )
+    sizes = {"kept": len(ids), "full": full_length, "context": context_length, "new": max_new_tokens}
+    notices.append(msg("chat.notice.prompt_cut_dropped", dropped=dropped, **sizes) if dropped
+                   else msg("chat.notice.prompt_cut", **sizes))
     return Prompt(torch.tensor([ids]), max_new_tokens, notices)
 
 
@@ -144,6 +145,8 @@ def generation_config_for(model, tokenizer, settings: GenerationSettings, max_ne
     config.max_new_tokens = max_new_tokens
     config.max_length = None
     config.repetition_penalty = settings.repetition_penalty
+    if settings.min_new_tokens > 0:
+        config.min_new_tokens = min(settings.min_new_tokens, max_new_tokens)
     if settings.greedy:
         # Neutral values, so transformers does not warn about unused sampling flags.
         config.update(do_sample=False, temperature=1.0, top_p=1.0, top_k=50)
@@ -158,7 +161,7 @@ class Reply:
     new_tokens: int = 0
     seconds: float = 0.0
     finish: str = ""          # "eos" | "length" | "stopped" | "error"
-    notices: list[str] = field(default_factory=list)
+    notices: list[Message] = field(default_factory=list)  # catalogued (backend/messages.py)
     error: str | None = None
 
     @property

@@ -30,12 +30,9 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 def validate_name(name: str) -> str:
     """A dataset name is one plain folder name: no separators, no '..', no hidden names."""
-    if not isinstance(name, str) or not NAME_RE.match(name) or ".." in name:
-        raise ValueError(
-            f"dataset name {name!r} is not allowed: use 1-64 letters, digits, '.', '_' or '-', "
-            "starting with a letter or digit, without '..'"
-        )
-    return name
+    from backend.safe_names import checked_name
+
+    return checked_name(name, "dataset name", 64)
 
 
 def file_sha256(path: str | Path) -> str:

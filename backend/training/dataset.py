@@ -23,6 +23,7 @@ from backend.data.encode import IGNORE_INDEX, encode_messages
 from backend.data.errors import DataError
 from backend.data.load import DATASET_INFO
 from backend.data.store import EVAL_FILE, is_workspace_dataset, load_dataset_rows, validate_name
+from backend.messages import msg
 from backend.workspace import Workspace
 
 log = logging.getLogger("backend.train")
@@ -89,8 +90,7 @@ def check_dataset(name: str, workspace: Workspace, dataset_name: str | None = No
 
     source = resolve_dataset(name, workspace)
     if dataset_name and (is_workspace_dataset(source) or not source.is_dir()):
-        raise ConfigError(f"dataset_name = {dataset_name!r} only applies to a LLaMA-Factory data folder "
-                          f"(with dataset_info.json), and {name!r} is not one; clear dataset_name.")
+        raise ConfigError(msg("config.dataset_name", dataset_name=dataset_name, dataset=name))
     if not is_workspace_dataset(source):
         try:
             open_source(source, dataset=dataset_name)

@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backend.config import ConfigError, RunConfig
+from backend.messages import Message, message_of, msg
 from backend.run_files import checkpoint_step, list_checkpoints, update_status
 
 log = logging.getLogger("backend.train")
 
 EXIT_CONFIG = 2
 EXIT_FAILED = 1
+TRACEBACK_ADVICE = str(msg("train.advice.log"))
 
 
 class DiskFullError(OSError):
@@ -29,9 +31,21 @@ class DiskFullError(OSError):
 
 @dataclass
 class Explained:
-    error: str
+    error: str  # English, for train.log, the command line and every reader of status.json
     advice: str
     exit_code: int = EXIT_FAILED
+    # The same as catalogued messages (backend/messages.py) where they have ids: the UI translates those.
+    error_message: Message | None = None
+    advice_message: Message | None = None
+
+    def status_fields(self) -> dict:
+        return {"error": self.error, "advice": self.advice,
+                "error_message": self.error_message.to_dict() if self.error_message else None,
+                "advice_message": self.advice_message.to_dict() if self.advice_message else None}
+
+
+def _said(error: str | Message, advice: str | Message, exit_code: int = EXIT_FAILED) -> Explained:
+    return Explained(str(error), str(advice), exit_code, message_of(error), message_of(advice))
 
 
 def _first_line(error: BaseException) -> str:
@@ -44,28 +58,23 @@ def explain(error: BaseException, config: RunConfig | None = None) -> Explained:
     from backend.training.dataset import DatasetNotFound
 
     message = _first_line(error)
+    own = message_of(error) if "\n" not in str(error).strip() else None  # one catalogued line: keep its id
     if isinstance(error, ConfigError):
-        return Explained(message, "Fix the setting named above and start again.", EXIT_CONFIG)
+        return _said(own or message, msg("train.advice.config"), EXIT_CONFIG)
     if isinstance(error, DatasetNotFound):
-        return Explained(message, "Check the dataset path, or pick a dataset saved in the Data tab.", EXIT_CONFIG)
+        return _said(own or message, msg("train.advice.dataset"), EXIT_CONFIG)
     if "bitsandbytes" in message or (isinstance(error, ImportError) and "bitsandbytes" in repr(error)):
-        return Explained(f"4/8-bit loading failed: {message}",
-                         "Install bitsandbytes (pip install bitsandbytes==0.50.2), or choose method lora or full.")
+        return _said(msg("train.error.bitsandbytes", error=message), msg("train.advice.bitsandbytes"))
     if isinstance(error, ModelLoadError):
         missing = "does not exist" in message or "not a model folder" in message or "not a local folder" in message
-        return Explained(message, "Check model_name_or_path: a local Hugging Face folder, 'demo', or a preset.",
-                         EXIT_CONFIG if missing else EXIT_FAILED)
+        return _said(own or message, msg("train.advice.model"), EXIT_CONFIG if missing else EXIT_FAILED)
     if _is_oom(error):
-        return Explained(f"The GPU ran out of memory ({message[:160]}).", oom_advice(config))
+        return _said(msg("train.error.oom", error=message[:160]), oom_advice(config))
     if isinstance(error, DiskFullError) or (isinstance(error, OSError) and error.errno == errno.ENOSPC):
-        return Explained(f"Not enough disk space to save a checkpoint: {message}.",
-                         "Free disk space or lower save_total_limit, then resume: the last complete "
-                         "checkpoint was kept.")
+        return _said(msg("train.error.disk", error=message), msg("train.advice.disk"))
     if "Target modules" in message and "not found" in message:
-        return Explained(f"lora_target names modules the model does not have: {message}",
-                         "Use lora_target: all-linear, or module names from the model (q_proj, v_proj, ...).",
-                         EXIT_CONFIG)
-    return Explained(f"{type(error).__name__}: {message}", "See train.log for the full traceback.")
+        return _said(msg("train.error.targets", error=message), msg("train.advice.targets"), EXIT_CONFIG)
+    return _said(msg("train.error.other", kind=type(error).__name__, error=message), msg("train.advice.log"))
 
 
 def _is_oom(error: BaseException) -> bool:
@@ -75,17 +84,17 @@ def _is_oom(error: BaseException) -> bool:
     return isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
 
 
-def oom_advice(config: RunConfig | None) -> str:
+def oom_advice(config: RunConfig | None) -> Message:
     if config is None:
-        return "Lower per_device_train_batch_size or cutoff_len, or turn on gradient_checkpointing."
-    steps = [f"lower per_device_train_batch_size (now {config.per_device_train_batch_size}) and raise "
-             f"gradient_accumulation_steps (now {config.gradient_accumulation_steps}) to keep the effective batch",
-             f"lower cutoff_len (now {config.cutoff_len})"]
+        return msg("train.advice.oom_short")
+    steps = [msg("train.oom.batch", batch=config.per_device_train_batch_size,
+                 accumulation=config.gradient_accumulation_steps),
+             msg("train.oom.cutoff", cutoff=config.cutoff_len)]
     if not config.gradient_checkpointing:
-        steps.append("turn on gradient_checkpointing (now off)")
+        steps.append(msg("train.oom.checkpointing"))
     if config.method != "qlora" or config.quantization_bits != 4:
-        steps.append(f"use method qlora with quantization_bits 4 (now {config.method})")
-    return "Try: " + "; ".join(steps) + "."
+        steps.append(msg("train.oom.qlora", method=config.method))
+    return msg("train.advice.oom", steps=steps)  # a list of messages: each translated, joined by "; "
 
 
 def fail(job, error: BaseException, run_dir: Path | None = None) -> int:
@@ -93,11 +102,16 @@ def fail(job, error: BaseException, run_dir: Path | None = None) -> int:
     ones), record it in status.json, and return the exit code. `run_dir`: the
     folder named on the command line, for errors before the job exists."""
     explained = explain(error, job.config if job else None)
+    logged = job is not None and job.run_dir.is_dir()
+    if not logged and explained.advice == TRACEBACK_ADVICE:
+        # No train.log exists to point at: the traceback goes to stderr, above the one line.
+        traceback.print_exception(error, file=sys.stderr)
+        explained.advice_message = msg("train.advice.traceback_above")
+        explained.advice = str(explained.advice_message)
     line = f"error: {explained.error} Advice: {explained.advice}"
     if job is None and run_dir is not None and run_dir.is_dir() and int(os.environ.get("RANK", "0")) == 0:
         update_status(run_dir, state="failed", exit_code=explained.exit_code, ended_at=time.time(),
-                      error=explained.error, advice=explained.advice)
-    logged = job is not None and job.run_dir.is_dir()
+                      **explained.status_fields())
     if logged and job.is_main and "disk space" in explained.error:
         _remove_partial_checkpoints(job.run_dir)
     if logged:
@@ -106,7 +120,7 @@ def fail(job, error: BaseException, run_dir: Path | None = None) -> int:
         log.error("%s", line)
         if job.is_main:
             update_status(job.run_dir, state="failed", exit_code=explained.exit_code, ended_at=time.time(),
-                          error=explained.error, advice=explained.advice)
+                          **explained.status_fields())
     else:
         print(line, file=sys.stderr)  # nothing was created: the one line is all there is
     torch = sys.modules.get("torch")

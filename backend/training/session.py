@@ -68,7 +68,10 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
                  config.loss_function or "the model's own")
     model_path = resolve_model(job)
     resolve_dataset(config.dataset, job.workspace)  # a wrong path fails before the model loads
-    devices = training_devices(config.devices)
+    try:
+        devices = training_devices(config.devices)
+    except ValueError as error:  # e.g. devices=7 on a machine without that GPU
+        raise ConfigError(str(error)) from None
     precision = config.check_devices(devices)
     on_cpu = devices[0].id == "cpu"
     if job.is_main:

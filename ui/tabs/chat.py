@@ -19,7 +19,9 @@ import gradio as gr
 from backend.chat.catalog import MAX_COLUMNS, catalog, dropdown_choices, header, run_ids_of
 from backend.chat.preferences import PreferenceStore, blind_letter, blind_order, tally_rows
 from backend.run_files import list_run_ids
+from ui import serve_panel
 from ui.context import UIContext
+from ui.i18n import localize
 
 # Seconds between UI updates while streaming: fast enough to look live, few enough messages.
 STREAM_INTERVAL_S = 0.1
@@ -62,7 +64,7 @@ TEXT: dict[str, dict[str, str]] = {
     "chat.msg_gone": {"en": "{what} is no longer on disk (deleted or its run removed); refresh and pick again.",
                       "zh": "{what} 已不在磁盘上（被删除或运行已移除）；请刷新后重新选择。"},
     "chat.msg_loading": {"en": "Loading models …", "zh": "正在加载模型……"},
-    "chat.msg_generating": {"en": "Answering in column {i} of {n} …", "zh": "第 {i}/{n} 列正在回答……"},
+    "chat.msg_generating_all": {"en": "{n} column(s) answering together …", "zh": "{n} 列正在同时回答……"},
     "chat.msg_done": {"en": "Done.", "zh": "完成。"},
     "chat.msg_stopped": {"en": "Stopped.", "zh": "已停止。"},
     "chat.msg_vote_first": {"en": "Send a prompt in blind mode, then pick the better answer.",
@@ -78,6 +80,7 @@ TEXT: dict[str, dict[str, str]] = {
     "chat.msg_speed": {"en": "{label}: {tokens} tokens in {seconds} s ({rate} tokens/s)",
                        "zh": "{label}：{tokens} 个 token，用时 {seconds} 秒（每秒 {rate} 个）"},
     "chat.msg_error": {"en": "{label}: {error}", "zh": "{label}：{error}"},
+    **serve_panel.TEXT,
 }
 
 
@@ -207,7 +210,7 @@ def build(ctx: UIContext) -> None:
         lines = []
         busy = device_notice(current_device or "cpu", busy_devices)
         if busy:
-            lines.append(f"⚠️ {busy}")
+            lines.append(f"⚠️ {localize(busy, lang)}")
         elif (current_device or "cpu") == "cpu" and "cpu" in busy_devices:
             lines.append(ctx.msg(lang, "chat.msg_cpu_shared", run=busy_devices["cpu"]))
         targets = catalog(runs_dir, chosen_runs or [], resolve)
@@ -286,8 +289,8 @@ def build(ctx: UIContext) -> None:
         settings = GenerationSettings(greedy=bool(greedy_on), temperature=float(temp), top_p=float(p), top_k=int(k),
                                       repetition_penalty=float(rep), max_new_tokens=int(max_tokens),
                                       seed=int(seed_value or 0), system_prompt=system_prompt or "")
-        problem = problem or " ".join(settings.problems()) or device_notice(
-            current_device or "cpu", RunStore(ctx.workspace).busy_devices())
+        problem = problem or " ".join(localize(p, lang) for p in settings.problems()) or localize(device_notice(
+            current_device or "cpu", RunStore(ctx.workspace).busy_devices()), lang)
         if problem:
             yield outputs_for(lang, state["keys"], targets, state, f"⚠️ {problem}")
             return
@@ -301,37 +304,25 @@ def build(ctx: UIContext) -> None:
         for key in chosen:
             state["histories"].setdefault(key, []).append({"role": "user", "content": text})
         yield outputs_for(lang, chosen, targets, state, ctx.msg(lang, "chat.msg_loading"))
-        notes = []
-        for position in range(len(chosen)):
-            key = chosen[state["order"][position]]
-            history = state["histories"][key]
-            reply, last = Reply(), 0.0
-            history.append({"role": "assistant", "content": ""})
-            step = ctx.msg(lang, "chat.msg_generating", i=position + 1, n=len(chosen))
-            try:
-                for partial in engine.get().stream(targets[key], history[:-2], text, settings, current_device or "cpu",
-                                                   stop=stop_event, reply=reply):
-                    history[-1]["content"] = partial
-                    if time.monotonic() - last >= STREAM_INTERVAL_S:
-                        last = time.monotonic()
-                        yield outputs_for(lang, chosen, targets, state, step)
-            except Exception as error:  # noqa: BLE001 - a load failure names the model, the rest go on
-                reply.error = str(error)
-            label = ctx.msg(lang, "chat.answer", letter=blind_letter(position)) if blind_on else targets[key].label
-            if reply.error:
-                history[-1]["content"] = f"⚠️ {reply.error}"
-                notes.append(ctx.msg(lang, "chat.msg_error", label=label, error=reply.error))
-            elif not history[-1]["content"].strip():
-                history[-1]["content"] = ctx.msg(lang, "chat.msg_empty_answer")
-            else:
-                notes.append(ctx.msg(lang, "chat.msg_speed", label=label, tokens=reply.new_tokens,
-                                     seconds=f"{reply.seconds:.1f}", rate=f"{reply.tokens_per_second:.1f}"))
-            notes += [f"{label}: {n}" for n in reply.notices]
-            if stop_event.is_set():
-                break
-        for key in chosen:   # columns Stop reached before they started: no half turn left in their history
-            if state["histories"][key][-1]["role"] == "user":
-                state["histories"][key].pop()
+        # Every column answers at once (one batch per base model); the texts stream in together.
+        keys = [chosen[state["order"][position]] for position in range(len(chosen))]
+        replies, last = [Reply() for _ in keys], 0.0
+        for key in keys:
+            state["histories"][key].append({"role": "assistant", "content": ""})
+        step = ctx.msg(lang, "chat.msg_generating_all", n=len(keys))
+        try:
+            for texts in engine.get().stream_together([targets[k] for k in keys],
+                                                      [state["histories"][k][:-2] for k in keys], text, settings,
+                                                      current_device or "cpu", stop=stop_event, replies=replies):
+                for key, partial in zip(keys, texts):
+                    state["histories"][key][-1]["content"] = partial
+                if time.monotonic() - last >= STREAM_INTERVAL_S:
+                    last = time.monotonic()
+                    yield outputs_for(lang, chosen, targets, state, step)
+        except Exception as error:  # noqa: BLE001 - said in every column that has no answer yet
+            for reply in replies:
+                reply.error = reply.error or (None if reply.finish else str(error))
+        notes = _column_notes(ctx, lang, keys, targets, state, replies, blind_on)
         done = ctx.msg(lang, "chat.msg_stopped" if stop_event.is_set() else "chat.msg_done")
         letters = [blind_letter(i) for i in range(len(chosen))] if blind_on else []
         yield outputs_for(lang, chosen, targets, state, "  \n".join([f"**{done}**", *notes]), vote_choices=letters)
@@ -394,3 +385,28 @@ def build(ctx: UIContext) -> None:
                        after=report["after"]["rss_mib"])
 
     unload.click(unload_all, [ctx.lang, device], status, api_visibility="private")
+
+    serve_panel.build(ctx)   # its own module: start / stop the API server for a run
+
+
+def _column_notes(ctx: UIContext, lang: str, keys: list[str], targets: dict, state: dict, replies: list,
+                  blind_on: bool) -> list[str]:
+    """Each column's ending into its history (error, empty answer; a column Stop reached before it
+    began loses its half turn) and the status lines: speed, errors, notices."""
+    notes = []
+    for position, (key, reply) in enumerate(zip(keys, replies)):
+        history = state["histories"][key]
+        label = ctx.msg(lang, "chat.answer", letter=blind_letter(position)) if blind_on else targets[key].label
+        if reply.error:
+            history[-1]["content"] = f"⚠️ {reply.error}"
+            notes.append(ctx.msg(lang, "chat.msg_error", label=label, error=reply.error))
+        elif reply.finish == "stopped" and not reply.new_tokens:
+            del history[-2:]   # no half turn left in this column's history
+        elif not history[-1]["content"].strip():
+            history[-1]["content"] = ctx.msg(lang, "chat.msg_empty_answer")
+        else:
+            notes.append(ctx.msg(lang, "chat.msg_speed", label=label, tokens=reply.new_tokens,
+                                 seconds=f"{reply.seconds:.1f}", rate=f"{reply.tokens_per_second:.1f}"))
+        notes += [f"{label}: {localize(n, lang)}" for n in reply.notices]
+    return notes
+

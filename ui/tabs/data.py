@@ -111,10 +111,9 @@ def applied_text(ctx: UIContext, lang: str, a: ds.Analysis) -> str:
 
 
 def default_name(label: str) -> str:
-    import re
+    from backend.safe_names import clean_name
 
-    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", str(label).rsplit("/", 1)[-1].rsplit(".", 1)[0]).strip("-.")
-    return (stem or "dataset")[:40] + "-clean"
+    return clean_name(str(label).rsplit("/", 1)[-1].rsplit(".", 1)[0], "dataset") + "-clean"
 
 
 def error_text(ctx: UIContext, lang: str, error: Exception) -> str:
@@ -322,7 +321,7 @@ def _wire(ctx, c, upload, pick, refresh, model, cutoff, check, prev, nxt, fix_bu
         trigger(lambda: gr.update(choices=ds.workspace_datasets(ctx.workspace)), None, pick, **PRIVATE)
     check.click(lambda lg, s, m, n, mp: to_components(recheck(ctx, lg, s, m, n, mp)),
                 [lang, state, model, cutoff, c["mapping"]], outs, **PRIVATE).then(remember, [model, cutoff], None, **PRIVATE)
-    lang.change(lambda lg, s, m, n, mp: to_components(recheck(ctx, lg, s, m, n, mp)) if s else {},
+    lang.change(lambda lg, s, m, n, mp: to_components(recheck(ctx, lg, s, m, n, mp)) if s else {c["state"]: gr.skip()},
                 [lang, state, model, cutoff, c["mapping"]], outs, **PRIVATE)
     for key, button in fix_buttons.items():
         button.click(lambda lg, s, fill, key=key: to_components(apply_fix(ctx, lg, s, key, fill)),

@@ -18,6 +18,7 @@ import gradio as gr
 
 from backend.run_files import list_run_ids
 from ui.context import UIContext
+from ui.i18n import localize
 
 POLL_EVERY_S = 2.0
 UPLOAD_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".parquet")
@@ -199,7 +200,7 @@ def _signature(run_dir: Path) -> str:
 
 
 def _progress_html(ctx: UIContext, lang: str, run_dir: Path) -> str:
-    from backend.background import COMPLETED, FAILED, RUNNING, read_progress
+    from backend.background import COMPLETED, FAILED, RUNNING, read_progress, stage_of
     from backend.evaluate import progress_path
 
     state = read_progress(progress_path(run_dir))
@@ -207,7 +208,7 @@ def _progress_html(ctx: UIContext, lang: str, run_dir: Path) -> str:
         return ""
     if state.get("state") == RUNNING:
         done, total = int(state.get("done") or 0), int(state.get("total") or 0)
-        text = ctx.msg(lang, "evaluate.progress", stage=state.get("stage", ""), done=done, total=total or "?")
+        text = ctx.msg(lang, "evaluate.progress", stage=localize(stage_of(state), lang), done=done, total=total or "?")
         return (f'<div id="evaluate-running"><progress value="{done}" max="{max(total, 1)}" '
                 f'style="width:100%"></progress><div>{_escape(text)}</div></div>')
     if state.get("state") == FAILED:

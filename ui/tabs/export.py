@@ -15,6 +15,7 @@ import gradio as gr
 
 from backend.run_files import list_run_ids
 from ui.context import UIContext
+from ui.i18n import localize
 
 POLL_EVERY_S = 2.0
 SHARD_SIZES = ("500MB", "1GB", "2GB", "5GB", "10GB")
@@ -122,13 +123,16 @@ def build(ctx: UIContext) -> None:
         return f"{current}-{ckpt}-{suffix}", "\n\n".join(notes), gr.update(placeholder=trained_on)
 
     def start_job(lang, current, ckpt, export_kind, export_name, shard_size, dtype_name, replace, want_zip, base_model):
-        from backend.export import exports_dir, start_export
+        from backend.export import export_folder, start_export
         from backend.export_files import ExportError
 
         if not current or not ckpt:
             return ctx.msg(lang, "export.msg_pick"), None
-        out = exports_dir(ctx.workspace) / (export_name or "")
-        if export_name and (out.exists() or out.with_name(out.name + ".zip").exists()) and not replace:
+        try:
+            out = export_folder(ctx.workspace, export_name)  # a typed name never probes outside exports/
+        except ExportError as error:
+            return ctx.msg(lang, "export.msg_error", error=error), None
+        if (out.exists() or out.with_name(out.name + ".zip").exists()) and not replace:
             return ctx.msg(lang, "export.msg_exists", path=out), None
         try:
             progress = start_export(ctx.workspace, runs_dir / current / ckpt, export_name, merge=export_kind == "merged",
@@ -203,14 +207,14 @@ def _config(run_dir: Path) -> dict:
 
 def _report_view(ctx: UIContext, lang: str, progress_file: Path):
     """(report HTML, download button update) for the export behind `progress_file`."""
-    from backend.background import COMPLETED, FAILED, read_progress
+    from backend.background import COMPLETED, FAILED, read_progress, stage_of
 
     state = read_progress(progress_file)
     if state.get("state") == FAILED:
         text = ctx.msg(lang, "export.failed", error=state.get("error", ""))
         return f'<div id="export-failed">❌ {html.escape(text)}</div>', gr.update(visible=False)
     if state.get("state") != COMPLETED:
-        text = ctx.msg(lang, "export.running", stage=state.get("stage", "starting"))
+        text = ctx.msg(lang, "export.running", stage=localize(stage_of(state), lang) or "…")
         return f'<div id="export-running">⏳ {html.escape(text)}</div>', gr.skip()
     result = state.get("result") or {}
     parts = [f'<div id="export-done">✅ {html.escape(ctx.msg(lang, "export.done", path=result.get("out", "")))}</div>',

@@ -16,6 +16,7 @@ from backend.runs import RunError
 from ui import run_view
 from ui.context import UIContext
 from ui.forms import _label as _
+from ui.i18n import localize
 from ui.tabs.train import resume, run_store, stop
 
 TICK_S = 2.0
@@ -54,7 +55,41 @@ TEXT: dict[str, dict[str, str]] = {
     "runs.compare.need_two": _("Pick at least two runs to compare.", "请至少选择两个运行。"),
     "runs.compare.same": _("These runs have the same settings.", "这些运行的设置相同。"),
     "runs.msg.error": _("❌ {error}", "❌ {error}"),
+    # Column headers of the runs table (run_view.TABLE_COLUMNS) and the compare table.
+    "runs.col.run": _("run", "运行"),
+    "runs.col.state": _("state", "状态"),
+    "runs.col.model": _("model", "模型"),
+    "runs.col.method": _("method", "方法"),
+    "runs.col.progress": _("progress", "进度"),
+    "runs.col.best_eval_loss": _("best eval loss", "最佳验证损失"),
+    "runs.col.started": _("started", "开始时间"),
+    "runs.col.duration": _("duration", "用时"),
+    "runs.col.setting": _("setting", "设置"),
+    # Legend and axis words of the charts (ui/charts.py WORDS).
+    "runs.word.step": _("step", "步数"),
+    "runs.word.loss": _("loss", "损失"),
+    "runs.word.train_loss": _("train loss", "训练损失"),
+    "runs.word.train_loss_smoothed": _("train loss (smoothed)", "训练损失（平滑）"),
+    "runs.word.eval_loss": _("eval loss", "验证损失"),
+    "runs.word.minutes": _("minutes", "分钟"),
+    "runs.word.norm": _("norm", "范数"),
+    "runs.word.train": _("train", "训练"),
+    "runs.word.eval": _("eval", "验证"),
+    "runs.word.learning_rate": _("learning rate", "学习率"),
+    "runs.word.grad_norm": _("gradient norm", "梯度范数"),
+    "runs.word.tokens_per_second": _("tokens / s", "token / 秒"),
 }
+WORD_KEYS = ("step", "loss", "train_loss", "train_loss_smoothed", "eval_loss", "minutes", "norm", "train", "eval",
+             "learning_rate", "grad_norm", "tokens_per_second")
+
+
+def chart_words(msg) -> dict[str, str]:
+    return {k: msg(f"runs.word.{k}") for k in WORD_KEYS}
+
+
+def table_value(msg, rows: list[list]) -> dict:
+    """The runs table with its headers in the user's language."""
+    return {"headers": [msg(f"runs.col.{c}") for c in run_view.TABLE_COLUMNS], "data": rows}
 
 
 def _msg(ctx: UIContext, lang: str | None):
@@ -78,15 +113,15 @@ def figures(ctx: UIContext, lang: str | None, records: list[dict]) -> list:
     from ui import charts  # plotly: imported on the first tick, not at page build
 
     msg = _msg(ctx, lang)
-    empty = msg("runs.chart.empty")
+    empty, words = msg("runs.chart.empty"), chart_words(msg)
     title = {k: msg(f"runs.chart.{k}") for k in CHART_KEYS}
     return [
-        charts.loss_figure(records, title["loss"], empty),
-        charts.line_figure(records, "learning_rate", title["lr"], empty),
-        charts.line_figure(records, "grad_norm", title["grad_norm"], empty),
-        charts.line_figure(records, "tokens_per_second", title["tokens"], empty),
-        charts.memory_figure(records, title["memory"], empty),
-        charts.grad_heatmap(records, title["layers"], empty),
+        charts.loss_figure(records, title["loss"], empty, words=words),
+        charts.line_figure(records, "learning_rate", title["lr"], empty, words=words),
+        charts.line_figure(records, "grad_norm", title["grad_norm"], empty, words=words),
+        charts.line_figure(records, "tokens_per_second", title["tokens"], empty, words=words),
+        charts.memory_figure(records, title["memory"], empty, words=words),
+        charts.grad_heatmap(records, title["layers"], empty, words=words),
     ]
 
 
@@ -101,12 +136,12 @@ def tick(ctx: UIContext, lang: str | None, watch: run_view.Watch | None, run_id:
     try:
         info = run_store(ctx).get(run_id)
     except RunError as error:
-        return [watch, msg("runs.msg.error", error=str(error)), "", gr.update(visible=False), "",
+        return [watch, msg("runs.msg.error", error=localize(error, lang)), "", gr.update(visible=False), "",
                 *[gr.skip()] * len(CHART_KEYS)]
     switched = watch.follow(run_id, info.run_dir)
     new = watch.read_new()
     charts = figures(ctx, lang, watch.records) if (new or switched) else [gr.skip()] * len(CHART_KEYS)
-    return [watch, run_view.alert_text(msg, info), run_view.progress_html(msg, info, watch.records),
+    return [watch, run_view.alert_text(msg, info, lang), run_view.progress_html(msg, info, watch.records),
             gr.update(visible=run_view.can_resume(info)), tail_text(info.run_dir / LOG_FILE, LOG_BYTES), *charts]
 
 
@@ -120,13 +155,15 @@ def compare(ctx: UIContext, lang: str | None, run_ids: list[str] | None) -> tupl
     try:
         infos = [run_store(ctx).get(r) for r in run_ids]
     except RunError as error:
-        return msg("runs.msg.error", error=str(error)), None, None
+        return msg("runs.msg.error", error=localize(error, lang)), None, None
     # One full read per run, once per click: compare is not on the timer.
     records = {i.run_id: MetricsTail(i.run_dir).read_new() for i in infos}
     headers, rows = run_view.config_diff(infos)
+    headers[0] = msg("runs.col.setting")
     note = "" if rows else msg("runs.compare.same")
     table = {"headers": headers, "data": rows or [["", *[""] * len(infos)]]}
-    return note, charts.compare_figure(records, msg("runs.compare"), msg("runs.chart.empty")), table
+    figure = charts.compare_figure(records, msg("runs.compare"), msg("runs.chart.empty"), words=chart_words(msg))
+    return note, figure, table
 
 
 # --- layout -----------------------------------------------------------------
@@ -167,26 +204,27 @@ def _wire(ctx: UIContext, c: dict, plots: list) -> None:
     private = {"api_visibility": "private"}
     lang, shared_run = ctx.lang, ctx.shared.get("run_id")
 
-    def do_list(selected):
+    def do_list(lang, selected):
         rows, ids, chosen = list_runs(ctx, selected)
-        return rows, gr.update(choices=ids, value=chosen), gr.update(choices=ids)
+        return table_value(_msg(ctx, lang), rows), gr.update(choices=ids, value=chosen), gr.update(choices=ids)
 
     list_outputs = [c["table"], c["select"], c["pick"]]
     select_source = shared_run if shared_run is not None else c["select"]
     page = gr.context.Context.root_block
-    page.load(do_list, select_source, list_outputs, **private)
-    c["refresh"].click(do_list, c["select"], list_outputs, **private)
+    page.load(do_list, [lang, select_source], list_outputs, **private)
+    c["refresh"].click(do_list, [lang, c["select"]], list_outputs, **private)
+    lang.change(do_list, [lang, c["select"]], list_outputs, **private)
 
     def pick_row(evt: gr.SelectData):
         row = evt.row_value or []
         return row[0] if row else gr.update()  # the run id column
 
     c["table"].select(pick_row, None, c["select"], **private)
-    gr.Timer(TABLE_TICK_S).tick(do_list, c["select"], list_outputs, show_progress="hidden", **private)
+    gr.Timer(TABLE_TICK_S).tick(do_list, [lang, c["select"]], list_outputs, show_progress="hidden", **private)
     if shared_run is not None:
         c["select"].change(lambda r: r, c["select"], shared_run, **private)
         # A run started in Train shows up here selected.
-        shared_run.change(do_list, shared_run, list_outputs, **private)
+        shared_run.change(do_list, [lang, shared_run], list_outputs, **private)
 
         def remember(run_id):
             ctx.remember(run_id=run_id)  # the next launch opens on this run

@@ -16,13 +16,17 @@ import gradio as gr
 from backend.config import ConfigError, RunConfig
 from backend.model_presets import PRESETS
 from backend.runs import RunError, RunStore
+from backend.safe_names import clean_name, path_inside
 from ui import forms, scale_view
 from ui import train_summary as summary
 from ui.context import UIContext
+from ui.i18n import localize
 
 _ = forms._label
 TEXT: dict[str, dict[str, str]] = {
     **forms.FIELD_TEXT,
+    **forms.HELP_TEXT,
+    **forms.PLACEHOLDER_TEXT,
     "train.model": _("Model", "模型"),
     "train.model.info": _("'demo', a preset hub id, or the path of a local model folder.",
                           "'demo'、预设的 Hub ID，或本地模型文件夹路径。"),
@@ -131,7 +135,7 @@ def plan(ctx: UIContext, lang: str, model: str, dataset: str, rows: dict, device
         config = forms.config_from_values(list(values), model, dataset)
         config.check_packages()  # e.g. wandb chosen but not installed: say how to install it now
     except ConfigError as error:
-        return msg("train.msg.invalid", error=str(error)), ""
+        return msg("train.msg.invalid", error=localize(error, lang)), ""
     found = summary.devices_from_state(devices)
     derived = summary.derived_text(msg, config, rows, scale_view.world_size(config, found))
     return (derived + "\n\n" + scale_view.launch_text(msg, config, found),
@@ -145,7 +149,7 @@ def start(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> tuple
         config = forms.config_from_values(list(values), model, dataset)
         run_id = run_store(ctx).launch(config)
     except (ConfigError, RunError) as error:
-        return msg("train.msg.invalid", error=str(error)), None
+        return msg("train.msg.invalid", error=localize(error, lang)), None
     ctx.remember(model=config.model_name_or_path, train=config.to_dict())
     return msg("train.msg.started", run_id=run_id), run_id
 
@@ -157,7 +161,7 @@ def stop(ctx: UIContext, lang: str, run_id: str | None) -> str:
     try:
         run_store(ctx).stop(run_id)
     except RunError as error:
-        return msg("train.msg.invalid", error=str(error))
+        return msg("train.msg.invalid", error=localize(error, lang))
     return msg("train.msg.stopping", run_id=run_id)
 
 
@@ -168,7 +172,7 @@ def resume(ctx: UIContext, lang: str, run_id: str | None) -> str:
     try:
         run_store(ctx).resume(run_id)
     except RunError as error:
-        return msg("train.msg.invalid", error=str(error))
+        return msg("train.msg.invalid", error=localize(error, lang))
     return msg("train.msg.resumed", run_id=run_id)
 
 
@@ -180,7 +184,7 @@ def show_command(ctx: UIContext, lang: str, model: str, dataset: str, *values) -
         argv, yaml_text = run_store(ctx).command_for(config)
         others = run_store(ctx).node_commands(config)
     except (ConfigError, RunError) as error:
-        return msg("train.msg.invalid", error=str(error)), "", ""
+        return msg("train.msg.invalid", error=localize(error, lang)), "", ""
     return msg("train.msg.command"), scale_view.command_text(argv, others, msg), yaml_text
 
 
@@ -190,10 +194,10 @@ def save_yaml(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> t
     try:
         config = forms.config_from_values(list(values), model, dataset)
     except ConfigError as error:
-        return msg("train.msg.invalid", error=str(error)), None
+        return msg("train.msg.invalid", error=localize(error, lang)), None
     folder = ctx.workspace.root / "configs"
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{config.run_name or 'train'}-{time.strftime('%Y%m%d-%H%M%S')}.yaml"
+    path = path_inside(folder, f"{clean_name(config.run_name, 'train')}-{time.strftime('%Y%m%d-%H%M%S')}.yaml")
     config.save(path)
     return msg("train.msg.saved", path=path.name), str(path)
 
@@ -207,7 +211,7 @@ def load_yaml(ctx: UIContext, lang: str, path: str | None) -> list:
     try:
         config = RunConfig.load(Path(path))
     except ConfigError as error:
-        return [msg("train.msg.invalid", error=f"{Path(path).name}: {error}"), *keep]
+        return [msg("train.msg.invalid", error=f"{Path(path).name}: {localize(error, lang)}"), *keep]
     return [msg("train.msg.loaded", name=Path(path).name), config.model_name_or_path, config.dataset,
             *forms.form_values(config)]
 

@@ -1,0 +1,198 @@
+"""What the backend says to a person, as stable ids with arguments.
+
+A `Message("config.range", {"name": "val_size", ...})` renders in English
+through CATALOGUE (`str(message)`: what the command line prints and what
+train.log holds), and the UI renders the same id in the user's language from
+its own table (ui/message_texts.py). The backend never learns about
+languages or gradio; an id never changes meaning once shipped, so a
+status.json written today is still translated by tomorrow's UI.
+
+Errors meant for the user (ConfigError, RunError, DataError ...) take a
+Message or, for text from a library that has no id, a plain string.
+tests/test_i18n.py fails when an id here has no Chinese.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+CATALOGUE: dict[str, str] = {
+    # --- RunConfig validation (backend/config.py) ---------------------------------------------
+    "config.not_choice": "{name} = {value!r} is not one of: {allowed}.",
+    "config.bits_without_qlora": "quantization_bits = {bits} only applies to method 'qlora'; "
+                                 "choose method qlora or clear quantization_bits.",
+    "config.above_zero": "{name} must be above 0 (got {value}).",
+    "config.share": "{name} must be in [0, 1) (got {value}).",
+    "config.val_size": "val_size is a share of the data in [0, 1) (got {value}).",
+    "config.no_length": "Set num_train_epochs above 0 or max_steps above 0.",
+    "config.not_negative": "{names} cannot be negative.",
+    "config.needs_eval_split": "{name} needs an eval split: set val_size above 0 or clear {name}.",
+    "config.at_least_one": "{name} must be at least 1, or empty (got {value}).",
+    "config.empty_target": "lora_target is empty: use 'all-linear' or name at least one module.",
+    "config.reference": "{ref!r} should look like 'package.module:Name'.",
+    "config.context": "cutoff_len = {cutoff} is longer than the model's context of {context} tokens; "
+                      "lower cutoff_len to {context} or less.",
+    "config.wandb_missing": "report_to = 'wandb' needs the wandb package, which is not installed here: run "
+                            "`pip install wandb` and `wandb login` (or set WANDB_MODE=offline), or choose "
+                            "report_to none or tensorboard.",
+    "config.bf16": "bf16 is not supported on {devices}; choose precision auto, fp16 (GPU) or fp32.",
+    "config.fp16": "fp16 training needs a GPU ({devices} has none); choose precision auto or fp32.",
+    "config.unknown": "Unknown setting {names}.",
+    "config.yaml": "The config is not valid YAML: {error}",
+    "config.not_mapping": "The config must be a YAML mapping of setting: value.",
+    "config.no_file": "Config file {path} does not exist.",
+    "config.not_text": "Config file {path} is not a text (UTF-8 YAML) file; give a YAML file such as the one "
+                       "`python -m backend.train --print-default-config` prints.",
+    "config.unreadable": "Config file {path} cannot be read: {error}.",
+    "config.binary": "Config file {path} is a binary file, not YAML; give a YAML file such as the one "
+                     "`python -m backend.train --print-default-config` prints.",
+    "config.not_finite": "{name} = {value} is not a finite number; give a number such as {example}.",
+    "config.set_syntax": "--set {item!r} should look like key=value.",
+    "config.type": "{name} = {value!r} should be {expected}.",
+    "config.import_module": "Cannot import module {module!r} for {ref!r}: {error}. "
+                            "Put it on PYTHONPATH or in the working folder.",
+    "config.import_name": "Module {module!r} has no {name!r} (from {ref!r}).",
+    "config.dataset_name": "dataset_name = {dataset_name!r} only applies to a LLaMA-Factory data folder "
+                           "(with dataset_info.json), and {dataset!r} is not one; clear dataset_name.",
+    # --- runs (backend/runs.py, backend/run_info.py) -----------------------------------------
+    "run.already_started": "Run {run_id} was already started (state: {state}); use Resume to continue it or "
+                           "start a new run.",
+    "run.not_resumable": "Run {run_id} cannot be resumed: {reason}.",
+    "run.reason.queued": "it was never started; start it instead",
+    "run.reason.running": "it is still running",
+    "run.reason.completed": "it completed; start a new run instead",
+    "run.reason.state": "its state is {state!r}",
+    "run.no_checkpoint": "Run {run_id} has no complete checkpoint to resume from; start it again instead.",
+    "run.resume_config": "Cannot resume {run_id}: {error}",
+    "run.busy": "{devices} is busy with run {run_id}; stop that run or wait for it to finish, then start this one.",
+    "run.launch_failed": "Could not start the worker for {run_id}: {error}.",
+    "run.not_running": "Run {run_id} is not running (state: {state}).",
+    "run.delete_running": "Run {run_id} is still running; stop it before deleting it.",
+    "run.unknown": "No run named {run_id!r} in {folder}.",
+    "run.no_folder": "Could not make a new run folder in {folder}.",
+    "run.config_unreadable": "{path} cannot be read: {error}",
+    # --- the worker's failures and advice (backend/training/errors.py) -------------------------
+    "train.advice.config": "Fix the setting named above and start again.",
+    "train.advice.dataset": "Check the dataset path, or pick a dataset saved in the Data tab.",
+    "train.error.bitsandbytes": "4/8-bit loading failed: {error}",
+    "train.advice.bitsandbytes": "Install bitsandbytes (pip install bitsandbytes==0.50.2), or choose method "
+                                 "lora or full.",
+    "train.advice.model": "Check model_name_or_path: a local Hugging Face folder, 'demo', or a preset.",
+    "train.error.oom": "The GPU ran out of memory ({error}).",
+    "train.error.disk": "Not enough disk space to save a checkpoint: {error}.",
+    "train.advice.disk": "Free disk space or lower save_total_limit, then resume: the last complete checkpoint "
+                         "was kept.",
+    "train.error.targets": "lora_target names modules the model does not have: {error}",
+    "train.advice.targets": "Use lora_target: all-linear, or module names from the model (q_proj, v_proj, ...).",
+    "train.error.other": "{kind}: {error}",
+    "train.advice.log": "See train.log for the full traceback.",
+    "train.advice.traceback_above": "The traceback is printed above; report it if the sentence does not say what "
+                                    "to fix.",
+    "train.advice.oom_short": "Lower per_device_train_batch_size or cutoff_len, or turn on gradient_checkpointing.",
+    "train.advice.oom": "Try: {steps}.",
+    "train.oom.batch": "lower per_device_train_batch_size (now {batch}) and raise gradient_accumulation_steps "
+                       "(now {accumulation}) to keep the effective batch",
+    "train.oom.cutoff": "lower cutoff_len (now {cutoff})",
+    "train.oom.checkpointing": "turn on gradient_checkpointing (now off)",
+    "train.oom.qlora": "use method qlora with quantization_bits 4 (now {method})",
+    # --- chat (backend/chat/) ----------------------------------------------------------------------
+    "chat.device_busy": "Training run {run_id} is using {device} right now; loading models there may run it out of "
+                        "memory mid-run. Choose the CPU as device, or wait until the run ends.",
+    "chat.problem.max_tokens": "Max new tokens must be at least 1 (got {value}).",
+    "chat.problem.temperature": "Temperature must be above 0 when sampling (got {value}); tick Greedy for "
+                                "deterministic answers.",
+    "chat.problem.top_p": "Top-p must be in (0, 1] (got {value}).",
+    "chat.problem.top_k": "Top-k must be 0 (off) or more (got {value}).",
+    "chat.problem.repetition": "Repetition penalty must be above 0 (got {value}); 1.0 means none.",
+    "chat.notice.max_tokens": "Max new tokens lowered from {asked} to {cap} (model context {context} tokens).",
+    "chat.notice.prompt_cut": "Prompt cut to fit the context: kept {kept} of {full} prompt tokens "
+                              "(context {context} = prompt + {new} new tokens).",
+    "chat.notice.prompt_cut_dropped": "Prompt cut to fit the context: dropped {dropped} earlier exchange(s) and kept "
+                                      "{kept} of {full} prompt tokens (context {context} = prompt + {new} new tokens).",
+    # --- background jobs: evaluation and export stages (backend/evaluate.py, backend/export.py) --------
+    "job.stage.starting": "starting",
+    "job.stage.done": "done",
+    "evaluate.stage.loading": "loading the model",
+    "evaluate.stage.checkpoint": "evaluating {name}",
+    "export.stage.zipping": "zipping",
+    "export.stage.copy_adapter": "copying the adapter",
+    "export.stage.copy_weights": "copying the weights",
+    "export.stage.verifying": "verifying",
+    "export.stage.load_base": "loading the base model in {dtype}",
+    "export.stage.check_prompts": "answering the check prompts with the adapter",
+    "export.stage.merging": "merging",
+    "export.stage.saving": "saving",
+    "export.stage.verify_merged": "verifying the merged model",
+}
+
+
+@dataclass(frozen=True)
+class Message:
+    id: str
+    args: dict[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return render(self, CATALOGUE)
+
+    def to_dict(self) -> dict:
+        """For status.json: {"id": ..., "args": {...}}, nested messages as dicts too."""
+        return {"id": self.id, "args": {k: _to_plain(v) for k, v in self.args.items()}}
+
+    @staticmethod
+    def from_dict(data: Any) -> Message | None:
+        """The Message written by to_dict; None for anything else (or an id this version lacks)."""
+        if not isinstance(data, dict) or data.get("id") not in CATALOGUE or not isinstance(data.get("args"), dict):
+            return None
+        return Message(data["id"], {k: _from_plain(v) for k, v in data["args"].items()})
+
+
+def msg(message_id: str, **args: Any) -> Message:
+    if message_id not in CATALOGUE:
+        raise KeyError(f"no message {message_id!r} in backend/messages.py")
+    return Message(message_id, args)
+
+
+def render(message: Message, table: dict[str, str]) -> str:
+    """`message` in the language of `table` (id -> template); English where the table has no entry.
+    Arguments that are messages themselves are rendered with the same table."""
+    return (table.get(message.id) or CATALOGUE[message.id]).format(**{k: _rendered(v, table)
+                                                                        for k, v in message.args.items()})
+
+
+def _rendered(value: Any, table: dict[str, str]) -> Any:
+    if isinstance(value, Message):
+        return render(value, table)
+    if isinstance(value, list) and value and all(isinstance(v, Message) for v in value):
+        return "; ".join(render(v, table) for v in value)  # e.g. the steps of an advice
+    return value
+
+
+def message_of(value: Any) -> Message | None:
+    """The Message behind an error (or the value itself), None for plain text."""
+    if isinstance(value, Message):
+        return value
+    return getattr(value, "catalogued", None)
+
+
+class UserError(Exception):
+    """Base of the errors whose text is meant for the user: built from a Message
+    (translatable) or from plain text (a library's own words)."""
+
+    def __init__(self, text: str | Message):
+        self.catalogued = text if isinstance(text, Message) else None
+        super().__init__(str(text))
+
+
+def _to_plain(value: Any) -> Any:
+    if isinstance(value, Message):
+        return value.to_dict()
+    if isinstance(value, list):
+        return [_to_plain(v) for v in value]
+    return value if isinstance(value, (str, int, float, bool, type(None))) else str(value)
+
+
+def _from_plain(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_from_plain(v) for v in value]
+    return (Message.from_dict(value) or value) if isinstance(value, dict) else value

@@ -1,0 +1,15 @@
+"""Serve a run's base and checkpoints behind an OpenAI-compatible API (issue 14).
+
+cli.py        python -m backend.serve: flags, refusals (exit 2), socket, engine choice
+server.py     load the models, run uvicorn, report to the UI's progress file
+app.py        FastAPI routes, API key + body-size guard, OpenAI error shape
+protocol.py   request bodies -> checked values; ApiError names the field
+prompts.py    token ids: chat template or a plain / token-id completion prompt
+bridge.py     bounded queue + one generation thread on the ChatEngine; stop strings
+responses.py  completion bodies and server-sent event chunks
+names.py      served names: base, checkpoint-<step>, final (re-read from disk)
+vllm.py       --engine vllm: the `vllm serve --enable-lora --lora-modules` command
+jobs.py       start / stop / read a server as a background job (for the UI)
+
+Nothing is imported here: the UI imports jobs.py without torch or FastAPI.
+"""

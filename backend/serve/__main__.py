@@ -1,0 +1,5 @@
+import sys
+
+from backend.serve.cli import main
+
+sys.exit(main())

@@ -1,0 +1,153 @@
+"""python -m backend.serve --run RUN_DIR [--checkpoint NAME ...] [--model BASE] [--host 127.0.0.1]
+[--port 8000] [--api-key KEY] [--device cpu|cuda:N] [--engine transformers|vllm]
+
+Serves the run's base and every complete checkpoint behind an OpenAI-compatible
+API. Refused settings exit 2 with one sentence; the models load before the
+port answers, so a load failure is reported at start, not at the first request."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from pathlib import Path
+
+from backend.background import FAILED, RUNNING, write_progress
+
+API_KEY_ENV = "FINETUNE_STUDIO_API_KEY"
+ENGINES = ("transformers", "vllm")
+
+
+class Refused(ValueError):
+    """A setting the server will not start with; exit 2 with this sentence."""
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m backend.serve", description=__doc__.splitlines()[0])
+    parser.add_argument("--run", required=True, help="run folder (workspace/runs/<run-id>)")
+    parser.add_argument("--checkpoint", action="extend", nargs="+", default=[], metavar="NAME",
+                        help="serve only these checkpoints (e.g. checkpoint-40 final) besides the base; default: all")
+    parser.add_argument("--model", default=None, help="base model folder, if not the one in the run's config.yaml")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    parser.add_argument("--allow-remote", action="store_true",
+                        help="allow a --host other computers can reach (then an API key is required)")
+    parser.add_argument("--api-key", default=os.environ.get(API_KEY_ENV),
+                        help=f"key clients must send as 'Authorization: Bearer KEY' (or set {API_KEY_ENV})")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda:N")
+    parser.add_argument("--engine", default="transformers", choices=ENGINES,
+                        help="transformers (this process) or vllm (vLLM's server, GPU hosts)")
+    parser.add_argument("--max-queue", type=int, default=32,
+                        help="requests that may wait while one generates; more get 429 (default: 32)")
+    parser.add_argument("--max-body", type=int, default=None, help="largest request body in bytes (default: 1 MiB)")
+    parser.add_argument("--workspace", default=None, help="where the base model named in config.yaml is found")
+    parser.add_argument("--progress", type=Path, help=argparse.SUPPRESS)   # set by the UI's background launcher
+    return parser.parse_args(argv)
+
+
+def check_args(args: argparse.Namespace) -> None:
+    from backend.chat.cli import device_problems
+    from backend.hosts import is_loopback
+
+    if not is_loopback(args.host):
+        if not args.allow_remote:
+            raise Refused(f"Refusing to listen on {args.host}: other computers could use your models. Use --host "
+                          "127.0.0.1, or add --allow-remote together with --api-key KEY if you mean it.")
+        if not args.api_key:
+            raise Refused(f"--host {args.host} with --allow-remote needs an API key: add --api-key KEY "
+                          f"(or set {API_KEY_ENV}) so only your clients can use the server.")
+    if args.api_key is not None and not args.api_key.strip():
+        raise Refused("--api-key is empty: give a key, or leave the option out on 127.0.0.1.")
+    if not 1 <= args.port <= 65535:
+        raise Refused(f"--port {args.port} is not a port: use a number from 1 to 65535.")
+    if args.max_queue < 0:
+        raise Refused(f"--max-queue {args.max_queue} must be 0 or more.")
+    if args.max_body is not None and args.max_body < 1024:
+        raise Refused(f"--max-body {args.max_body} is too small for any request: use at least 1024 bytes.")
+    problems = device_problems(args.device)
+    if problems:
+        raise Refused(" ".join(problems))
+
+
+def open_socket(host: str, port: int) -> socket.socket:
+    """Bind now, before loading models: a taken port is said at once, and nothing can take it meanwhile."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        raise Refused(f"Cannot listen on {host}:{port} ({error.strerror}): another program uses the port, "
+                      "choose another --port.") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def served_models(args: argparse.Namespace):
+    from backend import models
+    from backend.serve.names import NamesError, ServedModels
+    from backend.workspace import Workspace
+
+    run_dir = Path(args.run).expanduser()
+    if not run_dir.is_dir():
+        raise Refused(f"Run folder {run_dir} does not exist: give --run workspace/runs/<run-id>.")
+    workspace = Workspace(Path(args.workspace)) if args.workspace else Workspace.for_run_dir(run_dir)
+    if args.model:
+        base = models.resolve_model_path(args.model, workspace.models_dir)
+        if not Path(base).is_dir():
+            raise Refused(f"--model {args.model} is not a model folder: give the folder of the run's base model.")
+
+        def resolve(_name: str) -> str:
+            return base
+    else:
+        def resolve(name: str) -> str:
+            return models.resolve_model_path(name, workspace.models_dir)
+    try:
+        return ServedModels(run_dir, resolve, args.checkpoint or None)
+    except (NamesError, models.ModelLoadError) as error:
+        raise Refused(str(error)) from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        check_args(args)
+        served = served_models(args)
+        if args.engine == "vllm":
+            return run_vllm(args, served)
+        sock = open_socket(args.host, args.port)
+    except Refused as error:
+        return refuse(args, str(error))
+    from backend.serve.server import serve
+
+    return serve(args, served, sock)
+
+
+def refuse(args: argparse.Namespace, message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    write_progress(args.progress, state=FAILED, stage="refused", error=message)
+    return 2
+
+
+def run_vllm(args: argparse.Namespace, served) -> int:
+    from backend.serve.vllm import VllmError, build_command, check_available, exec_vllm
+
+    try:
+        check_available()
+        command = build_command(served.refresh(), args.host, args.port, args.api_key)
+    except VllmError as error:
+        return refuse(args, str(error))
+    shown = ["***" if i and command[i - 1] == "--api-key" else part for i, part in enumerate(command)]
+    print("starting: " + " ".join(shown), flush=True)
+    write_progress(args.progress, state=RUNNING, stage="serving", url=base_url(args.host, args.port),
+                   models=list(served.refresh()), engine="vllm")
+    exec_vllm(command, args.device)
+    return 1   # only reached if exec failed without raising
+
+
+def base_url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/v1"

@@ -1,0 +1,73 @@
+"""The API server as a background job of the UI: started detached through
+backend/background.py (like Evaluate and Export jobs), so it outlives a
+closed browser or a restarted app, and stopped with SIGTERM (uvicorn lets
+requests in flight finish), escalating to SIGKILL of its process tree.
+
+One server per workspace from the UI: workspace/serve/serve.json (progress:
+state, pid, stage "loading" | "serving" | "stopped", url, models) and serve.log.
+The UI's server always listens on 127.0.0.1, so it needs no API key."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from pathlib import Path
+
+from backend.background import COMPLETED, RUNNING, launch, read_progress, write_progress
+from backend.run_files import list_run_ids
+from backend.supervisor import kill_tree, wait_gone
+
+SERVE_DIR = "serve"
+HOST = "127.0.0.1"
+STOP_GRACE_S = 10.0
+
+
+class ServeJobError(ValueError):
+    """The server cannot be started or stopped; the message says what to do."""
+
+
+def progress_path(workspace) -> Path:
+    return Path(workspace.root) / SERVE_DIR / "serve.json"
+
+
+def log_path(workspace) -> Path:
+    return Path(workspace.root) / SERVE_DIR / "serve.log"
+
+
+def status(workspace) -> dict:
+    """The progress file ({} before the first start); a vanished server reads as failed."""
+    return read_progress(progress_path(workspace))
+
+
+def start(workspace, run_id: str, port: int, device: str = "cpu") -> int:
+    """Launch `python -m backend.serve` for one run of the workspace; returns its pid."""
+    if status(workspace).get("state") == RUNNING:
+        raise ServeJobError("A server is running already: stop it first (one server per workspace from the UI).")
+    if run_id not in list_run_ids(workspace.runs_dir):   # the id picks a folder: only ids that exist
+        raise ServeJobError(f"Run {run_id!r} is not in this workspace: pick a run from the list.")
+    if not isinstance(port, int) or not 1024 <= port <= 65535:
+        raise ServeJobError(f"Port {port} is not usable: choose a number from 1024 to 65535.")
+    args = ["--run", str(workspace.runs_dir / run_id), "--host", HOST, "--port", str(port),
+            "--device", device, "--workspace", str(workspace.root)]
+    with contextlib.suppress(FileNotFoundError):
+        progress_path(workspace).unlink()   # the last server's state is not this one's
+    pid = launch("backend.serve", args, log_path(workspace), progress_path(workspace))
+    write_progress(progress_path(workspace), run_id=run_id, port=port, device=device)
+    return pid
+
+
+def stop(workspace, grace_s: float = STOP_GRACE_S) -> bool:
+    """SIGTERM, then SIGKILL after `grace_s`; True when a running server was stopped."""
+    progress = status(workspace)
+    if progress.get("state") != RUNNING:
+        return False
+    pid, started = int(progress["pid"]), progress.get("start_time")
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    if started is not None and not wait_gone(pid, started, grace_s):
+        kill_tree(pid)
+        wait_gone(pid, started, grace_s)
+    if read_progress(progress_path(workspace)).get("state") != COMPLETED:
+        write_progress(progress_path(workspace), state=COMPLETED, stage="stopped")   # killed before it could say so
+    return True

@@ -1,0 +1,82 @@
+"""The names a served run answers to: `base`, each complete `checkpoint-<step>`
+and `final`, read from the run folder (backend/chat/targets.py, the same
+list the Chat tab offers). Without --checkpoint the list is re-read on each
+lookup, so checkpoints a running training saves later are served too."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from backend.chat.targets import BASE, ChatTarget, TargetError, run_choices, run_model_settings
+from backend.run_files import CONFIG_FILE
+from backend.serve.protocol import ApiError
+
+
+class NamesError(ValueError):
+    """The run or a chosen checkpoint cannot be served; the message says what to do."""
+
+
+class ServedModels:
+    def __init__(self, run_dir: Path, resolve_model, only: list[str] | None = None):
+        """`resolve_model(name)` maps config.yaml's model name to a folder; `only` keeps
+        the base plus these checkpoint names (checked now: NamesError lists the choices)."""
+        self.run_dir = Path(run_dir)
+        if not (self.run_dir / CONFIG_FILE).is_file():
+            raise NamesError(f"{self.run_dir} is not a run folder (it has no {CONFIG_FILE}): "
+                             "give --run workspace/runs/<run-id>.")
+        self._resolve = resolve_model
+        self._lock = threading.Lock()
+        self._targets: dict[str, ChatTarget] = {}
+        self._only = None
+        found = self.refresh()
+        if only:
+            wanted = [Path(name).name for name in only]   # a folder path names its checkpoint too
+            missing = [name for name in wanted if name not in found]
+            if missing:
+                raise NamesError(f"Run {self.run_dir.name} has no complete checkpoint named "
+                                 f"{', '.join(missing)}; it has: {', '.join(found)}.")
+            self._only = [BASE, *dict.fromkeys(n for n in wanted if n != BASE)]
+            self._targets = {name: found[name] for name in self._only}
+
+    @property
+    def model_settings(self) -> dict:
+        return run_model_settings(self.run_dir)
+
+    def refresh(self) -> dict[str, ChatTarget]:
+        """Re-read the run folder (unless a fixed list was chosen); name -> target."""
+        with self._lock:
+            if self._only is not None:
+                return dict(self._targets)
+            try:
+                choices = run_choices(self.run_dir, self._resolve)
+            except (OSError, ValueError, TargetError) as error:
+                if self._targets:
+                    return dict(self._targets)   # keep serving what we had while a file is rewritten
+                raise NamesError(f"Cannot read run {self.run_dir}: {error}") from error
+            self._targets = {target.name: target for target in choices.targets}
+            return dict(self._targets)
+
+    def names(self) -> list[str]:
+        return list(self.refresh())
+
+    def get(self, name: str) -> ChatTarget:
+        targets = self._targets if name in self._targets else self.refresh()
+        if name not in targets:
+            raise ApiError(404, f"The model '{name}' does not exist on this server. Use one of: "
+                                f"{', '.join(targets)}.", param="model", code="model_not_found")
+        target = targets[name]
+        if target.checkpoint and not Path(target.checkpoint).is_dir():
+            raise ApiError(404, f"The model '{name}' was removed from disk; use one of: "
+                                f"{', '.join(self.refresh())}.", param="model", code="model_not_found")
+        return target
+
+    def created(self, name: str) -> int:
+        """Unix time the model's folder was written (stable across restarts)."""
+        target = self._targets.get(name)
+        folder = target.checkpoint if target and target.checkpoint else self.run_dir / CONFIG_FILE
+        try:
+            return int(os.stat(folder).st_mtime)
+        except OSError:
+            return 0

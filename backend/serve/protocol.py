@@ -1,0 +1,237 @@
+"""OpenAI request bodies -> checked plain values. Every refusal is an ApiError
+that names the field (OpenAI's `param`) and says what to send instead.
+
+Unknown fields are ignored (clients send `user`, `metadata`, `store` ...);
+fields that would change the answer and that this server cannot honour
+(n > 1, tools, logprobs, penalties, logit_bias) are refused, never dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+MAX_STOP_STRINGS = 4
+
+
+@dataclass(eq=False)   # eq would make it unhashable, and exceptions must hash
+class ApiError(Exception):
+    """An answer in OpenAI's error shape: {"error": {"message", "type", "param", "code"}}."""
+    status: int
+    message: str
+    type: str = "invalid_request_error"
+    param: str | None = None
+    code: str | None = None
+    headers: dict = field(default_factory=dict)
+
+    def body(self) -> dict:
+        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+
+def bad(param: str, message: str, code: str = "invalid_value") -> ApiError:
+    return ApiError(400, message, param=param, code=code)
+
+
+@dataclass
+class Sampling:
+    temperature: float = 1.0        # 0 = greedy
+    top_p: float = 1.0
+    top_k: int = 0                  # 0 = off (vLLM extension)
+    repetition_penalty: float = 1.0  # vLLM extension
+    max_tokens: int | None = None   # None = what the context leaves, up to the server default
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+    ignore_eos: bool = False        # vLLM extension: generate exactly max_tokens
+
+
+@dataclass
+class Request:
+    kind: str                       # "chat" | "completion"
+    model: str
+    messages: list[dict] | None     # chat: [{"role", "content": str}]
+    prompt: str | list[int] | None  # completion: text or token ids
+    sampling: Sampling
+    stream: bool = False
+    include_usage: bool = False
+
+
+def parse_body(raw: bytes) -> dict:
+    try:
+        body = json.loads(raw)
+    except UnicodeDecodeError:
+        raise bad("body", "The request body is not UTF-8 text: send JSON.", "invalid_json") from None
+    except ValueError as error:
+        raise bad("body", f"The request body is not valid JSON ({error}): send one JSON object.", "invalid_json") from None
+    if not isinstance(body, dict):
+        raise bad("body", f"The request body must be a JSON object, not {_kind(body)}.", "invalid_json")
+    return body
+
+
+def chat_request(body: dict) -> Request:
+    _refuse_unsupported(body)
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise bad("messages", "'messages' is required: a non-empty list of {\"role\", \"content\"} objects.",
+                  "missing_required_parameter" if messages is None else "invalid_value")
+    parsed = [_message(i, m) for i, m in enumerate(messages)]
+    return Request("chat", _model(body), parsed, None, _sampling(body), *_stream(body))
+
+
+def completion_request(body: dict) -> Request:
+    _refuse_unsupported(body)
+    for name, allowed in (("echo", (None, False)), ("suffix", (None, "")), ("best_of", (None, 1))):
+        if body.get(name) not in allowed:
+            raise bad(name, f"'{name}' is not supported by this server: leave it out.", "unsupported_parameter")
+    return Request("completion", _model(body), None, _prompt(body.get("prompt")), _sampling(body), *_stream(body))
+
+
+def _model(body: dict) -> str:
+    model = body.get("model")
+    if model is None:
+        raise bad("model", "'model' is required: one of the names GET /v1/models lists.", "missing_required_parameter")
+    if not isinstance(model, str) or not model.strip():
+        raise bad("model", f"'model' must be a non-empty string, not {_kind(model)}.")
+    return model
+
+
+def _message(index: int, message) -> dict:
+    where = f"messages[{index}]"
+    if not isinstance(message, dict):
+        raise bad(where, f"{where} must be an object with 'role' and 'content', not {_kind(message)}.")
+    role = message.get("role")
+    if role not in ROLES:
+        raise bad(f"{where}.role", f"{where}.role must be one of {', '.join(ROLES)} (got {role!r}); "
+                                   "tool messages are not supported by this server.")
+    content = message.get("content")
+    if content is None and role == "assistant":
+        content = ""
+    if isinstance(content, list):
+        content = "".join(_text_part(f"{where}.content[{i}]", part) for i, part in enumerate(content))
+    if not isinstance(content, str):
+        raise bad(f"{where}.content", f"{where}.content must be a string or a list of text parts, not {_kind(content)}.")
+    return {"role": ROLES[role], "content": content}
+
+
+def _text_part(where: str, part) -> str:
+    if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+        kind = part.get("type") if isinstance(part, dict) else _kind(part)
+        raise bad(where, f"{where} must be {{\"type\": \"text\", \"text\": ...}} (got {kind!r}): this server "
+                         "serves text models only.")
+    return part["text"]
+
+
+def _prompt(prompt) -> str | list[int]:
+    if prompt is None:
+        raise bad("prompt", "'prompt' is required: a string (or a list of token ids).", "missing_required_parameter")
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
+        prompt = prompt[0]   # a batch of one
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0
+                                                   for t in prompt):
+        return prompt
+    if isinstance(prompt, list) and prompt and all(isinstance(p, (str, list)) for p in prompt):
+        raise bad("prompt", f"'prompt' holds {len(prompt)} prompts; this server answers one per request: "
+                            "send them as separate requests (they queue).")
+    raise bad("prompt", f"'prompt' must be a string or a non-empty list of token ids, not {_kind(prompt)}.")
+
+
+def _sampling(body: dict) -> Sampling:
+    max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+    name = "max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"
+    top_k = _integer(body, "top_k", -1, None, 0)
+    return Sampling(
+        temperature=_number(body, "temperature", 0.0, 2.0, 1.0),
+        top_p=_number(body, "top_p", 0.0, 1.0, 1.0, open_low=True),
+        top_k=max(0, top_k),
+        repetition_penalty=_number(body, "repetition_penalty", 0.0, None, 1.0, open_low=True),
+        max_tokens=None if max_tokens is None else _integer({name: max_tokens}, name, 1, None, None),
+        stop=_stop(body.get("stop")),
+        seed=_integer(body, "seed", None, None, None),
+        ignore_eos=_boolean(body, "ignore_eos", False),
+    )
+
+
+def _stream(body: dict) -> tuple[bool, bool]:
+    stream = _boolean(body, "stream", False)
+    options = body.get("stream_options")
+    if options is None:
+        return stream, False
+    if not isinstance(options, dict):
+        raise bad("stream_options", f"'stream_options' must be an object, not {_kind(options)}.")
+    if not stream:
+        raise bad("stream_options", "'stream_options' is only allowed with \"stream\": true.")
+    return stream, _boolean(options, "include_usage", False, "stream_options.include_usage")
+
+
+def _refuse_unsupported(body: dict) -> None:
+    if body.get("n") not in (None, 1):
+        raise bad("n", f"'n' must be 1 (got {body.get('n')!r}): send one request per answer you want.",
+                  "unsupported_parameter")
+    for name in ("frequency_penalty", "presence_penalty"):
+        if body.get(name) not in (None, 0, 0.0):
+            raise bad(name, f"'{name}' is not supported by this server: leave it out or use repetition_penalty.",
+                      "unsupported_parameter")
+    for name in ("tools", "functions", "logit_bias"):
+        if body.get(name):
+            raise bad(name, f"'{name}' is not supported by this server: leave it out.", "unsupported_parameter")
+    if body.get("logprobs") not in (None, False, 0) or body.get("top_logprobs") not in (None, 0):
+        raise bad("logprobs", "log probabilities are not supported by this server: leave 'logprobs' out.",
+                  "unsupported_parameter")
+    response_format = body.get("response_format")
+    if response_format not in (None, {"type": "text"}):
+        raise bad("response_format", "only {\"type\": \"text\"} is supported as 'response_format'.",
+                  "unsupported_parameter")
+
+
+def _number(body, name, low, high, default, open_low=False) -> float:
+    value = body.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise bad(name, f"'{name}' must be a number, not {_kind(value)}.")
+    too_low = value <= low if open_low else value < low
+    if too_low or (high is not None and value > high):
+        span = f"{'(' if open_low else '['}{low}, {high if high is not None else 'inf'}]"
+        raise bad(name, f"'{name}' must be in {span} (got {value}).")
+    return float(value)
+
+
+def _integer(body, name, low, high, default) -> int | None:
+    value = body.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise bad(name, f"'{name}' must be an integer, not {_kind(value)}.")
+    if (low is not None and value < low) or (high is not None and value > high):
+        span = f"at least {low}" if high is None else f"in [{low}, {high}]"
+        raise bad(name, f"'{name}' must be {span} (got {value}).")
+    return value
+
+
+def _boolean(body, name, default, param: str | None = None) -> bool:
+    value = body.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise bad(param or name, f"'{param or name}' must be true or false, not {_kind(value)}.")
+    return value
+
+
+def _stop(stop) -> tuple[str, ...]:
+    if stop is None:
+        return ()
+    stops = [stop] if isinstance(stop, str) else stop
+    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
+        raise bad("stop", "'stop' must be a non-empty string or a list of non-empty strings.")
+    if len(stops) > MAX_STOP_STRINGS:
+        raise bad("stop", f"'stop' takes at most {MAX_STOP_STRINGS} strings (got {len(stops)}).")
+    return tuple(stops)
+
+
+def _kind(value) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
+             int: "a number", float: "a number"}
+    return names.get(type(value), type(value).__name__)

@@ -1,0 +1,84 @@
+"""Load the models, then answer HTTP with uvicorn on the socket cli.py bound.
+
+The progress file (when the UI started us as a background job) goes
+loading -> serving (with the URL and the model names) -> completed on a
+clean stop (SIGTERM or Ctrl-C: uvicorn finishes the requests in flight)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import socket
+import sys
+
+from backend.background import COMPLETED, FAILED, RUNNING, write_progress
+from backend.serve.names import ServedModels
+
+# Seconds uvicorn lets requests in flight finish after a stop before closing them.
+GRACEFUL_STOP_S = 5
+
+
+def serve(args: argparse.Namespace, served: ServedModels, sock: socket.socket) -> int:
+    from backend import models
+    from backend.chat.engine import ChatEngine
+    from backend.serve.cli import base_url, refuse
+
+    names = served.names()
+    write_progress(args.progress, state=RUNNING, stage="loading", models=names)
+    engine = ChatEngine()
+    print(f"loading {', '.join(names)} on {args.device} ...", flush=True)
+    try:
+        engine.prepare(list(served.refresh().values()), args.device)
+    except models.ModelLoadError as error:
+        sock.close()
+        return refuse(args, f"Cannot load the models: {error}")
+    except KeyboardInterrupt:
+        sock.close()
+        write_progress(args.progress, state=COMPLETED, stage="stopped")
+        return 0
+    url = base_url(args.host, args.port)
+    try:
+        run_http(args, served, engine, sock, url)
+    except Exception as error:  # noqa: BLE001 - said in one line and in the progress file
+        print(f"error: the server stopped: {type(error).__name__}: {error}", file=sys.stderr)
+        write_progress(args.progress, state=FAILED, stage="stopped", error=f"The server stopped: {error}")
+        return 1
+    return 0
+
+
+def run_http(args, served: ServedModels, engine, sock: socket.socket, url: str) -> None:
+    import uvicorn
+
+    from backend.serve.app import DEFAULT_MAX_BODY, Guard, Settings, build_app
+    from backend.serve.bridge import Bridge
+
+    bridge = Bridge(engine, args.device, args.max_queue)
+    settings = Settings(api_key=args.api_key or None, max_body=args.max_body or DEFAULT_MAX_BODY)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app):
+        write_progress(args.progress, state=RUNNING, stage="serving", url=url, models=served.names(),
+                       auth=bool(settings.api_key), error=None)
+        print(f"serving {', '.join(served.names())} at {url}", flush=True)
+        yield
+        bridge.close()
+        write_progress(args.progress, state=COMPLETED, stage="stopped")
+
+    # uvicorn stops gracefully on SIGTERM / Ctrl-C, then raises the signal again to the handler
+    # it found: make that handler a clean exit 0 (not a killed-by-signal status or a traceback).
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _exit_cleanly)
+    app = Guard(build_app(served, bridge, settings, lifespan=lifespan), settings)
+    config = uvicorn.Config(app, log_level="info", timeout_graceful_shutdown=GRACEFUL_STOP_S, server_header=False,
+                            lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _exit_cleanly(_signum, _frame) -> None:
+    # Everything is said and written by now (progress file, log): skip the seconds the
+    # interpreter takes to tear torch down.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

@@ -1,0 +1,32 @@
+"""Fixtures of the serve tests: a short real demo training run (the LoRA run of
+tests/eval_export_runs.py: 16 optimizer steps on the demo data, checkpoint-8,
+checkpoint-16 and final, cached beside the demo model) and ONE server process
+for the whole session, started with an API key, a small body limit and a
+24-place queue, shared by the client tests and the error tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.eval_export_runs import cached_run, link_demo_model
+from tests.serve.support import KEY, MAX_BODY, MAX_QUEUE, RUN_ID, ServerProcess
+
+
+@pytest.fixture(scope="session")
+def serve_workspace(tmp_path_factory, demo_model_dir):
+    """A workspace holding the short demo run as runs/demo-run."""
+    from backend.workspace import Workspace
+
+    workspace = Workspace(tmp_path_factory.mktemp("serve") / "workspace").ensure()
+    link_demo_model(workspace, demo_model_dir)
+    cached_run(workspace, demo_model_dir, "lora", RUN_ID)
+    return workspace
+
+
+@pytest.fixture(scope="session")
+def server(serve_workspace):
+    process = ServerProcess(serve_workspace.runs_dir / RUN_ID, "--api-key", KEY, "--max-queue", str(MAX_QUEUE),
+                            "--max-body", str(MAX_BODY)).start()
+    yield process
+    assert process.stop() == 0, process.tail()
+    assert "Traceback" not in process.tail()

@@ -1,0 +1,85 @@
+"""python -m backend.serve refusals (exit 2, one sentence, before any model
+loads), the vLLM command it builds, and the pieces the server is made of
+(stop strings, context fitting) on plain values."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import pytest
+
+from backend.serve.bridge import StopStrings, fit_context
+from backend.serve.cli import main
+from backend.serve.protocol import ApiError
+from tests.serve.support import RUN_ID
+
+
+@pytest.fixture
+def run_dir(serve_workspace):
+    return str(serve_workspace.runs_dir / RUN_ID)
+
+
+@pytest.mark.parametrize("extra, expected", [
+    (["--host", "0.0.0.0"], "--allow-remote"),
+    (["--host", "192.168.1.20", "--allow-remote"], "needs an API key"),
+    (["--api-key", " "], "--api-key is empty"),
+    (["--checkpoint", "checkpoint-99"], "checkpoint-8, checkpoint-16, final"),
+    (["--port", "70000"], "not a port"),
+    (["--device", "gpu"], "not a device"),
+    (["--model", "/no/such/model"], "not a model folder"),
+    (["--engine", "vllm"], "pip install 'vllm=="),
+])
+def test_refused_settings_exit_2_with_a_sentence(run_dir, capsys, extra, expected):
+    assert main(["--run", run_dir, *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and expected in err and "Traceback" not in err
+
+
+def test_missing_run_and_taken_port_are_refused(run_dir, tmp_path, capsys):
+    assert main(["--run", str(tmp_path / "nope")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["--run", str(tmp_path)]) == 2
+    assert "not a run folder" in capsys.readouterr().err
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        assert main(["--run", run_dir, "--port", str(taken.getsockname()[1])]) == 2
+    assert "choose another --port" in capsys.readouterr().err
+
+
+def test_vllm_command_serves_the_same_names(run_dir, serve_workspace):
+    from backend.models import resolve_model_path
+    from backend.serve.names import ServedModels
+    from backend.serve.vllm import build_command, device_env
+
+    served = ServedModels(run_dir, lambda name: resolve_model_path(name, serve_workspace.models_dir))
+    command = build_command(served.refresh(), "127.0.0.1", 8001, "k")
+    assert command[:3] == ["vllm", "serve", str(serve_workspace.models_dir / "demo")]
+    assert command[command.index("--served-model-name") + 1] == "base"
+    assert "--enable-lora" in command and command[command.index("--max-lora-rank") + 1] == "8"
+    modules = command[command.index("--lora-modules") + 1:command.index("--api-key")]
+    assert modules == [f"{name}={run_dir}/{name}" for name in ("checkpoint-8", "checkpoint-16", "final")]
+    assert device_env("cuda:1") == {"CUDA_VISIBLE_DEVICES": "1"}
+
+
+def test_stop_strings_cut_and_hold_back_a_partial_match():
+    cancel = threading.Event()
+    stops = StopStrings(("END",), cancel)
+    sent = [stops.feed(text) for text in ("Hel", "Hello E", "Hello EN", "Hello ENDING")]
+    assert "".join(sent) + stops.flush() == "Hello "
+    assert sent[:3] == ["H", "ello", " "]   # the last len("END") - 1 characters wait: they may start END
+    assert stops.hit and cancel.is_set()
+    plain = StopStrings((), threading.Event())
+    assert [plain.feed(t) for t in ("a", "ab")] == ["a", "b"] and not plain.hit
+
+
+def test_fit_context_says_the_numbers():
+    assert fit_context(10, None, 512, "chat") == 256
+    assert fit_context(500, None, 512, "chat") == 12
+    assert fit_context(10, 502, 512, "chat") == 502
+    with pytest.raises(ApiError) as error:
+        fit_context(10, 503, 512, "completion")
+    assert error.value.status == 400 and "513 tokens (10 in the prompt, 503 for max_tokens)" in error.value.message
+    with pytest.raises(ApiError, match="maximum context length is 512 tokens"):
+        fit_context(512, None, 512, "chat")

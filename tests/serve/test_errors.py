@@ -1,0 +1,131 @@
+"""Every refusal of the API server, through httpx against the real server process
+(started with an API key, a 24-place queue and a small body limit): OpenAI's
+error shape, the right status, the field named, never a traceback, and the
+server still answering afterwards."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from tests.serve.support import KEY, MAX_BODY, MAX_QUEUE, NAMES
+
+HELLO = [{"role": "user", "content": "What is the capital of France?"}]
+
+
+@pytest.fixture(scope="module")
+def api(server):
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {KEY}"}, timeout=120) as client:
+        yield client
+
+
+def error_of(response: httpx.Response, status: int) -> dict:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"message", "type", "param", "code"}, body
+    assert "Traceback" not in response.text
+    return body["error"]
+
+
+def test_api_key_is_checked_on_every_route_but_health(server):
+    assert httpx.get(f"{server.url}/health").status_code == 200
+    for method, path in (("GET", "/v1/models"), ("POST", "/v1/chat/completions"), ("POST", "/v1/completions"),
+                         ("GET", "/no/such/route")):
+        missing = error_of(httpx.request(method, f"{server.url}{path}", json={}), 401)
+        assert "Authorization: Bearer" in missing["message"]
+        wrong = httpx.request(method, f"{server.url}{path}", json={}, headers={"Authorization": "Bearer nope"})
+        assert error_of(wrong, 401)["code"] == "invalid_api_key"
+
+
+def test_unknown_model_is_404_with_the_names(api):
+    error = error_of(api.post("/v1/chat/completions", json={"model": "checkpoint-99", "messages": HELLO}), 404)
+    assert error["param"] == "model" and error["code"] == "model_not_found"
+    assert all(name in error["message"] for name in NAMES)
+    assert error_of(api.get("/v1/models/checkpoint-99"), 404)["code"] == "model_not_found"
+
+
+@pytest.mark.parametrize("body, param", [
+    (b'{"model": "base", "messages": [', "body"),
+    (b'["model", "base"]', "body"),
+    (b'\xff\xfe not text', "body"),
+    ({"messages": HELLO}, "model"),
+    ({"model": "base"}, "messages"),
+    ({"model": "base", "messages": "hello"}, "messages"),
+    ({"model": "base", "messages": [{"role": "robot", "content": "hi"}]}, "messages[0].role"),
+    ({"model": "base", "messages": [{"role": "user", "content": 5}]}, "messages[0].content"),
+    ({"model": "base", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, "messages[0].content[0]"),
+    ({"model": "base", "messages": HELLO, "temperature": "hot"}, "temperature"),
+    ({"model": "base", "messages": HELLO, "temperature": 3}, "temperature"),
+    ({"model": "base", "messages": HELLO, "top_p": 0}, "top_p"),
+    ({"model": "base", "messages": HELLO, "max_tokens": 0}, "max_tokens"),
+    ({"model": "base", "messages": HELLO, "n": 2}, "n"),
+    ({"model": "base", "messages": HELLO, "stop": ["a", "b", "c", "d", "e"]}, "stop"),
+    ({"model": "base", "messages": HELLO, "seed": 1.5}, "seed"),
+    ({"model": "base", "messages": HELLO, "stream": "yes"}, "stream"),
+    ({"model": "base", "messages": HELLO, "tools": [{"type": "function"}]}, "tools"),
+])
+def test_malformed_requests_are_400_naming_the_field(api, body, param):
+    if isinstance(body, bytes):
+        response = api.post("/v1/chat/completions", content=body, headers={"Content-Type": "application/json"})
+    else:
+        response = api.post("/v1/chat/completions", json=body)
+    error = error_of(response, 400)
+    assert error["param"] == param, error
+    assert error["type"] == "invalid_request_error"
+
+
+def test_completions_refusals_name_the_field(api):
+    assert error_of(api.post("/v1/completions", json={"model": "base"}), 400)["param"] == "prompt"
+    batch = api.post("/v1/completions", json={"model": "base", "prompt": ["a", "b"]})
+    assert "one per request" in error_of(batch, 400)["message"]
+    assert error_of(api.post("/v1/completions", json={"model": "base", "prompt": "hi", "echo": True}), 400)["param"] == "echo"
+
+
+def test_prompt_longer_than_the_context_is_400_with_the_numbers(api):
+    ids = [100] * 600   # the demo model's context is 512 tokens
+    error = error_of(api.post("/v1/completions", json={"model": "final", "prompt": ids}), 400)
+    assert error["code"] == "context_length_exceeded"
+    assert "512" in error["message"] and "600" in error["message"]
+    asked = api.post("/v1/chat/completions", json={"model": "base", "messages": HELLO, "max_tokens": 100_000})
+    error = error_of(asked, 400)
+    assert error["param"] == "max_tokens" and "512" in error["message"] and "100000" in error["message"]
+
+
+def test_body_over_the_limit_is_413(api):
+    long_text = "x" * (MAX_BODY + 1)
+    response = api.post("/v1/chat/completions", json={"model": "base", "messages": [{"role": "user", "content": long_text}]})
+    assert error_of(response, 413)["code"] == "request_too_large"
+
+    def chunks():   # no Content-Length: counted as it arrives
+        yield json.dumps({"model": "base", "messages": [{"role": "user", "content": long_text}]}).encode()
+
+    assert api.post("/v1/chat/completions", content=chunks()).status_code == 413
+
+
+def test_unknown_route_and_method_answer_in_the_error_shape(api):
+    assert error_of(api.get("/v1/nothing"), 404)["code"] == "unknown_url"
+    assert error_of(api.delete("/v1/models"), 405)["code"] == "method_not_allowed"
+
+
+def test_busy_server_answers_429_with_retry_after_and_keeps_running(api):
+    """One request generates (ignore_eos keeps it going), MAX_QUEUE wait: the rest are turned away at once."""
+    long_request = {"model": "final", "messages": HELLO, "max_tokens": 400, "ignore_eos": True, "stream": True}
+    with api.stream("POST", "/v1/chat/completions", json=long_request) as stream:
+        lines = stream.iter_lines()
+        assert next(lines).startswith("data: ")   # generating now
+        short = {"model": "base", "messages": HELLO, "max_tokens": 2}
+        with ThreadPoolExecutor(max_workers=MAX_QUEUE + 6) as pool:
+            responses = list(pool.map(lambda _: api.post("/v1/chat/completions", json=short), range(MAX_QUEUE + 6)))
+    busy = [r for r in responses if r.status_code == 429]
+    assert busy, [r.status_code for r in responses]
+    assert all(r.status_code in (200, 429) for r in responses)
+    for response in busy:
+        assert int(response.headers["Retry-After"]) >= 1
+        assert error_of(response, 429)["code"] == "queue_full"
+    # After the queue drains, the server answers normally again.
+    answer = api.post("/v1/chat/completions", json={"model": "base", "messages": HELLO, "max_tokens": 2})
+    assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["role"] == "assistant"
+    assert api.get("/health").json()["status"] == "ok"

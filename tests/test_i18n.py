@@ -1,0 +1,123 @@
+"""The Chinese interface is complete: every backend message id, every
+RunConfig help text and the Runs tab's charts and tables have Chinese; a
+failed run's error and advice are shown in the user's language.
+
+When one of these fails after you added a message or a RunConfig field, its
+message names what to add and where."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import string
+from pathlib import Path
+
+import pytest
+
+from backend.config import ConfigError, RunConfig
+from backend.messages import CATALOGUE, Message, message_of, msg
+from backend.run_files import read_status, update_status
+from backend.run_info import InfoReader
+from backend.training.errors import explain, oom_advice
+from ui import forms, run_view
+from ui.config_help import HELP_ZH
+from ui.context import UIContext
+from ui.i18n import localize, merge_texts
+from ui.message_texts import ZH
+from ui.tabs import runs, train
+
+REPO = Path(__file__).resolve().parents[1]
+# Modules whose user-facing errors all go through backend/messages.py.
+CATALOGUED_MODULES = ("backend/config.py", "backend/runs.py", "backend/run_info.py", "backend/training/errors.py",
+                      "backend/chat/generation.py", "backend/chat/engine.py")
+USER_ERRORS = {"ConfigError", "RunError"}
+
+
+def _fields(template: str) -> set[str]:
+    return {name.split("!")[0].split(".")[0] for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+def test_every_backend_message_has_chinese_with_the_same_placeholders():
+    missing = sorted(set(CATALOGUE) - set(ZH))
+    assert not missing, ("backend/messages.py ids without Chinese: add them to ZH in ui/message_texts.py:\n"
+                         + "\n".join(f'    "{k}": "",  # {CATALOGUE[k]}' for k in missing))
+    stale = sorted(set(ZH) - set(CATALOGUE))
+    assert not stale, f"ui/message_texts.py translates ids that backend/messages.py no longer has: {stale}"
+    differ = [k for k in CATALOGUE if _fields(CATALOGUE[k]) != _fields(ZH[k])]
+    assert not differ, "placeholders differ between English and Chinese: " + ", ".join(differ)
+    for template in ZH.values():  # every template renders
+        template.format(**{name: 1 for name in _fields(template)})
+
+
+def test_every_runconfig_field_has_chinese_help():
+    fields = {f.name: f.metadata["help"] for f in dataclasses.fields(RunConfig)}
+    missing = [name for name in fields if not HELP_ZH.get(name)]
+    assert not missing, ("RunConfig fields without Chinese help: add them to HELP_ZH in ui/config_help.py:\n"
+                         + "\n".join(f'    "{n}": "",  # {fields[n]}' for n in missing))
+    stale = sorted(set(HELP_ZH) - set(fields))
+    assert not stale, f"ui/config_help.py has help for fields RunConfig no longer has: {stale}"
+    for name in forms.NAMES:  # what the form shows under each field
+        assert forms.HELP_TEXT[f"train.help.{name}"]["zh"] != forms.HELP_TEXT[f"train.help.{name}"]["en"], name
+
+
+def _plain_user_errors(path: Path) -> list[str]:
+    """`raise ConfigError("...")` / `RunError(f"...")` with literal text instead of a catalogued message."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
+            name = getattr(node.exc.func, "id", None)
+            if name in USER_ERRORS and isinstance(node.exc.args[0], (ast.Constant, ast.JoinedStr)):
+                found.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    return found
+
+
+def test_user_errors_of_catalogued_modules_have_message_ids():
+    plain = [hit for module in CATALOGUED_MODULES for hit in _plain_user_errors(REPO / module)]
+    assert not plain, ("user errors raised with plain text (give them an id in backend/messages.py, Chinese in "
+                       "ui/message_texts.py, and raise ConfigError(msg(id, ...))): " + ", ".join(plain))
+
+
+def test_errors_render_in_english_for_the_cli_and_in_chinese_for_the_ui():
+    with pytest.raises(ConfigError) as info:
+        RunConfig(val_size=1.5)
+    assert str(info.value) == "val_size is a share of the data in [0, 1) (got 1.5)."  # the CLI prints this
+    assert localize(info.value, "zh") == "val_size 是数据的比例，必须在 [0, 1) 之间（当前为 1.5）。"
+    assert localize(info.value, "en") == str(info.value)
+    assert localize("a library's own words", "zh") == "a library's own words"
+    advice = oom_advice(RunConfig())
+    assert Message.from_dict(json.loads(json.dumps(advice.to_dict()))) == advice
+    assert localize(advice, "zh").startswith("可尝试：调低 per_device_train_batch_size（当前 8）")
+    assert message_of(msg("train.advice.log")) == msg("train.advice.log")
+
+
+def test_a_failed_run_shows_error_and_advice_in_chinese(tmp_path):
+    run_dir = tmp_path / "20260101-000000-x"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text(RunConfig().to_yaml(), encoding="utf-8")
+    try:
+        RunConfig(lora_target=[])
+    except ConfigError as error:
+        explained = explain(error)
+    update_status(run_dir, state="failed", **explained.status_fields())
+    status = read_status(run_dir)
+    assert status["error"] == "lora_target is empty: use 'all-linear' or name at least one module."  # English kept
+    info = InfoReader().read(run_dir, status)
+    texts = merge_texts(runs.TEXT)
+    zh = run_view.alert_text(lambda k, **v: texts[k]["zh"].format(**v), info, "zh")
+    assert "lora_target 为空" in zh and "请修改上面提到的设置后重新开始" in zh
+    # A later plain-text error (e.g. written by the store) replaces the catalogued one.
+    update_status(run_dir, error="The worker exited with code 9; see train.log.")
+    info = InfoReader().read(run_dir, read_status(run_dir))
+    assert info.error_message is None and info.advice_message is not None
+
+
+def test_runs_tab_charts_and_table_in_chinese(workspace):
+    ctx = UIContext(workspace=workspace, texts=merge_texts(train.TEXT, runs.TEXT), i18n=None)
+    records = [{"kind": "train", "step": s, "loss": 2.0 / s, "learning_rate": 1e-3, "grad_norm": 1.0, "time": s}
+               for s in range(1, 4)] + [{"kind": "eval", "step": 3, "eval_loss": 1.0, "time": 3}]
+    loss, lr, *_ = runs.figures(ctx, "zh", records)
+    assert [t.name for t in loss.data] == ["训练损失", "训练损失（平滑）", "验证损失"]
+    assert loss.layout.xaxis.title.text == "步数" and lr.data[0].name == "学习率"
+    table = runs.table_value(lambda k, **v: ctx.msg("zh", k, **v), [])
+    assert table["headers"][:3] == ["运行", "状态", "模型"]

@@ -1,0 +1,75 @@
+"""Chinese help for every RunConfig field, keyed by field name (the English is
+the field's own `help` in backend/config.py).
+
+tests/test_i18n.py fails when a RunConfig field has no entry here and prints
+the missing names with their English help: a new field is translated where
+it lands. The app itself falls back to English, so it never refuses to start.
+"""
+
+from __future__ import annotations
+
+HELP_ZH: dict[str, str] = {
+    "model_name_or_path": "基础模型：'demo'（离线演示模型）、Hugging Face 格式的本地文件夹，或 Hub ID。",
+    "trust_remote_code": "运行此模型自带的 Python 代码，仅限本次运行。只对可信的模型开启；应用不会为其他模型或下次启动记住它。",
+    "dataset": "训练数据：'demo'、工作区数据集名称，或文件（JSON、JSONL、CSV、Parquet）。",
+    "dataset_name": "LLaMA-Factory 数据文件夹（其 dataset_info.json）中用于训练的数据集；文件夹只含一个时留空。",
+    "cutoff_len": "每条样本的最大 token 数（套用对话模板之后）。",
+    "overflow": "样本长于 cutoff_len 时如何处理。",
+    "val_size": "留作验证的数据比例（0 = 不划分验证集）；数据集自带验证集时使用自带的。",
+    "train_on_prompt": "同时在提示词 token 上计算损失（默认只在助手回复上计算）。",
+    "group_by_length": "把长度相近的样本放进同一批，减少花在填充上的计算。",
+    "method": "lora：训练小型适配器；qlora：在 4/8 位基础模型上训练适配器；full：训练全部权重。",
+    "quantization_bits": "qlora 的基础模型位数（4 = 带双重量化的 NF4，8 = LLM.int8）。",
+    "lora_r": "LoRA 秩：适配器的容量。",
+    "lora_alpha": "LoRA 缩放分子（缩放 = alpha / r；rsLoRA 时为 alpha / sqrt(r)）。",
+    "lora_dropout": "LoRA 输入上的 dropout。",
+    "lora_target": "加适配器的模块：'all-linear' 或模块名列表（q_proj、v_proj 等）。",
+    "use_rslora": "秩稳定的 LoRA 缩放（alpha / sqrt(r)）。",
+    "use_dora": "权重分解的 LoRA（DoRA）。",
+    "precision": "auto：支持时用 bf16，否则 GPU 上用 fp16，再否则 fp32。",
+    "gradient_checkpointing": "在反向传播中重算激活值：省内存，约慢 30%。",
+    "learning_rate": "峰值学习率。",
+    "num_train_epochs": "遍历训练数据的轮数（max_steps > 0 时忽略）。",
+    "max_steps": "在这么多优化步后停止（-1：按 num_train_epochs）。",
+    "per_device_train_batch_size": "每个设备每次前向传播的样本数。",
+    "per_device_eval_batch_size": "每个设备每次评估的样本数。",
+    "gradient_accumulation_steps": "每个优化步包含的前向传播次数。",
+    "optim": "优化器。",
+    "lr_scheduler_type": "学习率调度方式。",
+    "warmup_ratio": "总步数中用于学习率预热的比例。",
+    "weight_decay": "AdamW 权重衰减。",
+    "max_grad_norm": "梯度裁剪范数（0 = 不裁剪）。",
+    "neftune_noise_alpha": "NEFTune 嵌入噪声（常用 5）；留空 = 关闭。",
+    "seed": "数据顺序、划分和初始化的随机种子。",
+    "logging_steps": "每 N 个优化步记录一次训练指标。",
+    "eval_steps": "每 N 步评估一次（留空 = 每次保存时评估）。",
+    "save_steps": "每 N 步保存一个检查点（结束时也保存）。",
+    "save_total_limit": "最多保留 N 个检查点（最好的那个总会保留）；留空 = 全部保留。",
+    "early_stopping_patience": "连续 N 次评估验证损失没有改善就停止；留空 = 关闭。",
+    "early_stopping_threshold": "算作改善的最小验证损失下降。",
+    "devices": "auto：所有 GPU（没有则用 CPU）；'cpu'；或 GPU 编号，如 '0,1'。",
+    "num_processes": "训练进程数（留空：每个设备一个）。大于 1 时用 torchrun（DDP）启动。",
+    "dataloader_num_workers": "准备数据批次的进程数。",
+    "report_to": "同时记录到 TensorBoard（运行文件夹内）或 Weights & Biases。",
+    "callbacks": "你自己的 transformers TrainerCallback 类，写作 'module:Class'。",
+    "loss_function": "可选的 'module:function'，替换损失函数：fn(outputs, labels, num_items_in_batch) -> tensor。",
+    "run_name": "运行的标签（运行 ID 自动生成）。",
+    "distributed": "auto：单进程，或多进程 DDP；ddp：同上；fsdp：FSDP2 将权重、梯度和优化器状态分片到各 GPU；"
+                   "deepspeed_zero2：DeepSpeed 分片梯度和优化器状态；deepspeed_zero3：连权重也分片。FSDP 与 ZeRO 需要 CUDA。",
+    "cpu_offload": "把优化器状态（ZeRO-3 时连同权重）放在 CPU 内存：省显存，但每步更慢。仅限 DeepSpeed ZeRO。",
+    "deepspeed": "用你自己的 DeepSpeed JSON 文件代替自动生成的配置（其中的 'auto' 值由本次运行的设置填入）；留空：自动生成。",
+    "nnodes": "参与训练的机器数（torchrun）。应用启动 0 号节点，并给出其他每个节点要运行的命令。",
+    "node_rank": "本机在 nnodes 中的序号：0 号主持汇合（rendezvous），1..nnodes-1 加入。",
+    "master_addr": "0 号节点的地址，其他节点都必须能访问（nnodes > 1 时必填）。",
+    "master_port": "0 号节点上用于汇合的空闲 TCP 端口（nnodes > 1）。",
+    "node_join_timeout": "各节点互相等待的秒数，超时后运行失败并给出说明。",
+    "ray_address": "通过 Ray Train 训练：留空（不用 Ray）、'local'（在本机启动 Ray）、'auto' 或 'ray://host:10001'（已有集群）。",
+    "ray_num_workers": "Ray Train 工作进程数，每个一个训练进程。",
+    "ray_use_gpu": "每个 Ray 工作进程分配一块 GPU。",
+    "ray_cpus_per_worker": "Ray 为每个工作进程预留的 CPU 数。",
+}
+
+
+def help_zh(name: str, english: str) -> str:
+    """The Chinese help of a field, English until it is translated (the test names the gap)."""
+    return HELP_ZH.get(name) or english
