@@ -80,9 +80,11 @@ CATALOGUE: dict[str, str] = {
                                  "lora or full.",
     "train.advice.model": "Check model_name_or_path: a local Hugging Face folder, 'demo', or a preset.",
     "train.error.oom": "The GPU ran out of memory ({error}).",
-    "train.error.disk": "Not enough disk space to save a checkpoint: {error}.",
-    "train.advice.disk": "Free disk space or lower save_total_limit, then resume: the last complete checkpoint "
-                         "was kept.",
+    "train.error.disk": "Not enough disk space on the disk mounted at {mount} ({free} free) to save the run: {error}.",
+    "train.advice.disk": "Free space on that disk or lower save_total_limit, then resume: it continues from "
+                         "{checkpoint}, which was kept.",
+    "train.advice.disk_none": "Free space on that disk, then start the run again: no checkpoint was completed "
+                              "before the disk filled.",
     "train.error.targets": "lora_target names modules the model does not have: {error}",
     "train.advice.targets": "Use lora_target: all-linear, or module names from the model (q_proj, v_proj, ...).",
     "train.error.other": "{kind}: {error}",
