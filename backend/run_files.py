@@ -9,11 +9,15 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from backend.file_lock import file_lock
+
 CONFIG_FILE = "config.yaml"
 STATUS_FILE = "status.json"
+STATUS_LOCK = ".status.lock"
 METRICS_FILE = "metrics.jsonl"
 LOG_FILE = "train.log"
 SUMMARY_FILE = "summary.json"
@@ -29,11 +33,15 @@ def atomic_write_text(path: Path, text: str) -> None:
     path = Path(path)
     # Unique per process and thread: two writers must never share a tmp file.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk must not also leave a stray tmp file
+        raise
 
 
 def atomic_write_json(path: Path, data: Any) -> None:
@@ -51,17 +59,44 @@ def read_status(run_dir: Path) -> dict:
     return read_json(Path(run_dir) / STATUS_FILE, default={}) or {}
 
 
-def update_status(run_dir: Path, **fields: Any) -> dict:
-    """Merge `fields` into status.json. Only the owner of the run's current
-    phase writes (the supervisor before launch, the worker while it runs)."""
-    status = read_status(run_dir)
-    for key in ("error", "advice"):  # new plain text replaces an older catalogued message (backend/messages.py)
-        if key in fields and f"{key}_message" not in fields:
-            status.pop(f"{key}_message", None)
-    status.update(fields)
-    status["updated_at"] = time.time()
-    atomic_write_json(Path(run_dir) / STATUS_FILE, status)
-    return status
+def update_status(run_dir: Path, when: Callable[[dict], bool] | None = None, **fields: Any) -> dict:
+    """Merge `fields` into status.json, read-modify-write under the run's lock,
+    so a stop request written by one app process and the worker's progress
+    never overwrite each other. With `when`, only if `when(status)` holds on
+    the status as it is now on disk (else it is returned unchanged)."""
+    with file_lock(Path(run_dir) / STATUS_LOCK):
+        status = read_status(run_dir)
+        if when is not None and not when(status):
+            return status
+        for key in ("error", "advice"):  # new plain text replaces an older catalogued message (backend/messages.py)
+            if key in fields and f"{key}_message" not in fields:
+                status.pop(f"{key}_message", None)
+        status.update(fields)
+        status["updated_at"] = time.time()
+        atomic_write_json(Path(run_dir) / STATUS_FILE, status)
+        return status
+
+
+def remove_stray_tmp(run_dir: Path) -> list[Path]:
+    """Delete `.status.json.<pid>.<thread>.tmp` files whose writer is gone (a
+    process killed or out of disk mid-write); returns what was removed."""
+    removed = []
+    for tmp in Path(run_dir).glob(f".{STATUS_FILE}.*.tmp"):
+        pid = tmp.name.split(".")[3] if tmp.name.count(".") >= 5 else ""
+        if not pid.isdigit() or not _pid_runs(int(pid)):
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
+
+
+def _pid_runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def mark_complete(folder: Path) -> None:

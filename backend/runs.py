@@ -33,6 +33,7 @@ from backend.run_files import (
     LOG_FILE,
     list_checkpoints,
     read_status,
+    remove_stray_tmp,
     tail_text,
     update_status,
 )
@@ -58,9 +59,6 @@ class RunStore:
         self._devices = devices  # detected lazily: detection imports torch
         self._children: dict[str, subprocess.Popen] = {}
         self._reader = InfoReader()
-        # Runs this store asked to stop -> how the stop went; a worker that then
-        # vanishes without a final state is `stopped`, not `lost`.
-        self._stopping: dict[str, str] = {}
         # One status check-and-write at a time (UI handlers and stop escalation run in threads).
         self._refresh_lock = threading.RLock()
 
@@ -155,14 +153,14 @@ class RunStore:
             if taken:
                 raise RunError(msg("run.busy", devices=", ".join(taken), run_id=busy[taken[0]]))
             update_status(run_dir, state="queued", command=argv, pid=None, pgid=None, create_time=None,
-                          launcher_create_time=None, worker_pid=None, **fields)
+                          launcher_create_time=None, worker_pid=None, stop_requested_at=None, stop_note=None,
+                          **fields)
             try:
                 child = supervisor.launch(argv, run_dir, self.env)
             except OSError as error:
                 update_status(run_dir, state="failed", ended_at=time.time(), error=f"Could not start the worker: {error}.")
                 raise RunError(msg("run.launch_failed", run_id=run_id, error=error)) from None
             self._children[run_id] = child
-            self._stopping.pop(run_id, None)
             started = supervisor.create_time(child.pid)
             update_status(run_dir, state="running", pid=child.pid, pgid=child.pid,
                           create_time=started, launcher_create_time=started, started_at=time.time())
@@ -176,11 +174,15 @@ class RunStore:
         if not self._is_live(status):
             raise RunError(msg("run.not_running", run_id=run_id, state=status.get("state")))
         pid, started = _live_process(status)
+        run_dir = self._run_dir(run_id)
+        # On disk before the signal: every store (another app process, another tab)
+        # must know that a worker vanishing from now on was stopped, not lost.
+        update_status(run_dir, stop_requested_at=time.time(),
+                      stop_note="ended after the stop request without recording it")
         supervisor.request_stop(pid)
-        self._stopping[run_id] = "ended after the stop request without recording it"
 
         def before_kill() -> None:
-            self._stopping[run_id] = f"did not stop within {grace_s:g} s and was killed"
+            update_status(run_dir, stop_note=f"did not stop within {grace_s:g} s and was killed")
 
         supervisor.escalate_later(pid, started, grace_s, self._children.get(run_id),
                                   before_kill, after_kill=lambda: self.refresh(run_id))
@@ -211,21 +213,35 @@ class RunStore:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.wait(timeout=1)
             exit_code = child.returncode
-        if run_id in self._stopping:
-            return update_status(run_dir, state="stopped", exit_code=exit_code, ended_at=time.time(),
-                                 advice=f"The worker {self._stopping[run_id]}. {self._resume_hint(run_dir)}")
+        remove_stray_tmp(run_dir)
+        if status.get("stop_requested_at"):
+            return self._record_end(run_dir, status, state="stopped", exit_code=exit_code, ended_at=time.time(),
+                                    advice=f"The worker {status.get('stop_note') or 'was stopped'}. "
+                                           f"{self._resume_hint(run_dir)}")
         return self._mark_gone(run_dir, status, exit_code)
 
     def _mark_gone(self, run_dir: Path, status: dict, exit_code: int | None) -> dict:
         if exit_code is not None and exit_code > 0:
             last = _last_line(run_dir / LOG_FILE)
-            return update_status(run_dir, state="failed", exit_code=exit_code, ended_at=time.time(),
-                                 error=last or f"The worker exited with code {exit_code}; see train.log.")
+            return self._record_end(run_dir, status, state="failed", exit_code=exit_code, ended_at=time.time(),
+                                    error=last or f"The worker exited with code {exit_code}; see train.log.")
         supervisor.kill_leftovers(status.get("pgid"), status.get("launcher_create_time") or status.get("create_time"))
         how = f" (killed by signal {-exit_code})" if exit_code else ""
         error = (f"The worker (pid {status['pid']}) ended without recording a final state{how}: "
                  f"it was killed, crashed or the machine restarted. {self._resume_hint(run_dir)}")
-        return update_status(run_dir, state="lost", exit_code=exit_code, ended_at=time.time(), error=error)
+        return self._record_end(run_dir, status, state="lost", exit_code=exit_code, ended_at=time.time(), error=error)
+
+    def _record_end(self, run_dir: Path, seen: dict, **fields) -> dict:
+        """Write the end of a vanished worker, unless another store (or the
+        worker) already recorded one. When status.json cannot be written (a
+        full disk), the end is still reported, from memory, with the reason."""
+        def still_open(status: dict) -> bool:
+            return status.get("state") in ("queued", "running") and status.get("pid") == seen.get("pid")
+
+        try:
+            return update_status(run_dir, when=still_open, **fields)
+        except OSError as error:
+            return {**seen, **fields, "error": _unwritable_status(run_dir, error, fields)}
 
     @staticmethod
     def _resume_hint(run_dir: Path) -> str:
@@ -323,6 +339,17 @@ def _live_process(status: dict) -> tuple[int | None, float | None]:
 
 def _alive(status: dict) -> bool:
     return _live_process(status)[0] is not None
+
+
+def _unwritable_status(run_dir: Path, error: OSError, fields: dict) -> str:
+    """The sentence for a run whose end cannot be written to status.json."""
+    import errno
+
+    cause = ("the disk is full" if error.errno == errno.ENOSPC
+             else f"it cannot be written ({error.strerror or error})")
+    ended = fields.get("error") or fields.get("advice") or ""
+    return (f"The worker ended, but its status.json cannot be updated: {cause} ({run_dir}). "
+            f"Free disk space, then refresh. {ended}").strip()
 
 
 def _last_line(path: Path) -> str:

@@ -59,8 +59,11 @@ def mark_running(job) -> None:
     fields = {"state": "running", "worker_pid": os.getpid(), "pgid": os.getpgid(0),
               "create_time": me.create_time(), "worker_started_at": time.time(),
               "exit_code": None, "error": None, "advice": None, "ended_at": None}
-    if not read_status(job.run_dir).get("pid"):
+    recorded = read_status(job.run_dir)
+    if not recorded.get("pid"):
         fields["pid"] = os.getpid()
+    if (recorded.get("stop_requested_at") or 0) < me.create_time():  # a stop sent to an earlier process
+        fields.update(stop_requested_at=None, stop_note=None)
     if job.resuming:
         fields["resumed_from"] = job.resume_from.name if job.resume_from else None
     update_status(job.run_dir, **fields)

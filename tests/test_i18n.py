@@ -121,3 +121,32 @@ def test_runs_tab_charts_and_table_in_chinese(workspace):
     assert loss.layout.xaxis.title.text == "步数" and lr.data[0].name == "学习率"
     table = runs.table_value(lambda k, **v: ctx.msg("zh", k, **v), [])
     assert table["headers"][:3] == ["运行", "状态", "模型"]
+
+
+def test_data_errors_read_in_chinese_and_stay_english_for_the_cli(tmp_path):
+    from backend.data.checks import check_file
+    from backend.data.errors import DataError
+
+    path = tmp_path / "bad.json"
+    path.write_bytes(b'[{"instruction": "a", "output": "b"},\n {"instruction": "c" "output": "d"}]')
+    with pytest.raises(DataError) as info:
+        check_file(path)
+    assert str(info.value) == (f"{path} (line 2, column 22): invalid JSON in row 1: Expecting ',' delimiter. "
+                               "Fix the JSON at that spot (a missing comma or quote, or a trailing comma?)")
+    zh = localize(info.value, "zh")
+    assert zh == (f"{path}（第 2 行第 22 列）：第 1 条记录的 JSON 无效：Expecting ',' delimiter。"
+                  "请修正该处的 JSON（缺少逗号或引号，或多了结尾逗号？）")
+
+
+def test_data_errors_of_the_data_layer_have_message_ids():
+    """Every DataError raised in backend/data/ (but the command line's own) gives its problem as a message id."""
+    plain = []
+    for path in sorted((REPO / "backend" / "data").rglob("*.py")):
+        if path.name == "cli.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            call = node.exc if isinstance(node, ast.Raise) else node.value if isinstance(node, ast.Return) else None
+            if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "DataError" and len(call.args) > 1 \
+                    and isinstance(call.args[1], (ast.Constant, ast.JoinedStr)):
+                plain.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert not plain, "DataError with plain text (give it an id in backend/messages.py): " + ", ".join(plain)

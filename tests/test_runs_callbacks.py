@@ -25,3 +25,28 @@ class HoldWhileFileExists(TrainerCallback):
         while (run_dir / ".hold").exists():
             time.sleep(0.05)
         return control
+
+
+class FillDiskAtTrainEnd(TrainerCallback):
+    """When training ends (before the worker writes final/), fill the disk of
+    the run folder until only LEAVE_BYTES are free, as another program could.
+    Only while RUN_DIR/.fill exists; the filler file is RUN_DIR/../.filler."""
+
+    LEAVE_BYTES = 64 * 1024
+
+    def on_train_end(self, args, state, control, **kwargs):
+
+        run_dir = Path(args.output_dir)
+        if (run_dir / ".fill").exists():
+            fill_disk(run_dir.parent / ".filler", self.LEAVE_BYTES)
+        return control
+
+
+def fill_disk(path: Path, leave_bytes: int) -> None:
+    import os
+
+    stat = os.statvfs(path.parent)
+    with open(path, "wb") as handle:
+        handle.write(b"\0" * max(0, stat.f_bavail * stat.f_frsize - leave_bytes))
+        handle.flush()
+        os.fsync(handle.fileno())

@@ -211,3 +211,68 @@ def test_rank_0_outliving_its_launcher_is_running_and_stoppable(store):
     assert rank0.wait(timeout=60) == 0  # ended by the SIGTERM handler, not killed
     info = store.get(run_id)
     assert info.state == "stopped" and "after the stop request" in info.advice
+
+
+# Another app process (or a tab with its own store) that lists runs every 20 ms.
+LISTER = """
+import sys, time
+from pathlib import Path
+from backend.runs import RunStore
+from backend.workspace import Workspace
+store = RunStore(Workspace(Path(sys.argv[1])), devices=[])
+print("listing", flush=True)
+while (state := {i.run_id: i.state for i in store.list()}[sys.argv[2]]) in ("queued", "running"):
+    time.sleep(0.02)
+print(state, flush=True)
+"""
+# A second app process that sends the stop and then waits for the run to end.
+STOPPER = """
+import sys, time
+from pathlib import Path
+from backend.runs import RunStore
+from backend.workspace import Workspace
+store = RunStore(Workspace(Path(sys.argv[1])), devices=[])
+store.stop(sys.argv[2], grace_s=1)
+while (state := store.get(sys.argv[2]).state) in ("queued", "running"):
+    time.sleep(0.1)
+print(state, flush=True)
+"""
+
+
+def test_a_stop_escalated_to_kill_is_stopped_for_every_store(store, tmp_path):
+    """Launch here, stop (grace 1 s) from a second process while a third lists
+    every 20 ms: the stop request is on disk, so the lister, which did not send
+    it, still records `stopped` when the worker vanishes under the kill."""
+    run_id = store.create(cpu_config())
+    run_dir = store.runs_dir / run_id
+    store._launch(run_id, [sys.executable, "-c", STUBBORN], {})
+    wait_for(lambda: "ready" in (run_dir / "train.log").read_text(), "SIGTERM to be ignored")
+    env = dict(os.environ, PYTHONPATH=str(supervisor.REPO_ROOT))
+    root = str(store.workspace.root)
+    lister = subprocess.Popen([sys.executable, "-c", LISTER, root, run_id], env=env, stdout=subprocess.PIPE, text=True)
+    assert lister.stdout.readline().strip() == "listing"
+    stopper = subprocess.run([sys.executable, "-c", STOPPER, root, run_id], env=env, capture_output=True, text=True,
+                             timeout=300)
+    assert stopper.returncode == 0, stopper.stderr
+    listed, _ = lister.communicate(timeout=300)
+    status = read_status(run_dir)
+    assert (listed.strip(), stopper.stdout.strip(), status["state"]) == ("stopped", "stopped", "stopped"), status
+    assert "was killed" in status["advice"]
+    assert store.get(run_id).state == "stopped"
+
+
+def test_a_stop_sent_by_another_store_is_known_to_this_one(store, devices):
+    """The stop request lives in status.json: a store that did not send it (the
+    app restarted, another tab) records the end as `stopped`, not `lost`."""
+    run_id = store.create(cpu_config())
+    run_dir = store.runs_dir / run_id
+    store._launch(run_id, [sys.executable, "-c", "import signal, sys, time; "
+                           "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0)); print('ready', flush=True); "
+                           "time.sleep(120)"], {})
+    wait_for(lambda: "ready" in (run_dir / "train.log").read_text(), "the SIGTERM handler")
+    other = RunStore(store.workspace, devices=devices)
+    other.stop(run_id, grace_s=60)
+    assert read_status(run_dir)["stop_requested_at"]
+    del other  # its memory is gone: only the disk says a stop was asked for
+    info = wait_for(lambda: (i := store.get(run_id)).state != "running" and i, "the worker to exit")
+    assert info.state == "stopped" and "after the stop request" in info.advice

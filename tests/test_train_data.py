@@ -159,7 +159,8 @@ def test_disk_check_refuses_a_save_that_cannot_fit(tmp_path):
     callback = DiskSpaceCallback(tmp_path, first_estimate_bytes=10**18)
     assert 6144 <= callback.needed_bytes() < 10**6  # 1.5 x the last real checkpoint, not the estimate
     (tmp_path / "fresh-run").mkdir()
-    with pytest.raises(DiskFullError, match="free on the disk"):
+    with pytest.raises(DiskFullError, match="a checkpoint needs about"):
         DiskSpaceCallback(tmp_path / "fresh-run", first_estimate_bytes=10**18).check()
-    explained = explain(OSError(28, "No space left on device"), RunConfig())
-    assert "disk space" in explained.error and "last complete checkpoint was kept" in explained.advice
+    explained = explain(OSError(28, "No space left on device"), RunConfig(), tmp_path)
+    assert "disk space on the disk mounted at" in explained.error
+    assert "continues from checkpoint-5, which was kept" in explained.advice

@@ -78,7 +78,11 @@ def localize(value: Any, lang: str | None) -> str:
     from backend.messages import CATALOGUE, message_of, render
     from ui.message_texts import ZH
 
+    table = ZH if normalise_language(lang) == "zh" else CATALOGUE
+    localized = getattr(value, "localized", None)  # a DataError: file, where, problem and hint
+    if callable(localized):
+        return localized(lambda part: part if isinstance(part, str) else render(part, table))
     message = message_of(value)
     if message is None:
         return str(value) if value is not None else ""
-    return render(message, ZH if normalise_language(lang) == "zh" else CATALOGUE)
+    return render(message, table)

@@ -18,6 +18,7 @@ from backend.data.errors import DataError
 from backend.data.read import file_type, iter_records
 from backend.data.shapes import Shape, convert, detect_shape, known_shape_of, shape_from_mapping
 from backend.data.text_encoding import describe_encoding, detect_encoding
+from backend.messages import msg
 
 DATASET_INFO = "dataset_info.json"
 ROW = "(row)"  # the field of a problem that concerns the whole row
@@ -49,13 +50,13 @@ class SourceRow:
 def open_source(path: str | Path, mapping: dict[str, str] | None = None, dataset: str | None = None) -> Source:
     path = Path(path)
     if not path.exists():
-        raise DataError(path, "no such file or folder", "Check the path")
+        raise DataError(path, msg("data.no_such_path"), msg("data.hint.check_path"))
     if path.is_dir() and (path / "meta.json").is_file() and (path / "data.jsonl").is_file():
         path = path / "data.jsonl"  # a workspace dataset: its train rows
     elif path.is_dir():
         return _open_dataset_info(path, dataset)
     if path.stat().st_size == 0:
-        raise DataError(path, "the file is empty", "Export the dataset again: it holds no rows")
+        raise DataError(path, msg("data.empty"), msg("data.hint.no_rows"))
     kind = file_type(path)
     encoding = None if kind == "parquet" else detect_encoding(path)
     first = _first_record(path, kind, encoding)
@@ -72,11 +73,11 @@ def _first_record(path: Path, kind: str, encoding: str | None):
         if record.index >= 1000:
             break
     if first_error.error:
-        raise DataError(path, first_error.error, "Fix the file: no row could be read", row=first_error.index)
+        raise DataError(path, first_error.error, msg("data.hint.no_row_read"), row=first_error.index)
     raise DataError(
         path,
-        f"row {first_error.index} is {type(first_error.value).__name__}, expected an object with fields",
-        "Each row must be a JSON object such as {\"instruction\": ..., \"output\": ...}",
+        msg("data.row_not_object", row=first_error.index, kind=type(first_error.value).__name__),
+        msg("data.hint.row_object"),
         row=first_error.index,
     )
 
@@ -84,20 +85,22 @@ def _first_record(path: Path, kind: str, encoding: str | None):
 def _open_dataset_info(folder: Path, dataset: str | None) -> Source:
     info_path = folder / DATASET_INFO
     if not info_path.is_file():
-        raise DataError(folder, f"this folder has no {DATASET_INFO}", "Pass a data file, or a LLaMA-Factory data folder")
+        raise DataError(folder, msg("data.no_dataset_info", name=DATASET_INFO), msg("data.hint.file_or_folder"))
     try:
         info = json.loads(info_path.read_text(encoding="utf-8-sig"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise DataError(info_path, f"cannot be parsed ({e})", "Fix the JSON of dataset_info.json") from None
+        raise DataError(info_path, msg("data.dataset_info_unparsable", error=e), msg("data.hint.fix_dataset_info")) from None
     local = {k: v for k, v in info.items() if isinstance(v, dict) and v.get("file_name")}
     if dataset is None:
         if len(local) != 1:
             names = ", ".join(sorted(local)) or "(none with a local file_name)"
-            raise DataError(info_path, f"holds {len(local)} local datasets: {names}", "Choose one with --dataset NAME (dataset_name in a run config)")
+            raise DataError(info_path, msg("data.several_datasets", count=len(local), names=names),
+                            msg("data.hint.choose_dataset"))
         dataset = next(iter(local))
     entry = local.get(dataset)
     if entry is None:
-        raise DataError(info_path, f"has no local dataset named '{dataset}'", f"Choose one of: {', '.join(sorted(local))}")
+        raise DataError(info_path, msg("data.no_dataset_named", name=dataset),
+                        msg("data.hint.choose_one_of", names=", ".join(sorted(local))))
     data_path = _inside(folder, entry["file_name"], info_path)
     kind = file_type(data_path)
     encoding = None if kind == "parquet" else detect_encoding(data_path)
@@ -108,7 +111,8 @@ def _open_dataset_info(folder: Path, dataset: str | None) -> Source:
     if formatting == "sharegpt":
         mapping.setdefault("messages", "conversations")
     elif formatting != "alpaca":
-        raise DataError(info_path, f"dataset '{dataset}' has formatting '{formatting}'", "Use alpaca or sharegpt")
+        raise DataError(info_path, msg("data.formatting", name=dataset, formatting=formatting),
+                        msg("data.hint.alpaca_sharegpt"))
     mapping = {k: v for k, v in mapping.items() if k not in ("images", "videos", "audios", "chosen", "rejected", "kto_tag")}
     shape = shape_from_mapping(mapping, first, str(data_path), origin=f"{DATASET_INFO} entry '{dataset}'")
     return Source(data_path, f"{folder}:{dataset}", kind, encoding, shape)
@@ -118,9 +122,9 @@ def _inside(folder: Path, name: str, info_path: Path) -> Path:
     """dataset_info.json's file_name, refused when it leaves the folder or is not a file."""
     target = (folder / name).resolve()
     if not target.is_relative_to(folder.resolve()):
-        raise DataError(info_path, f"file_name '{name}' points outside the folder", "Keep data files inside the folder")
+        raise DataError(info_path, msg("data.outside_folder", name=name), msg("data.hint.inside_folder"))
     if not target.is_file():
-        raise DataError(info_path, f"file_name '{name}' is not a file in the folder", "Check the name in dataset_info.json")
+        raise DataError(info_path, msg("data.not_in_folder", name=name), msg("data.hint.check_name"))
     return target
 
 
@@ -147,9 +151,8 @@ def _refuse_mixed(source: Source, raw: dict, index: int, line: int | None, shape
     if other and other != shape_kind:
         raise DataError(
             source.path,
-            f"the file mixes shapes: it starts as {source.shape.name} but row {index} is {other} "
-            f"(columns: {', '.join(map(str, raw))})",
-            "Split it into one file per shape",
+            msg("data.mixed_shapes", first=source.shape.name, row=index, other=other, columns=", ".join(map(str, raw))),
+            msg("data.hint.split_shapes"),
             row=index,
             line=line,
         )
@@ -184,8 +187,8 @@ def no_usable_rows(source: Source, first: SourceRow, count: int) -> DataError:
     where, message = first.problems[0]
     return DataError(
         source.path,
-        f"none of the {count} rows can be used; the first problem: {problem_text(where, message)}",
-        "Fix the rows (see the schema check) or give a column mapping",
+        msg("data.no_usable_rows", count=count, problem=problem_text(where, message)),
+        msg("data.hint.fix_rows"),
         row=first.index,
         line=first.line,
         field=None if where == ROW else where,

@@ -19,6 +19,7 @@ from typing import Any
 
 from backend.data.errors import DataError
 from backend.data.text_encoding import detect_encoding, open_text
+from backend.messages import msg
 
 CHUNK_CHARS = 1 << 20
 # Whole-file parse to tell a top-level object from JSON Lines: only below this size.
@@ -53,8 +54,8 @@ def file_type(path: Path) -> str:
         return "parquet"
     raise DataError(
         path,
-        f"the file type '{path.suffix or '(no extension)'}' is not supported",
-        "Use .json (a list of rows), .jsonl (one JSON object per line), .csv, .tsv or .parquet",
+        msg("data.type_unsupported", suffix=path.suffix or "(no extension)"),
+        msg("data.hint.types"),
     )
 
 
@@ -83,7 +84,7 @@ def _first_char(path: Path, encoding: str) -> str:
 def _iter_json(path: Path, encoding: str) -> Iterator[RawRecord]:
     first = _first_char(path, encoding)
     if not first:
-        raise DataError(path, "the file is empty", "Export the dataset again: it holds no rows")
+        raise DataError(path, msg("data.empty"), msg("data.hint.no_rows"))
     if first == "[":
         yield from _iter_json_array(path, encoding)
     elif first == "{":
@@ -92,8 +93,8 @@ def _iter_json(path: Path, encoding: str) -> Iterator[RawRecord]:
     else:
         raise DataError(
             path,
-            f"the file starts with '{first}', not with '[' (a list of rows) or '{{' (JSON Lines)",
-            "Save the data as a JSON list of objects or as one JSON object per line",
+            msg("data.bad_start", first=first),
+            msg("data.hint.json_shape"),
             line=1,
         )
 
@@ -110,15 +111,11 @@ def _refuse_top_level_object(path: Path, encoding: str) -> None:
     if not isinstance(value, dict):
         return
     if path.name == "dataset_info.json":
-        raise DataError(path, "this is a LLaMA-Factory dataset_info.json", "Pass the folder that holds it instead")
+        raise DataError(path, msg("data.dataset_info_file"), msg("data.hint.dataset_info_folder"))
     keys = ", ".join(list(value)[:8])
     lists = [k for k, v in value.items() if isinstance(v, list) and v and isinstance(v[0], dict)]
-    hint = (
-        f"The rows seem to be the list under '{lists[0]}': save that list alone as the file"
-        if lists
-        else "Wrap the rows in [ ] (a JSON list) or write one JSON object per line (.jsonl)"
-    )
-    raise DataError(path, f"the top level is one JSON object (keys: {keys}), expected a list of rows", hint, line=1)
+    hint = msg("data.hint.rows_under", key=lists[0]) if lists else msg("data.hint.wrap_rows")
+    raise DataError(path, msg("data.top_level_object", keys=keys), hint, line=1)
 
 
 def _iter_jsonl(path: Path, encoding: str) -> Iterator[RawRecord]:
@@ -136,8 +133,8 @@ def _iter_jsonl(path: Path, encoding: str) -> Iterator[RawRecord]:
                 yield RawRecord(index, lineno, None, f"invalid JSON at line {lineno}, column {e.colno}: {e.msg}{cut}")
             index += 1
     if index == 0:
-        what = "the file is empty" if last_line == 0 else "the file holds only blank lines"
-        raise DataError(path, what, "Export the dataset again: it holds no rows")
+        what = msg("data.empty") if last_line == 0 else msg("data.blank")
+        raise DataError(path, what, msg("data.hint.no_rows"))
 
 
 class _JsonArrayReader:
@@ -204,15 +201,15 @@ class _JsonArrayReader:
         if e.msg.startswith("Unterminated string") or not any(c in rest for c in "]}"):
             return DataError(
                 self.path,
-                f"the file ends in the middle of row {row}: it looks truncated",
-                "Export or download the file again",
+                msg("data.truncated_row", row=row),
+                msg("data.hint.export_again"),
                 line=line,
                 column=column,
             )
         return DataError(
             self.path,
-            f"invalid JSON in row {row}: {e.msg}",
-            "Fix the JSON at that spot (a missing comma or quote, or a trailing comma?)",
+            msg("data.invalid_json_row", row=row, error=e.msg),
+            msg("data.hint.fix_json"),
             line=line,
             column=column,
         )
@@ -233,8 +230,8 @@ def _iter_json_array(path: Path, encoding: str) -> Iterator[RawRecord]:
                 line, column = reader.where(reader.pos)
                 raise DataError(
                     path,
-                    "the file ends before the JSON list is closed with ']': it looks truncated",
-                    "Export or download the file again",
+                    msg("data.unclosed_list"),
+                    msg("data.hint.export_again"),
                     line=line,
                     column=column,
                 )
@@ -243,8 +240,8 @@ def _iter_json_array(path: Path, encoding: str) -> Iterator[RawRecord]:
                     line, column = reader.where(reader.pos)
                     raise DataError(
                         path,
-                        f"invalid JSON after row {index - 1}: expected ',' or ']' but found '{c}'",
-                        "Fix the JSON at that spot (a missing comma between rows?)",
+                        msg("data.expected_comma", row=index - 1, found=c),
+                        msg("data.hint.missing_comma"),
                         line=line,
                         column=column,
                     )
@@ -257,10 +254,10 @@ def _iter_json_array(path: Path, encoding: str) -> Iterator[RawRecord]:
         if trailing:
             line, column = reader.where(reader.pos)
             raise DataError(
-                path, f"extra text '{trailing}' after the closing ']'", "Remove it", line=line, column=column
+                path, msg("data.trailing_text", text=trailing), msg("data.hint.remove_it"), line=line, column=column
             )
     if index == 0:
-        raise DataError(path, "the JSON list is empty", "Export the dataset again: it holds no rows")
+        raise DataError(path, msg("data.empty_list"), msg("data.hint.no_rows"))
 
 
 def _iter_csv(path: Path, encoding: str, delimiter: str) -> Iterator[RawRecord]:
@@ -271,7 +268,7 @@ def _iter_csv(path: Path, encoding: str, delimiter: str) -> Iterator[RawRecord]:
         try:
             header = next(reader, None)
             if not header or not any(h.strip() for h in header):
-                raise DataError(path, "the file is empty", "Export the dataset again with a header row", line=1)
+                raise DataError(path, msg("data.empty"), msg("data.hint.header_row"), line=1)
             index, start = 0, reader.line_num + 1
             for fields in reader:
                 if not fields:
@@ -289,12 +286,12 @@ def _iter_csv(path: Path, encoding: str, delimiter: str) -> Iterator[RawRecord]:
         except csv.Error as e:
             raise DataError(
                 path,
-                f"the CSV cannot be parsed: {e} (a quote opened near line {start} is never closed?)",
-                "Check the quotes of that row: fields with line breaks must be enclosed in double quotes",
+                msg("data.csv_unparsable", error=e, line=start),
+                msg("data.hint.csv_quotes"),
                 line=start,
             ) from None
     if index == 0:
-        raise DataError(path, "the file has a header but no rows", "Export the dataset again with its rows")
+        raise DataError(path, msg("data.header_only"), msg("data.hint.with_rows"))
 
 
 def _iter_parquet(path: Path) -> Iterator[RawRecord]:
@@ -304,9 +301,9 @@ def _iter_parquet(path: Path) -> Iterator[RawRecord]:
     try:
         parquet = pq.ParquetFile(path)
     except (pa.ArrowInvalid, OSError) as e:
-        raise DataError(path, f"this is not a readable Parquet file ({e})", "Export the Parquet file again") from None
+        raise DataError(path, msg("data.parquet_unreadable", error=e), msg("data.hint.parquet_again")) from None
     if parquet.metadata.num_rows == 0:
-        raise DataError(path, "the Parquet file has no rows", "Export the dataset again")
+        raise DataError(path, msg("data.parquet_empty"), msg("data.hint.export_dataset"))
     index = 0
     for batch in parquet.iter_batches(batch_size=1000):
         for value in batch.to_pylist():

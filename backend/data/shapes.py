@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass, field
 
 from backend.data.errors import DataError
+from backend.messages import msg
 
 OBSERVATION_PREFIX = "Tool result:\n"
 TOOLS_PREAMBLE = 'You can call these tools. To call one, reply with only a JSON object {"name": ..., "arguments": {...}}.'
@@ -80,9 +81,8 @@ def detect_shape(first: dict, file: str, mapping: dict[str, str] | None = None, 
         return Shape("alpaca", {k: k for k in ALPACA_KEYS if k in first or k in ("instruction", "output", "input")})
     raise DataError(
         file,
-        f"no known shape: its columns are {', '.join(map(str, first)) or '(none)'}",
-        "Expected alpaca (instruction, input, output), sharegpt (conversations) or OpenAI (messages); "
-        f"otherwise give a column mapping, e.g. {_suggest_mapping(first)}",
+        msg("data.no_shape", columns=", ".join(map(str, first)) or "(none)"),
+        msg("data.hint.shapes", example=_suggest_mapping(first)),
         row=row,
     )
 
@@ -114,8 +114,8 @@ def shape_from_mapping(mapping: dict[str, str], first: dict, file: str, origin: 
     if unknown:
         raise DataError(
             file,
-            f"unknown mapping key(s) {', '.join(sorted(unknown))}",
-            "Map instruction / input / output / system / history, or messages (+ role_tag, content_tag ...)",
+            msg("data.unknown_mapping", keys=", ".join(sorted(unknown))),
+            msg("data.hint.mapping_keys"),
         )
     if "conversations" in columns:
         columns["messages"] = columns.pop("conversations")
@@ -123,8 +123,8 @@ def shape_from_mapping(mapping: dict[str, str], first: dict, file: str, origin: 
     if missing and origin == "mapping":
         raise DataError(
             file,
-            f"the mapped column(s) {', '.join(missing)} are not in the file",
-            f"Its columns are: {', '.join(map(str, first))}",
+            msg("data.mapped_missing", columns=", ".join(missing)),
+            msg("data.hint.columns_are", columns=", ".join(map(str, first))),
             row=0,
         )
     if "messages" in columns:

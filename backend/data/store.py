@@ -23,9 +23,18 @@ import time
 from pathlib import Path
 
 from backend.data.errors import DataError
+from backend.messages import UserError, msg
 
 TRAIN_FILE, EVAL_FILE, META_FILE = "data.jsonl", "eval.jsonl", "meta.json"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class DatasetRefused(UserError, ValueError):
+    """A dataset that cannot be saved as asked; the message is catalogued (backend/messages.py)."""
+
+
+class DatasetExists(UserError, FileExistsError):
+    """A dataset of that name exists and overwrite was not asked for."""
 
 
 def validate_name(name: str) -> str:
@@ -46,7 +55,7 @@ def file_sha256(path: str | Path) -> str:
 def split_rows(count: int, eval_ratio: float, seed: int) -> tuple[list[int], list[int]]:
     """Positions of the train and eval rows: a seeded shuffle, each part kept in file order."""
     if not 0 <= eval_ratio < 1:
-        raise ValueError(f"eval_ratio must be at least 0 and below 1, not {eval_ratio}")
+        raise DatasetRefused(msg("data.eval_ratio", value=eval_ratio))
     n_eval = round(count * eval_ratio)
     if eval_ratio > 0 and count >= 2:
         n_eval = min(max(n_eval, 1), count - 1)
@@ -71,12 +80,12 @@ def save_dataset(
     """Write the dataset folder; `source` holds at least {"path", "sha256"}."""
     validate_name(name)
     if not rows:
-        raise ValueError("no rows left to save: every row was removed by the fixes")
+        raise DatasetRefused(msg("data.nothing_left"))
     datasets_dir = Path(datasets_dir)
     datasets_dir.mkdir(parents=True, exist_ok=True)
     target = datasets_dir / name
     if target.exists() and not overwrite:
-        raise FileExistsError(f"dataset '{name}' already exists in {datasets_dir}: pick another name or overwrite it")
+        raise DatasetExists(msg("data.exists", name=name, folder=datasets_dir))
     train, held_out = split_rows(len(rows), eval_ratio, seed)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=datasets_dir))
     try:
@@ -136,8 +145,8 @@ def load_dataset_rows(path: str | Path, split: str = "train", mapping: dict[str,
         with open(file, encoding="utf-8") as f:
             return [json.loads(line) for line in f if line.strip()]
     if path.is_dir() and not (path / "dataset_info.json").is_file():
-        raise DataError(path, f"this folder is not a workspace dataset (no {META_FILE} + {TRAIN_FILE})",
-                        "Pass a data file or a folder made by the Data tab / `python -m backend.data fix`")
+        raise DataError(path, msg("data.not_workspace_dataset", meta=META_FILE, train=TRAIN_FILE),
+                        msg("data.hint.workspace_dataset"))
     from backend.data.load import load_rows
 
     return load_rows(path, mapping).rows

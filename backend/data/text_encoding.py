@@ -20,6 +20,7 @@ from pathlib import Path
 
 from backend.data.encoding_evidence import Evidence, gather
 from backend.data.errors import DataError
+from backend.messages import msg
 
 SAMPLE_BYTES = 1 << 20
 # What the user sees next to the encoding name in the report and the Data tab.
@@ -63,25 +64,9 @@ def detect_encoding(path: Path) -> str:
 
 def _undecided(path: Path, ev: Evidence, ambiguous: bool) -> DataError:
     convert = "`iconv -f cp1252 -t UTF-8 in > out` (Western European) or `iconv -f gb18030 -t UTF-8 in > out` (Chinese)"
-    if ambiguous:
-        problem = (f"the file is not UTF-8, and its {ev.non_ascii} non-ASCII characters read as Chinese "
-                   f"(GB18030: {ev.gb_sample!r}) as well as Western European (Windows-1252: {ev.cp_sample!r}); "
-                   "there is too little text to tell which")
-    else:
-        problem = ("the file is not UTF-8 text; it is not UTF-16, and it reads as neither Chinese (GB18030) "
-                   "nor Western European (Windows-1252 / Latin-1) text")
-    return DataError(path, problem, f"Save it as UTF-8 (Excel: 'CSV UTF-8'), or convert it with {convert}",
-                     line=ev.first_non_ascii_line)
-
-
-def _not_utf8(path: Path, data: bytes, offset: int, base_line: int = 1) -> DataError:
-    line = base_line + data.count(b"\n", 0, offset)
-    return DataError(
-        path,
-        f"the file is not UTF-8 text (byte 0x{data[offset]:02x} at byte {offset} cannot be decoded)",
-        "Save it as UTF-8 (Excel: 'CSV UTF-8'; or `iconv -f cp1252 -t UTF-8 in > out`)",
-        line=line,
-    )
+    problem = (msg("data.encoding_ambiguous", count=ev.non_ascii, gb=ev.gb_sample, cp=ev.cp_sample) if ambiguous
+               else msg("data.encoding_unknown"))
+    return DataError(path, problem, msg("data.hint.convert", convert=convert), line=ev.first_non_ascii_line)
 
 
 @contextlib.contextmanager
@@ -103,10 +88,8 @@ def _locate_decode_error(path: Path, encoding: str) -> DataError:
                 decoder.decode(chunk)
             except UnicodeDecodeError as e:
                 at = max(0, min(e.start, len(chunk) - 1))
-                error = _not_utf8(path, chunk, at, line)
-                error.problem = f"the file stops being {encoding} text at byte {consumed + at}"
-                error.hint = "Save the whole file in one encoding, preferably UTF-8"
-                return error
+                return DataError(path, msg("data.stops_being", encoding=encoding, offset=consumed + at),
+                                 msg("data.hint.one_encoding"), line=line + chunk.count(b"\n", 0, at))
             line += chunk.count(b"\n")
             consumed += len(chunk)
-    return DataError(path, f"the file cannot be decoded as {encoding}", "Save it as UTF-8")
+    return DataError(path, msg("data.cannot_decode", encoding=encoding), msg("data.hint.save_utf8"))

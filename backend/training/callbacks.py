@@ -19,7 +19,7 @@ import torch.distributed as dist
 from transformers import TrainerCallback
 
 from backend.run_files import checkpoint_step, list_checkpoints, mark_complete
-from backend.training.errors import DiskFullError
+from backend.training.disk import RESUME_ONLY, DiskFullError, folder_size, human_bytes
 
 log = logging.getLogger("backend.train")
 
@@ -27,10 +27,6 @@ log = logging.getLogger("backend.train")
 def _barrier() -> None:
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
-
-
-def folder_size(folder: Path) -> int:
-    return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())
 
 
 class CheckpointCallback(TrainerCallback):
@@ -93,18 +89,20 @@ class DiskSpaceCallback(TrainerCallback):
             self.check()
         return control
 
-    def needed_bytes(self) -> int:
+    def needed_bytes(self, final: bool = False) -> int:
+        """1.5 x the last checkpoint (final/: without the optimizer and resume files)."""
         existing = list_checkpoints(self.run_dir)
-        size = folder_size(existing[-1]) if existing else self.first_estimate
+        skip = RESUME_ONLY if final else ()
+        size = folder_size(existing[-1], skip) if existing else self.first_estimate
         return int(size * 1.5)
 
-    def check(self) -> None:
+    def check(self, final: bool = False) -> None:
         free = shutil.disk_usage(self.run_dir).free
-        needed = self.needed_bytes()
+        needed = self.needed_bytes(final)
         if free < needed:
-            raise DiskFullError(
-                f"Only {free / 2**30:.2f} GiB free on the disk of {self.run_dir}, a checkpoint needs about "
-                f"{needed / 2**30:.2f} GiB")
+            what = "final/ (the trained model)" if final else "a checkpoint"
+            raise DiskFullError(f"only {human_bytes(free)} free for {self.run_dir.name}, and {what} needs about "
+                                f"{human_bytes(needed)}")
 
 
 class GracefulStop(TrainerCallback):

@@ -4,10 +4,8 @@ train.log; exit code 2 means "the config or a path is wrong, nothing ran"."""
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
-import shutil
 import sys
 import time
 import traceback
@@ -16,17 +14,14 @@ from pathlib import Path
 
 from backend.config import ConfigError, RunConfig
 from backend.messages import Message, message_of, msg
-from backend.run_files import checkpoint_step, list_checkpoints, update_status
+from backend.run_files import update_status
+from backend.training.disk import DiskFullError, free_on, is_disk_full, mount_point, remove_partial_saves
 
 log = logging.getLogger("backend.train")
 
 EXIT_CONFIG = 2
 EXIT_FAILED = 1
 TRACEBACK_ADVICE = str(msg("train.advice.log"))
-
-
-class DiskFullError(OSError):
-    """Not enough free disk for the next checkpoint."""
 
 
 @dataclass
@@ -53,7 +48,7 @@ def _first_line(error: BaseException) -> str:
     return text[0] if text else type(error).__name__
 
 
-def explain(error: BaseException, config: RunConfig | None = None) -> Explained:
+def explain(error: BaseException, config: RunConfig | None = None, run_dir: Path | None = None) -> Explained:
     from backend.models import ModelLoadError
     from backend.training.dataset import DatasetNotFound
 
@@ -70,11 +65,23 @@ def explain(error: BaseException, config: RunConfig | None = None) -> Explained:
         return _said(own or message, msg("train.advice.model"), EXIT_CONFIG if missing else EXIT_FAILED)
     if _is_oom(error):
         return _said(msg("train.error.oom", error=message[:160]), oom_advice(config))
-    if isinstance(error, DiskFullError) or (isinstance(error, OSError) and error.errno == errno.ENOSPC):
-        return _said(msg("train.error.disk", error=message), msg("train.advice.disk"))
+    if is_disk_full(error):
+        return disk_full(error, message, run_dir)
     if "Target modules" in message and "not found" in message:
         return _said(msg("train.error.targets", error=message), msg("train.advice.targets"), EXIT_CONFIG)
     return _said(msg("train.error.other", kind=type(error).__name__, error=message), msg("train.advice.log"))
+
+
+def disk_full(error: BaseException, message: str, run_dir: Path | None) -> Explained:
+    """Which disk, how much is free, and whether a resume has a checkpoint to start from."""
+    from backend.run_files import list_checkpoints
+
+    where = Path(run_dir) if run_dir is not None else Path.cwd()
+    detail = message if isinstance(error, DiskFullError) else f"No space left on device ({message[:120]})"
+    said = msg("train.error.disk", mount=str(mount_point(where)), free=free_on(where), error=detail)
+    kept = list_checkpoints(run_dir) if run_dir is not None else []
+    advice = (msg("train.advice.disk", checkpoint=kept[-1].name) if kept else msg("train.advice.disk_none"))
+    return _said(said, advice)
 
 
 def _is_oom(error: BaseException) -> bool:
@@ -101,8 +108,11 @@ def fail(job, error: BaseException, run_dir: Path | None = None) -> int:
     """Log the error as one sentence + advice (and the traceback for unexpected
     ones), record it in status.json, and return the exit code. `run_dir`: the
     folder named on the command line, for errors before the job exists."""
-    explained = explain(error, job.config if job else None)
     logged = job is not None and job.run_dir.is_dir()
+    if logged and job.is_main and is_disk_full(error):
+        for name in remove_partial_saves(job.run_dir):  # the space is back for the resume
+            log.error("removed the incomplete %s", name)
+    explained = explain(error, job.config if job else None, job.run_dir if logged else None)
     if not logged and explained.advice == TRACEBACK_ADVICE:
         # No train.log exists to point at: the traceback goes to stderr, above the one line.
         traceback.print_exception(error, file=sys.stderr)
@@ -110,17 +120,13 @@ def fail(job, error: BaseException, run_dir: Path | None = None) -> int:
         explained.advice = str(explained.advice_message)
     line = f"error: {explained.error} Advice: {explained.advice}"
     if job is None and run_dir is not None and run_dir.is_dir() and int(os.environ.get("RANK", "0")) == 0:
-        update_status(run_dir, state="failed", exit_code=explained.exit_code, ended_at=time.time(),
-                      **explained.status_fields())
-    if logged and job.is_main and "disk space" in explained.error:
-        _remove_partial_checkpoints(job.run_dir)
+        _record_failure(run_dir, explained)
     if logged:
         if explained.exit_code != EXIT_CONFIG:
             log.error("%s", "".join(traceback.format_exception(error)).rstrip())
         log.error("%s", line)
         if job.is_main:
-            update_status(job.run_dir, state="failed", exit_code=explained.exit_code, ended_at=time.time(),
-                          **explained.status_fields())
+            _record_failure(job.run_dir, explained)
     else:
         print(line, file=sys.stderr)  # nothing was created: the one line is all there is
     torch = sys.modules.get("torch")
@@ -129,12 +135,11 @@ def fail(job, error: BaseException, run_dir: Path | None = None) -> int:
     return explained.exit_code
 
 
-def _remove_partial_checkpoints(run_dir: Path) -> None:
-    """After a failed save: drop checkpoint folders newer than the last complete
-    one (never complete ones), so the space is back for the resume."""
-    complete = list_checkpoints(run_dir)
-    last = checkpoint_step(complete[-1]) if complete else -1
-    for folder in list_checkpoints(run_dir, complete_only=False):
-        if checkpoint_step(folder) > last:
-            shutil.rmtree(folder, ignore_errors=True)
-            log.error("removed the incomplete %s", folder.name)
+def _record_failure(run_dir: Path, explained: Explained) -> None:
+    """status.json says failed; on a disk too full even for that, the log line
+    and the exit code remain (the store then says the disk is full)."""
+    try:
+        update_status(run_dir, state="failed", exit_code=explained.exit_code, ended_at=time.time(),
+                      error=explained.error, advice=explained.advice)
+    except OSError as error:
+        log.error("could not record the failure in status.json: %s", error)

@@ -21,6 +21,7 @@ from backend.training.cli import Job, StopRequest
 from backend.training.collator import PadToLongest
 from backend.training.dataset import RowCounts, build_datasets, resolve_dataset
 from backend.training.demo_stage import prepare_demo_model
+from backend.training.disk import remove_partial_saves
 from backend.training.metrics import MetricsCallback
 from backend.training.model import build_model, parameter_counts
 from backend.training.summary import write_summary
@@ -37,6 +38,7 @@ class Session:
     checkpoints: CheckpointCallback
     parameters: dict
     started: float
+    disk: DiskSpaceCallback | None = None
     output: object = None  # TrainOutput of trainer.train()
     tokens_at_start: int = 0  # non-padding tokens already seen by the resumed checkpoint
 
@@ -91,9 +93,9 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
     args = training_arguments(config, job.run_dir, precision, eval_data is not None, on_cpu, job.world_size,
                               decoder_layer_classes(model))
     checkpoints = CheckpointCallback(job.run_dir, config.save_total_limit)
+    disk = DiskSpaceCallback(job.run_dir, parameters["trainable_parameters"] * 12 + 2**20)
     # Order matters: the stop flag and DefaultFlowCallback decide should_save before the disk check.
-    callbacks = [GracefulStop(stop), DiskSpaceCallback(job.run_dir, parameters["trainable_parameters"] * 12 + 2**20),
-                 MetricsCallback(job.run_dir), checkpoints]
+    callbacks = [GracefulStop(stop), disk, MetricsCallback(job.run_dir), checkpoints]
     if config.early_stopping_patience:
         if eval_data is None:
             raise ConfigError("early_stopping_patience needs eval rows, but none are left after filtering.")
@@ -105,7 +107,7 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
         compute_loss_func=loss_function,
     )
     trainer.remove_callback(PrinterCallback)  # MetricsCallback writes the readable line instead
-    return Session(job, trainer, counts, precision, checkpoints, parameters, time.time())
+    return Session(job, trainer, counts, precision, checkpoints, parameters, time.time(), disk)
 
 
 def _instantiate(ref: str):
@@ -117,6 +119,9 @@ def train(session: Session, stop: StopRequest) -> str:
     """Train (or resume) until done or stopped; returns the final state."""
     job, trainer = session.job, session.trainer
     resume = job.resume_from
+    if job.resuming and job.is_main:
+        for name in remove_partial_saves(job.run_dir):  # a killed save's leftovers: never mixed with a new save
+            log.info("removed the incomplete %s", name)
     if resume:
         state = TrainerState.load_from_json(str(resume / "trainer_state.json"))
         best = session.checkpoints.best
@@ -128,9 +133,24 @@ def train(session: Session, stop: StopRequest) -> str:
     session.tokens_at_start = _tokens_in(resume)
     if stop.requested:
         return "stopped"
+    if resume and state.global_step >= planned_steps(session):
+        # The plan was done; only final/ or the summary was missing (a kill or a full disk
+        # while they were written). The Trainer would train one more step here when the
+        # last step ends mid-epoch, so load the checkpoint and finish instead.
+        log.info("%s is the last step of the plan: writing final/ without training further", resume.name)
+        trainer._load_from_checkpoint(str(resume))
+        trainer.state = state
+        return "completed"
     session.output = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     done = trainer.state.global_step >= trainer.state.max_steps or not stop.requested
     return "completed" if done else "stopped"
+
+
+def planned_steps(session: Session) -> int:
+    """Optimizer steps of the (possibly changed) plan, as the Trainer computes them."""
+    from backend.config import derived_numbers
+
+    return derived_numbers(session.job.config, session.counts.train, session.job.world_size)["total_steps"]
 
 
 def _tokens_in(checkpoint: Path | None) -> int:
@@ -158,6 +178,8 @@ def finish(session: Session, final_state: str) -> int:
     job, trainer = session.job, session.trainer
     if final_state == "completed":
         final = job.run_dir / FINAL_DIR
+        if job.is_main and session.disk is not None:
+            session.disk.check(final=True)  # a clear refusal now, not a half-written final/
         trainer.save_model(str(final))  # adapter (or full model) + tokenizer
         _barrier()
         if job.is_main:

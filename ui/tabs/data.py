@@ -18,6 +18,7 @@ from ui import data_session as ds
 from ui.components import conversations_html, token_histogram
 from ui.context import UIContext
 from ui.data_texts import FIXES, TEXT  # noqa: F401  (TEXT is this tab's contract with the shell)
+from ui.i18n import localize
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 PRIVATE = {"api_visibility": "private"}
@@ -117,7 +118,7 @@ def default_name(label: str) -> str:
 
 
 def error_text(ctx: UIContext, lang: str, error: Exception) -> str:
-    return "⚠️ " + ctx.msg(lang, "data.error", problem=str(error))
+    return "⚠️ " + ctx.msg(lang, "data.error", problem=localize(error, lang))
 
 
 # ---------------------------------------------------------------- handlers (tested directly)
