@@ -95,7 +95,8 @@ class RunStore:
         config.save(run_dir / CONFIG_FILE)
         argv, _ = self.command_for(config, run_dir)
         update_status(run_dir, state="queued", run_id=run_dir.name, created_at=time.time(), command=argv,
-                      devices=[d.id for d in devices], model=config.model_name_or_path, method=config.method,
+                      devices=launch.held_devices(config, devices), model=config.model_name_or_path,
+                      method=config.method,
                       node_commands=self.node_commands(config, run_dir))
         return run_dir.name
 

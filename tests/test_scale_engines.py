@@ -140,3 +140,21 @@ def test_every_guard_exits_2_with_its_sentence(tmp_path, subprocess_env):
         assert err.startswith(f"error: {sentence}"), (settings, err[-2000:])
         assert "Traceback" not in err + out, settings
     assert not (tmp_path / "ws" / "runs").exists() or not any((tmp_path / "ws" / "runs").iterdir())
+
+
+def test_launch_commands_for_each_way_of_running():
+    from backend.scale.launch import held_devices, other_node_commands, worker_command
+
+    args = ["--config", "run.yaml"]
+    assert worker_command(args, RunConfig(), 1)[1:] == ["-m", "backend.train", *args]
+    assert worker_command(args, RunConfig(distributed="fsdp"), 1)[1:5] == [
+        "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=1"]
+    assert worker_command(args, RunConfig(ray_address="local"), 4)[1:] == ["-m", "backend.train", *args]
+    nodes = RunConfig(nnodes=2, master_addr="10.0.0.1", master_port=29400, node_join_timeout=60)
+    assert worker_command(args, nodes, 8)[1:10] == [
+        "-m", "backend.scale.torchrun", "--nnodes=2", "--node-rank=0", "--nproc-per-node=8",
+        "--master-addr=10.0.0.1", "--master-port=29400", "--rdzv-conf=timeout=60", "-m"]
+    assert [c[4] for c in other_node_commands(args, nodes, 8)] == ["--node-rank=1"]
+    assert other_node_commands(args, RunConfig(), 1) == []
+    assert held_devices(RunConfig(ray_address="ray://head:10001"), [H200]) == []
+    assert held_devices(RunConfig(ray_address="local"), [H200]) == held_devices(RunConfig(), [H200]) == ["cuda:0"]

@@ -116,5 +116,6 @@ def test_ray_train_through_the_cli_and_the_run_store(workspace, subprocess_env, 
     assert (run_dir / "final" / COMPLETE_MARKER).exists() and (run_dir / "final" / "adapter_model.safetensors").exists()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["state"] == "completed" and summary["world_size"] == 2 and summary["global_step"] == STEPS
-    assert "(RayTrainWorker" in (run_dir / "train.log").read_text()  # the workers' lines reach train.log
+    log = (run_dir / "train.log").read_text()
+    assert "(RayTrainWorker" in log and f"INFO step {STEPS}/{STEPS}" in log  # the workers' lines reach train.log
     assert not (run_dir / ".stop-requested").exists()

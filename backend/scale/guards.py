@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from backend.config import ConfigError
+from backend.messages import msg
 
 SHARDED = ("fsdp", "deepspeed_zero2", "deepspeed_zero3")
 ZERO = ("deepspeed_zero2", "deepspeed_zero3")
@@ -40,59 +41,48 @@ def engine(config) -> str:
 def _check_sharding(config) -> None:
     d = config.distributed
     if config.cpu_offload and d not in ZERO:
-        raise ConfigError(f"cpu_offload needs distributed deepspeed_zero2 or deepspeed_zero3 (now {d}); "
-                          f"choose one of them or turn cpu_offload off.")
+        raise ConfigError(msg("scale.offload_needs_zero", distributed=d))
     if config.deepspeed:
         if d in ("ddp", "fsdp"):
-            raise ConfigError(f"deepspeed = {config.deepspeed!r} is a DeepSpeed file, but distributed is {d}; "
-                              f"choose distributed auto, deepspeed_zero2 or deepspeed_zero3, or clear deepspeed.")
+            raise ConfigError(msg("scale.file_engine", path=config.deepspeed, distributed=d))
         if config.cpu_offload:
-            raise ConfigError(f"cpu_offload only shapes the generated DeepSpeed config; with your own file "
-                              f"{config.deepspeed!r} set offload_optimizer there, or clear deepspeed.")
+            raise ConfigError(msg("scale.offload_own_file", path=config.deepspeed))
     if config.method == "qlora" and d in ("fsdp", "deepspeed_zero3"):
-        raise ConfigError(f"QLoRA with {d} is not supported here: sharding a {config.quantization_bits}-bit base "
-                          f"needs bnb_4bit_quant_storage equal to the compute dtype and a loader that keeps it; "
-                          f"use qlora with deepspeed_zero2 or ddp, or method lora with {d}.")
+        raise ConfigError(msg("scale.qlora_sharded", distributed=d, bits=config.quantization_bits))
 
 
 def _check_nodes(config) -> None:
     if config.nnodes < 1:
-        raise ConfigError(f"nnodes must be at least 1 (got {config.nnodes}).")
+        raise ConfigError(msg("scale.nnodes", value=config.nnodes))
     if not 0 <= config.node_rank < config.nnodes:
-        raise ConfigError(f"node_rank = {config.node_rank} is out of range for nnodes = {config.nnodes}: use 0 to "
-                          f"{config.nnodes - 1} (0 is the machine that starts the run and hosts the rendezvous).")
+        raise ConfigError(msg("scale.node_rank", rank=config.node_rank, nnodes=config.nnodes, last=config.nnodes - 1))
     if not 1 <= config.master_port <= 65535:
-        raise ConfigError(f"master_port must be a TCP port from 1 to 65535 (got {config.master_port}).")
+        raise ConfigError(msg("scale.port", value=config.master_port))
     if config.node_join_timeout < 1:
-        raise ConfigError(f"node_join_timeout must be at least 1 second (got {config.node_join_timeout}).")
+        raise ConfigError(msg("scale.join_timeout", value=config.node_join_timeout))
     if config.nnodes > 1 and not (config.master_addr or "").strip():
-        raise ConfigError(f"nnodes = {config.nnodes} needs master_addr: the address of node 0 that the other "
-                          f"machines can reach (for a test on one machine: 127.0.0.1).")
+        raise ConfigError(msg("scale.master_addr", nnodes=config.nnodes))
 
 
 def _check_ray(config) -> None:
     if config.ray_address == "":
         config.ray_address = None  # an empty box means "no Ray"
     if config.ray_num_workers < 1:
-        raise ConfigError(f"ray_num_workers must be at least 1 (got {config.ray_num_workers}).")
+        raise ConfigError(msg("scale.ray_workers", value=config.ray_num_workers))
     if config.ray_cpus_per_worker <= 0:
-        raise ConfigError(f"ray_cpus_per_worker must be above 0 (got {config.ray_cpus_per_worker}).")
+        raise ConfigError(msg("scale.ray_cpus", value=config.ray_cpus_per_worker))
     if config.ray_address is None:
         return
     if not RAY_ADDRESS.match(config.ray_address.strip()):
-        raise ConfigError(f"ray_address = {config.ray_address!r} is not a Ray address: use local, auto, "
-                          f"ray://host:10001 or host:6379, or leave it empty for no Ray.")
+        raise ConfigError(msg("scale.ray_address", address=config.ray_address))
     if config.nnodes > 1:
-        raise ConfigError("Choose one way to use several machines: ray_address (Ray places the workers) or "
-                          "nnodes (torchrun on each machine), not both; set nnodes to 1 or clear ray_address.")
+        raise ConfigError(msg("scale.ray_and_nodes"))
     if config.num_processes:
-        raise ConfigError("With ray_address the processes are Ray workers: set ray_num_workers and clear "
-                          "num_processes.")
+        raise ConfigError(msg("scale.ray_processes"))
     if config.devices not in ("auto", "cpu"):
-        raise ConfigError(f"With ray_address Ray hands each worker its GPU (ray_use_gpu); set devices to auto "
-                          f"(now {config.devices!r}).")
+        raise ConfigError(msg("scale.ray_devices", devices=config.devices))
     if config.devices == "cpu" and config.ray_use_gpu:
-        raise ConfigError("devices = cpu and ray_use_gpu = true disagree: turn ray_use_gpu off or set devices to auto.")
+        raise ConfigError(msg("scale.ray_cpu_gpu"))
 
 
 def check_environment(config, devices: list | None = None, processes: int | None = None) -> None:
@@ -104,8 +94,7 @@ def check_environment(config, devices: list | None = None, processes: int | None
         _check_deepspeed_file(config.deepspeed)
     if (kind in ZERO or kind == "deepspeed_file") and importlib.util.find_spec("deepspeed") is None:
         setting = f"deepspeed = {config.deepspeed!r}" if kind == "deepspeed_file" else f"distributed = {kind}"
-        raise ConfigError(f"{setting} needs DeepSpeed, which is not installed: {DEEPSPEED_PIP}; "
-                          f"or choose distributed fsdp or ddp.")
+        raise ConfigError(msg("scale.deepspeed_missing", setting=setting, pip=DEEPSPEED_PIP))
     if config.ray_address:
         check_ray_installed()
     if devices is None:
@@ -113,26 +102,21 @@ def check_environment(config, devices: list | None = None, processes: int | None
     gpus = [d for d in devices if str(d.id).startswith("cuda:")]
     on_gpu = config.ray_use_gpu if config.ray_address else bool(gpus)
     if (kind in SHARDED or kind == "deepspeed_file") and not on_gpu:
-        where = "Ray workers without GPUs (ray_use_gpu is off)" if config.ray_address else \
-            f"the CPU (devices = {config.devices}, no CUDA GPU selected)"
-        raise ConfigError(f"distributed = {config.distributed} needs CUDA GPUs, but this run trains on {where}: "
-                          f"FSDP and DeepSpeed ZeRO are for models that do not fit one GPU; choose distributed "
-                          f"auto or ddp here.")
+        if config.ray_address:
+            raise ConfigError(msg("scale.needs_cuda_ray", distributed=config.distributed))
+        raise ConfigError(msg("scale.needs_cuda", distributed=config.distributed, devices=config.devices))
     if config.ray_address == "local" and config.ray_use_gpu and not gpus:
-        raise ConfigError("ray_use_gpu needs GPUs on this machine and none was found; turn ray_use_gpu off "
-                          "(the workers train on the CPU) or use a Ray cluster that has GPUs.")
+        raise ConfigError(msg("scale.ray_gpu_missing"))
     if gpus and not config.ray_address and processes and processes > len(gpus):
-        raise ConfigError(f"num_processes = {processes} is more than the {len(gpus)} selected GPU(s) "
-                          f"({', '.join(d.id for d in gpus)}): one process per GPU; set num_processes to "
-                          f"{len(gpus)} or less, or select more GPUs.")
+        raise ConfigError(msg("scale.too_many_processes", processes=processes, gpus=len(gpus),
+                              ids=", ".join(d.id for d in gpus)))
 
 
 def check_ray_installed() -> None:
     try:
         import ray.train  # noqa: F401  (the package and its Train extra)
     except ImportError as error:
-        raise ConfigError(f"ray_address needs Ray Train, which is not installed ({error}): {RAY_PIP}; "
-                          f"or clear ray_address.") from None
+        raise ConfigError(msg("scale.ray_missing", error=str(error), pip=RAY_PIP)) from None
 
 
 def _check_deepspeed_file(path: str) -> None:
@@ -140,13 +124,11 @@ def _check_deepspeed_file(path: str) -> None:
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"deepspeed = {path!r}: no such file; give the path of your DeepSpeed JSON or "
-                          f"clear deepspeed to use the generated config.") from None
+        raise ConfigError(msg("scale.file_missing", path=path)) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ConfigError(f"deepspeed = {path!r} is not a readable JSON file ({error}); fix it or clear "
-                          f"deepspeed.") from None
+        raise ConfigError(msg("scale.file_bad", path=path, error=str(error))) from None
     if not isinstance(data, dict):
-        raise ConfigError(f"deepspeed = {path!r} must hold a JSON object (a DeepSpeed config).")
+        raise ConfigError(msg("scale.file_not_object", path=path))
 
 
 def scaled(config) -> bool:

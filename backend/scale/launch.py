@@ -32,6 +32,14 @@ def processes_per_node(config, devices: list) -> int:
     return len(gpus) or 1
 
 
+def held_devices(config, devices: list) -> list[str]:
+    """The devices of this machine a run holds (one job per device set): none for a
+    Ray cluster elsewhere, whose workers run on its own machines."""
+    if config.ray_address and config.ray_address != "local":
+        return []
+    return [d.id for d in devices]
+
+
 def worker_command(worker_args: list[str], config, processes: int, node_rank: int | None = None) -> list[str]:
     """argv of the run on one machine (node `node_rank`, default the config's)."""
     if config.ray_address:

@@ -84,10 +84,8 @@ def _init(ray, config) -> None:
     env.update({k: v for k, v in os.environ.items() if k.startswith("FINETUNE_STUDIO_")})
     paths = [str(REPO_ROOT), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    # Ray's own loggers at ERROR in every process of the job: its per-report and state-API
-    # notices would drown the training lines in train.log (ours log through "backend").
-    common = dict(runtime_env={"env_vars": env}, logging_level=logging.WARNING, log_to_driver=True,
-                  logging_config=ray.LoggingConfig(log_level="ERROR"))
+    # The workers' output reaches train.log through the driver, each line prefixed "(RayTrainWorker pid=...)".
+    common = dict(runtime_env={"env_vars": env}, logging_level=logging.WARNING, log_to_driver=True)
     if config.ray_address == "local":
         # A small local instance: logical CPUs for the workers, no dashboard, a small object store
         # (the session moves no data through it).
