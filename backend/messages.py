@@ -98,6 +98,8 @@ CATALOGUE: dict[str, str] = {
     "train.oom.cutoff": "lower cutoff_len (now {cutoff})",
     "train.oom.checkpointing": "turn on gradient_checkpointing (now off)",
     "train.oom.qlora": "use method qlora with quantization_bits 4 (now {method})",
+    "train.model_missing": "Model folder {path} does not exist; give a local Hugging Face model folder or 'demo'.",
+    "train.no_eval_rows": "early_stopping_patience needs eval rows, but none are left after filtering.",
     # --- chat (backend/chat/) ----------------------------------------------------------------------
     "chat.device_busy": "Training run {run_id} is using {device} right now; loading models there may run it out of "
                         "memory mid-run. Choose the CPU as device, or wait until the run ends.",
@@ -192,6 +194,24 @@ CATALOGUE: dict[str, str] = {
     "data.eval_ratio": "eval_ratio must be at least 0 and below 1, not {value}",
     "data.nothing_left": "no rows left to save: every row was removed by the fixes",
     "data.exists": "dataset '{name}' already exists in {folder}: pick another name or overwrite it",
+    # --- models (backend/models.py) ----------------------------------------------------------------------
+    "model.no_config": "{config} is missing or unreadable: {path} is not a model folder in Hugging Face format. Give the folder that holds config.json, 'demo' or a preset.",
+    "model.no_context": "{config} names no context length ({keys}).",
+    "model.not_folder": "{folder} is not a folder. Give the folder that holds config.json.",
+    "model.config_invalid": "config.json is not valid JSON in {folder}: this does not look like a Hugging Face model folder.",
+    "model.config_missing": "config.json is missing in {folder}: this does not look like a Hugging Face model folder.",
+    "model.no_tokenizer": "No tokenizer files ({files}) in {folder}: copy the tokenizer from the model's original repository into this folder.",
+    "model.no_chat_template": "The tokenizer has no chat template (chat_template.jinja or 'chat_template' in tokenizer_config.json): pick an Instruct / chat model or add a template.",
+    "model.no_weights": "No weights (*.safetensors or pytorch_model*.bin) in {folder}: the download may be incomplete.",
+    "model.folder_missing": "Model folder {path} does not exist. Check the path, or pick 'demo' or a preset.",
+    "model.offline": "model {path} is not a local folder and could not be downloaded; download it first or pass a local folder ({kind}: {error})",
+    "model.tokenizer_missing": "No tokenizer files in {folder} ({files}): copy the tokenizer from the model's original repository into this folder.",
+    "model.tokenizer_failed": "Could not load the tokenizer from {folder}: {error}",
+    "model.no_pad": "The tokenizer in {path} has no pad, eos or unk token to pad with.",
+    "model.bitsandbytes": "{bits}-bit loading needs bitsandbytes, which is not installed: pip install {pin}",
+    "model.bits": "quantization_bits must be 4 or 8 (got {bits}).",
+    "model.not_model_folder": "{config} is missing or unreadable: {folder} is not a model folder.",
+    "model.load_failed": "Could not load the model from {folder}: {error}",
     # --- background jobs: evaluation and export stages (backend/evaluate.py, backend/export.py) --------
     "job.stage.starting": "starting",
     "job.stage.done": "done",

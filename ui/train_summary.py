@@ -104,7 +104,7 @@ def estimate_text(msg: Msg, config: RunConfig, workspace: Workspace, devices: li
     return f"{verdict}\n\n{header}\n\n| | GiB |\n|---|---:|\n{table}\n| **{msg('train.estimate.total')}** | **{estimate.total_gb:.2f}** |"
 
 
-def model_text(msg: Msg, model: str, workspace: Workspace) -> str:
+def model_text(msg: Msg, model: str, workspace: Workspace, lang: str = "en") -> str:
     """A line about the chosen model; for a local folder, what is missing in it."""
     from backend.model_presets import PRESETS
 
@@ -121,4 +121,6 @@ def model_text(msg: Msg, model: str, workspace: Workspace) -> str:
         params = (report["num_parameters"] or 0) / 1e6
         return msg("train.model.ok", architecture=report["architecture"], params=params,
                    context=report["context_length"])
-    return msg("train.model.problems") + "\n" + "\n".join(f"- {p}" for p in report["problems"])
+    from ui.i18n import localize
+
+    return msg("train.model.problems") + "\n" + "\n".join(f"- {localize(p, lang)}" for p in report["problem_messages"])

@@ -13,6 +13,7 @@ from transformers import EarlyStoppingCallback, PrinterCallback, Trainer, Traine
 
 from backend.config import ConfigError, import_reference
 from backend.hardware import training_devices
+from backend.messages import msg
 from backend.run_files import FINAL_DIR, append_metrics, mark_complete, read_json, update_status
 from backend.training.arguments import training_arguments
 from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, GracefulStop, _barrier
@@ -50,8 +51,7 @@ def resolve_model(job: Job) -> str:
         prepare_demo_model(job.workspace.models_dir, job.run_dir if job.is_main else None)
     path = resolve_model_path(name, job.workspace.models_dir)
     if not Path(path).is_dir() and (name.startswith((".", "/", "~")) or name.count("/") != 1):
-        raise ConfigError(f"Model folder {Path(name).expanduser()} does not exist; "
-                          f"give a local Hugging Face model folder or 'demo'.")
+        raise ConfigError(msg("train.model_missing", path=Path(name).expanduser()))
     if Path(path).is_dir():
         job.config.check_model_context(model_context_length(path))
     return path
@@ -96,7 +96,7 @@ def build(job: Job, stop: StopRequest) -> Session:
     callbacks = [GracefulStop(stop), disk, MetricsCallback(job.run_dir), checkpoints]
     if config.early_stopping_patience:
         if eval_data is None:
-            raise ConfigError("early_stopping_patience needs eval rows, but none are left after filtering.")
+            raise ConfigError(msg("train.no_eval_rows"))
         callbacks.append(EarlyStoppingCallback(config.early_stopping_patience, config.early_stopping_threshold))
     callbacks += user_callbacks
     trainer = Trainer(

@@ -111,7 +111,7 @@ def detect_hardware(ctx: UIContext, lang: str) -> tuple[str, list[dict]]:
 
 
 def check_model(ctx: UIContext, lang: str, model: str) -> str:
-    return summary.model_text(_msg(ctx, lang), (model or "").strip(), ctx.workspace)
+    return summary.model_text(_msg(ctx, lang), (model or "").strip(), ctx.workspace, lang)
 
 
 def count_rows(ctx: UIContext, dataset: str, dataset_name: str | None = None) -> dict:
