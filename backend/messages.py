@@ -100,6 +100,7 @@ CATALOGUE: dict[str, str] = {
     "train.oom.qlora": "use method qlora with quantization_bits 4 (now {method})",
     "train.model_missing": "Model folder {path} does not exist; give a local Hugging Face model folder or 'demo'.",
     "train.no_eval_rows": "early_stopping_patience needs eval rows, but none are left after filtering.",
+    "train.advice.stopped_in_build": "Stopped while building the demo model, before any training; start the run again to build it (about 2 minutes on a CPU) and train.",
     # --- chat (backend/chat/) ----------------------------------------------------------------------
     "chat.device_busy": "Training run {run_id} is using {device} right now; loading models there may run it out of "
                         "memory mid-run. Choose the CPU as device, or wait until the run ends.",

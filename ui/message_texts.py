@@ -80,6 +80,7 @@ ZH: dict[str, str] = {
     "train.oom.qlora": "使用 qlora 方法并设 quantization_bits 为 4（当前 {method}）",
     "train.model_missing": "模型文件夹 {path} 不存在；请给出本地 Hugging Face 模型文件夹或 'demo'。",
     "train.no_eval_rows": "early_stopping_patience 需要验证数据，但过滤后一条都不剩。",
+    "train.advice.stopped_in_build": "在构建演示模型时停止，尚未开始训练；重新开始运行即可构建它（CPU 上约 2 分钟）并训练。",
     # --- chat ---------------------------------------------------------------------------------------
     "chat.device_busy": "训练运行 {run_id} 正在使用 {device}；在上面加载模型可能让它中途显存不足。请改用 CPU，或等该运行结束。",
     "chat.problem.max_tokens": "最大新生成 token 数必须至少为 1（当前为 {value}）。",

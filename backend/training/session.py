@@ -43,12 +43,13 @@ class Session:
     tokens_at_start: int = 0  # non-padding tokens already seen by the resumed checkpoint
 
 
-def resolve_model(job: Job) -> str:
+def resolve_model(job: Job, stop: StopRequest | None = None) -> str:
     from backend.models import model_context_length, resolve_model_path
 
     name = job.config.model_name_or_path
     if name == "demo":  # built on first use: a stage of this run with its own progress
-        prepare_demo_model(job.workspace.models_dir, job.run_dir if job.is_main else None)
+        prepare_demo_model(job.workspace.models_dir, job.run_dir if job.is_main else None,
+                           should_stop=(lambda: stop.requested) if stop else None)
     path = resolve_model_path(name, job.workspace.models_dir)
     if not Path(path).is_dir() and (name.startswith((".", "/", "~")) or name.count("/") != 1):
         raise ConfigError(msg("train.model_missing", path=Path(name).expanduser()))
@@ -67,7 +68,7 @@ def build(job: Job, stop: StopRequest) -> Session:
     if config.callbacks or loss_function:
         log.info("user callbacks: %s; loss_function: %s", ", ".join(config.callbacks) or "none",
                  config.loss_function or "the model's own")
-    model_path = resolve_model(job)
+    model_path = resolve_model(job, stop)
     resolve_dataset(config.dataset, job.workspace)  # a wrong path fails before the model loads
     try:
         devices = training_devices(config.devices)
