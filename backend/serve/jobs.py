@@ -52,9 +52,9 @@ def start(workspace, run_id: str, port: int, device: str = "cpu") -> int:
             "--device", device, "--workspace", str(workspace.root)]
     with contextlib.suppress(FileNotFoundError):
         progress_path(workspace).unlink()   # the last server's state is not this one's
-    pid = launch("backend.serve", args, log_path(workspace), progress_path(workspace))
+    # Written before the launch (which merges its own fields in), never after: the server writes this file too.
     write_progress(progress_path(workspace), run_id=run_id, port=port, device=device)
-    return pid
+    return launch("backend.serve", args, log_path(workspace), progress_path(workspace))
 
 
 def stop(workspace, grace_s: float = STOP_GRACE_S) -> bool:
