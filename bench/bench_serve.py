@@ -103,16 +103,16 @@ def time_tokens(server: Server, engine: ChatEngine, target: ChatTarget, tokens: 
 
 
 def time_switch(server: Server, names: list[str], repeats: int) -> dict:
-    """1-token requests: alternating between two names, and repeating one name."""
+    """1-token requests in the order A B B A A B B ...: after the first, every other request asks for
+    another model than the one before (a switch) and the rest for the same one, so both kinds see
+    the same machine load."""
     switch, same = [], []
-    for index in range(repeats):
+    order = [names[(i + 1) // 2 % 2] for i in range(2 * repeats + 1)]
+    server.chat(order[0], 1)
+    for previous, name in zip(order, order[1:]):
         start = time.perf_counter()
-        server.chat(names[index % 2], 1)   # the other name than the request before
-        switch.append(time.perf_counter() - start)
-    for _ in range(repeats):
-        start = time.perf_counter()
-        server.chat(names[0], 1)
-        same.append(time.perf_counter() - start)
+        server.chat(name, 1)
+        (switch if name != previous else same).append(time.perf_counter() - start)
     return {"switch": statistics.median(switch), "same": statistics.median(same)}
 
 

@@ -50,6 +50,7 @@ def start(workspace, run_id: str, port: int, device: str = "cpu") -> int:
         raise ServeJobError(f"Port {port} is not usable: choose a number from 1024 to 65535.")
     args = ["--run", str(workspace.runs_dir / run_id), "--host", HOST, "--port", str(port),
             "--device", device, "--workspace", str(workspace.root)]
+    progress_path(workspace).parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
         progress_path(workspace).unlink()   # the last server's state is not this one's
     # Written before the launch (which merges its own fields in), never after: the server writes this file too.
