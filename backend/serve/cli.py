@@ -67,7 +67,7 @@ def check_args(args: argparse.Namespace) -> None:
         raise Refused(f"--max-body {args.max_body} is too small for any request: use at least 1024 bytes.")
     problems = device_problems(args.device)
     if problems:
-        raise Refused(" ".join(problems))
+        raise Refused(" ".join(str(p) for p in problems))
 
 
 def open_socket(host: str, port: int) -> socket.socket:
