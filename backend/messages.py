@@ -53,6 +53,16 @@ CATALOGUE: dict[str, str] = {
     "config.import_module": "Cannot import module {module!r} for {ref!r}: {error}. "
                             "Put it on PYTHONPATH or in the working folder.",
     "config.import_name": "Module {module!r} has no {name!r} (from {ref!r}).",
+    "config.loss_type_stage": "loss_type {loss_type!r} does not apply to stage {stage}; choose one of {allowed} "
+                              "or clear it.",
+    "config.loss_type_fixed": "loss_type {loss_type!r} does not apply to stage {stage}; clear loss_type (the stage "
+                              "fixes its own loss).",
+    "config.label_smoothing": "label_smoothing must be in [0, 0.5) (got {value}).",
+    "config.kto_weights": "desirable_weight and undesirable_weight must be above 0.",
+    "config.init_adapter_full": "init_adapter continues a LoRA adapter; with method full, merge it first (Export "
+                                "tab) and give the merged folder as model_name_or_path.",
+    "config.loss_function_stage": "loss_function replaces the SFT loss only; clear it for a preference stage.",
+    "config.precompute_stage": "precompute_ref_log_probs applies to stage dpo only.",
     "config.dataset_name": "dataset_name = {dataset_name!r} only applies to a LLaMA-Factory data folder "
                            "(with dataset_info.json), and {dataset!r} is not one; clear dataset_name.",
     # --- runs (backend/runs.py, backend/run_info.py) -----------------------------------------
@@ -180,7 +190,14 @@ CATALOGUE: dict[str, str] = {
     "data.not_workspace_dataset": "this folder is not a workspace dataset (no {meta} + {train})",
     "data.hint.workspace_dataset": "Pass a data file or a folder made by the Data tab / `python -m backend.data fix`",
     "data.no_shape": "no known shape: its columns are {columns}",
-    "data.hint.shapes": "Expected alpaca (instruction, input, output), sharegpt (conversations) or OpenAI (messages); otherwise give a column mapping, e.g. {example}",
+    "data.hint.shapes": "Expected alpaca (instruction, input, output), sharegpt (conversations) or OpenAI (messages), "
+                        "or preference data: pairs (prompt, chosen, rejected) or KTO rows (prompt, completion, "
+                        "label); otherwise give a column mapping, e.g. {example}",
+    "data.pair_half": "it has a '{has}' column but no '{lacks}' column",
+    "data.hint.pair_half": "A preference pair needs both chosen and rejected answers (and a prompt); for single "
+                           "labelled answers use prompt, completion, label (KTO)",
+    "data.ranking_columns": "dataset '{name}' is marked ranking but its rows have columns {columns}",
+    "data.hint.ranking_columns": "Give it chosen and rejected columns",
     "data.unknown_mapping": "unknown mapping key(s) {keys}",
     "data.hint.mapping_keys": "Map instruction / input / output / system / history, or messages (+ role_tag, content_tag ...)",
     "data.mapped_missing": "the mapped column(s) {columns} are not in the file",

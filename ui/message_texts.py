@@ -38,6 +38,14 @@ ZH: dict[str, str] = {
     "config.type": "{name} = {value!r} 应为 {expected}。",
     "config.import_module": "无法为 {ref!r} 导入模块 {module!r}：{error}。请把它放到 PYTHONPATH 或工作目录中。",
     "config.import_name": "模块 {module!r} 中没有 {name!r}（来自 {ref!r}）。",
+    "config.loss_type_stage": "loss_type {loss_type!r} 不适用于 {stage} 阶段；请从 {allowed} 中选择，或清空它。",
+    "config.loss_type_fixed": "loss_type {loss_type!r} 不适用于 {stage} 阶段；请清空 loss_type（该阶段自带损失）。",
+    "config.label_smoothing": "label_smoothing 必须在 [0, 0.5) 之间（当前为 {value}）。",
+    "config.kto_weights": "desirable_weight 和 undesirable_weight 必须大于 0。",
+    "config.init_adapter_full": "init_adapter 用于继续训练 LoRA 适配器；全参数训练时请先合并（导出页），"
+                                "再把合并后的文件夹填为 model_name_or_path。",
+    "config.loss_function_stage": "loss_function 只替换 SFT 的损失；偏好训练阶段请清空它。",
+    "config.precompute_stage": "precompute_ref_log_probs 只适用于 dpo 阶段。",
     "config.dataset_name": "dataset_name = {dataset_name!r} 只适用于 LLaMA-Factory 数据文件夹（含 dataset_info.json），"
                            "而 {dataset!r} 不是；请清空 dataset_name。",
     # --- runs --------------------------------------------------------------------------------------
@@ -158,7 +166,13 @@ ZH: dict[str, str] = {
     "data.not_workspace_dataset": "此文件夹不是工作区数据集（没有 {meta} 和 {train}）",
     "data.hint.workspace_dataset": "请传入数据文件，或由数据页 / `python -m backend.data fix` 生成的文件夹",
     "data.no_shape": "无法识别的结构：它的列是 {columns}",
-    "data.hint.shapes": "应为 alpaca（instruction、input、output）、sharegpt（conversations）或 OpenAI（messages）；否则请给出列映射，例如 {example}",
+    "data.hint.shapes": "应为 alpaca（instruction、input、output）、sharegpt（conversations）或 OpenAI（messages），"
+                        "或偏好数据：样本对（prompt、chosen、rejected）或 KTO 行（prompt、completion、label）；"
+                        "否则请给出列映射，例如 {example}",
+    "data.pair_half": "它有 '{has}' 列，但没有 '{lacks}' 列",
+    "data.hint.pair_half": "偏好样本对需要 chosen 和 rejected 两个回答（以及 prompt）；单个带标签的回答请用 prompt、completion、label（KTO）",
+    "data.ranking_columns": "数据集“{name}”标记为 ranking，但其行的列为 {columns}",
+    "data.hint.ranking_columns": "请提供 chosen 和 rejected 两列",
     "data.unknown_mapping": "未知的映射键 {keys}",
     "data.hint.mapping_keys": "请映射 instruction / input / output / system / history，或 messages（加 role_tag、content_tag 等）",
     "data.mapped_missing": "映射的列 {columns} 不在文件中",

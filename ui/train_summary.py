@@ -91,9 +91,10 @@ def estimate_text(msg: Msg, config: RunConfig, workspace: Workspace, devices: li
         arch, method=config.method, precision=precision, batch_size=config.per_device_train_batch_size,
         cutoff_len=config.cutoff_len, gradient_checkpointing=config.gradient_checkpointing,
         quantization_bits=config.quantization_bits, lora_r=config.lora_r, lora_target=config.lora_target,
-        lora_dropout=config.lora_dropout, optim=config.optim, device_kind=kind)
-    rows = [(msg(f"train.estimate.{part}"), getattr(estimate, f"{part}_gb"))
-            for part in ("weights", "adapters", "gradients", "optimizer", "activations", "runtime")]
+        lora_dropout=config.lora_dropout, optim=config.optim, device_kind=kind, stage=config.stage)
+    parts = ("weights", "adapters", "gradients", "optimizer", "activations", "runtime")
+    parts += ("reference",) if estimate.reference_gb else ()
+    rows = [(msg(f"train.estimate.{part}"), getattr(estimate, f"{part}_gb")) for part in parts]
     table = "\n".join(f"| {name} | {value:.2f} |" for name, value in rows)
     verdict_key = "train.estimate.fits" if estimate.fits(device.memory_gb) else "train.estimate.too_big"
     verdict = msg(verdict_key, total=estimate.total_gb, device=device.name, memory=device.memory_gb)

@@ -25,6 +25,12 @@ from backend.config import RunConfig
 
 def training_arguments(config: RunConfig, run_dir: Path, precision: str, has_eval: bool,
                        on_cpu: bool, world_size: int = 1) -> TrainingArguments:
+    return TrainingArguments(**argument_values(config, run_dir, precision, has_eval, on_cpu, world_size))
+
+
+def argument_values(config: RunConfig, run_dir: Path, precision: str, has_eval: bool,
+                    on_cpu: bool, world_size: int = 1) -> dict:
+    """The TrainingArguments keywords; the preference stages hand them to TRL's config classes."""
     eval_steps = config.eval_steps or config.save_steps
     kwargs = dict(
         output_dir=str(run_dir),
@@ -73,4 +79,4 @@ def training_arguments(config: RunConfig, run_dir: Path, precision: str, has_eva
     if config.report_to == "tensorboard":
         # TensorBoardCallback reads its folder from the environment (transformers 5).
         os.environ["TENSORBOARD_LOGGING_DIR"] = str(run_dir / "tensorboard")
-    return TrainingArguments(**kwargs)
+    return kwargs

@@ -64,6 +64,10 @@ def resolve_dataset(name: str, workspace: Workspace) -> Path:
         from backend.demo_data import ensure_demo_dataset
 
         return ensure_demo_dataset(workspace.datasets_dir)
+    if name == "demo-pairs":
+        from backend.demo_pairs import ensure_demo_pairs
+
+        return ensure_demo_pairs(workspace.datasets_dir)
     named = workspace.datasets_dir / name
     if _is_plain_name(name) and is_workspace_dataset(named):
         return named
