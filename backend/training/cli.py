@@ -86,7 +86,8 @@ def prepare(args: argparse.Namespace) -> Job:
     pin_devices(job.config.devices, os.environ)
     from backend.training.dataset import check_dataset
 
-    check_dataset(job.config.dataset, job.workspace, job.config.dataset_name)  # an unreadable file: exit 2 in a second, not after loading
+    check_dataset(job.config.dataset, job.workspace, job.config.dataset_name,
+                  job.config.stage)  # an unreadable file: exit 2 in a second, not after loading
     return job
 
 

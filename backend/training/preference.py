@@ -27,6 +27,18 @@ log = logging.getLogger("backend.train")
 REFERENCE_ADAPTER = "ref"
 
 
+def check_shape(shape: str, stage: str, source: str) -> None:
+    """Refuses data of the wrong kind for the stage (kto also takes pairs) before anything loads."""
+    from backend.data.pairwise import is_preference
+
+    if not is_preference(shape):
+        raise ConfigError(f"stage {stage} needs preference data, but {source} holds instruction rows ({shape}); "
+                          f"give pairs (prompt, chosen, rejected) or use stage sft.")
+    if stage != "kto" and shape == "kto":
+        raise ConfigError(f"stage {stage} trains on chosen-rejected pairs, but {source} holds KTO rows "
+                          f"(prompt, completion, label); use stage kto.")
+
+
 def preference_rows(rows: list[dict], stage: str, source: str) -> list[dict]:
     """Canonical preference rows in the form the stage's TRL trainer reads.
     kto takes pairs too (chosen -> label true, rejected -> false, as TRL does)."""
@@ -75,7 +87,7 @@ def build_preference_datasets(tokenizer, config: RunConfig, workspace: Workspace
 
     counts = RowCounts()
     source = resolve_dataset(config.dataset, workspace)
-    rows, eval_rows = load_rows(source, counts)
+    rows, eval_rows = load_rows(source, counts, config.dataset_name)
     if eval_rows is None and config.val_size > 0:
         rows, eval_rows = split_rows(rows, config.val_size, config.seed)
     if config.val_size == 0:
