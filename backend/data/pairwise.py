@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 
-from backend.data.errors import DataError
 from backend.data.shapes import (
     OPENAI_TAGS,
     SHAREGPT_TAGS,
@@ -205,8 +204,3 @@ def _conversation(value, column: str, tags: dict, problems: RowProblems) -> list
         return []
     roles = {"Human": "user", "Assistant": "assistant"}
     return [{"role": roles[who], "content": text.strip()} for who, text in zip(parts[1::2], parts[2::2])]
-
-
-def mixed_shape_error(path, shape: Shape, raw: dict, index: int, line: int | None) -> DataError:
-    return DataError(path, f"the file mixes shapes: it starts as {shape.name} but row {index} has columns "
-                           f"{', '.join(map(str, raw))}", "Split it into one file per shape", row=index, line=line)
