@@ -43,6 +43,22 @@ OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adafactor", "sgd", "adamw_8bi
               "paged_adamw_8bit", "paged_adamw_32bit")
 REPORT_TO = ("none", "tensorboard", "wandb")
 OVERFLOW = ("truncate", "drop")
+# --- preference tuning: TRL's trainers and their field names -------------------
+STAGES = ("sft", "dpo", "orpo", "simpo", "kto")
+PAIR_LOSSES = ("sigmoid", "hinge", "ipo", "robust", "bco_pair", "sppo_hard", "nca_pair", "apo_zero", "apo_down")
+KTO_LOSSES = ("kto", "apo_zero_unpaired")
+# Chosen when the stage changes away from sft and the field still holds its sft
+# default (profiled on the demo model: docs/DEMO.md, "Preference tuning").
+STAGE_DEFAULTS = {
+    "dpo": {"learning_rate": 5e-4, "cutoff_len": 64, "per_device_train_batch_size": 4, "num_train_epochs": 2.0,
+            "lora_dropout": 0.0, "save_steps": 20},
+    "orpo": {"learning_rate": 1e-3, "cutoff_len": 64, "per_device_train_batch_size": 4, "num_train_epochs": 2.0,
+             "lora_dropout": 0.0, "save_steps": 20},
+    "simpo": {"learning_rate": 5e-4, "cutoff_len": 64, "per_device_train_batch_size": 4, "num_train_epochs": 2.0,
+              "lora_dropout": 0.0, "save_steps": 20, "beta": 2.0},
+    "kto": {"learning_rate": 5e-4, "cutoff_len": 64, "per_device_train_batch_size": 8, "num_train_epochs": 2.0,
+            "lora_dropout": 0.0, "save_steps": 20},
+}
 DISTRIBUTED = ("auto", "ddp", "fsdp", "deepspeed_zero2", "deepspeed_zero3")
 
 
@@ -85,6 +101,24 @@ class RunConfig:
     max_grad_norm: float = _f(1.0, "Gradient clipping norm (0 = no clipping).")
     neftune_noise_alpha: float | None = _f(None, "NEFTune embedding noise (typical 5); empty = off.")
     seed: int = _f(42, "Random seed for data order, splits and initialisation.")
+    # --- preference tuning (stage) -----------------------------------------
+    stage: str = _f("sft", "sft: instruction data; dpo / orpo / simpo: chosen-rejected pairs; kto: labelled "
+                    "single answers (TRL's trainers).", STAGES)
+    init_adapter: str | None = _f(None, "Start from an SFT run's adapter (RUN/final or RUN/checkpoint-N) and "
+                                  "continue training it; the reference is that adapter, frozen. Empty: a new adapter "
+                                  "on the base, whose reference is the base (adapter disabled).")
+    beta: float = _f(0.1, "TRL beta: dpo / kto: how far the model may move from the reference (higher = closer); "
+                     "orpo: weight of the odds-ratio term; simpo: reward scale (typical 2.0).")
+    loss_type: str | None = _f(None, "TRL loss_type. dpo: sigmoid (default), hinge, ipo, robust, bco_pair, "
+                               "sppo_hard, nca_pair, apo_zero, apo_down; kto: kto (default), apo_zero_unpaired.",
+                               (None, *PAIR_LOSSES, *KTO_LOSSES))
+    label_smoothing: float = _f(0.0, "TRL label_smoothing: the assumed share of flipped preference labels "
+                                "(robust / conservative DPO, SimPO), in [0, 0.5).")
+    simpo_gamma: float = _f(0.5, "TRL simpo_gamma: the target reward margin of SimPO.")
+    desirable_weight: float = _f(1.0, "TRL desirable_weight (kto): weight of the rows labelled true.")
+    undesirable_weight: float = _f(1.0, "TRL undesirable_weight (kto): weight of the rows labelled false.")
+    precompute_ref_log_probs: bool = _f(False, "TRL precompute_ref_log_probs (dpo): one reference pass over the "
+                                        "data before training instead of one per step.")
     # --- evaluation and checkpoints ----------------------------------------
     logging_steps: int = _f(5, "Log train metrics every N optimizer steps.")
     eval_steps: int | None = _f(None, "Evaluate every N steps (empty = at each save).")
@@ -166,12 +200,35 @@ class RunConfig:
             self.dataset_name = None  # a cleared box
         if isinstance(self.lora_target, list) and not self.lora_target:
             raise ConfigError(msg("config.empty_target"))
+        self._validate_stage()
         for ref in [*self.callbacks, *([self.loss_function] if self.loss_function else [])]:
             if ":" not in ref or not all(ref.split(":", 1)):
                 raise ConfigError(msg("config.reference", ref=ref))
         from backend.scale.guards import check_config
 
         check_config(self)  # sharding, nodes and Ray: every rule in one module
+
+    def _validate_stage(self) -> None:
+        if self.stage == "sft":
+            return
+        if self.loss_type is not None:
+            allowed = KTO_LOSSES if self.stage == "kto" else PAIR_LOSSES if self.stage == "dpo" else ()
+            if self.loss_type not in allowed:
+                raise ConfigError(msg("config.loss_type_stage", loss_type=self.loss_type, stage=self.stage,
+                                      allowed=", ".join(allowed)) if allowed
+                                  else msg("config.loss_type_fixed", loss_type=self.loss_type, stage=self.stage))
+        if self.beta <= 0:
+            raise ConfigError(msg("config.above_zero", name="beta", value=self.beta))
+        if not 0 <= self.label_smoothing < 0.5:
+            raise ConfigError(msg("config.label_smoothing", value=self.label_smoothing))
+        if self.desirable_weight <= 0 or self.undesirable_weight <= 0:
+            raise ConfigError(msg("config.kto_weights"))
+        if self.init_adapter and self.method == "full":
+            raise ConfigError(msg("config.init_adapter_full"))
+        if self.loss_function:
+            raise ConfigError(msg("config.loss_function_stage"))
+        if self.precompute_ref_log_probs and self.stage != "dpo":
+            raise ConfigError(msg("config.precompute_stage"))
 
     def check_model_context(self, context_length: int) -> None:
         if self.cutoff_len > context_length:
@@ -216,7 +273,10 @@ class RunConfig:
                 hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
             raise ConfigError(msg("config.unknown", names=", ".join(hints)))
         hints = get_type_hints(cls)
-        return cls(**{k: _coerce(k, v, hints[k]) for k, v in data.items()})
+        data = {k: _coerce(k, v, hints[k]) for k, v in data.items()}
+        if data.get("stage") in STAGE_DEFAULTS:  # settings the file leaves out take the stage's defaults
+            data = {**STAGE_DEFAULTS[data["stage"]], **data}
+        return cls(**data)
 
     @classmethod
     def from_yaml(cls, text: str) -> RunConfig:
@@ -245,12 +305,15 @@ class RunConfig:
     def with_overrides(self, assignments: list[str]) -> RunConfig:
         """Apply `key=value` strings (values parsed as YAML: 4, 1e-4, true, [a, b])."""
         data = self.to_dict()
+        given = {}
         for item in assignments:
             key, sep, raw = item.partition("=")
             if not sep:
                 raise ConfigError(msg("config.set_syntax", item=item))
-            data[key.strip()] = yaml.safe_load(raw) if raw.strip() else None
-        return RunConfig.from_dict(data)
+            given[key.strip()] = yaml.safe_load(raw) if raw.strip() else None
+        if given.get("stage", self.stage) != self.stage:
+            data = stage_switch(data, str(given["stage"]))
+        return RunConfig.from_dict({**data, **given})
 
     @staticmethod
     def help_for(name: str) -> str:
@@ -259,6 +322,19 @@ class RunConfig:
     @staticmethod
     def choices_for(name: str) -> tuple | None:
         return {f.name: f.metadata.get("choices") for f in dataclasses.fields(RunConfig)}[name]
+
+
+def stage_switch(values: dict, stage: str) -> dict:
+    """`values` (a config as a dict) moved to `stage`: each setting still at the
+    old stage's default takes the new stage's default; changed ones are kept."""
+    old = STAGE_DEFAULTS.get(values.get("stage", "sft"), {})
+    new = STAGE_DEFAULTS.get(stage, {})
+    defaults = {f.name: f.default for f in dataclasses.fields(RunConfig)}
+    out = dict(values, stage=stage)
+    for name in {*old, *new}:
+        if values.get(name) == old.get(name, defaults[name]):
+            out[name] = new.get(name, defaults[name])
+    return out
 
 
 def _positive(config: RunConfig, *names: str) -> None:

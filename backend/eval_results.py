@@ -24,7 +24,9 @@ EVAL_DIR = "eval"
 PROGRESS_FILE = "progress.json"
 # Metric -> True when lower is better.
 METRICS = {"eval_loss": True, "perplexity": True, "bleu": False, "rouge1": False, "rouge2": False,
-           "rougeL": False, "exact_match": False}
+           "rougeL": False, "exact_match": False,
+           # preference runs (backend/pref_eval.py)
+           "preference_accuracy": False, "mean_margin": False, "logp_accuracy": False}
 
 
 def checkpoint_choices(run_dir: Path) -> list[str]:

@@ -71,6 +71,13 @@ def evaluation_rows(run_dir: Path, data: Path | None, max_samples: int | None) -
             raise EvalError(f"Cannot use {Path(data).name} as an evaluation set: {error}") from None
     else:
         rows, label = held_out_rows(run_dir), "the run's held-out split"
+    if rows and "messages" not in rows[0]:  # preference data: pairs are scored, not answers
+        from backend.pref_eval import pair_rows
+
+        rows = pair_rows(rows)
+        if not rows:
+            raise EvalError(f"{label} holds no chosen-rejected pairs to score (KTO rows have no pair).")
+        return (rows[:max_samples] if max_samples else rows), label
     rows = [r for r in rows if any(m["role"] == "assistant" for m in r["messages"])]
     if not rows:
         raise EvalError(f"{label} has no rows with an assistant answer to score against.")
@@ -208,6 +215,8 @@ def evaluate_run(run_dir: Path, checkpoints: list[str] | None = None, data: Path
     rows, label = evaluation_rows(run_dir, data, max_samples)
     settings = {"data": label, "data_hash": _rows_hash(rows), "max_new_tokens": max_new_tokens,
                 "batch_size": batch_size}
+    if "chosen" in rows[0]:
+        return evaluate_pairs(run_dir, checkpoints, rows, settings, progress)
     total = 2 * len(rows) * len(checkpoints)  # units: rows scored for loss + rows answered, per checkpoint
     write_progress(progress, stage=msg("evaluate.stage.loading"), total=total, checkpoints=checkpoints, data=label)
     models = ModelSet(run_dir, RunConfig.load(run_dir / CONFIG_FILE))
@@ -220,6 +229,34 @@ def evaluate_run(run_dir: Path, checkpoints: list[str] | None = None, data: Path
 
         results[name] = evaluate_checkpoint(models, name, rows, settings, report)
     return {"run": run_dir.name, "data": label, "num_samples": len(rows), "results": results}
+
+
+def evaluate_pairs(run_dir: Path, checkpoints: list[str], rows: list[dict], settings: dict, progress) -> dict:
+    """Preference accuracy and mean margin per checkpoint (backend/pref_eval.py)."""
+    from backend.pref_eval import pair_logps, preference_scores, reference_model
+    from backend.training.preference import init_adapter_dir
+
+    config = RunConfig.load(run_dir / CONFIG_FILE)
+    write_progress(progress, stage="loading the model", total=len(checkpoints) + 1, checkpoints=checkpoints,
+                   data=settings["data"])
+    models = ModelSet(run_dir, config)
+    adapter = init_adapter_dir(config, Workspace.for_run_dir(run_dir))
+    batch = settings["batch_size"]
+    reference = pair_logps(reference_model(models, adapter), models.tokenizer, rows, config.cutoff_len, batch)
+    results = {}
+    for k, name in enumerate(checkpoints):
+        write_progress(progress, stage=f"evaluating {name}", done=k + 1)
+        started = time.time()
+        policy = pair_logps(models.model_for(name), models.tokenizer, rows, config.cutoff_len, batch)
+        metrics = {"checkpoint": name, "step": step_of(run_dir, name), "stage": config.stage,
+                   **preference_scores(policy, reference, config.beta), "num_samples": len(rows), **settings,
+                   "reference": str(adapter) if adapter else "base", "time": time.time(),
+                   "seconds": round(time.time() - started, 2)}
+        folder = run_dir / EVAL_DIR / name
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(folder / "metrics.json", metrics)
+        results[name] = metrics
+    return {"run": run_dir.name, "data": settings["data"], "num_samples": len(rows), "results": results}
 
 
 # ---------------------------------------------------------------- background job
@@ -279,10 +316,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _table(summary: dict) -> str:
     columns = ("eval_loss", "perplexity", "bleu", "rouge1", "rouge2", "rougeL", "exact_match")
+    if any("preference_accuracy" in m for m in summary["results"].values()):
+        columns = ("preference_accuracy", "mean_margin", "logp_accuracy")
     lines = [f"Run {summary['run']}: {summary['num_samples']} rows of {summary['data']}",
-             f"{'checkpoint':<18}" + "".join(f"{c:>12}" for c in columns)]
+             f"{'checkpoint':<18}" + "".join(f"{c:>{max(12, len(c) + 2)}}" for c in columns)]
     for name, metrics in summary["results"].items():
-        lines.append(f"{name:<18}" + "".join(f"{metrics[c]:>12.4g}" for c in columns))
+        lines.append(f"{name:<18}" + "".join(f"{metrics[c]:>{max(12, len(c) + 2)}.4g}" for c in columns))
     return "\n".join(lines)
 
 

@@ -130,11 +130,12 @@ class MemoryEstimate:
     cpu_offload_gb: float = 0.0
     sharding: str = "none"   # none (one replica per GPU) | zero2 | zero3 | fsdp
     world_size: int = 1      # GPUs the shards are spread over
+    reference_gb: float = 0.0  # preference stages: the reference model's copy and its no-grad forward
 
     @property
     def total_gb(self) -> float:
         return (self.weights_gb + self.adapters_gb + self.gradients_gb + self.optimizer_gb
-                + self.activations_gb + self.runtime_gb)
+                + self.activations_gb + self.runtime_gb + self.reference_gb)
 
     def fits(self, device_memory_gb: float) -> bool:
         return self.total_gb <= device_memory_gb * (1 - HEADROOM)
@@ -187,9 +188,17 @@ def activation_elements_per_token(arch: Architecture, lora_dropout_inputs: int =
 def estimate_memory(arch: Architecture, *, method: str, precision: str, batch_size: int, cutoff_len: int,
                     gradient_checkpointing: bool = False, quantization_bits: int | None = None,
                     lora_r: int = 16, lora_target: str | list[str] = "all-linear", lora_dropout: float = 0.0,
-                    optim: str = "adamw_torch", device_kind: str = "cuda") -> MemoryEstimate:
+                    optim: str = "adamw_torch", device_kind: str = "cuda", stage: str = "sft") -> MemoryEstimate:
     """Peak memory of one training device. `precision` is the resolved one
-    (bf16 / fp16 / fp32, never auto); `batch_size` is per device."""
+    (bf16 / fp16 / fp32, never auto); `batch_size` is per device.
+
+    Preference stages: every example is two sequences (chosen + rejected for
+    dpo / orpo / simpo; completion + the mismatched KL completion for kto), so
+    activations double; dpo and kto also run the reference model: a second
+    fp32 copy for full fine-tuning, the same weights with the adapter
+    disabled for LoRA / QLoRA, plus the logits of its no-grad forward."""
+    if stage != "sft":
+        batch_size *= 2
     compute = BYTES[precision]
     layers = arch.num_hidden_layers
     linear = layers * arch.layer_linear_params()
@@ -215,7 +224,13 @@ def estimate_memory(arch: Architecture, *, method: str, precision: str, batch_si
     kind = "cpu" if device_kind == "cpu" else "cuda"
     activations = ACTIVATION_FACTOR[kind] * _activation_bytes(
         arch, method, compute, batch_size, cutoff_len, gradient_checkpointing, lora_target, lora_dropout)
+    reference = 0
+    if stage in ("dpo", "kto"):
+        reference = batch_size * cutoff_len * arch.vocab_size * 4  # the reference logits (fp32 log-softmax)
+        if method == "full":
+            reference += arch.num_parameters() * 4
     return MemoryEstimate(
+        reference_gb=reference / GIB,
         weights_gb=weights / GIB, adapters_gb=adapters / GIB, gradients_gb=gradients / GIB,
         optimizer_gb=optimizer / GIB, activations_gb=activations / GIB,
         runtime_gb=RUNTIME_GB[kind],

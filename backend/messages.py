@@ -53,6 +53,16 @@ CATALOGUE: dict[str, str] = {
     "config.import_module": "Cannot import module {module!r} for {ref!r}: {error}. "
                             "Put it on PYTHONPATH or in the working folder.",
     "config.import_name": "Module {module!r} has no {name!r} (from {ref!r}).",
+    "config.loss_type_stage": "loss_type {loss_type!r} does not apply to stage {stage}; choose one of {allowed} "
+                              "or clear it.",
+    "config.loss_type_fixed": "loss_type {loss_type!r} does not apply to stage {stage}; clear loss_type (the stage "
+                              "fixes its own loss).",
+    "config.label_smoothing": "label_smoothing must be in [0, 0.5) (got {value}).",
+    "config.kto_weights": "desirable_weight and undesirable_weight must be above 0.",
+    "config.init_adapter_full": "init_adapter continues a LoRA adapter; with method full, merge it first (Export "
+                                "tab) and give the merged folder as model_name_or_path.",
+    "config.loss_function_stage": "loss_function replaces the SFT loss only; clear it for a preference stage.",
+    "config.precompute_stage": "precompute_ref_log_probs applies to stage dpo only.",
     "config.dataset_name": "dataset_name = {dataset_name!r} only applies to a LLaMA-Factory data folder "
                            "(with dataset_info.json), and {dataset!r} is not one; clear dataset_name.",
     # --- runs (backend/runs.py, backend/run_info.py) -----------------------------------------
@@ -98,6 +108,9 @@ CATALOGUE: dict[str, str] = {
     "train.oom.cutoff": "lower cutoff_len (now {cutoff})",
     "train.oom.checkpointing": "turn on gradient_checkpointing (now off)",
     "train.oom.qlora": "use method qlora with quantization_bits 4 (now {method})",
+    "train.model_missing": "Model folder {path} does not exist; give a local Hugging Face model folder or 'demo'.",
+    "train.no_eval_rows": "early_stopping_patience needs eval rows, but none are left after filtering.",
+    "train.advice.stopped_in_build": "Stopped while building the demo model, before any training; start the run again to build it (about 2 minutes on a CPU) and train.",
     # --- chat (backend/chat/) ----------------------------------------------------------------------
     "chat.device_busy": "Training run {run_id} is using {device} right now; loading models there may run it out of "
                         "memory mid-run. Choose the CPU as device, or wait until the run ends.",
@@ -177,7 +190,14 @@ CATALOGUE: dict[str, str] = {
     "data.not_workspace_dataset": "this folder is not a workspace dataset (no {meta} + {train})",
     "data.hint.workspace_dataset": "Pass a data file or a folder made by the Data tab / `python -m backend.data fix`",
     "data.no_shape": "no known shape: its columns are {columns}",
-    "data.hint.shapes": "Expected alpaca (instruction, input, output), sharegpt (conversations) or OpenAI (messages); otherwise give a column mapping, e.g. {example}",
+    "data.hint.shapes": "Expected alpaca (instruction, input, output), sharegpt (conversations) or OpenAI (messages), "
+                        "or preference data: pairs (prompt, chosen, rejected) or KTO rows (prompt, completion, "
+                        "label); otherwise give a column mapping, e.g. {example}",
+    "data.pair_half": "it has a '{has}' column but no '{lacks}' column",
+    "data.hint.pair_half": "A preference pair needs both chosen and rejected answers (and a prompt); for single "
+                           "labelled answers use prompt, completion, label (KTO)",
+    "data.ranking_columns": "dataset '{name}' is marked ranking but its rows have columns {columns}",
+    "data.hint.ranking_columns": "Give it chosen and rejected columns",
     "data.unknown_mapping": "unknown mapping key(s) {keys}",
     "data.hint.mapping_keys": "Map instruction / input / output / system / history, or messages (+ role_tag, content_tag ...)",
     "data.mapped_missing": "the mapped column(s) {columns} are not in the file",
@@ -192,6 +212,24 @@ CATALOGUE: dict[str, str] = {
     "data.eval_ratio": "eval_ratio must be at least 0 and below 1, not {value}",
     "data.nothing_left": "no rows left to save: every row was removed by the fixes",
     "data.exists": "dataset '{name}' already exists in {folder}: pick another name or overwrite it",
+    # --- models (backend/models.py) ----------------------------------------------------------------------
+    "model.no_config": "{config} is missing or unreadable: {path} is not a model folder in Hugging Face format. Give the folder that holds config.json, 'demo' or a preset.",
+    "model.no_context": "{config} names no context length ({keys}).",
+    "model.not_folder": "{folder} is not a folder. Give the folder that holds config.json.",
+    "model.config_invalid": "config.json is not valid JSON in {folder}: this does not look like a Hugging Face model folder.",
+    "model.config_missing": "config.json is missing in {folder}: this does not look like a Hugging Face model folder.",
+    "model.no_tokenizer": "No tokenizer files ({files}) in {folder}: copy the tokenizer from the model's original repository into this folder.",
+    "model.no_chat_template": "The tokenizer has no chat template (chat_template.jinja or 'chat_template' in tokenizer_config.json): pick an Instruct / chat model or add a template.",
+    "model.no_weights": "No weights (*.safetensors or pytorch_model*.bin) in {folder}: the download may be incomplete.",
+    "model.folder_missing": "Model folder {path} does not exist. Check the path, or pick 'demo' or a preset.",
+    "model.offline": "model {path} is not a local folder and could not be downloaded; download it first or pass a local folder ({kind}: {error})",
+    "model.tokenizer_missing": "No tokenizer files in {folder} ({files}): copy the tokenizer from the model's original repository into this folder.",
+    "model.tokenizer_failed": "Could not load the tokenizer from {folder}: {error}",
+    "model.no_pad": "The tokenizer in {path} has no pad, eos or unk token to pad with.",
+    "model.bitsandbytes": "{bits}-bit loading needs bitsandbytes, which is not installed: pip install {pin}",
+    "model.bits": "quantization_bits must be 4 or 8 (got {bits}).",
+    "model.not_model_folder": "{config} is missing or unreadable: {folder} is not a model folder.",
+    "model.load_failed": "Could not load the model from {folder}: {error}",
     # --- background jobs: evaluation and export stages (backend/evaluate.py, backend/export.py) --------
     "job.stage.starting": "starting",
     "job.stage.done": "done",

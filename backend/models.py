@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from backend.file_lock import file_lock
+from backend.messages import Message, UserError, msg
 from backend.model_presets import PRESETS, ModelPreset  # noqa: F401  (re-exported for the UI)
 
 DEMO_MODEL = "demo"
@@ -26,7 +27,7 @@ WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "model*.safetensors.in
 CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx")
 
 
-class ModelLoadError(RuntimeError):
+class ModelLoadError(UserError, RuntimeError):
     """A model or tokenizer could not be loaded; the message says why and what to do."""
 
 
@@ -144,28 +145,29 @@ def model_context_length(path: str | Path) -> int:
     """The model's context window in tokens, from config.json."""
     config = _read_config(Path(path))
     if config is None:
-        raise ModelLoadError(f"{Path(path) / 'config.json'} is missing or unreadable: {path} is not a model folder "
-                             f"in Hugging Face format. Give the folder that holds config.json, 'demo' or a preset.")
+        raise ModelLoadError(msg("model.no_config", config=Path(path) / "config.json", path=path))
     text = _text_config(config)
     for key in CONTEXT_KEYS:
         if isinstance(text.get(key), int) and text[key] > 0:
             return text[key]
-    raise ModelLoadError(f"{Path(path) / 'config.json'} names no context length ({', '.join(CONTEXT_KEYS)}).")
+    raise ModelLoadError(msg("model.no_context", config=Path(path) / "config.json", keys=", ".join(CONTEXT_KEYS)))
 
 
 def inspect_model_folder(path: str | Path) -> dict:
-    """Check a local model folder; `problems` holds one sentence per thing to fix."""
+    """Check a local model folder; `problems` holds one sentence per thing to fix (English),
+    `problem_messages` the same as catalogued messages (translated by the UI)."""
     folder = Path(path).expanduser()
-    report = {"ok": False, "problems": [], "architecture": None, "context_length": None,
+    report = {"ok": False, "problems": [], "problem_messages": [], "architecture": None, "context_length": None,
               "num_parameters": None, "has_chat_template": False, "has_tokenizer": False}
+    problems = report["problem_messages"]
     if not folder.is_dir():
-        report["problems"].append(f"{folder} is not a folder. Give the folder that holds config.json.")
+        problems.append(msg("model.not_folder", folder=folder))
+        report["problems"] = [str(p) for p in problems]
         return report
     config = _read_config(folder)
-    problems = report["problems"]
     if config is None:
-        what = "is not valid JSON" if (folder / "config.json").exists() else "is missing"
-        problems.append(f"config.json {what} in {folder}: this does not look like a Hugging Face model folder.")
+        problems.append(msg("model.config_invalid" if (folder / "config.json").exists() else "model.config_missing",
+                            folder=folder))
     else:
         report["architecture"] = (config.get("architectures") or [config.get("model_type")])[0]
         with contextlib.suppress(ModelLoadError):
@@ -173,14 +175,13 @@ def inspect_model_folder(path: str | Path) -> dict:
         report["num_parameters"] = estimate_num_parameters(config)
     report["has_tokenizer"] = _has_tokenizer(folder)
     if not report["has_tokenizer"]:
-        problems.append(f"No tokenizer files ({', '.join(TOKENIZER_FILES)}) in {folder}: copy the tokenizer "
-                        "from the model's original repository into this folder.")
+        problems.append(msg("model.no_tokenizer", files=", ".join(TOKENIZER_FILES), folder=folder))
     report["has_chat_template"] = _has_chat_template(folder)
     if not report["has_chat_template"]:
-        problems.append("The tokenizer has no chat template (chat_template.jinja or 'chat_template' in "
-                        "tokenizer_config.json): pick an Instruct / chat model or add a template.")
+        problems.append(msg("model.no_chat_template"))
     if not _has_weights(folder):
-        problems.append(f"No weights (*.safetensors or pytorch_model*.bin) in {folder}: the download may be incomplete.")
+        problems.append(msg("model.no_weights", folder=folder))
+    report["problems"] = [str(p) for p in problems]
     report["ok"] = not problems
     return report
 
@@ -192,12 +193,12 @@ def _require_local_or_hub(path: str | Path) -> None:
     text = str(path)
     looks_local = text.startswith((".", "/", "~")) or Path(text).expanduser().exists() or text.count("/") > 1
     if looks_local and not Path(text).expanduser().is_dir():
-        raise ModelLoadError(f"Model folder {text} does not exist. Check the path, or pick 'demo' or a preset.")
+        raise ModelLoadError(msg("model.folder_missing", path=text))
 
 
-def _offline_message(path: str | Path, error: Exception) -> str:
-    return (f"model {path} is not a local folder and could not be downloaded; download it first or pass "
-            f"a local folder ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})")
+def _offline_message(path: str | Path, error: Exception) -> Message:
+    return msg("model.offline", path=path, kind=type(error).__name__,
+               error=str(error).splitlines()[0] if str(error) else "")
 
 
 def load_tokenizer(path: str | Path, trust_remote_code: bool = False):
@@ -207,19 +208,18 @@ def load_tokenizer(path: str | Path, trust_remote_code: bool = False):
     _require_local_or_hub(path)
     folder = Path(path).expanduser()
     if folder.is_dir() and not _has_tokenizer(folder) and not (folder / "tokenizer_config.json").exists():
-        raise ModelLoadError(f"No tokenizer files in {folder} ({', '.join(TOKENIZER_FILES)}): copy the "
-                             "tokenizer from the model's original repository into this folder.")
+        raise ModelLoadError(msg("model.tokenizer_missing", folder=folder, files=", ".join(TOKENIZER_FILES)))
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(path), trust_remote_code=trust_remote_code)
     except OSError as error:
         if folder.is_dir():
-            raise ModelLoadError(f"Could not load the tokenizer from {folder}: {error}") from error
+            raise ModelLoadError(msg("model.tokenizer_failed", folder=folder, error=error)) from error
         raise ModelLoadError(_offline_message(path, error)) from error
     if tokenizer.pad_token is None:
         # Padding positions are masked out of attention and loss, so any token works.
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
         if tokenizer.pad_token is None:
-            raise ModelLoadError(f"The tokenizer in {path} has no pad, eos or unk token to pad with.")
+            raise ModelLoadError(msg("model.no_pad", path=path))
     return tokenizer
 
 
@@ -229,8 +229,7 @@ def quantization_config(bits: int, compute_dtype=None):
         import bitsandbytes  # noqa: F401
         from transformers import BitsAndBytesConfig
     except ImportError as error:
-        raise ModelLoadError(f"{bits}-bit loading needs bitsandbytes, which is not installed: "
-                             f"pip install {BITSANDBYTES_PIN}") from error
+        raise ModelLoadError(msg("model.bitsandbytes", bits=bits, pin=BITSANDBYTES_PIN)) from error
     import torch
 
     if bits == 4:
@@ -238,7 +237,7 @@ def quantization_config(bits: int, compute_dtype=None):
                                   bnb_4bit_compute_dtype=compute_dtype or torch.float32)
     if bits == 8:
         return BitsAndBytesConfig(load_in_8bit=True)
-    raise ModelLoadError(f"quantization_bits must be 4 or 8 (got {bits}).")
+    raise ModelLoadError(msg("model.bits", bits=bits))
 
 
 def load_model(path: str | Path, *, quantization_bits: int | None = None, dtype=None, device_map=None,
@@ -249,7 +248,7 @@ def load_model(path: str | Path, *, quantization_bits: int | None = None, dtype=
     _require_local_or_hub(path)
     folder = Path(path).expanduser()
     if folder.is_dir() and _read_config(folder) is None:
-        raise ModelLoadError(f"{folder / 'config.json'} is missing or unreadable: {folder} is not a model folder.")
+        raise ModelLoadError(msg("model.not_model_folder", config=folder / "config.json", folder=folder))
     kwargs = {"trust_remote_code": trust_remote_code}
     if dtype is not None:
         kwargs["dtype"] = dtype
@@ -261,5 +260,5 @@ def load_model(path: str | Path, *, quantization_bits: int | None = None, dtype=
         return AutoModelForCausalLM.from_pretrained(str(path), **kwargs)
     except OSError as error:
         if folder.is_dir():
-            raise ModelLoadError(f"Could not load the model from {folder}: {error}") from error
+            raise ModelLoadError(msg("model.load_failed", folder=folder, error=error)) from error
         raise ModelLoadError(_offline_message(path, error)) from error

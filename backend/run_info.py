@@ -46,6 +46,8 @@ class RunInfo:
     max_steps: int | None = None
     progress: float = 0.0           # 0..1
     best_eval_loss: float | None = None
+    training_stage: str = "sft"  # RunConfig.stage: sft or a preference stage
+    preference_accuracy: float | None = None  # preference stages: the final one (eval split, else train)
     error: str | None = None
     advice: str | None = None
     checkpoints: list[Checkpoint] = field(default_factory=list)  # complete ones, by step
@@ -113,6 +115,7 @@ class InfoReader:
         if info.config is not None:
             info.model, info.method, info.dataset = (info.config.model_name_or_path, info.config.method,
                                                      info.config.dataset)
+            info.training_stage = info.config.stage
         max_steps = status.get("max_steps") or (info.config.max_steps if info.config else -1)
         info.max_steps = max_steps if max_steps and max_steps > 0 else None
         if info.state == "completed":
@@ -120,6 +123,10 @@ class InfoReader:
         elif info.max_steps:
             info.progress = min(1.0, info.global_step / info.max_steps)
         info.best_eval_loss = self.best_eval_loss(run_dir)
+        if info.training_stage != "sft":
+            summary = read_json(run_dir / SUMMARY_FILE, default={}) or {}
+            info.preference_accuracy = summary.get("final_eval_preference_accuracy",
+                                                   summary.get("final_train_preference_accuracy"))
         return info
 
     def best_eval_loss(self, run_dir: Path) -> float | None:

@@ -19,6 +19,7 @@ import psutil
 
 from backend.run_files import read_status, update_status
 from backend.training.cli import StopRequest, create_run_dir, parse_args, prepare, setup_logging
+from backend.training.demo_stage import BuildStopped, stopped_during_build
 from backend.training.errors import fail
 
 
@@ -45,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
         session = build(job, stop)
         final_state = train(session, stop)
         return finish(session, final_state)
+    except BuildStopped:  # Stop while the demo model was being built: nothing to save
+        return stopped_during_build(job.run_dir if job and job.is_main else None)
     except Exception as error:  # every failure ends as error + advice in status.json
         return fail(job, error, args.resume or args.run_dir)
 

@@ -75,3 +75,41 @@ def test_background_build_is_skipped_when_the_model_is_ready(workspace):
     from backend.training.demo_stage import start_background_build
 
     assert start_background_build(workspace.models_dir) is None  # the cached build is linked in
+
+
+def test_a_stop_during_the_build_ends_it_at_once_and_leaves_no_half_model(tmp_path):
+    import pytest
+
+    from backend.training.demo_stage import BuildStopped, stopped_during_build
+
+    run_dir, models = tmp_path / "runs" / "r1", tmp_path / "models"
+    run_dir.mkdir(parents=True)
+    update_status(run_dir, state="running")
+    asked = iter([False, False, False, True])
+    with pytest.raises(BuildStopped):
+        prepare_demo_model(models, run_dir, should_stop=lambda: next(asked), pretrain_epochs=1)
+    assert not (models / "demo").exists() and not list(models.glob(".demo-build-*"))  # staging removed
+    assert stopped_during_build(run_dir) == 0
+    status = read_status(run_dir)
+    assert status["state"] == "stopped" and status.get("stage") is None
+    assert "start the run again" in status["advice"] and status["advice_message"]["id"] == "train.advice.stopped_in_build"
+
+
+def test_a_real_first_run_shows_the_build_then_stops_inside_it(tmp_path):
+    """A worker on a fresh workspace (no demo model): the stage appears in status.json and the
+    Runs tab, train.log says what happens, and Stop ends the run during the build, cleanly."""
+    from backend.config import RunConfig
+    from backend.runs import RunStore
+    from backend.workspace import Workspace
+    from tests.polling import wait_for
+
+    store = RunStore(Workspace(tmp_path / "ws").ensure())
+    run_id = store.launch(RunConfig(devices="cpu", max_steps=2))
+    info = wait_for(lambda: (i := store.get(run_id)).stage and i.stage.get("total") and i, "the build stage")
+    assert info.state == "running" and run_view.table_rows([info])[0][4].startswith("🔧")
+    store.stop(run_id, grace_s=600)  # the build notices the stop at its next step: no escalation needed
+    info = wait_for(lambda: (i := store.get(run_id)).state not in ("queued", "running") and i, "the stopped run")
+    assert info.state == "stopped" and info.stage is None and not info.checkpoints
+    log = (info.run_dir / "train.log").read_text(encoding="utf-8")
+    assert "building the demo model: first use" in log and "stopped while building the demo model" in log
+    assert not (store.workspace.models_dir / "demo").exists()

@@ -30,8 +30,9 @@ from ui.tabs import runs, train
 REPO = Path(__file__).resolve().parents[1]
 # Modules whose user-facing errors all go through backend/messages.py.
 CATALOGUED_MODULES = ("backend/config.py", "backend/runs.py", "backend/run_info.py", "backend/training/errors.py",
-                      "backend/chat/generation.py", "backend/chat/engine.py")
-USER_ERRORS = {"ConfigError", "RunError"}
+                      "backend/training/session.py", "backend/chat/generation.py", "backend/chat/engine.py",
+                      "backend/models.py", "backend/data/store.py")
+USER_ERRORS = {"ConfigError", "RunError", "ModelLoadError", "DatasetRefused", "DatasetExists"}
 
 
 def _fields(template: str) -> set[str]:
@@ -150,3 +151,11 @@ def test_data_errors_of_the_data_layer_have_message_ids():
                     and isinstance(call.args[1], (ast.Constant, ast.JoinedStr)):
                 plain.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert not plain, "DataError with plain text (give it an id in backend/messages.py): " + ", ".join(plain)
+
+
+def test_train_tab_model_check_in_chinese(workspace, tmp_path):
+    ctx = UIContext(workspace=workspace, texts=merge_texts(train.TEXT, runs.TEXT), i18n=None)
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "config.json").write_text("{}")
+    report = train.check_model(ctx, "zh", str(tmp_path / "half"))
+    assert "没有分词器文件" in report and "没有对话模板" in report and "No tokenizer" not in report

@@ -160,3 +160,23 @@ def compare_figure(runs: dict[str, list[dict]], title: str = "Compare", empty_no
     if not fig.data:
         _empty(fig, empty_note)
     return _layout(fig, title, w["step"], w["loss"])
+
+
+PREFERENCE_REWARDS = ("rewards/chosen", "rewards/rejected", "rewards/margins")
+
+
+def preference_figure(records: list[dict], keys: tuple[str, ...], title: str, empty_note: str = "No data yet",
+                      y_title: str = "", words: dict[str, str] | None = None) -> go.Figure:
+    """Preference stages: the train series of `keys` and their eval_ versions (dotted), TRL's names."""
+    w, fig = _words(words), go.Figure()
+    for key in keys:
+        steps, values = series(records, key, "train")
+        if steps:
+            fig.add_scatter(x=steps, y=values, mode=_mode(steps), name=key)
+        eval_steps, eval_values = series(records, f"eval_{key}", "eval")
+        if eval_steps:
+            fig.add_scatter(x=eval_steps, y=eval_values, mode="lines+markers", name=f"eval_{key}",
+                            line={"dash": "dot"})
+    if not fig.data:
+        _empty(fig, empty_note)
+    return _layout(fig, title, w["step"], y_title)

@@ -21,23 +21,42 @@ CHAT_CSS = """
 .ft-turn b { font-size: 0.8em; text-transform: uppercase; opacity: 0.7; display: block; }
 .ft-turn.user { margin-right: 15%; } .ft-turn.assistant { margin-left: 15%; }
 .ft-problem { color: #b91c1c; font-size: 0.9em; }
+.ft-pair { display: flex; gap: 8px; } .ft-pair > div { flex: 1; min-width: 0; }
+.ft-pair-head { font-size: 0.8em; font-weight: 600; margin-top: 4px; }
 """
 
 
-def conversation_html(label: str, messages: list[dict] | None, notes: list[str] | None = None) -> str:
-    """One row as chat bubbles; a row that could not be converted shows its problems instead."""
+def conversation_html(label: str, messages: list[dict] | dict | None, notes: list[str] | None = None) -> str:
+    """One row as chat bubbles; a row that could not be converted shows its problems instead.
+    A preference row (a dict with prompt + chosen / rejected, or completion + label) shows its
+    prompt, then its answers side by side."""
     parts = [f'<div class="ft-conv"><div class="ft-conv-head">{html.escape(label)}</div>']
     for note in notes or []:
         parts.append(f'<div class="ft-problem">{html.escape(note)}</div>')
-    for message in messages or []:
-        role = str(message.get("role", ""))
-        color = ROLE_COLORS.get(role, "#f8fafc")
-        parts.append(
-            f'<div class="ft-turn {html.escape(role)}" style="background:{color}">'
-            f"<b>{html.escape(role)}</b>{html.escape(str(message.get('content', '')))}</div>"
-        )
+    if isinstance(messages, dict):
+        parts.append(_preference_html(messages))
+    else:
+        parts += [_bubble(message) for message in messages or []]
     parts.append("</div>")
     return "".join(parts)
+
+
+def _bubble(message: dict) -> str:
+    role = str(message.get("role", ""))
+    color = ROLE_COLORS.get(role, "#f8fafc")
+    return (f'<div class="ft-turn {html.escape(role)}" style="background:{color}">'
+            f"<b>{html.escape(role)}</b>{html.escape(str(message.get('content', '')))}</div>")
+
+
+def _preference_html(row: dict) -> str:
+    prompt = "".join(_bubble(m) for m in row.get("prompt", []))
+    if "chosen" in row:
+        sides = [("✓ chosen", row["chosen"]), ("✗ rejected", row["rejected"])]
+    else:
+        sides = [("✓ desirable" if row.get("label") else "✗ undesirable", row.get("completion", []))]
+    columns = "".join('<div><div class="ft-pair-head">' + html.escape(head) + "</div>"
+                      + "".join(_bubble(m) for m in answer) + "</div>" for head, answer in sides)
+    return prompt + '<div class="ft-pair">' + columns + "</div>"
 
 
 def conversations_html(items: list[tuple[str, list[dict] | None, list[str]]], empty: str) -> str:

@@ -12,6 +12,17 @@ HELP_ZH: dict[str, str] = {
     "model_name_or_path": "基础模型：'demo'（离线演示模型）、Hugging Face 格式的本地文件夹，或 Hub ID。",
     "trust_remote_code": "运行此模型自带的 Python 代码，仅限本次运行。只对可信的模型开启；应用不会为其他模型或下次启动记住它。",
     "dataset": "训练数据：'demo'、工作区数据集名称，或文件（JSON、JSONL、CSV、Parquet）。",
+    "stage": "sft：指令数据；dpo / orpo / simpo：chosen-rejected 样本对；kto：带标签的单个回答（TRL 的训练器）。",
+    "init_adapter": "从 SFT 运行的适配器开始（RUN/final 或 RUN/checkpoint-N）并继续训练它；参考模型是冻结的该适配器。"
+                    "留空：在基础模型上新建适配器，参考模型为基础模型（关闭适配器）。",
+    "beta": "TRL beta：dpo / kto 中模型可偏离参考模型的程度（越大越接近）；orpo 中几率比项的权重；simpo 中奖励缩放（常用 2.0）。",
+    "loss_type": "TRL loss_type。dpo：sigmoid（默认）、hinge、ipo、robust、bco_pair、sppo_hard、nca_pair、apo_zero、"
+                 "apo_down；kto：kto（默认）、apo_zero_unpaired。",
+    "label_smoothing": "TRL label_smoothing：假定被标反的偏好比例（robust / conservative DPO、SimPO），在 [0, 0.5) 之间。",
+    "simpo_gamma": "TRL simpo_gamma：SimPO 的目标奖励差。",
+    "desirable_weight": "TRL desirable_weight（kto）：标签为 true 的样本权重。",
+    "undesirable_weight": "TRL undesirable_weight（kto）：标签为 false 的样本权重。",
+    "precompute_ref_log_probs": "TRL precompute_ref_log_probs（dpo）：训练前对数据做一次参考模型计算，而不是每步一次。",
     "dataset_name": "LLaMA-Factory 数据文件夹（其 dataset_info.json）中用于训练的数据集；文件夹只含一个时留空。",
     "cutoff_len": "每条样本的最大 token 数（套用对话模板之后）。",
     "overflow": "样本长于 cutoff_len 时如何处理。",

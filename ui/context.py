@@ -13,7 +13,10 @@ Shared components (`ctx.shared`), created by the shell before any tab is built:
   "dataset"  gr.State[str | None]  workspace dataset name chosen or saved in Data;
                                    Train reads it (listen to its .change).
   "run_id"   gr.State[str | None]  run chosen in Runs; Chat / Evaluate / Export may follow it.
-Both start from the last used values in settings.json.
+  "train_prefill" gr.State[dict | None] a RunConfig as a dict; Train fills its form from it
+                                   (Chat's "Train on these votes").
+  "tabs"     gr.Tabs               output gr.Tabs(selected="train") to switch tabs.
+"dataset" and "run_id" start from the last used values in settings.json.
 
 Last used settings: `ctx.saved()` returns the workspace's settings.json as a
 dict (read fresh, so use it inside a handler or `demo.load`), and

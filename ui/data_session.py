@@ -17,7 +17,7 @@ from backend.workspace import Workspace
 
 PAGE_SIZE = 5
 FIX_FIELDS = ("remove_control_chars", "strip_html", "normalize", "fill", "drop_empty", "drop_duplicates",
-              "drop_near_duplicates", "conflicts", "over_cutoff")
+              "drop_near_duplicates", "conflicts", "over_cutoff", "drop_identical_pairs")
 
 
 @dataclass
@@ -121,7 +121,7 @@ def check_rows_view(analysis: Analysis, check_id: str, limit: int = 20) -> list[
         notes = [check["details"][str(row)]] if str(row) in check.get("details", {}) else []
         if row in rejected:
             notes += [f"{where}: {message}" for where, message in rejected[row].problems]
-        items.append((row, by_row.get(row, {}).get("messages"), notes))
+        items.append((row, _shown(by_row.get(row)), notes))
     return items
 
 
@@ -130,7 +130,14 @@ def page_view(analysis: Analysis, page: int, size: int = PAGE_SIZE) -> tuple[lis
     pages = max(1, -(-len(analysis.rows) // size))
     page = min(max(1, int(page or 1)), pages)
     start = (page - 1) * size
-    return [(analysis.indices[i], analysis.rows[i]["messages"]) for i in range(start, min(start + size, len(analysis.rows)))], page, pages
+    return [(analysis.indices[i], _shown(analysis.rows[i])) for i in range(start, min(start + size, len(analysis.rows)))], page, pages
+
+
+def _shown(row: dict | None):
+    """What the preview draws: an instruction row's messages, a preference row whole (shown as a pair)."""
+    if row is None:
+        return None
+    return row.get("messages", row)
 
 
 def placeholder_names(analysis: Analysis) -> list[str]:
@@ -139,7 +146,9 @@ def placeholder_names(analysis: Analysis) -> list[str]:
 
     names: dict[str, None] = {}
     for row in analysis.rows:
-        for message in row["messages"]:
+        messages = row.get("messages") or [m for k in ("prompt", "chosen", "rejected", "completion")
+                                           for m in row.get(k, [])]
+        for message in messages:
             for name in placeholders(message["content"]):
                 names.setdefault(name, None)
     return list(names)

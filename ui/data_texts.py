@@ -15,6 +15,10 @@ FIXES = [
     ("conflicts_drop", "conflicting_answers", ("conflicts", "drop")),
     ("over_cutoff_drop", "over_cutoff", ("over_cutoff", "drop")),
     ("over_cutoff_truncate", "over_cutoff", ("over_cutoff", "truncate")),
+    # preference pairs (backend/data/checks/pairs.py)
+    ("drop_empty_answers", "empty_answer", ("drop_empty", True)),
+    ("drop_identical_pairs", "same_answer", ("drop_identical_pairs", True)),
+    ("contradicting_drop", "contradicting_pair", ("conflicts", "drop")),
 ]
 
 TEXT: dict[str, dict[str, str]] = {
@@ -105,4 +109,7 @@ TEXT: dict[str, dict[str, str]] = {
     "data.fix.conflicts_drop": {"en": "Conflicting answers: drop the group", "zh": "冲突回答：整组删除"},
     "data.fix.over_cutoff_drop": {"en": "Over cutoff: drop", "zh": "超长：删除"},
     "data.fix.over_cutoff_truncate": {"en": "Over cutoff: truncate the response", "zh": "超长：截短回答"},
+    "data.fix.drop_empty_answers": {"en": "Pairs: drop empty answers", "zh": "样本对：删除空回答"},
+    "data.fix.drop_identical_pairs": {"en": "Pairs: drop chosen = rejected", "zh": "样本对：删除 chosen = rejected"},
+    "data.fix.contradicting_drop": {"en": "Pairs: drop contradicting preferences", "zh": "样本对：删除相互矛盾的偏好"},
 }

@@ -59,6 +59,18 @@ TRAIN_FIELDS = [
     FieldSpec("devices", "text"),
     FieldSpec("num_processes", "optional_number"),
 ]
+# Preference tuning (TRL's field names); stage switches the form's stage defaults (stage_form_values).
+PREFERENCE_FIELDS = [
+    FieldSpec("stage", "radio"),
+    FieldSpec("init_adapter", "text"),
+    FieldSpec("beta", "number", 0.0, 100.0, 0.01),
+    FieldSpec("loss_type", "dropdown"),
+    FieldSpec("label_smoothing", "number", 0.0, 0.49, 0.01),
+    FieldSpec("simpo_gamma", "number", 0.0, 10.0, 0.1),
+    FieldSpec("desirable_weight", "number", 0.0, 100.0, 0.1),
+    FieldSpec("undesirable_weight", "number", 0.0, 100.0, 0.1),
+    FieldSpec("precompute_ref_log_probs", "checkbox"),
+]
 ADVANCED_FIELDS = [
     FieldSpec("weight_decay", "number", 0, 1, 0.01, advanced=True),
     FieldSpec("max_grad_norm", "number", 0, 100, 0.1, advanced=True),
@@ -90,7 +102,8 @@ SCALE_FIELDS = [
     FieldSpec("ray_use_gpu", "checkbox", advanced=True),
     FieldSpec("ray_cpus_per_worker", "number", 0.1, 256, 0.5, advanced=True),
 ]
-ALL_FIELDS = MODEL_FIELDS + DATA_FIELDS + METHOD_FIELDS + LORA_FIELDS + TRAIN_FIELDS + ADVANCED_FIELDS + SCALE_FIELDS
+ALL_FIELDS = (MODEL_FIELDS + DATA_FIELDS + METHOD_FIELDS + LORA_FIELDS + TRAIN_FIELDS + PREFERENCE_FIELDS
+              + ADVANCED_FIELDS + SCALE_FIELDS)
 NAMES = [spec.name for spec in ALL_FIELDS]
 # Optional numbers are text boxes, empty when unset with a placeholder saying what empty means:
 # gradio 6.31's number box cannot be empty (its frontend turns a missing value into 0). A typed
@@ -167,6 +180,24 @@ def config_from_values(values: list[Any], model: str, dataset: str, base: RunCon
     return RunConfig.from_dict(data)
 
 
+def stage_form_values(values: list[Any], previous_stage: str, model: str, dataset: str) -> list[Any]:
+    """The form moved from `previous_stage` to the stage now in `values`: settings
+    still at the old stage's defaults take the new stage's (backend.config.stage_switch)."""
+    from backend.config import stage_switch
+
+    data = dict(zip(NAMES, values))
+    stage = data["stage"]
+    data["stage"] = previous_stage
+    moved = stage_switch(data, stage)
+    return [moved.get(name, value) for name, value in zip(NAMES, values)]
+
+
+def prefill_values(config_values: dict) -> list[Any]:
+    """(model, dataset, *form values) for a RunConfig given as a dict (e.g. "Train on these votes")."""
+    config = RunConfig.from_dict(config_values)
+    return [config.model_name_or_path, config.dataset, *form_values(config)]
+
+
 def build_inputs(ctx, specs: list[FieldSpec], defaults: RunConfig) -> dict[str, Any]:
     """One gradio component per spec, labelled `train.field.<name>`, with the field's help as info."""
     import gradio as gr
@@ -235,6 +266,15 @@ FIELD_TEXT: dict[str, dict[str, str]] = {f"train.field.{name}": text for name, t
     "gradient_checkpointing": _label("Gradient checkpointing", "梯度检查点"),
     "train_on_prompt": _label("Train on prompt", "在提示词上训练"),
     "devices": _label("Devices", "设备"),
+    "stage": _label("Stage", "训练阶段"),
+    "init_adapter": _label("Start from adapter (SFT run's final/ or checkpoint)", "从适配器继续（SFT 运行的 final/ 或检查点）"),
+    "beta": _label("beta", "beta"),
+    "loss_type": _label("Loss type", "损失类型"),
+    "label_smoothing": _label("Label smoothing", "标签平滑"),
+    "simpo_gamma": _label("SimPO gamma", "SimPO gamma"),
+    "desirable_weight": _label("KTO desirable weight", "KTO 正例权重"),
+    "undesirable_weight": _label("KTO undesirable weight", "KTO 负例权重"),
+    "precompute_ref_log_probs": _label("Precompute reference log-probs", "预先计算参考模型对数概率"),
     "num_processes": _label("Processes", "进程数"),
     "weight_decay": _label("Weight decay", "权重衰减"),
     "max_grad_norm": _label("Gradient clipping", "梯度裁剪"),

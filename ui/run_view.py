@@ -14,7 +14,8 @@ from backend.run_files import MetricsTail
 from backend.runs import RunInfo
 
 Msg = Callable[..., str]
-TABLE_COLUMNS = ("run", "state", "model", "method", "progress", "best_eval_loss", "started", "duration")
+TABLE_COLUMNS = ("run", "state", "model", "method", "progress", "best_eval_loss", "started", "duration",
+                 "preference_accuracy")
 STATE_ICONS = {"queued": "⏳", "running": "🟢", "completed": "✅", "stopped": "⏹", "failed": "❌", "lost": "⚠️"}
 
 
@@ -61,8 +62,10 @@ def table_rows(infos: list[RunInfo]) -> list[list]:
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.started_at or info.created_at or 0))
         best = f"{info.best_eval_loss:.4f}" if info.best_eval_loss is not None else ""
         progress = f"{info.progress:.0%}" if not info.stage else f"🔧 {info.stage_fraction or 0:.0%}"
-        rows.append([info.run_id, f"{STATE_ICONS.get(info.state, '')} {info.state}", info.model, info.method,
-                     progress, best, started, duration(run_seconds(info))])
+        method = info.method if info.training_stage == "sft" else f"{info.method} · {info.training_stage}"
+        accuracy = f"{info.preference_accuracy:.1%}" if info.preference_accuracy is not None else ""
+        rows.append([info.run_id, f"{STATE_ICONS.get(info.state, '')} {info.state}", info.model, method,
+                     progress, best, started, duration(run_seconds(info)), accuracy])
     return rows
 
 

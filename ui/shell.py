@@ -82,8 +82,11 @@ def build_app(workspace: Workspace) -> gr.Blocks:
         ctx = UIContext(workspace=workspace, texts=texts, i18n=i18n, lang=lang)
         ctx.shared["dataset"] = gr.State(saved.get("dataset"))
         ctx.shared["run_id"] = gr.State(saved.get("run_id"))
+        # A RunConfig as a dict that Chat's "Train on these votes" hands to the Train form.
+        ctx.shared["train_prefill"] = gr.State(None)
         tabs = []
-        with gr.Tabs(elem_id="shell-tabs"):
+        with gr.Tabs(elem_id="shell-tabs") as tab_set:
+            ctx.shared["tabs"] = tab_set  # a handler returning gr.Tabs(selected=name) switches tabs
             for name, module in modules.items():
                 with gr.Tab(tab_label(name, lang.value), id=name, elem_id=f"tab-{name}") as tab:
                     module.build(ctx)

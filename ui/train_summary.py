@@ -92,11 +92,12 @@ def estimate_text(msg: Msg, config: RunConfig, workspace: Workspace, devices: li
         arch, method=config.method, precision=precision, batch_size=config.per_device_train_batch_size,
         cutoff_len=config.cutoff_len, gradient_checkpointing=config.gradient_checkpointing,
         quantization_bits=config.quantization_bits, lora_r=config.lora_r, lora_target=config.lora_target,
-        lora_dropout=config.lora_dropout, optim=config.optim, device_kind=kind)
+        lora_dropout=config.lora_dropout, optim=config.optim, device_kind=kind, stage=config.stage)
     # Sharded over every GPU of the run (all nodes / Ray workers): the verdict is per GPU.
     estimate = shard(estimate, arch, config.distributed, world_size(config, devices), config.cpu_offload, precision)
-    rows = [(msg(f"train.estimate.{part}"), getattr(estimate, f"{part}_gb"))
-            for part in ("weights", "adapters", "gradients", "optimizer", "activations", "runtime")]
+    parts = ("weights", "adapters", "gradients", "optimizer", "activations", "runtime")
+    parts += ("reference",) if estimate.reference_gb else ()
+    rows = [(msg(f"train.estimate.{part}"), getattr(estimate, f"{part}_gb")) for part in parts]
     table = "\n".join(f"| {name} | {value:.2f} |" for name, value in rows)
     verdict_key = "train.estimate.fits" if estimate.fits(device.memory_gb) else "train.estimate.too_big"
     verdict = msg(verdict_key, total=estimate.total_gb, device=device.name, memory=device.memory_gb)
@@ -111,7 +112,7 @@ def estimate_text(msg: Msg, config: RunConfig, workspace: Workspace, devices: li
     return f"{verdict}\n\n{header}\n\n| | GiB |\n|---|---:|\n{table}\n| **{msg('train.estimate.total')}** | **{estimate.total_gb:.2f}** |"
 
 
-def model_text(msg: Msg, model: str, workspace: Workspace) -> str:
+def model_text(msg: Msg, model: str, workspace: Workspace, lang: str = "en") -> str:
     """A line about the chosen model; for a local folder, what is missing in it."""
     from backend.model_presets import PRESETS
 
@@ -128,4 +129,6 @@ def model_text(msg: Msg, model: str, workspace: Workspace) -> str:
         params = (report["num_parameters"] or 0) / 1e6
         return msg("train.model.ok", architecture=report["architecture"], params=params,
                    context=report["context_length"])
-    return msg("train.model.problems") + "\n" + "\n".join(f"- {p}" for p in report["problems"])
+    from ui.i18n import localize
+
+    return msg("train.model.problems") + "\n" + "\n".join(f"- {localize(p, lang)}" for p in report["problem_messages"])

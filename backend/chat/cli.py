@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         targets = build_targets(args)
         problems = settings.problems() + device_problems(args.device)
         if problems:
-            raise TargetError(" ".join(problems))
+            raise TargetError(" ".join(str(p) for p in problems))
     except (TargetError, models.ModelLoadError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

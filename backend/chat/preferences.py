@@ -2,10 +2,13 @@
 per run in RUN_DIR/preferences.json, so checkpoints can be ranked by what a
 person preferred, not only by loss.
 
-File format: {"votes": [{"time", "prompt", "candidates": [key...], "winner": key}],
+File format: {"votes": [{"time", "prompt", "candidates": [key...], "winner": key | "tie",
+                         "context": [messages before the answers], "answers": {key: text}}],
               "tally": {key: {"wins": int, "shown": int}}}
 where a key is "base", "checkpoint-<step>", "final", or "<other-run>/<name>"
-for a checkpoint of another run that was in the same comparison.
+for a checkpoint of another run that was in the same comparison. `context` and
+`answers` (kept since preference training) let backend/chat/vote_data.py turn
+votes into chosen-rejected pairs; older votes without them are skipped there.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from backend.run_files import atomic_write_json, read_json
 PREFERENCES_FILE = "preferences.json"
 # Only the start of the prompt is kept with a vote: enough to recognise it.
 PROMPT_CHARS = 200
+TIE = "tie"
 
 
 def blind_order(count: int, seed: int) -> list[int]:
@@ -54,17 +58,23 @@ class PreferenceStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
 
-    def record(self, run_dirs: list[Path], candidates: list[str], winner: str, prompt: str) -> None:
-        """Add one vote to every run that had a checkpoint in the comparison."""
-        if winner not in candidates:
+    def record(self, run_dirs: list[Path], candidates: list[str], winner: str, prompt: str,
+               answers: dict[str, str] | None = None, context: list[dict] | None = None) -> None:
+        """Add one vote to every run that had a checkpoint in the comparison.
+        `winner` is a candidate key or TIE; `answers` maps candidate keys to the text shown."""
+        if winner not in candidates and winner != TIE:
             raise ValueError(f"The vote names {winner!r}, which was not one of the answers shown.")
         with self._lock:
             for run_dir in run_dirs:
                 run_id = Path(run_dir).name
                 shown = [local_key(key, run_id) for key in candidates]
                 data = read_preferences(run_dir)
-                data["votes"].append({"time": time.time(), "prompt": prompt[:PROMPT_CHARS],
-                                      "candidates": shown, "winner": local_key(winner, run_id)})
+                vote = {"time": time.time(), "prompt": prompt[:PROMPT_CHARS],
+                        "candidates": shown, "winner": local_key(winner, run_id)}
+                if answers is not None:
+                    vote["answers"] = {local_key(k, run_id): v for k, v in answers.items()}
+                    vote["context"] = list(context or [{"role": "user", "content": prompt}])
+                data["votes"].append(vote)
                 for key in shown:
                     entry = data["tally"].setdefault(key, {"wins": 0, "shown": 0})
                     entry["shown"] += 1

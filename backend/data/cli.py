@@ -66,7 +66,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m backend.data", description="Check and fix instruction data.")
+    parser = argparse.ArgumentParser(prog="python -m backend.data", description="Check and fix instruction and preference data.")
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="report what is wrong with a data file")
     _common(check)
@@ -80,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument("--normalize", action="store_true", help="Unicode NFC + whitespace")
     fix.add_argument("--drop-duplicates", action="store_true")
     fix.add_argument("--drop-near-duplicates", action="store_true")
-    fix.add_argument("--conflicts", choices=("drop", "keep-first"))
+    fix.add_argument("--conflicts", choices=("drop", "keep-first"),
+                     help="instruction rows: one prompt, different answers; pairs: contradicting preferences")
+    fix.add_argument("--drop-identical-pairs", action="store_true", help="preference pairs whose chosen equals rejected")
     fix.add_argument("--over-cutoff", choices=("drop", "truncate"), help="needs --model")
     fix.add_argument("--fill", action="append", metavar="NAME=VALUE", help="fill {{NAME}} placeholders")
     fix.add_argument("--eval-ratio", type=float, default=0.0, help="share of rows held out as eval.jsonl")
@@ -112,6 +114,7 @@ def run_fix(args) -> int:
         remove_control_chars=args.remove_control_chars, strip_html=args.strip_html, normalize=args.normalize,
         fill=parse_fill(args.fill), drop_empty=args.drop_empty, drop_duplicates=args.drop_duplicates,
         drop_near_duplicates=args.drop_near_duplicates, conflicts=args.conflicts, over_cutoff=args.over_cutoff,
+        drop_identical_pairs=args.drop_identical_pairs,
     )
     if plan.over_cutoff and not args.model:
         raise ValueError("--over-cutoff counts tokens: add --model demo or --model PATH")

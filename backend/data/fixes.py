@@ -37,6 +37,7 @@ class FixPlan:
     drop_near_duplicates: bool = False  # also removes exact duplicates: they fold equal too
     conflicts: str | None = None  # drop | keep-first
     over_cutoff: str | None = None  # drop | truncate (needs a tokenizer)
+    drop_identical_pairs: bool = False  # preference pairs whose chosen equals rejected
 
     def __post_init__(self):
         if self.conflicts not in (None, *CONFLICT_MODES):
@@ -64,6 +65,10 @@ class Fixed:
 
 
 def apply_fixes(rows: list[dict], indices: list[int], plan: FixPlan, tokenizer=None, cutoff_len: int = 1024) -> Fixed:
+    from backend.data.pairwise import is_preference_row
+
+    if rows and is_preference_row(rows[0]):
+        return apply_pair_fixes(rows, indices, plan)
     steps: list[FixStep] = []
     text_fixes: list[tuple[str, dict, Callable[[str], str], bool]] = [
         ("remove_control_chars", {}, remove_control, plan.remove_control_chars),
@@ -90,6 +95,35 @@ def apply_fixes(rows: list[dict], indices: list[int], plan: FixPlan, tokenizer=N
             raise ValueError("the over-cutoff fix counts tokens: give a model (--model PATH or demo)")
         rows, indices, step = fix_over_cutoff(rows, indices, tokenizer, cutoff_len, plan.over_cutoff)
         steps.append(step)
+    return Fixed(rows, indices, steps)
+
+
+def apply_pair_fixes(rows: list[dict], indices: list[int], plan: FixPlan) -> Fixed:
+    """The same plan on preference rows: text repairs on every message, then the pair removals."""
+    from backend.data import pair_fixes
+
+    if plan.over_cutoff or plan.drop_duplicates or plan.drop_near_duplicates:
+        raise ValueError("preference rows: over-cutoff and duplicate fixes apply to instruction rows only; "
+                         "use --drop-empty, --drop-identical-pairs or --conflicts")
+    steps: list[FixStep] = []
+    for fix_id, params, fn, wanted in [
+        ("remove_control_chars", {}, remove_control, plan.remove_control_chars),
+        ("strip_html", {}, strip_html, plan.strip_html),
+        ("normalize", {"unicode": "NFC"}, normalize, plan.normalize),
+        ("fill_placeholders", {"values": dict(plan.fill)}, lambda t: fill_placeholders(t, plan.fill), bool(plan.fill)),
+    ]:
+        if wanted:
+            rows, step = pair_fixes.map_pair_text(rows, indices, fn, fix_id, params)
+            steps.append(step)
+    for fix_id, params, finder, wanted in [
+        ("drop_empty", {}, pair_fixes.empty_answers, plan.drop_empty),
+        ("drop_identical_pairs", {}, pair_fixes.identical_pairs, plan.drop_identical_pairs),
+        ("conflicts", {"mode": plan.conflicts}, lambda rs: pair_fixes.contradicting(rs, plan.conflicts),
+         bool(plan.conflicts)),
+    ]:
+        if wanted:
+            rows, indices, step = drop_rows(rows, indices, finder(rows), fix_id, params)
+            steps.append(step)
     return Fixed(rows, indices, steps)
 
 

@@ -113,8 +113,27 @@ def _open_dataset_info(folder: Path, dataset: str | None) -> Source:
     elif formatting != "alpaca":
         raise DataError(info_path, msg("data.formatting", name=dataset, formatting=formatting),
                         msg("data.hint.alpaca_sharegpt"))
+    if entry.get("ranking"):
+        return _preference_entry(folder, dataset, entry, data_path, kind, encoding, first, mapping, formatting)
     mapping = {k: v for k, v in mapping.items() if k not in ("images", "videos", "audios", "chosen", "rejected", "kto_tag")}
     shape = shape_from_mapping(mapping, first, str(data_path), origin=f"{DATASET_INFO} entry '{dataset}'")
+    return Source(data_path, f"{folder}:{dataset}", kind, encoding, shape)
+
+
+def _preference_entry(folder, dataset, entry, data_path, kind, encoding, first, mapping, formatting) -> Source:
+    """A `ranking: true` entry: pairwise alpaca or sharegpt with chosen / rejected columns."""
+    from backend.data.pairwise import detect_pair_shape
+
+    columns = {"prompt": "instruction", "query": "input", "response": "output"}
+    wanted = {columns.get(k, k): v for k, v in mapping.items() if not k.endswith("_tag")}
+    if formatting == "sharegpt":
+        wanted["messages"] = mapping.get("messages", "conversations")
+    shape = detect_pair_shape(first, wanted)
+    info_path = folder / DATASET_INFO
+    if shape is None:
+        raise DataError(info_path, msg("data.ranking_columns", name=dataset, columns=", ".join(map(str, first))),
+                        msg("data.hint.ranking_columns"))
+    shape.origin = f"{DATASET_INFO} entry '{dataset}'"
     return Source(data_path, f"{folder}:{dataset}", kind, encoding, shape)
 
 
@@ -129,7 +148,8 @@ def _inside(folder: Path, name: str, info_path: Path) -> Path:
 
 
 def iter_rows(source: Source) -> Iterator[SourceRow]:
-    shape_kind = "alpaca" if source.shape.name == "alpaca" else "conversation"
+    shape_kind = {"alpaca": "alpaca", "sharegpt": "conversation", "openai": "conversation"}.get(
+        source.shape.name, "preference")
     for record in iter_records(source.path, source.file_type, source.encoding):
         if record.error:
             yield SourceRow(record.index, record.line, None, [(ROW, record.error)])

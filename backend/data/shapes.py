@@ -60,6 +60,10 @@ class Shape:
         return f"{self.name} ({cols}; {self.origin})"
 
     def required(self) -> list[str]:
+        if self.name in ("pairwise-alpaca", "pairwise-sharegpt", "pairwise", "pairwise-transcript", "kto"):
+            from backend.data.pairwise import required_columns
+
+            return required_columns(self)
         return [self.columns["instruction"], self.columns["output"]] if self.name == "alpaca" else [self.columns["messages"]]
 
 
@@ -71,6 +75,16 @@ class RowProblems(list):
 
 
 def detect_shape(first: dict, file: str, mapping: dict[str, str] | None = None, row: int = 0) -> Shape:
+    from backend.data.pairwise import detect_pair_shape
+
+    preference = detect_pair_shape(first, mapping)  # chosen / rejected or completion + label
+    if preference is not None:
+        if mapping:
+            preference.origin = "mapping"
+        return preference
+    if ("chosen" in first) != ("rejected" in first):
+        has, lacks = ("chosen", "rejected") if "chosen" in first else ("rejected", "chosen")
+        raise DataError(file, msg("data.pair_half", has=has, lacks=lacks), msg("data.hint.pair_half"), row=row)
     if mapping:
         return shape_from_mapping(mapping, first, file)
     if "conversations" in first:
@@ -140,6 +154,8 @@ def shape_from_mapping(mapping: dict[str, str], first: dict, file: str, origin: 
 
 def known_shape_of(row: dict) -> str | None:
     """Cheap per-row guess, used to tell a mixed-shape file from a row with a missing field."""
+    if "chosen" in row or ("completion" in row and "label" in row):
+        return "preference"
     if "conversations" in row or "messages" in row:
         return "conversation"
     if "instruction" in row and "output" in row:
@@ -178,6 +194,11 @@ def _field(raw: dict, column: str, problems: RowProblems) -> str | None:
 def convert(raw: dict, shape: Shape) -> tuple[dict | None, RowProblems, set[str]]:
     """One raw row -> (canonical row or None, problems, flags)."""
     problems, flags = RowProblems(), set()
+    if shape.name.startswith(("pairwise", "kto")):
+        from backend.data.pairwise import convert_pair
+
+        row, problems = convert_pair(raw, shape)
+        return row, problems, flags
     if shape.name == "alpaca":
         messages = _alpaca(raw, shape.columns, problems, flags)
     else:

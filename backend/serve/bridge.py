@@ -102,11 +102,14 @@ class Bridge:
             started = True
             return Prompt(torch.tensor([ids]), max_new)
 
+        held = []   # a whole answer is handed over once: a wake-up of the HTTP loop per token costs time
         try:
             for text in self.engine.stream_prompt(job.target, make_prompt, settings, self.device, job.cancel, reply):
                 piece = stops.feed(text)
-                if piece:
+                if piece and request.stream:
                     job.post(("delta", piece))
+                elif piece:
+                    held.append(piece)
         except ApiError as error:
             job.post(("error", error))
             return
@@ -119,7 +122,7 @@ class Bridge:
             job.post(("error", ApiError(500, f"Generation failed: {type(error).__name__}: {error}",
                                         type="server_error", code="generation_failed")))
             return
-        rest = stops.flush()
+        rest = "".join(held) + stops.flush()
         if rest:
             job.post(("delta", rest))
         if reply.error:

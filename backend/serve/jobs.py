@@ -50,11 +50,12 @@ def start(workspace, run_id: str, port: int, device: str = "cpu") -> int:
         raise ServeJobError(f"Port {port} is not usable: choose a number from 1024 to 65535.")
     args = ["--run", str(workspace.runs_dir / run_id), "--host", HOST, "--port", str(port),
             "--device", device, "--workspace", str(workspace.root)]
+    progress_path(workspace).parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
         progress_path(workspace).unlink()   # the last server's state is not this one's
-    pid = launch("backend.serve", args, log_path(workspace), progress_path(workspace))
+    # Written before the launch (which merges its own fields in), never after: the server writes this file too.
     write_progress(progress_path(workspace), run_id=run_id, port=port, device=device)
-    return pid
+    return launch("backend.serve", args, log_path(workspace), progress_path(workspace))
 
 
 def stop(workspace, grace_s: float = STOP_GRACE_S) -> bool:

@@ -30,7 +30,8 @@ def serve(args: argparse.Namespace, served: ServedModels, sock: socket.socket) -
     engine = ChatEngine()
     print(f"loading {', '.join(names)} on {args.device} ...", flush=True)
     try:
-        engine.prepare(list(served.refresh().values()), args.device)
+        # The base and its adapters now; a full fine-tuning checkpoint is a model of its own: loaded when asked for.
+        engine.prepare([t for t in served.refresh().values() if t.kind != "full"], args.device)
     except models.ModelLoadError as error:
         sock.close()
         return refuse(args, f"Cannot load the models: {error}")

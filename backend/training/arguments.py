@@ -31,8 +31,9 @@ def training_arguments(config: RunConfig, run_dir: Path, precision: str, has_eva
 
 def argument_values(config: RunConfig, run_dir: Path, precision: str, has_eval: bool,
                     on_cpu: bool, world_size: int = 1, layer_classes: list[str] | None = None) -> dict:
-    """The TrainingArguments keywords of a run, sharding engine included
-    (backend.scale.engines: FSDP2 needs `layer_classes`, the decoder-layer class names)."""
+    """The TrainingArguments keywords of a run, sharding engine included (backend.scale.engines:
+    FSDP2 needs `layer_classes`, the decoder-layer class names); the preference stages hand
+    them to TRL's config classes."""
     eval_steps = config.eval_steps or config.save_steps
     kwargs = dict(
         output_dir=str(run_dir),

@@ -1,6 +1,7 @@
 """Command line, run folder and resume reconciliation for the worker.
 
     python -m backend.train --config run.yaml [--run-dir DIR] [--workspace DIR] [--set key=value ...]
+    python -m backend.train --set stage=dpo --set dataset=NAME [...]      (the defaults as the base)
     python -m backend.train --resume RUN_DIR [--set key=value ...]
     python -m backend.train --print-default-config
 """
@@ -88,7 +89,8 @@ def prepare(args: argparse.Namespace) -> Job:
     check_worker(job.config)  # FSDP / ZeRO / Ray / nodes on this machine: exit 2 with the fix
     from backend.training.dataset import check_dataset
 
-    check_dataset(job.config.dataset, job.workspace, job.config.dataset_name)  # an unreadable file: exit 2 in a second, not after loading
+    check_dataset(job.config.dataset, job.workspace, job.config.dataset_name,
+                  job.config.stage)  # an unreadable file: exit 2 in a second, not after loading
     return job
 
 
@@ -108,9 +110,10 @@ def pin_devices(devices: str, env) -> None:
 
 
 def _prepare_new(args: argparse.Namespace) -> Job:
-    if not args.config:
+    if not args.config and not args.overrides:
         raise ConfigError("Give --config run.yaml (or --resume RUN_DIR); --print-default-config shows a starting point.")
-    config = RunConfig.load(args.config).with_overrides(args.overrides)
+    # Without --config the defaults are the base, as in `--set stage=dpo --set dataset=...`.
+    config = (RunConfig.load(args.config) if args.config else RunConfig()).with_overrides(args.overrides)
     if args.run_dir:
         run_dir = args.run_dir
         workspace = Workspace(args.workspace) if args.workspace else Workspace.for_run_dir(run_dir)

@@ -64,6 +64,10 @@ def resolve_dataset(name: str, workspace: Workspace) -> Path:
         from backend.demo_data import ensure_demo_dataset
 
         return ensure_demo_dataset(workspace.datasets_dir)
+    if name == "demo-pairs":
+        from backend.demo_pairs import ensure_demo_pairs
+
+        return ensure_demo_pairs(workspace.datasets_dir)
     named = workspace.datasets_dir / name
     if _is_plain_name(name) and is_workspace_dataset(named):
         return named
@@ -82,7 +86,7 @@ def _is_plain_name(name: str) -> bool:
     return True
 
 
-def check_dataset(name: str, workspace: Workspace, dataset_name: str | None = None) -> Path:
+def check_dataset(name: str, workspace: Workspace, dataset_name: str | None = None, stage: str = "sft") -> Path:
     """Resolve the dataset and open it (cheap: the first record only), so a
     file the data backend cannot read fails before torch is imported.
     `dataset_name` picks one dataset of a LLaMA-Factory folder."""
@@ -91,11 +95,15 @@ def check_dataset(name: str, workspace: Workspace, dataset_name: str | None = No
     source = resolve_dataset(name, workspace)
     if dataset_name and (is_workspace_dataset(source) or not source.is_dir()):
         raise ConfigError(msg("config.dataset_name", dataset_name=dataset_name, dataset=name))
-    if not is_workspace_dataset(source):
+    if not is_workspace_dataset(source) or stage != "sft":
         try:
-            open_source(source, dataset=dataset_name)
+            shape = open_source(source, dataset=dataset_name).shape.name
         except DataError as error:
             raise DatasetUnreadable(str(error)) from error
+        if stage != "sft":
+            from backend.training.preference import check_shape
+
+            check_shape(shape, stage, name)
     return source
 
 

@@ -22,6 +22,7 @@ import threading
 import time
 from pathlib import Path
 
+from backend.messages import msg
 from backend.run_files import atomic_write_json, read_json, update_status
 
 log = logging.getLogger("backend.train")
@@ -31,11 +32,18 @@ MIRROR_EVERY_S = 1.0  # how often a run copies the build's progress into its sta
 LOG_EVERY = 0.1  # a train.log line per 10% of the build
 
 
-def _write_progress(models_dir: Path):
-    """progress(step, steps) for build_demo_model: models/.demo-build.json, at most once a second."""
+class BuildStopped(Exception):
+    """The run was stopped while it built the demo model (the half-built model is discarded)."""
+
+
+def _write_progress(models_dir: Path, should_stop=None):
+    """progress(step, steps) for build_demo_model: models/.demo-build.json, at most once a second.
+    Raises BuildStopped when `should_stop()` says so, so a Stop never waits for the whole build."""
     last = [0.0]
 
     def progress(step: int, steps: int) -> None:
+        if should_stop is not None and should_stop():
+            raise BuildStopped
         now = time.monotonic()
         if now - last[0] >= MIRROR_EVERY_S / 2 or step == steps:
             atomic_write_json(Path(models_dir) / PROGRESS_FILE, {"done": step, "total": steps, "time": time.time()})
@@ -70,11 +78,12 @@ class Mirror(threading.Thread):
             self.logged = done / total
 
 
-def prepare_demo_model(models_dir: Path, run_dir: Path | None, **build_options) -> Path:
+def prepare_demo_model(models_dir: Path, run_dir: Path | None, should_stop=None, **build_options) -> Path:
     """models_dir/demo, built first (as a stage of the run in `run_dir`) when missing or outdated.
 
     `run_dir` is None on ranks other than 0: they wait for the same build
     (ensure_demo_model's file lock) without writing the run's status.
+    `should_stop()` true (a Stop of the run) ends the build with BuildStopped.
     """
     from backend.models import demo_model_ready, ensure_demo_model
 
@@ -86,15 +95,25 @@ def prepare_demo_model(models_dir: Path, run_dir: Path | None, **build_options) 
     started, mirror = time.monotonic(), Mirror(models_dir, run_dir)
     mirror.start()
     try:
-        path = ensure_demo_model(models_dir, progress=_write_progress(models_dir), **build_options)
+        path = ensure_demo_model(models_dir, progress=_write_progress(models_dir, should_stop), **build_options)
     finally:
         mirror.finished.set()
         mirror.join()
-    mirror.copy()  # the last step, so the log ends at 100%
+        mirror.copy()  # the last step, so the log ends where the build did
+        if run_dir:
+            update_status(run_dir, stage=None)
     log.info("demo model ready in %s (%.0f s)", path, time.monotonic() - started)
-    if run_dir:
-        update_status(run_dir, stage=None)
     return path
+
+
+def stopped_during_build(run_dir: Path | None) -> int:
+    """The worker's end when Stop came during the demo model's build: `stopped`, nothing trained."""
+    advice = msg("train.advice.stopped_in_build")
+    log.info("stopped while building the demo model: %s", advice)
+    if run_dir:
+        update_status(run_dir, state="stopped", exit_code=0, ended_at=time.time(), error=None, error_message=None,
+                      advice=str(advice), advice_message=advice.to_dict())
+    return 0
 
 
 def start_background_build(models_dir: Path) -> subprocess.Popen | None:

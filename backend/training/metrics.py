@@ -16,7 +16,11 @@ kind "train" (every logging_steps optimizer steps):
                        layer index; 0.0 where a block has no trainable
                        parameters), and of everything else (embeddings, norms,
                        lm_head) as one number; before clipping, like grad_norm.
-kind "eval": eval_loss (plus eval_runtime etc. as the Trainer reports them).
+    preference stages (TRL's names): rewards/chosen, rewards/rejected,
+    rewards/margins, rewards/accuracies (share of pairs whose chosen reward is
+    higher), logps/chosen, logps/rejected, logits/*, kl, nll_loss, log_odds_*
+kind "eval": eval_loss (plus eval_runtime etc. as the Trainer reports them;
+    eval_rewards/accuracies etc. for the preference stages).
 kind "system": event ("start" | "resume" | "end"), trainable_parameters,
     total_parameters, precision, world_size, and at the end peak memory.
 
@@ -41,6 +45,7 @@ log = logging.getLogger("backend.train")
 LAYER = re.compile(r"\.(?:layers|h|blocks|layer)\.(\d+)\.")
 ATTN_WORDS = ("attn", "attention")
 MLP_WORDS = ("mlp", "feed_forward", "ffn", "experts")
+PREFERENCE_KEYS = ("rewards/", "logps/", "logits/", "kl", "nll_loss", "log_odds_")
 
 
 def memory_now() -> dict:
@@ -129,6 +134,7 @@ class MetricsCallback(TrainerCallback):
         elapsed = max(time.time() - self.window_start, 1e-9)
         tokens = state.num_input_tokens_seen - self.window_tokens
         fields = {key: logs[key] for key in ("loss", "learning_rate", "grad_norm") if key in logs}
+        fields.update({k: v for k, v in logs.items() if k.startswith(PREFERENCE_KEYS) and isinstance(v, (int, float))})
         fields["tokens_per_second"] = round(tokens / elapsed, 1)
         fields["tokens_seen"] = int(state.num_input_tokens_seen)
         fields.update(memory_now())

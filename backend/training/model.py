@@ -25,8 +25,9 @@ def load_dtype(config: RunConfig, precision: str) -> torch.dtype:
     return DTYPES[precision]
 
 
-def build_model(config: RunConfig, model_path: str, precision: str, device_map=None):
-    """Base model + the method's trainable part. Returns the model to hand to the Trainer."""
+def build_model(config: RunConfig, model_path: str, precision: str, device_map=None, adapter=None):
+    """Base model + the method's trainable part. Returns the model to hand to the Trainer.
+    `adapter`: an existing LoRA folder to continue training (preference stages' init_adapter)."""
     from backend.models import load_model
 
     bits = config.quantization_bits if config.method == "qlora" else None
@@ -41,6 +42,10 @@ def build_model(config: RunConfig, model_path: str, precision: str, device_map=N
         model = prepare_model_for_kbit_training(
             model, use_gradient_checkpointing=config.gradient_checkpointing,
             gradient_checkpointing_kwargs={"use_reentrant": False})
+    if adapter is not None:
+        from backend.training.preference import continue_adapter
+
+        return continue_adapter(model, adapter)
     from peft import get_peft_model
 
     return get_peft_model(model, lora_config(config))

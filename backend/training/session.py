@@ -9,13 +9,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from transformers import EarlyStoppingCallback, PrinterCallback, Trainer, TrainerState, set_seed
+from transformers import EarlyStoppingCallback, PrinterCallback, Trainer, TrainerState, TrainingArguments, set_seed
 
 from backend.config import ConfigError, import_reference
 from backend.hardware import training_devices
+from backend.messages import msg
 from backend.run_files import FINAL_DIR, append_metrics, mark_complete, read_json, update_status
 from backend.scale.engines import decoder_layer_classes
-from backend.training.arguments import training_arguments
+from backend.training.arguments import argument_values
 from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, GracefulStop, _barrier
 from backend.training.cli import Job, StopRequest
 from backend.training.collator import PadToLongest
@@ -43,16 +44,16 @@ class Session:
     tokens_at_start: int = 0  # non-padding tokens already seen by the resumed checkpoint
 
 
-def resolve_model(job: Job) -> str:
+def resolve_model(job: Job, stop: StopRequest | None = None) -> str:
     from backend.models import model_context_length, resolve_model_path
 
     name = job.config.model_name_or_path
     if name == "demo":  # built on first use: a stage of this run with its own progress
-        prepare_demo_model(job.workspace.models_dir, job.run_dir if job.is_main else None)
+        prepare_demo_model(job.workspace.models_dir, job.run_dir if job.is_main else None,
+                           should_stop=(lambda: stop.requested) if stop else None)
     path = resolve_model_path(name, job.workspace.models_dir)
     if not Path(path).is_dir() and (name.startswith((".", "/", "~")) or name.count("/") != 1):
-        raise ConfigError(f"Model folder {Path(name).expanduser()} does not exist; "
-                          f"give a local Hugging Face model folder or 'demo'.")
+        raise ConfigError(msg("train.model_missing", path=Path(name).expanduser()))
     if Path(path).is_dir():
         job.config.check_model_context(model_context_length(path))
     return path
@@ -68,7 +69,7 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
     if config.callbacks or loss_function:
         log.info("user callbacks: %s; loss_function: %s", ", ".join(config.callbacks) or "none",
                  config.loss_function or "the model's own")
-    model_path = resolve_model(job)
+    model_path = resolve_model(job, stop)
     resolve_dataset(config.dataset, job.workspace)  # a wrong path fails before the model loads
     try:
         devices = training_devices(config.devices)
@@ -79,35 +80,59 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
     if job.is_main:
         update_status(job.run_dir, precision=precision, world_size=job.world_size)
     tokenizer = load_tokenizer(model_path, trust_remote_code=config.trust_remote_code)
-    train_data, eval_data, counts = build_datasets(tokenizer, config, job.workspace)
+    preference = config.stage != "sft"
+    if preference:
+        from backend.training.preference import build_preference_datasets, init_adapter_dir
+
+        adapter = init_adapter_dir(config, job.workspace)
+        train_data, eval_data, counts = build_preference_datasets(tokenizer, config, job.workspace)
+    else:
+        adapter = None
+        train_data, eval_data, counts = build_datasets(tokenizer, config, job.workspace)
     log.info("rows: %d total, %d train, %d eval, %d truncated, %d dropped %s", counts.total, counts.train,
              counts.eval, counts.truncated, counts.dropped, counts.reasons or "")
     quantized_on_gpu = config.method == "qlora" and not on_cpu
     device_map = {"": int(os.environ.get("LOCAL_RANK", "0"))} if quantized_on_gpu else None
     # Seed before the adapters exist: LoRA A starts random, and the Trainer seeds only later.
     set_seed(config.seed)
-    model = build_model(config, model_path, precision, device_map)
+    model = build_model(config, model_path, precision, device_map, adapter)
     parameters = parameter_counts(model)
     log.info("method %s, precision %s, %d of %d parameters trainable", config.method, precision,
              parameters["trainable_parameters"], parameters["total_parameters"])
-    args = training_arguments(config, job.run_dir, precision, eval_data is not None, on_cpu, job.world_size,
-                              decoder_layer_classes(model))
+    args = argument_values(config, job.run_dir, precision, eval_data is not None, on_cpu, job.world_size,
+                           decoder_layer_classes(model))
     checkpoints = CheckpointCallback(job.run_dir, config.save_total_limit)
     disk = DiskSpaceCallback(job.run_dir, parameters["trainable_parameters"] * 12 + 2**20)
     # Order matters: the stop flag and DefaultFlowCallback decide should_save before the disk check.
     callbacks = [GracefulStop(stop), disk, MetricsCallback(job.run_dir), checkpoints]
     if config.early_stopping_patience:
         if eval_data is None:
-            raise ConfigError("early_stopping_patience needs eval rows, but none are left after filtering.")
+            raise ConfigError(msg("train.no_eval_rows"))
         callbacks.append(EarlyStoppingCallback(config.early_stopping_patience, config.early_stopping_threshold))
     callbacks += [*extra_callbacks, *user_callbacks]  # extra: Ray's reporting, after the markers
+    if preference:
+        from backend.training.preference import preference_trainer
+
+        log.info("stage %s (TRL), reference: %s", config.stage, _reference(config, adapter))
+        trainer = preference_trainer(config, model, args, train_data, eval_data, tokenizer, callbacks,
+                                     continued=adapter is not None)
+        trainer.remove_callback(PrinterCallback)
+        return Session(job, trainer, counts, precision, checkpoints, parameters, time.time())
     trainer = Trainer(
-        model=model, args=args, train_dataset=train_data, eval_dataset=eval_data,
+        model=model, args=TrainingArguments(**args), train_dataset=train_data, eval_dataset=eval_data,
         data_collator=PadToLongest(tokenizer.pad_token_id), processing_class=tokenizer, callbacks=callbacks,
         compute_loss_func=loss_function,
     )
     trainer.remove_callback(PrinterCallback)  # MetricsCallback writes the readable line instead
     return Session(job, trainer, counts, precision, checkpoints, parameters, time.time(), disk)
+
+
+def _reference(config, adapter) -> str:
+    if config.stage in ("orpo", "simpo"):
+        return "none (reference-free loss)"
+    if config.method == "full":
+        return "a frozen copy of the model"
+    return f"the adapter {adapter} (frozen copy)" if adapter else "the base model (adapter disabled)"
 
 
 def _instantiate(ref: str):

@@ -48,5 +48,17 @@ def write_summary(run_dir: Path, *, state, train_output, started: float, tokens_
         **parameters,
         **peak_memory(),
     }
+    summary.update(preference_summary(state.log_history))
     atomic_write_json(Path(run_dir) / SUMMARY_FILE, summary)
     return summary
+
+
+def preference_summary(history: list[dict]) -> dict:
+    """The last preference accuracy / margin, on training pairs and on the eval split (preference stages)."""
+    out = {}
+    for prefix, name in (("", "train"), ("eval_", "eval")):
+        for key, label in (("rewards/accuracies", "preference_accuracy"), ("rewards/margins", "reward_margin")):
+            values = [e[prefix + key] for e in history if prefix + key in e]
+            if values:
+                out[f"final_{name}_{label}"] = round(float(values[-1]), 4)
+    return out

@@ -1,4 +1,5 @@
-"""The shell in a real browser: the language switch translates labels and tab names, and is remembered."""
+"""The shell in a real browser: the first look, and the language switch translates labels, help texts,
+table headers and tab names, and is remembered."""
 
 import pytest
 
@@ -11,8 +12,23 @@ def test_language_switch_translates_and_is_remembered(app, page):
     wait_app_loaded(page)
     title = page.locator("#shell-title")
     assert "Fine-tune language models on your own data" in title.inner_text()
+    # The first look: the Data tab says what to do instead of a bare table and an empty chart frame,
+    # and the Train form's optional numbers are empty rather than 0.
+    page.locator("#data-empty").get_by_text("Nothing checked yet").wait_for()
+    assert not page.locator("#data-summary").is_visible() and not page.locator("#data-histogram").is_visible()
+    page.get_by_role("tab", name="Train").click()
+    assert page.locator("#train-eval-steps textarea").input_value() == ""
+    assert page.locator("#train-num-processes textarea").input_value() == ""
     page.locator("#shell-language").get_by_text("中文").click()
     page.locator("#shell-title").get_by_text("在本机用你自己的数据微调语言模型").wait_for()
+    # Help texts under the fields and the Runs table's headers are translated too.
+    page.locator("#train-learning-rate").get_by_text("峰值学习率").wait_for()
+    page.locator("#train-trust-remote-code").get_by_text("信任此模型的远程代码").wait_for()
+    page.get_by_role("tab", name="运行").click()
+    page.locator("#runs-table").get_by_text("状态").first.wait_for()
+    page.get_by_role("tab", name="数据").click()
+    page.locator("#data-empty").get_by_text("尚未检查").wait_for()
+    assert not page.locator(".toast-body.error").count(), page.locator(".toast-body").all_inner_texts()
     # Tab names are set by a Python event after the switch: wait until every tab has one.
     page.wait_for_function(
         "() => { const t = [...document.querySelectorAll('[role=tab]')];"

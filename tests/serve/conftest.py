@@ -6,10 +6,13 @@ for the whole session, started with an API key, a small body limit and a
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from tests.eval_export_runs import cached_run, link_demo_model
-from tests.serve.support import KEY, MAX_BODY, MAX_QUEUE, RUN_ID, ServerProcess
+from tests.serve.support import KEY, MAX_BODY, MAX_QUEUE, MAX_TOKENS, PROMPT, REPO, RUN_ID, ServerProcess, server_env
 
 
 @pytest.fixture(scope="session")
@@ -24,7 +27,22 @@ def serve_workspace(tmp_path_factory, demo_model_dir):
 
 
 @pytest.fixture(scope="session")
-def server(serve_workspace):
+def chat_cli(serve_workspace, demo_model_dir):
+    """`python -m backend.chat --greedy` for base and final, the reference answers: started
+    before the server, so the two processes load side by side (communicate() collects it)."""
+    final = serve_workspace.runs_dir / RUN_ID / "final"
+    command = [sys.executable, "-m", "backend.chat", "--model", str(demo_model_dir), "--checkpoint", str(final),
+               "--prompt", PROMPT, "--greedy", "--max-new-tokens", str(MAX_TOKENS), "--json"]
+    process = subprocess.Popen(command, cwd=REPO, env=server_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    yield process
+    if process.poll() is None:
+        process.kill()
+        process.communicate()
+
+
+@pytest.fixture(scope="session")
+def server(serve_workspace, chat_cli):
     process = ServerProcess(serve_workspace.runs_dir / RUN_ID, "--api-key", KEY, "--max-queue", str(MAX_QUEUE),
                             "--max-body", str(MAX_BODY)).start()
     yield process

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from backend.demo_data import DEMO_PROMPTS
 from tests.browser.harness import free_port, http_status
 from tests.polling import wait_for
 
@@ -17,6 +18,8 @@ NAMES = ["base", "checkpoint-8", "checkpoint-16", "final"]
 KEY = "test-key-123"
 MAX_BODY = 8192
 MAX_QUEUE = 24
+MAX_TOKENS = 24
+PROMPT = DEMO_PROMPTS[0][0]
 
 
 def server_env() -> dict:

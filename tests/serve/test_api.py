@@ -6,18 +6,13 @@ concurrent requests across three model names."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
 from backend.demo_data import DEMO_PROMPTS
-from tests.serve.support import KEY, NAMES, REPO, RUN_ID, server_env
-
-PROMPT = DEMO_PROMPTS[0][0]
-MAX_TOKENS = 24
+from tests.serve.support import KEY, MAX_TOKENS, NAMES, PROMPT
 
 
 @pytest.fixture(scope="module")
@@ -38,16 +33,13 @@ def test_models_lists_base_checkpoints_and_final(client):
     assert client.models.retrieve("final").id == "final"
 
 
-def test_greedy_answers_equal_the_chat_cli(client, serve_workspace, demo_model_dir):
+def test_greedy_answers_equal_the_chat_cli(client, chat_cli, demo_model_dir):
     """base and final answer exactly what `python -m backend.chat --greedy` answers, with its token counts."""
     from transformers import AutoTokenizer
 
-    final = serve_workspace.runs_dir / RUN_ID / "final"
-    command = [sys.executable, "-m", "backend.chat", "--model", str(demo_model_dir), "--checkpoint", str(final),
-               "--prompt", PROMPT, "--greedy", "--max-new-tokens", str(MAX_TOKENS), "--json"]
-    done = subprocess.run(command, cwd=REPO, env=server_env(), capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    expected = [json.loads(line) for line in done.stdout.splitlines()]
+    out, err = chat_cli.communicate(timeout=600)
+    assert chat_cli.returncode == 0, err
+    expected = [json.loads(line) for line in out.splitlines()]
     tokenizer = AutoTokenizer.from_pretrained(demo_model_dir)
     prompt_tokens = len(tokenizer.apply_chat_template([{"role": "user", "content": PROMPT}],
                                                       add_generation_prompt=True, tokenize=True, return_dict=False))

@@ -17,9 +17,9 @@ import time
 import gradio as gr
 
 from backend.chat.catalog import MAX_COLUMNS, catalog, dropdown_choices, header, run_ids_of
-from backend.chat.preferences import PreferenceStore, blind_letter, blind_order, tally_rows
+from backend.chat.preferences import TIE, PreferenceStore, blind_letter, blind_order, tally_rows
 from backend.run_files import list_run_ids
-from ui import serve_panel
+from ui import serve_panel, vote_panel
 from ui.context import UIContext
 from ui.i18n import localize
 
@@ -81,6 +81,7 @@ TEXT: dict[str, dict[str, str]] = {
                        "zh": "{label}：{tokens} 个 token，用时 {seconds} 秒（每秒 {rate} 个）"},
     "chat.msg_error": {"en": "{label}: {error}", "zh": "{label}：{error}"},
     **serve_panel.TEXT,
+    **vote_panel.TEXT,
 }
 
 
@@ -107,6 +108,20 @@ def _new_session() -> dict:
     # keys: selected values in column order; histories: value -> messages;
     # order: blind position -> column index; voted: the last blind prompt has its vote.
     return {"keys": [], "histories": {}, "order": [], "blind": False, "voted": True, "prompt": "", "runs": []}
+
+
+def vote_answers(state: dict, keys: list[str], targets: dict, winner) -> tuple[dict, list[dict]]:
+    """({target key: the answer shown}, the conversation before the answers) for a vote;
+    columns that failed (an error shown instead of an answer) are left out."""
+    answers, context = {}, None
+    for key in keys:
+        history = state["histories"].get(key) or []
+        if key in targets and history and history[-1]["role"] == "assistant" \
+                and not history[-1]["content"].startswith("⚠️"):
+            answers[targets[key].key] = history[-1]["content"]
+            if context is None or (winner is not None and targets[key].key == winner.key):
+                context = history[:-1]
+    return answers, context or [{"role": "user", "content": state["prompt"]}]
 
 
 def build(ctx: UIContext) -> None:
@@ -325,6 +340,8 @@ def build(ctx: UIContext) -> None:
         notes = _column_notes(ctx, lang, keys, targets, state, replies, blind_on)
         done = ctx.msg(lang, "chat.msg_stopped" if stop_event.is_set() else "chat.msg_done")
         letters = [blind_letter(i) for i in range(len(chosen))] if blind_on else []
+        if len(letters) > 1:
+            letters.append((ctx.msg(lang, "chat.tie"), TIE))
         yield outputs_for(lang, chosen, targets, state, "  \n".join([f"**{done}**", *notes]), vote_choices=letters)
 
     answer_outputs = [*columns, *headers, *bots, status, session, vote]
@@ -364,20 +381,23 @@ def build(ctx: UIContext) -> None:
         if state["voted"]:
             return outputs_for(lang, state["keys"], targets, state, ctx.msg(lang, "chat.msg_already_voted"),
                                revealed=True) + (gr.update(),)
-        position = "ABCDE".index(letter)
         keys = state["keys"]
         shown = [targets[k].key for k in keys if k in targets]
-        winner = targets[keys[state["order"][position]]]
+        winner = targets[keys[state["order"]["ABCDE".index(letter)]]] if letter != TIE else None
         run_dirs = [runs_dir / r for r in state["runs"]]
-        preferences.record(run_dirs, shown, winner.key, state["prompt"])
+        answers, context = vote_answers(state, keys, targets, winner)
+        preferences.record(run_dirs, shown, winner.key if winner else TIE, state["prompt"], answers, context)
         state["voted"] = True
-        message = ctx.msg(lang, "chat.msg_voted", letter=letter, label=winner.label)
+        message = ctx.msg(lang, "chat.msg_voted", letter=letter, label=winner.label) if winner \
+            else ctx.msg(lang, "chat.tie")
         return outputs_for(lang, keys, targets, state, message, revealed=True, vote_choices=[]) + (tally_table(state["runs"]),)
 
     vote_button.click(record_vote, [ctx.lang, vote, runs, session], [*answer_outputs, tally],
                       api_visibility="private")
     runs.input(lambda r: tally_table([x for x in (r or []) if (runs_dir / x).is_dir()]), runs, tally,
                 api_visibility="private")
+
+    vote_panel.build(ctx, runs)
 
     def unload_all(lang, current_device):
         report = engine.get().unload(current_device or "cpu")

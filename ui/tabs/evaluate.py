@@ -23,7 +23,9 @@ from ui.i18n import localize
 POLL_EVERY_S = 2.0
 UPLOAD_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".parquet")
 METRIC_LABELS = {"eval_loss": "eval loss", "perplexity": "perplexity", "bleu": "BLEU", "rouge1": "ROUGE-1",
-                 "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "exact_match": "exact match %"}
+                 "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "exact_match": "exact match %",
+                 "preference_accuracy": "preference accuracy", "mean_margin": "mean margin",
+                 "logp_accuracy": "log-prob accuracy"}
 
 TEXT: dict[str, dict[str, str]] = {
     "evaluate.run": {"en": "Run", "zh": "训练运行"},
@@ -257,7 +259,7 @@ def _figure(run_dir: Path, results: dict, best: dict):
     from backend.eval_results import training_eval_curve
 
     keys = list(METRIC_LABELS)
-    figure = make_subplots(rows=2, cols=4, subplot_titles=[METRIC_LABELS[k] for k in keys], horizontal_spacing=0.06)
+    figure = make_subplots(rows=math.ceil(len(keys) / 4), cols=4, subplot_titles=[METRIC_LABELS[k] for k in keys], horizontal_spacing=0.06)
     curve = training_eval_curve(run_dir)
     for i, key in enumerate(keys):
         row, col = i // 4 + 1, i % 4 + 1
@@ -273,6 +275,6 @@ def _figure(run_dir: Path, results: dict, best: dict):
         if winner:
             figure.add_scatter(x=[winner[0][0]], y=[winner[0][1]], mode="markers", showlegend=False,
                                marker={"symbol": "star", "size": 14, "color": "gold"}, row=row, col=col)
-    figure.update_layout(height=520, margin={"l": 30, "r": 10, "t": 40, "b": 30}, legend={"orientation": "h"})
+    figure.update_layout(height=260 * math.ceil(len(keys) / 4), margin={"l": 30, "r": 10, "t": 40, "b": 30}, legend={"orientation": "h"})
     figure.update_xaxes(title_text="step", row=2)
     return figure

@@ -22,7 +22,7 @@ from ui.tabs.train import resume, run_store, stop
 TICK_S = 2.0
 TABLE_TICK_S = 5.0
 LOG_BYTES = 8000
-CHART_KEYS = ("loss", "lr", "grad_norm", "tokens", "memory", "layers")
+CHART_KEYS = ("loss", "lr", "grad_norm", "tokens", "memory", "layers", "rewards", "accuracy")
 
 TEXT: dict[str, dict[str, str]] = {
     "runs.table": _("Runs", "运行列表"),
@@ -49,6 +49,9 @@ TEXT: dict[str, dict[str, str]] = {
     "runs.chart.memory": _("Memory (GiB)", "内存（GiB）"),
     "runs.chart.layers": _("Gradient norm per layer (attention / MLP)", "逐层梯度范数（注意力 / MLP）"),
     "runs.chart.empty": _("Waiting for the first logged step…", "等待第一个记录的步骤…"),
+    "runs.chart.rewards": _("Preference rewards: chosen, rejected, margin", "偏好奖励：chosen、rejected、差值"),
+    "runs.chart.accuracy": _("Preference accuracy (share of pairs ranked right)", "偏好准确率（排序正确的样本对比例）"),
+    "runs.chart.sft_only": _("Preference stages (dpo / orpo / simpo / kto) only", "仅偏好训练阶段（dpo / orpo / simpo / kto）"),
     "runs.compare": _("Compare runs", "对比运行"),
     "runs.compare.pick": _("Runs to compare (two or more)", "要对比的运行（两个或更多）"),
     "runs.compare.go": _("Compare", "对比"),
@@ -65,6 +68,7 @@ TEXT: dict[str, dict[str, str]] = {
     "runs.col.started": _("started", "开始时间"),
     "runs.col.duration": _("duration", "用时"),
     "runs.col.setting": _("setting", "设置"),
+    "runs.col.preference_accuracy": _("preference accuracy", "偏好准确率"),
     # Legend and axis words of the charts (ui/charts.py WORDS).
     "runs.word.step": _("step", "步数"),
     "runs.word.loss": _("loss", "损失"),
@@ -122,7 +126,17 @@ def figures(ctx: UIContext, lang: str | None, records: list[dict]) -> list:
         charts.line_figure(records, "tokens_per_second", title["tokens"], empty, words=words),
         charts.memory_figure(records, title["memory"], empty, words=words),
         charts.grad_heatmap(records, title["layers"], empty, words=words),
+        *_preference_figures(msg, records, title, empty, words),
     ]
+
+
+def _preference_figures(msg, records: list[dict], title: dict, empty: str, words: dict) -> list:
+    from ui import charts
+
+    if records and not any("rewards/margins" in r or "eval_rewards/margins" in r for r in records):
+        empty = msg("runs.chart.sft_only")
+    return [charts.preference_figure(records, charts.PREFERENCE_REWARDS, title["rewards"], empty, words=words),
+            charts.preference_figure(records, ("rewards/accuracies",), title["accuracy"], empty, words=words)]
 
 
 def tick(ctx: UIContext, lang: str | None, watch: run_view.Watch | None, run_id: str | None) -> list:
@@ -182,7 +196,7 @@ def build(ctx: UIContext) -> None:
     c["message"] = gr.Markdown(elem_id="runs-message")
     c["progress"] = gr.HTML(elem_id="runs-progress")
     plots = []
-    for row in (("loss", "lr"), ("grad_norm", "tokens"), ("memory", "layers")):
+    for row in (("loss", "lr"), ("grad_norm", "tokens"), ("memory", "layers"), ("rewards", "accuracy")):
         with gr.Row():
             plots += [gr.Plot(label=ctx.t(f"runs.chart.{k}"), elem_id=f"runs-chart-{k.replace('_', '-')}")
                       for k in row]

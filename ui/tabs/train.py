@@ -47,6 +47,7 @@ TEXT: dict[str, dict[str, str]] = {
     "train.hardware.auto": _("`auto` trains on {devices} in **{precision}**.", "`auto` 将在 {devices} 上以 **{precision}** 训练。"),
     "train.section.lora": _("LoRA", "LoRA"),
     "train.section.training": _("Training", "训练"),
+    "train.section.preference": _("Preference tuning (DPO / ORPO / SimPO / KTO)", "偏好训练（DPO / ORPO / SimPO / KTO）"),
     "train.section.advanced": _("Advanced", "高级"),
     "train.section.scale": _("Several GPUs and machines", "多 GPU 与多机"),
     "train.section.plan": _("Plan", "计划"),
@@ -62,6 +63,7 @@ TEXT: dict[str, dict[str, str]] = {
     "train.estimate.optimizer": _("Optimizer state", "优化器状态"),
     "train.estimate.activations": _("Activations", "激活值"),
     "train.estimate.runtime": _("Runtime overhead", "运行时开销"),
+    "train.estimate.reference": _("Reference model (preference stage)", "参考模型（偏好阶段）"),
     "train.estimate.total": _("Total", "合计"),
     "train.estimate.fits": _("✅ Fits on {device}: about {total:.2f} GiB of {memory:.1f} GiB.",
                              "✅ {device} 放得下：约 {total:.2f} GiB / {memory:.1f} GiB。"),
@@ -120,7 +122,7 @@ def detect_hardware(ctx: UIContext, lang: str) -> tuple[str, list[dict]]:
 
 
 def check_model(ctx: UIContext, lang: str, model: str) -> str:
-    return summary.model_text(_msg(ctx, lang), (model or "").strip(), ctx.workspace)
+    return summary.model_text(_msg(ctx, lang), (model or "").strip(), ctx.workspace, lang)
 
 
 def count_rows(ctx: UIContext, dataset: str, dataset_name: str | None = None) -> dict:
@@ -259,6 +261,7 @@ def build(ctx: UIContext) -> None:
             c["gpus"] = gr.CheckboxGroup([], label=t("train.gpus"), info=t("train.gpus.info"), visible=False,
                                          elem_id="train-gpus")
     for section, fields, is_open in (("lora", forms.LORA_FIELDS, True), ("training", forms.TRAIN_FIELDS, True),
+                                     ("preference", forms.PREFERENCE_FIELDS, defaults.stage != "sft"),
                                      ("advanced", forms.ADVANCED_FIELDS, False), ("scale", forms.SCALE_FIELDS, False)):
         with gr.Accordion(t(f"train.section.{section}"), open=is_open), gr.Row():
             inputs |= forms.build_inputs(ctx, fields, defaults)
@@ -276,7 +279,28 @@ def build(ctx: UIContext) -> None:
     c["yaml"] = gr.Code(language="yaml", label=t("train.yaml"), interactive=False, visible=False)
     c["devices"], c["rows"] = gr.State(None), gr.State(None)
     c["trust"], c["dataset_name"] = inputs["trust_remote_code"], inputs["dataset_name"]
+    c["stage"], c["last_stage"] = inputs["stage"], gr.State(defaults.stage)
     _wire(ctx, c, [inputs[name] for name in forms.NAMES])
+    _wire_stage(ctx, c, [inputs[name] for name in forms.NAMES])
+
+
+def _wire_stage(ctx: UIContext, c: dict, form: list) -> None:
+    """Stage changes move the stage defaults; "Train on these votes" (Chat) prefills the form."""
+    private = {"api_visibility": "private"}
+
+    def do_stage(previous, model, dataset, *values):
+        return [*forms.stage_form_values(list(values), previous, model, dataset), values[forms.NAMES.index("stage")]]
+
+    c["stage"].input(do_stage, [c["last_stage"], c["model"], c["dataset"], *form], [*form, c["last_stage"]], **private)
+    prefill = ctx.shared.get("train_prefill")
+    if prefill is not None:
+        def do_prefill(values):
+            if not values:
+                return [gr.update()] * (3 + len(form))
+            model, dataset, *rest = forms.prefill_values(values)
+            return [model, gr.update(value=dataset, choices=_dataset_choices(ctx)), *rest, values.get("stage", "sft")]
+
+        prefill.change(do_prefill, prefill, [c["model"], c["dataset"], *form, c["last_stage"]], **private)
 
 
 def _wire(ctx: UIContext, c: dict, form: list) -> None:

@@ -84,6 +84,7 @@ class Report:
     model: str | None = None
     language: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    preference: dict | None = None  # preference data: length bias (characters) and KTO label balance
 
     def check(self, check_id: str) -> CheckResult:
         for result in self.checks:
@@ -125,6 +126,7 @@ class Report:
             "summary": self.summary(),
             "checks": [c.to_dict(all_rows) for c in self.checks],
             "notes": self.notes,
+            **({"preference": self.preference} if self.preference is not None else {}),
         }
 
     def to_text(self) -> str:

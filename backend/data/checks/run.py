@@ -222,7 +222,7 @@ def check_file(
 ) -> Report:
     """Stream the file once through every check. Raises DataError when it cannot be read."""
     source = open_source(path, mapping, dataset)
-    checker = Checker(tokenizer, cutoff_len)
+    checker = _checker_for(source.shape.name, tokenizer, cutoff_len)
     _feed(checker, iter_rows(source), progress)
     if not checker.usable:
         raise no_usable_rows(source, checker.first_rejected, checker.rows_seen)
@@ -236,11 +236,20 @@ def check_file(
 def check_rows(rows: list[dict], *, tokenizer=None, model: str | None = None, cutoff_len: int = 1024,
                label: str = "(rows)") -> Report:
     """The same checks on canonical rows already in memory (e.g. after fixes)."""
-    checker = Checker(tokenizer, cutoff_len)
+    from backend.data.pairwise import is_preference_row
+
+    checker = _checker_for("pairwise" if rows and is_preference_row(rows[0]) else "canonical", tokenizer, cutoff_len)
     _feed(checker, (SourceRow(i, None, row) for i, row in enumerate(rows)), None)
     report = _report(checker, label, "canonical", "rows", None, model)
     report.detected = f"{len(rows)} canonical rows"
     return report
+
+
+def _checker_for(shape: str, tokenizer, cutoff_len: int):
+    from backend.data.checks.pairs import PairChecker
+    from backend.data.pairwise import is_preference
+
+    return PairChecker(tokenizer, cutoff_len) if is_preference(shape) else Checker(tokenizer, cutoff_len)
 
 
 def _feed(checker: Checker, items: Iterable[SourceRow], progress) -> None:
@@ -264,6 +273,13 @@ def _report(checker: Checker, label, shape, kind, encoding, model) -> Report:
         model=model,
         language=language,
     )
+    if hasattr(checker, "summary"):  # preference rows: the length-bias numbers
+        from backend.data.checks.pairs import bias_line
+
+        report.preference = checker.summary()
+        line = bias_line(report.preference)
+        if line:
+            report.notes.append(line)
     if checker.tokenizer is not None:
         report.token_lengths = token_stats(checker.token_lengths, checker.cutoff_len)
     else:

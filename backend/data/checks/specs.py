@@ -35,7 +35,23 @@ SPECS = [
               "Nothing to do"),
 ]
 
-BY_ID = {spec.id: spec for spec in SPECS}
+# Preference data (backend/data/checks/pairs.py): its own list, in the same report.
+PAIR_SPECS = [
+    CheckSpec("schema", "error", "Rows that cannot be used (unreadable, missing field, wrong type)",
+              "Fix these rows in the file; until then they are left out of training"),
+    CheckSpec("empty_answer", "error", "Empty chosen, rejected or completion answer",
+              "Drop them: fix --drop-empty"),
+    CheckSpec("same_answer", "error", "chosen is the same as rejected: the pair teaches nothing",
+              "Drop them: fix --drop-identical-pairs"),
+    CheckSpec("contradicting_pair", "warning", "Same prompt and answers, opposite preferences (A over B and B over A)",
+              "Drop the contradicting rows (fix --conflicts drop) or keep the first (--conflicts keep-first)"),
+    CheckSpec("over_cutoff", "warning", "Prompt + the longer answer over cutoff_len tokens (cut in training)",
+              "Raise cutoff_len, or shorten the prompts"),
+    CheckSpec("length_bias", "info", "Pairs whose chosen answer is longer than the rejected one",
+              "Far above half: the model may learn that longer is better; balance the set"),
+]
+
+BY_ID = {spec.id: spec for spec in SPECS + PAIR_SPECS}
 TOKEN_CHECKS = ("over_cutoff", "response_cut")
 MIN_RESPONSE_CHARS = 3
 OUTLIER_IQR = 3.0
@@ -51,4 +67,8 @@ FIX_FOR_CHECK = {
     "conflicting_answers": "conflicts",
     "html": "strip_html",
     "control_chars": "remove_control_chars",
+    # preference data (backend/data/checks/pairs.py)
+    "empty_answer": "drop_empty",
+    "same_answer": "drop_identical_pairs",
+    "contradicting_pair": "conflicts",
 }

@@ -1,0 +1,105 @@
+"""The Chat tab's blind votes as a preference dataset.
+
+Each vote with two or more answers gives pairs: the prompt (the conversation
+before the answers), the preferred answer as `chosen`, each other answer as
+`rejected`. Ties, votes on a single column, and votes recorded before answers
+were kept are skipped and counted. The dataset is a workspace dataset
+(datasets/<name>/) whose meta.json names its provenance: the run, the
+checkpoints voted on, the date and the counts.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+
+from backend.chat.preferences import TIE, read_preferences
+from backend.run_files import CONFIG_FILE
+
+
+class VoteDataError(ValueError):
+    """Nothing to save, or a bad name; the message is meant for the user."""
+
+
+def votes_to_pairs(run_dir: Path) -> tuple[list[dict], dict]:
+    """(canonical pairwise rows, counts {votes, pairs, skipped_ties, skipped_single, skipped_no_answers})."""
+    votes = read_preferences(run_dir)["votes"]
+    rows, counts, voted_on, wins = [], Counter(votes=len(votes)), Counter(), Counter()
+    for vote in votes:
+        candidates, winner, answers = vote.get("candidates", []), vote.get("winner"), vote.get("answers")
+        if len(candidates) < 2:
+            counts["skipped_single"] += 1
+        elif winner == TIE:
+            counts["skipped_ties"] += 1
+        elif not isinstance(answers, dict) or winner not in answers:
+            counts["skipped_no_answers"] += 1
+        else:
+            prompt = vote.get("context") or [{"role": "user", "content": vote.get("prompt", "")}]
+            losers = [k for k in candidates if k != winner and (answers.get(k) or "").strip()
+                      and answers[k] != answers[winner]]
+            for loser in losers:
+                rows.append({"prompt": prompt, "chosen": [{"role": "assistant", "content": answers[winner]}],
+                             "rejected": [{"role": "assistant", "content": answers[loser]}]})
+            if losers:
+                voted_on.update([winner, *losers])
+                wins[winner] += 1
+            # Losers with an empty answer, or the winner's own text, make no pair.
+            counts["skipped_answers"] += len(candidates) - 1 - len(losers)
+    counts["pairs"] = len(rows)
+    return rows, {**dict(counts), "checkpoints": sorted(voted_on), "wins": dict(wins)}
+
+
+def voted_checkpoint(run_dir: Path) -> str | None:
+    """The run's own checkpoint that won most of the votes that made pairs (the one to continue from)."""
+    wins = Counter({k: n for k, n in votes_to_pairs(run_dir)[1]["wins"].items() if k != "base" and "/" not in k})
+    return wins.most_common(1)[0][0] if wins else None
+
+
+def save_votes_dataset(run_dir: Path, datasets_dir: Path, name: str, overwrite: bool = False) -> tuple[Path, dict]:
+    """Write the votes of `run_dir` as workspace dataset `name`; returns (folder, provenance)."""
+    from backend.data.store import save_dataset, validate_name
+
+    try:
+        validate_name(name)
+    except ValueError as error:
+        raise VoteDataError(str(error)) from None
+    run_dir = Path(run_dir)
+    rows, counts = votes_to_pairs(run_dir)
+    if not rows:
+        raise VoteDataError(f"Run {run_dir.name} has no votes that make a pair yet ({_skips(counts)}); "
+                            f"compare two or more checkpoints in blind mode and vote first.")
+    provenance = {"path": f"votes of run {run_dir.name}", "sha256": None, "format": "pairwise",
+                  "generator": "chat votes", "run": run_dir.name, "checkpoints": counts["checkpoints"],
+                  "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+                  **{k: v for k, v in counts.items() if k not in ("checkpoints", "wins")}}
+    try:
+        folder = save_dataset(datasets_dir, name, rows, source=provenance, fixes=[], rows_before=counts["votes"],
+                              overwrite=overwrite)
+    except FileExistsError as error:
+        raise VoteDataError(str(error)) from None
+    return folder, provenance
+
+
+def _skips(counts: dict) -> str:
+    return (f"{counts.get('votes', 0)} votes, {counts.get('skipped_ties', 0)} ties, "
+            f"{counts.get('skipped_single', 0)} single-column, {counts.get('skipped_no_answers', 0)} without answers")
+
+
+def preference_run_values(run_dir: Path, dataset: str) -> dict:
+    """RunConfig values for "Train on these votes": a dpo run over the same base, continuing the voted checkpoint."""
+    from backend.config import RunConfig, stage_switch
+    from backend.eval_results import checkpoint_folder
+
+    config = RunConfig.load(Path(run_dir) / CONFIG_FILE)
+    values = stage_switch(config.to_dict(), "dpo")
+    checkpoint = voted_checkpoint(run_dir) or "final"
+    folder = checkpoint_folder(Path(run_dir), checkpoint)
+    values.update(dataset=dataset, run_name=f"dpo-votes-{Path(run_dir).name}", val_size=0.0,
+                  early_stopping_patience=None, eval_steps=None,
+                  init_adapter=str(folder) if config.method != "full" and (folder / "adapter_config.json").is_file()
+                  else None)
+    if config.method == "full" and folder.is_dir():
+        values["model_name_or_path"] = str(folder)
+    return json.loads(json.dumps(values))

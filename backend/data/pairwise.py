@@ -1,0 +1,206 @@
+"""Preference data: the pairwise and KTO shapes people have -> canonical rows.
+
+Canonical pairwise row (what DPO / ORPO / SimPO train on):
+    {"prompt": [messages ending with a user turn], "chosen": [assistant turn], "rejected": [assistant turn]}
+Canonical KTO row (unpaired, labelled):
+    {"prompt": [messages], "completion": [assistant turn], "label": true | false}
+
+Shapes detected (see `detect_pair_shape`):
+  * pairwise-alpaca: LLaMA-Factory's `instruction`, `input`, `chosen`, `rejected` (+ `system`, `history`);
+  * pairwise-sharegpt: `conversations` (or `messages`) + `chosen` / `rejected` turns
+    (LLaMA-Factory's sharegpt with `ranking: true`);
+  * pairwise: TRL's `prompt`, `chosen`, `rejected`, each text or a list of messages;
+  * pairwise-transcript: only `chosen` / `rejected`, two whole conversations that share
+    their prefix (HH-RLHF's "\\n\\nHuman: ... \\n\\nAssistant: ..." text, or message lists);
+  * kto: `prompt`, `completion`, `label`.
+An empty chosen / rejected answer converts (the `empty_answer` check reports it);
+a missing column, null, or a value of the wrong type is a row problem.
+"""
+
+from __future__ import annotations
+
+import re
+
+from backend.data.shapes import (
+    OPENAI_TAGS,
+    SHAREGPT_TAGS,
+    RowProblems,
+    Shape,
+    _history,
+    _system,
+    _text,
+    _turn,
+)
+
+PAIR_SHAPES = ("pairwise-alpaca", "pairwise-sharegpt", "pairwise", "pairwise-transcript")
+PREFERENCE_SHAPES = (*PAIR_SHAPES, "kto")
+PAIR_KEYS = ("prompt", "instruction", "input", "system", "history", "messages", "chosen", "rejected",
+             "completion", "label")
+TRANSCRIPT_TURN = re.compile(r"(?:^|\n\n)(Human|Assistant): ")
+
+
+def is_preference(shape_name: str) -> bool:
+    return shape_name in PREFERENCE_SHAPES
+
+
+def is_preference_row(row: dict) -> bool:
+    return "chosen" in row or "completion" in row
+
+
+def detect_pair_shape(first: dict, mapping: dict[str, str] | None = None) -> Shape | None:
+    """The preference shape of a first record (None when it is instruction data)."""
+    columns = {k: k for k in first}
+    if mapping:
+        columns.update({k: v for k, v in mapping.items() if k in PAIR_KEYS})
+        present = {k for k, v in columns.items() if v in first}
+    else:
+        present = set(first)
+    pick = {k: columns[k] for k in PAIR_KEYS if k in present}
+    if "chosen" in present and "rejected" in present:
+        for conv in ("conversations", "messages"):
+            if conv in first and conv not in pick.values():
+                pick["messages"] = conv
+        if "messages" in pick:
+            sample = first.get(pick["messages"])
+            turn = next((t for t in sample if isinstance(t, dict)), {}) if isinstance(sample, list) else {}
+            tags = OPENAI_TAGS if "role" in turn or "from" not in turn else SHAREGPT_TAGS
+            return Shape("pairwise-sharegpt", _only(pick, "messages", "chosen", "rejected", "system"), dict(tags))
+        if "instruction" in pick:
+            return Shape("pairwise-alpaca", _only(pick, "instruction", "input", "chosen", "rejected", "system",
+                                                  "history"))
+        if "prompt" in pick:
+            return Shape("pairwise", _only(pick, "prompt", "chosen", "rejected", "system"), dict(OPENAI_TAGS))
+        return Shape("pairwise-transcript", _only(pick, "chosen", "rejected"), dict(OPENAI_TAGS))
+    if "completion" in present and "label" in present and "prompt" in present:
+        return Shape("kto", _only(pick, "prompt", "completion", "label", "system"), dict(OPENAI_TAGS))
+    return None
+
+
+def _only(pick: dict, *keys: str) -> dict:
+    return {k: pick[k] for k in keys if k in pick}
+
+
+def required_columns(shape: Shape) -> list[str]:
+    if shape.name == "kto":
+        return [shape.columns["prompt"], shape.columns["completion"], shape.columns["label"]]
+    return [shape.columns["chosen"], shape.columns["rejected"]]
+
+
+def convert_pair(raw: dict, shape: Shape) -> tuple[dict | None, RowProblems]:
+    """One raw preference record -> (canonical row or None, problems)."""
+    problems = RowProblems()
+    cols = shape.columns
+    for column in required_columns(shape):
+        if column not in raw or raw[column] is None:
+            problems.add(column, "is missing" if column not in raw else "is empty (null): give it text or remove the row")
+    if problems:
+        return None, problems
+    if shape.name == "pairwise-transcript":
+        row = _transcripts(raw[cols["chosen"]], raw[cols["rejected"]], cols, shape.tags, problems)
+        return (None if problems else row), problems
+    prompt = _prompt(raw, shape, problems)
+    if shape.name == "kto":
+        completion = _answer(raw[cols["completion"]], cols["completion"], shape, problems)
+        label = _label(raw[cols["label"]], cols["label"], problems)
+        row = {"prompt": prompt, "completion": completion, "label": label}
+    else:
+        row = {"prompt": prompt, "chosen": _answer(raw[cols["chosen"]], cols["chosen"], shape, problems),
+               "rejected": _answer(raw[cols["rejected"]], cols["rejected"], shape, problems)}
+    if not problems and not any(m["role"] == "user" for m in prompt):
+        problems.add(cols.get("prompt", cols.get("instruction", cols.get("messages", "prompt"))),
+                     "has no user turn: the answers respond to nothing")
+    return (None if problems else row), problems
+
+
+def _prompt(raw: dict, shape: Shape, problems: RowProblems) -> list[dict]:
+    cols = shape.columns
+    messages = _system(raw, cols, problems)
+    if shape.name == "pairwise-alpaca":
+        messages += _history(raw.get(cols.get("history", "history")), problems)
+        instruction = _text(raw.get(cols["instruction"]), cols["instruction"], problems)
+        query = _text(raw.get(cols.get("input", "input")), cols.get("input", "input"), problems, optional=True)
+        if instruction is not None:
+            messages.append({"role": "user", "content": f"{instruction}\n{query}" if query else instruction})
+        return messages
+    column = cols["messages"] if shape.name == "pairwise-sharegpt" else cols["prompt"]
+    value = raw.get(column)
+    if isinstance(value, str) and shape.name != "pairwise-sharegpt":
+        return [*messages, {"role": "user", "content": value}]
+    return messages + _messages(value, column, shape.tags, problems)
+
+
+def _messages(value, column: str, tags: dict, problems: RowProblems) -> list[dict]:
+    if not isinstance(value, list) or not value:
+        problems.add(column, "is missing" if value is None else "must be text or a non-empty list of messages")
+        return []
+    out = []
+    for i, turn in enumerate(value):
+        if not isinstance(turn, dict):
+            problems.add(f"{column}[{i}]", "must be a message object with a role and a content")
+            continue
+        message = _turn(turn, f"{column}[{i}]", _tags_for(turn, tags), problems)
+        if message is not None:
+            out.append(message)
+    return out
+
+
+def _tags_for(turn: dict, tags: dict) -> dict:
+    """A message's own keys decide: {role, content} or sharegpt's {from, value}."""
+    return dict(SHAREGPT_TAGS) if "from" in turn and "role" not in turn else dict(tags)
+
+
+def _answer(value, column: str, shape: Shape, problems: RowProblems) -> list[dict]:
+    """An answer as [assistant message]: text (every shape), one message object
+    (LLaMA-Factory sharegpt) or a message list (TRL conversational)."""
+    if isinstance(value, str):
+        text = _text(value, column, problems)
+        return [{"role": "assistant", "content": text or ""}]
+    if shape.name == "pairwise-alpaca":
+        _text(value, column, problems)  # the alpaca shape holds text: name the wrong type
+        return []
+    turns = [value] if isinstance(value, dict) else value
+    messages = _messages(turns, column, shape.tags, problems)
+    if messages and any(m["role"] != "assistant" for m in messages):
+        problems.add(column, "must hold assistant turns only (the prompt goes in its own column)")
+    return messages
+
+
+def _label(value, column: str, problems: RowProblems) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
+        return value.strip().lower() in ("true", "1")
+    problems.add(column, f"is {value!r}: a KTO label is true (desirable) or false (undesirable)")
+    return None
+
+
+def _transcripts(chosen, rejected, cols: dict, tags: dict, problems: RowProblems) -> dict | None:
+    """Two whole conversations -> the shared prefix as prompt, the differing last assistant turns."""
+    a = _conversation(chosen, cols["chosen"], tags, problems)
+    b = _conversation(rejected, cols["rejected"], tags, problems)
+    if problems:
+        return None
+    if not a or not b or a[-1]["role"] != "assistant" or b[-1]["role"] != "assistant":
+        problems.add(cols["chosen"], "both conversations must end with an assistant answer")
+        return None
+    if a[:-1] != b[:-1]:
+        problems.add(cols["rejected"], "does not share the chosen conversation's prompt (every turn before "
+                                       "the last answer must be the same)")
+        return None
+    return {"prompt": a[:-1], "chosen": a[-1:], "rejected": b[-1:]}
+
+
+def _conversation(value, column: str, tags: dict, problems: RowProblems) -> list[dict]:
+    if isinstance(value, list):
+        return _messages(value, column, tags, problems)
+    if not isinstance(value, str):
+        _text(value, column, problems)
+        return []
+    parts = TRANSCRIPT_TURN.split(value)
+    if len(parts) < 3:
+        problems.add(column, 'is text without "\\n\\nHuman: " / "\\n\\nAssistant: " turns')
+        return []
+    roles = {"Human": "user", "Assistant": "assistant"}
+    return [{"role": roles[who], "content": text.strip()} for who, text in zip(parts[1::2], parts[2::2])]

@@ -1,0 +1,174 @@
+"""Preference stages (dpo / orpo / simpo / kto) with TRL's trainers.
+
+TRL's trainers are `transformers.Trainer` subclasses, so the worker keeps its
+lifecycle: the same TrainingArguments values (run folder, checkpoints, eval,
+DDP, precision) go into TRL's config class, the same callbacks (markers, stop,
+metrics) are attached, and resume is the Trainer's own.
+
+The reference model (dpo, kto):
+* a new LoRA / QLoRA adapter: the base with the adapter disabled; no copy;
+* `init_adapter` (an SFT run's adapter, continued): TRL keeps a frozen copy of
+  that adapter named "ref" (adapter weights only, not the model), so the
+  reference is the SFT model the run starts from;
+* full fine-tuning: TRL loads a second, frozen copy of the model.
+orpo and simpo need no reference.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from backend.config import ConfigError, RunConfig
+from backend.training.dataset import RowCounts, load_rows, resolve_dataset, split_rows
+from backend.workspace import Workspace
+
+log = logging.getLogger("backend.train")
+REFERENCE_ADAPTER = "ref"
+
+
+def check_shape(shape: str, stage: str, source: str) -> None:
+    """Refuses data of the wrong kind for the stage (kto also takes pairs) before anything loads."""
+    from backend.data.pairwise import is_preference
+
+    if not is_preference(shape):
+        raise ConfigError(f"stage {stage} needs preference data, but {source} holds instruction rows ({shape}); "
+                          f"give pairs (prompt, chosen, rejected) or use stage sft.")
+    if stage != "kto" and shape == "kto":
+        raise ConfigError(f"stage {stage} trains on chosen-rejected pairs, but {source} holds KTO rows "
+                          f"(prompt, completion, label); use stage kto.")
+
+
+def preference_rows(rows: list[dict], stage: str, source: str) -> list[dict]:
+    """Canonical preference rows in the form the stage's TRL trainer reads.
+    kto takes pairs too (chosen -> label true, rejected -> false, as TRL does)."""
+    pairs = [r for r in rows if "chosen" in r]
+    labelled = [r for r in rows if "completion" in r]
+    if not pairs and not labelled:
+        raise ConfigError(f"stage {stage} needs preference data, but {source} holds instruction rows; "
+                          f"give pairs (prompt, chosen, rejected) or use stage sft.")
+    if stage != "kto":
+        if labelled:
+            raise ConfigError(f"stage {stage} trains on chosen-rejected pairs, but {source} holds KTO rows "
+                              f"(prompt, completion, label); use stage kto.")
+        return [{"prompt": r["prompt"], "chosen": r["chosen"], "rejected": r["rejected"]} for r in pairs]
+    out = [{"prompt": r["prompt"], "completion": r["completion"], "label": bool(r["label"])} for r in labelled]
+    for r in pairs:
+        out += [{"prompt": r["prompt"], "completion": r["chosen"], "label": True},
+                {"prompt": r["prompt"], "completion": r["rejected"], "label": False}]
+    return out
+
+
+def usable(tokenizer, rows: list[dict], config: RunConfig, counts: RowCounts) -> list[dict]:
+    """Drops rows whose prompt alone fills cutoff_len (the answers would be cut
+    away entirely) and rows with an empty answer; counts truncated ones."""
+    kept = []
+    for row in rows:
+        counts.total += 1
+        answers = [row["chosen"], row["rejected"]] if "chosen" in row else [row["completion"]]
+        if any(not "".join(m["content"] for m in a).strip() for a in answers):
+            counts.drop("empty chosen / rejected answer")
+            continue
+        prompt = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=True,
+                                               return_dict=False)
+        if len(prompt) >= config.cutoff_len:
+            counts.drop("answer cut away by cutoff_len")
+            continue
+        longest = max(len(tokenizer.apply_chat_template(row["prompt"] + a, tokenize=True, return_dict=False))
+                      for a in answers)
+        counts.truncated += longest > config.cutoff_len
+        kept.append(row)
+    return kept
+
+
+def build_preference_datasets(tokenizer, config: RunConfig, workspace: Workspace):
+    """(train Dataset, eval Dataset or None, RowCounts) in TRL's conversational form."""
+    from datasets import Dataset
+
+    counts = RowCounts()
+    source = resolve_dataset(config.dataset, workspace)
+    rows, eval_rows = load_rows(source, counts, config.dataset_name)
+    if eval_rows is None and config.val_size > 0:
+        rows, eval_rows = split_rows(rows, config.val_size, config.seed)
+    if config.val_size == 0:
+        eval_rows = None
+    train = usable(tokenizer, preference_rows(rows, config.stage, config.dataset), config, counts)
+    evaluation = usable(tokenizer, preference_rows(eval_rows, config.stage, config.dataset), config, counts) \
+        if eval_rows else []
+    counts.train, counts.eval = len(train), len(evaluation)
+    if not train:
+        raise ValueError(f"No training pairs left out of {counts.total} ({counts.reasons}); raise cutoff_len.")
+    return Dataset.from_list(train), (Dataset.from_list(evaluation) if evaluation else None), counts
+
+
+def init_adapter_dir(config: RunConfig, workspace: Workspace) -> Path | None:
+    """`init_adapter` as a folder holding adapter_config.json (a run folder means its final/)."""
+    if not config.init_adapter:
+        return None
+    path = Path(config.init_adapter).expanduser()
+    if not path.is_absolute() and not path.exists():
+        path = workspace.runs_dir / config.init_adapter
+    if (path / "final" / "adapter_config.json").is_file():
+        path = path / "final"
+    if not (path / "adapter_config.json").is_file():
+        raise ConfigError(f"init_adapter {config.init_adapter!r} is not an adapter folder (no adapter_config.json "
+                          f"in {path}); give an SFT run's final/ or checkpoint-N of a LoRA run.")
+    return path
+
+
+def continue_adapter(model, adapter: Path):
+    """The SFT adapter loaded as the trainable "default" adapter (DESIGN section 8)."""
+    from peft import PeftModel
+
+    return PeftModel.from_pretrained(model, str(adapter), is_trainable=True)
+
+
+def preference_trainer(config: RunConfig, model, arguments: dict, train_data, eval_data, tokenizer, callbacks,
+                       continued: bool):
+    """The stage's TRL trainer over our model (already wrapped with its adapter)."""
+    import datasets
+
+    datasets.disable_progress_bars()  # TRL's tokenising bars would fill train.log
+    config_class, trainer_class, extra = _stage(config)
+    arguments = dict(arguments)
+    # TRL's rows carry no "length" column, and KTO pairs each row with its batch neighbours.
+    arguments.update(train_sampling_strategy="sequential" if config.stage == "kto" else "random",
+                     remove_unused_columns=True, max_length=config.cutoff_len,
+                     gradient_checkpointing=config.gradient_checkpointing)
+    arguments.pop("length_column_name", None)
+    args = config_class(**arguments, **extra)
+    trainer = trainer_class(model=model, args=args, train_dataset=train_data, eval_dataset=eval_data,
+                            processing_class=tokenizer, callbacks=callbacks)
+    peft_model = trainer.model
+    if not continued and REFERENCE_ADAPTER in getattr(peft_model, "peft_config", {}):
+        # A new adapter starts as the identity: its copy would equal the base, so the
+        # reference pass runs with the adapter disabled instead (no copy kept or saved).
+        peft_model.delete_adapter(REFERENCE_ADAPTER)
+        peft_model.set_adapter("default")
+    if continued and REFERENCE_ADAPTER in getattr(peft_model, "peft_config", {}):
+        peft_model.set_adapter("default")
+    return trainer
+
+
+def _stage(config: RunConfig):
+    if config.stage == "dpo":
+        from trl import DPOConfig, DPOTrainer
+
+        return DPOConfig, DPOTrainer, dict(beta=config.beta, loss_type=[config.loss_type or "sigmoid"],
+                                           label_smoothing=config.label_smoothing,
+                                           precompute_ref_log_probs=config.precompute_ref_log_probs)
+    if config.stage == "kto":
+        from trl import KTOConfig, KTOTrainer
+
+        return KTOConfig, KTOTrainer, dict(beta=config.beta, loss_type=config.loss_type or "kto",
+                                           desirable_weight=config.desirable_weight,
+                                           undesirable_weight=config.undesirable_weight)
+    if config.stage == "orpo":
+        from trl.experimental.orpo import ORPOConfig, ORPOTrainer
+
+        return ORPOConfig, ORPOTrainer, dict(beta=config.beta)
+    from trl.experimental.cpo import CPOConfig, CPOTrainer
+
+    # SimPO = CPO's "simpo" loss without its behaviour-cloning term (cpo_alpha 0).
+    return CPOConfig, CPOTrainer, dict(loss_type="simpo", cpo_alpha=0.0, beta=config.beta,
+                                       simpo_gamma=config.simpo_gamma, label_smoothing=config.label_smoothing)

@@ -1,0 +1,79 @@
+"""Votes -> dataset -> DPO run in a real browser: a blind vote between two
+checkpoints in the Chat tab, "Train on these votes" saves the pairs as a
+workspace dataset and opens the Train tab with a dpo run prefilled on the voted
+checkpoint, and Start trains it to completion with the real worker."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from backend.run_files import read_status
+from tests.browser.harness import screenshot
+from tests.polling import wait_for
+from tests.test_chat_support import make_lora_run
+
+RUN = "run-votes"
+
+
+@pytest.fixture
+def voted_run(workspace, demo_model_dir):
+    run_dir = workspace.runs_dir / RUN
+    make_lora_run(run_dir, demo_model_dir, steps=(10, 20), incomplete_step=None)
+    return run_dir
+
+
+def _pick(page, text: str) -> None:
+    page.locator("#chat-checkpoints input").click()
+    page.locator('[data-testid="dropdown-option"]', has_text=text).first.click(timeout=90_000)
+
+
+@pytest.mark.browser
+def test_votes_become_a_dataset_and_a_dpo_run(voted_run, workspace, app, page):
+    page.goto(app.url)
+    page.wait_for_selector("#shell-tabs", timeout=60_000)
+    page.get_by_role("tab", name="Chat").click()
+    page.locator("#chat-refresh").click()
+    page.locator("#chat-runs input").click()
+    page.locator('[data-testid="dropdown-option"]', has_text=RUN).first.click(timeout=90_000)
+    page.locator("#chat-runs input").press("Escape")
+    for text in ("checkpoint-10", "checkpoint-20"):
+        _pick(page, text)
+    page.locator("#chat-checkpoints input").press("Escape")
+    page.locator("#chat-settings").get_by_text("Generation settings").click()
+    page.locator("#chat-max-new input[type=number]").fill("12")
+    page.locator("#chat-max-new input[type=number]").press("Enter")
+    page.locator("#chat-blind input").check()
+    page.locator("#chat-prompt textarea").fill("What is the capital of France?")
+    page.locator("#chat-send").click()
+    page.locator("#chat-status").get_by_text("Done.").wait_for(timeout=120_000)
+    page.locator('#chat-vote input[value="A"]').check()
+    page.locator("#chat-vote-button").click()
+    page.locator("#chat-status").get_by_text("Vote recorded").wait_for(timeout=60_000)
+
+    page.locator("#chat-votes").get_by_text("Votes as training data").click()
+    page.locator("#chat-votes-name textarea, #chat-votes-name input").first.fill("my-votes")
+    page.locator("#chat-votes-train").click()
+    # The Train tab opens with the dpo run prefilled.
+    page.locator("#train-dataset input").first.wait_for(timeout=60_000)
+    wait_for(lambda: page.locator("#train-dataset input").first.input_value() == "my-votes", "the prefilled dataset",
+             limit_s=60)
+    assert page.locator('#train-stage input[value="dpo"]').is_checked()
+    meta = json.loads((workspace.datasets_dir / "my-votes" / "meta.json").read_text())
+    assert meta["source"]["run"] == RUN and meta["source"]["pairs"] == 1 and meta["rows_after"] == 1
+    row = json.loads((workspace.datasets_dir / "my-votes" / "data.jsonl").read_text().splitlines()[0])
+    assert row["prompt"][-1]["content"] == "What is the capital of France?" and row["chosen"] != row["rejected"]
+    screenshot(page, "pref-votes-train")
+
+    page.locator("#train-start").click()
+    page.locator("#train-message").get_by_text("Started").wait_for(timeout=60_000)
+    runs = wait_for(lambda: [p for p in workspace.runs_dir.iterdir() if p.name != RUN and p.is_dir()], "the new run")
+    run_dir = runs[0]
+    state = wait_for(lambda: read_status(run_dir).get("state") in ("completed", "failed") and read_status(run_dir),
+                     "the dpo run to end", limit_s=600)
+    assert state["state"] == "completed", (run_dir / "train.log").read_text()[-3000:]
+    config = (run_dir / "config.yaml").read_text()
+    assert "stage: dpo" in config and "dataset: my-votes" in config
+    assert f"init_adapter: {voted_run / 'checkpoint-'}" in config  # continues the checkpoint voted on
+    assert (run_dir / "final" / "COMPLETE").is_file()

@@ -1,0 +1,160 @@
+"""Preference stages end to end: real TRL trainers (DPO, ORPO, SimPO, KTO) on
+the demo model through the worker's command line (`python -m backend.train`),
+LoRA continuing the demo SFT adapter, QLoRA 4-bit, stop then resume, the run
+folder contract, preference metrics in the Evaluate path, and refusals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from backend.run_files import list_checkpoints, read_status
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+# Four pairs and a batch of four: every step sees the same batch, so "the loss
+# falls" and "the margin grows" are about learning, not about which pairs a step drew.
+QUICK = ["cutoff_len=48", "per_device_train_batch_size=4", "per_device_eval_batch_size=4", "logging_steps=1",
+         "learning_rate=1e-3", "warmup_ratio=0", "lora_dropout=0"]
+
+
+def pairs(count: int) -> list[dict]:
+    from backend.demo_pairs import build_demo_pairs
+
+    return build_demo_pairs()[:count]
+
+
+@pytest.fixture
+def four_pairs(workspace) -> Path:
+    path = workspace.root / "pairs.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in pairs(4)), encoding="utf-8")
+    return path
+
+
+def worker(workspace, env, *sets: str, run_dir: Path | None = None, args=(), wait=True):
+    """`python -m backend.train --set ...` without --config: the defaults are the base (CLI parity)."""
+    command = [sys.executable, "-m", "backend.train", "--workspace", str(workspace.root)]
+    command += list(args) or ["--run-dir", str(run_dir)]
+    for item in sets:
+        command += ["--set", item]
+    if not wait:
+        with open(Path(run_dir).parent / f"{Path(run_dir).name}.out", "w") as log:
+            return subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+
+
+def records(run_dir: Path, kind: str) -> list[dict]:
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if r["kind"] == kind]
+
+
+def assert_contract(result, run_dir: Path, stage: str) -> dict:
+    """Completed, with every file of the run folder contract and the preference numbers."""
+    status = read_status(run_dir)
+    assert result.returncode == 0 and status["state"] == "completed", f"{status.get('error')}\n{result.stderr[-3000:]}"
+    for name in ("config.yaml", "status.json", "metrics.jsonl", "train.log", "summary.json"):
+        assert (run_dir / name).is_file(), name
+    assert (run_dir / "final" / "COMPLETE").is_file() and (run_dir / "final" / "adapter_model.safetensors").is_file()
+    assert all((c / "COMPLETE").is_file() for c in list_checkpoints(run_dir)) and list_checkpoints(run_dir)
+    assert f"stage: {stage}" in (run_dir / "config.yaml").read_text()
+    assert [r["event"] for r in records(run_dir, "system")][-1] == "end"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["state"] == "completed" and "final_train_reward_margin" in summary
+    return summary
+
+
+def assert_learns(run_dir: Path) -> None:
+    train = records(run_dir, "train")
+    losses, margins = [r["loss"] for r in train], [r["rewards/margins"] for r in train]
+    assert losses[-1] < losses[0], losses
+    assert margins[-1] > margins[0], margins  # chosen minus rejected reward on the training pairs
+    assert {"rewards/chosen", "rewards/rejected", "logps/chosen", "logps/rejected"} <= set(train[-1])
+
+
+def test_dpo_continues_the_sft_adapter_with_eval_metrics_and_preference_scores(workspace, subprocess_env,
+                                                                               trained_demo_run):
+    from backend.data.store import save_dataset
+    from backend.evaluate import evaluate_run
+
+    save_dataset(workspace.datasets_dir, "pairs6", pairs(6), source={"path": "test", "sha256": None}, fixes=[],
+                 rows_before=6, eval_ratio=0.34, seed=1)
+    run = workspace.runs_dir / "dpo-sft"
+    result = worker(workspace, subprocess_env, "stage=dpo", "dataset=pairs6", *QUICK, "max_steps=6", "save_steps=3",
+                    f"init_adapter={trained_demo_run / 'final'}", run_dir=run)
+    summary = assert_contract(result, run, "dpo")
+    assert_learns(run)
+    evals = records(run, "eval")
+    assert len(evals) == 2 and {"eval_rewards/accuracies", "eval_rewards/margins"} <= set(evals[-1])
+    assert summary["final_eval_preference_accuracy"] == round(evals[-1]["eval_rewards/accuracies"], 4)
+    assert "reference: the adapter" in (run / "train.log").read_text()
+    # Continued, not new: the first step's policy equals its reference (the SFT adapter), so the
+    # loss is exactly log 2, and the SFT adapter's shape is kept.
+    assert records(run, "train")[0]["loss"] == pytest.approx(0.693147, abs=1e-4)
+    sft = json.loads((trained_demo_run / "final" / "adapter_config.json").read_text())
+    assert json.loads((run / "final" / "adapter_config.json").read_text())["r"] == sft["r"]
+    # The Evaluate path: preference accuracy and mean margin per checkpoint on the held-out pairs.
+    scores = evaluate_run(run, ["base", "final"])["results"]
+    assert scores["final"]["num_pairs"] == 2 and scores["final"]["mean_margin"] > 0
+    assert 0 <= scores["base"]["preference_accuracy"] <= 1
+    assert json.loads((run / "eval" / "final" / "metrics.json").read_text())["preference_accuracy"] is not None
+
+
+@pytest.mark.parametrize("stage,method", [("dpo", "qlora"), ("orpo", "lora"), ("simpo", "lora"), ("kto", "lora")])
+def test_stage_trains_on_pairs(workspace, subprocess_env, four_pairs, stage, method):
+    run = workspace.runs_dir / f"{stage}-{method}"
+    extra = ["quantization_bits=4"] if method == "qlora" else []
+    result = worker(workspace, subprocess_env, f"stage={stage}", f"method={method}", *extra, f"dataset={four_pairs}",
+                    *QUICK, "val_size=0", "max_steps=5", "save_steps=5", run_dir=run)
+    assert_contract(result, run, stage)
+    assert_learns(run)
+    if stage == "dpo":
+        assert "reference: the base model (adapter disabled)" in (run / "train.log").read_text()
+        assert not (run / "final" / "ref").exists()  # no reference copy is kept or saved
+
+
+def test_dpo_stop_then_resume(workspace, subprocess_env, four_pairs):
+    run = workspace.runs_dir / "dpo-stop"
+    process = worker(workspace, subprocess_env, "stage=dpo", f"dataset={four_pairs}", *QUICK, "val_size=0",
+                     "max_steps=14", "save_steps=100", run_dir=run, wait=False)
+    deadline = time.time() + 300
+    while not any(r["step"] >= 2 for r in _safe_train(run)):
+        assert process.poll() is None and time.time() < deadline, (run.parent / "dpo-stop.out").read_text()[-3000:]
+        time.sleep(0.3)
+    os.killpg(process.pid, signal.SIGTERM)
+    assert process.wait(timeout=300) == 0
+    status = read_status(run)
+    assert status["state"] == "stopped" and 2 <= status["global_step"] < 14
+    result = worker(workspace, subprocess_env, args=["--resume", str(run)])
+    assert_contract(result, run, "dpo")
+    steps = [r["step"] for r in records(run, "train")]
+    assert steps[-1] == 14 and steps.count(14) == 1
+    assert [r["event"] for r in records(run, "system")] == ["start", "end", "resume", "end"]
+    # Resumed from the trained adapter: the step after the stop is past log 2 (a fresh adapter is at it).
+    after = next(r for r in records(run, "train") if r["step"] == status["global_step"] + 1)
+    assert after["loss"] < 0.69
+
+
+def _safe_train(run: Path) -> list[dict]:
+    try:
+        return records(run, "train")
+    except (FileNotFoundError, json.JSONDecodeError):
+        return []
+
+
+@pytest.mark.parametrize("sets,words", [
+    (["stage=kto", "loss_type=ipo"], "does not apply to stage kto"),
+    (["stage=dpo", "dataset=demo"], "holds instruction rows"),
+])
+def test_refused_preference_settings_exit_2(workspace, subprocess_env, sets, words):
+    run = workspace.runs_dir / "refused"
+    result = worker(workspace, subprocess_env, *sets, "max_steps=1", run_dir=run)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert words in result.stderr and "Traceback" not in result.stderr

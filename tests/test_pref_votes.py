@@ -1,0 +1,116 @@
+"""The Chat tab's blind votes as a preference dataset: pairs from votes (ties
+and single-column votes skipped), provenance in meta.json, the dataset read
+back by the data backend, and the "Train on these votes" form values; through
+the tab's module-level handlers (ui/vote_panel.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from backend.chat.preferences import TIE, PreferenceStore, read_preferences
+from backend.chat.vote_data import VoteDataError, preference_run_values, save_votes_dataset, votes_to_pairs
+from backend.config import RunConfig
+from backend.workspace import Workspace
+
+
+@pytest.fixture
+def voted_run(tmp_path):
+    ws = Workspace(tmp_path / "ws").ensure()
+    run = ws.runs_dir / "run-a"
+    for folder in ("checkpoint-4", "final"):
+        (run / folder).mkdir(parents=True)
+        (run / folder / "adapter_config.json").write_text("{}")
+    RunConfig().save(run / "config.yaml")
+    store = PreferenceStore()
+    context = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Capital of France?"}]
+    store.record([run], ["base", "checkpoint-4", "final"], "checkpoint-4", "Capital of France?",
+                 {"base": "Paris is a city in", "checkpoint-4": "Paris.", "final": "Rome."}, context)
+    store.record([run], ["base", "final"], TIE, "2+2?", {"base": "4.", "final": "4"})
+    store.record([run], ["final"], "final", "Hi", {"final": "Hello."})              # one column: no pair
+    store.record([run], ["base", "final"], "final", "Old vote")                    # recorded before answers were kept
+    store.record([run], ["base", "run-b/final"], "run-b/final", "Colour of snow?",
+                 {"base": "", "run-b/final": "White."})                             # the other answer is empty
+    return ws, run
+
+
+def test_votes_become_pairs_with_skips_counted(voted_run):
+    _, run = voted_run
+    rows, counts = votes_to_pairs(run)
+    assert rows == [
+        {"prompt": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Capital of France?"}],
+         "chosen": [{"role": "assistant", "content": "Paris."}],
+         "rejected": [{"role": "assistant", "content": "Paris is a city in"}]},
+        {"prompt": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Capital of France?"}],
+         "chosen": [{"role": "assistant", "content": "Paris."}],
+         "rejected": [{"role": "assistant", "content": "Rome."}]},
+    ]
+    assert counts["votes"] == 5 and counts["pairs"] == 2
+    assert (counts["skipped_ties"], counts["skipped_single"], counts["skipped_no_answers"]) == (1, 1, 1)
+    assert counts["checkpoints"] == ["base", "checkpoint-4", "final"]
+    tally = read_preferences(run)["tally"]
+    assert tally["final"] == {"wins": 2, "shown": 4}  # a tie is shown, not won
+
+
+def test_saved_dataset_has_provenance_and_loads_as_pairs(voted_run):
+    from backend.data.checks import check_file
+    from backend.data.store import load_dataset_rows
+
+    ws, run = voted_run
+    folder, provenance = save_votes_dataset(run, ws.datasets_dir, "votes-a")
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["source"]["run"] == "run-a" and meta["source"]["pairs"] == 2
+    assert meta["source"]["checkpoints"] == ["base", "checkpoint-4", "final"] and meta["source"]["date"]
+    assert meta["rows_before"] == 5 and meta["rows_after"] == 2
+    assert load_dataset_rows(folder)[0]["chosen"][0]["content"] == "Paris."
+    report = check_file(folder)
+    assert report.format == "pairwise" and report.usable_rows == 2 and report.exit_code == 0
+    with pytest.raises(VoteDataError, match="already exists"):
+        save_votes_dataset(run, ws.datasets_dir, "votes-a")
+    with pytest.raises(VoteDataError):
+        save_votes_dataset(run, ws.datasets_dir, "../outside")
+
+
+def test_train_on_votes_prefills_a_dpo_run_on_the_voted_checkpoint(voted_run):
+    ws, run = voted_run
+    values = preference_run_values(run, "votes-a")
+    config = RunConfig.from_dict(values)
+    assert config.stage == "dpo" and config.dataset == "votes-a"
+    assert config.init_adapter == str(run / "checkpoint-4")  # the checkpoint that won the votes
+    assert config.learning_rate == 5e-4 and config.val_size == 0
+
+
+def test_handlers_save_and_prefill(voted_run):
+    from ui.context import UIContext
+    from ui.tabs import chat
+    from ui.vote_panel import save_votes, train_on_votes
+
+    ws, run = voted_run
+    ctx = UIContext(workspace=ws, texts=chat.TEXT, i18n=None)
+    assert "Pick the run" in save_votes(ctx, "en", [], "x")
+    assert "Pick the run" in save_votes(ctx, "en", ["run-a", "run-b"], "x")
+    message = save_votes(ctx, "en", ["run-a"], "")
+    assert "Saved 2 pairs from 5 votes of run-a as dataset 'votes-run-a'" in message
+    assert "1 ties, 1 single-column, 1 without answers" in message
+    text, values = train_on_votes(ctx, "zh", ["run-a"], "my-votes")
+    assert values["dataset"] == "my-votes" and values["stage"] == "dpo" and "checkpoint-4" in text
+    assert (ws.datasets_dir / "my-votes" / "meta.json").is_file()
+    empty = ws.runs_dir / "run-empty"
+    empty.mkdir()
+    RunConfig().save(empty / "config.yaml")
+    text, values = train_on_votes(ctx, "en", ["run-empty"], "")
+    assert values is None and text.startswith("⚠️") and "no votes that make a pair" in text
+
+
+def test_vote_answers_take_the_winners_context_and_skip_failed_columns():
+    from types import SimpleNamespace
+
+    from ui.tabs.chat import vote_answers
+
+    targets = {"a": SimpleNamespace(key="base"), "b": SimpleNamespace(key="run/final")}
+    state = {"prompt": "Q", "histories": {
+        "a": [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "A1"}],
+        "b": [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "⚠️ out of memory"}]}}
+    answers, context = vote_answers(state, ["a", "b"], targets, targets["a"])
+    assert answers == {"base": "A1"} and context == [{"role": "user", "content": "Q"}]

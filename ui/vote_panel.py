@@ -1,0 +1,88 @@
+"""The Chat tab's votes as training data: "Save votes as a preference dataset"
+and "Train on these votes" (a dpo run prefilled in the Train tab).
+
+The handlers are plain functions over plain values (unit-tested in
+tests/test_pref_votes.py); `build` only places the components and wires them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ui.context import UIContext
+
+TEXT: dict[str, dict[str, str]] = {
+    "chat.votes_title": {"en": "Votes as training data", "zh": "把投票变成训练数据"},
+    "chat.votes_name": {"en": "Dataset name", "zh": "数据集名称"},
+    "chat.votes_save": {"en": "Save votes as a preference dataset", "zh": "把投票保存为偏好数据集"},
+    "chat.votes_train": {"en": "Train on these votes", "zh": "用这些投票训练"},
+    "chat.tie": {"en": "Tie", "zh": "平局"},
+    "chat.msg_votes_pick_run": {"en": "Pick the run whose votes to use (one run).", "zh": "请选择一个要使用其投票的运行。"},
+    "chat.msg_votes_saved": {"en": "Saved {pairs} pairs from {votes} votes of {run} as dataset '{name}' "
+                                   "(skipped: {ties} ties, {single} single-column, {old} without answers).",
+                             "zh": "已把 {run} 的 {votes} 次投票中的 {pairs} 对保存为数据集“{name}”"
+                                   "（跳过：平局 {ties}，单列 {single}，无回答 {old}）。"},
+    "chat.msg_votes_error": {"en": "⚠️ {error}", "zh": "⚠️ {error}"},
+    "chat.msg_votes_train": {"en": "The Train tab now holds a dpo run on '{name}' continuing {checkpoint}; "
+                                   "check it and press Start.",
+                             "zh": "“训练”页已填好基于“{name}”的 dpo 运行（从 {checkpoint} 继续），检查后点击开始。"},
+}
+
+
+def default_name(run_ids: list[str] | None) -> str:
+    return f"votes-{run_ids[0]}" if run_ids else "votes"
+
+
+def save_votes(ctx: UIContext, lang: str, run_ids: list[str] | None, name: str) -> str:
+    """Write the votes of the one chosen run as workspace dataset `name`; a message either way."""
+    from backend.chat.vote_data import VoteDataError, save_votes_dataset
+
+    if not run_ids or len(run_ids) != 1:
+        return ctx.msg(lang, "chat.msg_votes_pick_run")
+    name = (name or "").strip() or default_name(run_ids)
+    try:
+        _, info = save_votes_dataset(ctx.workspace.runs_dir / run_ids[0], ctx.workspace.datasets_dir, name,
+                                     overwrite=True)
+    except VoteDataError as error:
+        return ctx.msg(lang, "chat.msg_votes_error", error=str(error))
+    return ctx.msg(lang, "chat.msg_votes_saved", pairs=info["pairs"], votes=info["votes"], run=run_ids[0], name=name,
+                   ties=info.get("skipped_ties", 0), single=info.get("skipped_single", 0),
+                   old=info.get("skipped_no_answers", 0))
+
+
+def train_on_votes(ctx: UIContext, lang: str, run_ids: list[str] | None, name: str) -> tuple[str, dict | None]:
+    """Save the votes, then (message, RunConfig values for the Train form) or (message, None)."""
+    from backend.chat.vote_data import preference_run_values
+
+    message = save_votes(ctx, lang, run_ids, name)
+    if message.startswith("⚠️") or not run_ids or len(run_ids) != 1:
+        return message, None
+    name = (name or "").strip() or default_name(run_ids)
+    values = preference_run_values(ctx.workspace.runs_dir / run_ids[0], name)
+    checkpoint = Path(values.get("init_adapter") or values["model_name_or_path"]).name
+    return message + "  \n" + ctx.msg(lang, "chat.msg_votes_train", name=name, checkpoint=checkpoint), values
+
+
+def build(ctx: UIContext, runs) -> None:
+    import gradio as gr
+
+    private = {"api_visibility": "private"}
+    with gr.Accordion(ctx.t("chat.votes_title"), open=False, elem_id="chat-votes"):
+        with gr.Row(equal_height=True):
+            name = gr.Textbox(label=ctx.t("chat.votes_name"), placeholder="votes-RUN", scale=2,
+                              elem_id="chat-votes-name")
+            save = gr.Button(ctx.t("chat.votes_save"), scale=1, elem_id="chat-votes-save")
+            train = gr.Button(ctx.t("chat.votes_train"), variant="primary", scale=1, elem_id="chat-votes-train")
+        message = gr.Markdown(elem_id="chat-votes-message")
+    save.click(lambda lang, r, n: save_votes(ctx, lang, r, n), [ctx.lang, runs, name], message, **private)
+    prefill, tabs = ctx.shared.get("train_prefill"), ctx.shared.get("tabs")
+    if prefill is None or tabs is None:
+        return
+
+    def do_train(lang, run_list, dataset_name):
+        text, values = train_on_votes(ctx, lang, run_list, dataset_name)
+        if values is None:
+            return text, gr.update(), gr.update()
+        return text, values, gr.Tabs(selected="train")
+
+    train.click(do_train, [ctx.lang, runs, name], [message, prefill, tabs], **private)
