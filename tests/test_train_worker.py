@@ -226,13 +226,57 @@ def _safe_metrics(run: Path) -> list[dict]:
         return []
 
 
-def test_resume_refuses_a_different_adapter_shape(workspace, subprocess_env, tmp_path):
+@pytest.mark.parametrize("setting, words", [("lora_r=4", "lora_r 16 -> 4"), ("lora_alpha=8", "lora_alpha 32 -> 8"),
+                                            ("use_rslora=true", "use_rslora False -> True")])
+def test_resume_refuses_a_different_adapter_shape_or_scale(workspace, subprocess_env, setting, words):
     run = workspace.runs_dir / "shape"
     run.mkdir()
     RunConfig().save(run / "config.yaml")
-    result = worker(workspace, subprocess_env, "lora_r=4", args=["--resume", str(run)])
+    result = worker(workspace, subprocess_env, setting, args=["--resume", str(run)])
     assert result.returncode == 2
-    assert "lora_r 16 -> 4" in result.stderr and read_status(run)["state"] == "failed"
+    assert words in result.stderr and read_status(run)["state"] == "failed"
+    assert RunConfig.load(run / "config.yaml") == RunConfig()  # a refused resume leaves the config as it was
+
+
+def test_command_line_run_holds_its_devices_and_a_resume_records_its_settings(workspace, subprocess_env, quick,
+                                                                            devices):
+    """`python -m backend.train` by hand: the app sees its devices as busy. Stopped, then
+    resumed by hand with other settings: the warnings are logged and config.yaml says what
+    the run now trains with."""
+    from backend.runs import RunError, RunStore
+
+    run = workspace.runs_dir / "by-hand"
+    run.mkdir(parents=True)
+    (run / ".hold").touch()
+    process = worker(workspace, subprocess_env, "max_steps=6", "save_steps=2", "devices=cpu", *quick,
+                     "callbacks=[tests.test_runs_callbacks:HoldWhileFileExists]", run_dir=run, wait=False)
+    deadline = time.time() + 600
+    while not (run / ".held").exists():
+        assert process.poll() is None and time.time() < deadline, (run.parent / "by-hand.out").read_text()[-3000:]
+        time.sleep(0.3)
+    assert read_status(run)["devices"] == ["cpu"]
+    with pytest.raises(RunError, match="cpu is busy with run by-hand"):
+        RunStore(workspace, devices=devices).launch(RunConfig(devices="cpu"))
+    os.killpg(process.pid, signal.SIGTERM)
+    (run / ".hold").unlink()
+    assert process.wait(timeout=300) == 0 and read_status(run)["state"] == "stopped"
+
+    result = worker(workspace, subprocess_env, "seed=8", "gradient_accumulation_steps=2", "max_steps=5",
+                    args=["--resume", str(run)])
+    status = assert_completed(result, run)
+    assert status["global_step"] == 5
+    saved = RunConfig.load(run / "config.yaml")
+    assert (saved.seed, saved.gradient_accumulation_steps, saved.max_steps) == (8, 2, 5)
+    log = (run / "train.log").read_text() + result.stderr
+    for words in ("resuming with seed changed from 42 to 8", "gradient_accumulation_steps changed from 1 to 2"):
+        assert words in log, log[-3000:]
+
+
+@pytest.fixture(scope="module")
+def devices():
+    from backend.hardware import detect_devices
+
+    return detect_devices()
 
 
 # ---------------------------------------------------------------- data through the data backend
