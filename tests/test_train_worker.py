@@ -154,16 +154,56 @@ def test_default_run_answers_the_demo_prompts(trained_demo_run, demo_model_dir):
 
 # ---------------------------------------------------------------- QLoRA and full
 
-def test_qlora_4bit_run(workspace, subprocess_env, quick):
+RECORD = "callbacks=[tests.test_runs_callbacks:RecordModel]"
+
+
+def trained_model(run: Path) -> dict:
+    """What RecordModel saw in the worker's model when training began."""
+    return json.loads((run / "model.json").read_text())
+
+
+def test_qlora_4bit_run_with_dora(workspace, subprocess_env, quick):
     run = workspace.runs_dir / "qlora"
-    result = worker(workspace, subprocess_env, "method=qlora", "quantization_bits=4", "max_steps=4", "save_steps=4",
-                    *quick, run_dir=run)
+    result = worker(workspace, subprocess_env, "method=qlora", "quantization_bits=4", "use_dora=true", "max_steps=4",
+                    "save_steps=4", *quick, RECORD, run_dir=run)
     assert_completed(result, run)
+    assert {"Linear4bit", "DoraLinearLayer"} <= set(trained_model(run)["classes"])
+    assert json.loads((run / "final" / "adapter_config.json").read_text())["use_dora"] is True
     losses = train_losses(run)
     assert losses[-1] < losses[0], losses
     config = json.loads((run / "final" / "adapter_config.json").read_text())
     assert config["peft_type"] == "LORA" and config["r"] == 16
     assert list_checkpoints(run)[-1].name == "checkpoint-4"
+
+
+def test_qlora_8bit_with_rslora_and_neftune(workspace, subprocess_env, quick):
+    run = workspace.runs_dir / "qlora8"
+    result = worker(workspace, subprocess_env, "method=qlora", "quantization_bits=8", "use_rslora=true",
+                    "lora_r=16", "lora_alpha=32", "neftune_noise_alpha=5", "max_steps=3", "save_steps=3", *quick,
+                    RECORD, run_dir=run)
+    assert_completed(result, run)
+    model = trained_model(run)
+    assert "Linear8bitLt" in model["classes"] and "Linear4bit" not in model["classes"], model["classes"]
+    assert model["scalings"] == [32 / 16**0.5]  # rsLoRA: alpha / sqrt(r) = 8, not alpha / r = 2
+    assert model["neftune_noise_alpha"] == 5 and model["neftune_hooks"]
+    assert json.loads((run / "final" / "adapter_config.json").read_text())["use_rslora"] is True
+    assert all(loss == loss for loss in train_losses(run))  # finite: no NaN
+
+
+def test_tensorboard_files_and_early_stopping_names_the_best_checkpoint(workspace, subprocess_env, quick):
+    """A threshold no eval can beat: patience 1 stops at the second evaluation."""
+    run = workspace.runs_dir / "early"
+    result = worker(workspace, subprocess_env, *quick, "val_size=0.5", "eval_steps=1", "save_steps=1", "max_steps=10",
+                    "early_stopping_patience=1", "early_stopping_threshold=100", "report_to=tensorboard",
+                    "save_total_limit=1", run_dir=run)
+    status = assert_completed(result, run)
+    assert status["global_step"] == 2 and status["max_steps"] == 10
+    assert list((run / "tensorboard").rglob("events.out.tfevents.*")), list(run.rglob("*"))
+    evals = {r["step"]: r["eval_loss"] for r in metrics(run) if r["kind"] == "eval"}
+    best_step = min(evals, key=evals.get)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["best_checkpoint"] == f"checkpoint-{best_step}" and summary["best_eval_loss"] == pytest.approx(evals[best_step], rel=1e-5)
+    assert (run / summary["best_checkpoint"] / "COMPLETE").is_file()  # kept, though save_total_limit is 1
 
 
 def test_full_run(workspace, subprocess_env, demo_model_dir, quick):
@@ -173,11 +213,13 @@ def test_full_run(workspace, subprocess_env, demo_model_dir, quick):
     # Also the documented customisation example (docs/CUSTOMIZE.md): a user callback and loss.
     result = worker(workspace, subprocess_env, "method=full", "max_steps=4", "save_steps=4", *quick,
                     "callbacks=[examples.custom_training:LossSpikeAlert]",
-                    "loss_function=examples.custom_training:label_smoothed_loss", run_dir=run)
+                    "loss_function=tests.test_runs_callbacks:offset_loss", run_dir=run)
     assert_completed(result, run)
     assert "LossSpikeAlert watching" in (run / "train.log").read_text()
     losses = train_losses(run)
     assert losses[-1] < losses[0], losses
+    # offset_loss is the documented label_smoothed_loss + 1000: the logged loss is that function's value.
+    assert all(1000 < loss < 1100 for loss in losses), losses
     tuned = AutoModelForCausalLM.from_pretrained(run / "final")
     base = AutoModelForCausalLM.from_pretrained(demo_model_dir)
     changed = [n for n, p in tuned.state_dict().items() if not torch.equal(p, base.state_dict()[n])]
