@@ -86,13 +86,19 @@ class InfoReader:
     """Builds RunInfo from status.json and the run folder, with per-run caches."""
 
     def __init__(self):
-        self._configs: dict[Path, RunConfig] = {}
+        self._configs: dict[Path, tuple[int | None, RunConfig]] = {}
         self._best_eval: dict[Path, tuple[MetricsTail, float | None]] = {}
 
     def config(self, run_dir: Path) -> RunConfig:
-        if run_dir not in self._configs:
-            self._configs[run_dir] = load_config(run_dir)
-        return self._configs[run_dir]
+        """config.yaml, parsed again only when it changed (a resume with new settings rewrites it)."""
+        try:
+            stamp = (Path(run_dir) / CONFIG_FILE).stat().st_mtime_ns
+        except OSError:
+            stamp = None
+        cached = self._configs.get(run_dir)
+        if cached is None or cached[0] != stamp:
+            self._configs[run_dir] = cached = (stamp, load_config(run_dir))
+        return cached[1]
 
     def forget(self, run_dir: Path) -> None:
         self._configs.pop(run_dir, None)

@@ -56,6 +56,9 @@ def test_precision_against_devices():
     with pytest.raises(ConfigError, match="needs a GPU"):
         RunConfig(precision="fp16").check_devices([CPU])
     assert resolve_precision("auto", [H100, T4]) == "fp16"
+    with pytest.raises(ConfigError, match="DoRA on an 8-bit base fails on the CPU"):
+        RunConfig(method="qlora", quantization_bits=8, use_dora=True).check_devices([CPU])
+    assert RunConfig(method="qlora", quantization_bits=8, use_dora=True).check_devices([H100]) == "bf16"
 
 
 def test_derived_numbers():

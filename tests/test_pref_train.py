@@ -62,7 +62,8 @@ def assert_contract(result, run_dir: Path, stage: str) -> dict:
     assert result.returncode == 0 and status["state"] == "completed", f"{status.get('error')}\n{result.stderr[-3000:]}"
     for name in ("config.yaml", "status.json", "metrics.jsonl", "train.log", "summary.json"):
         assert (run_dir / name).is_file(), name
-    assert (run_dir / "final" / "COMPLETE").is_file() and (run_dir / "final" / "adapter_model.safetensors").is_file()
+    assert (run_dir / "final" / "COMPLETE").is_file()
+    assert any((run_dir / "final" / name).is_file() for name in ("adapter_model.safetensors", "model.safetensors"))
     assert all((c / "COMPLETE").is_file() for c in list_checkpoints(run_dir)) and list_checkpoints(run_dir)
     assert f"stage: {stage}" in (run_dir / "config.yaml").read_text()
     assert [r["event"] for r in records(run_dir, "system")][-1] == "end"
@@ -107,15 +108,18 @@ def test_dpo_continues_the_sft_adapter_with_eval_metrics_and_preference_scores(w
     assert json.loads((run / "eval" / "final" / "metrics.json").read_text())["preference_accuracy"] is not None
 
 
-@pytest.mark.parametrize("stage,method", [("dpo", "qlora"), ("orpo", "lora"), ("simpo", "lora"), ("kto", "lora")])
+@pytest.mark.parametrize("stage,method", [("dpo", "qlora"), ("dpo", "full"), ("orpo", "lora"), ("simpo", "lora"),
+                                          ("kto", "lora")])
 def test_stage_trains_on_pairs(workspace, subprocess_env, four_pairs, stage, method):
     run = workspace.runs_dir / f"{stage}-{method}"
-    extra = ["quantization_bits=4"] if method == "qlora" else []
-    result = worker(workspace, subprocess_env, f"stage={stage}", f"method={method}", *extra, f"dataset={four_pairs}",
-                    *QUICK, "val_size=0", "max_steps=5", "save_steps=5", run_dir=run)
+    extra = {"qlora": ["quantization_bits=4"], "full": ["learning_rate=1e-4"]}.get(method, [])
+    result = worker(workspace, subprocess_env, f"stage={stage}", f"method={method}", f"dataset={four_pairs}",
+                    *QUICK, *extra, "val_size=0", "max_steps=5", "save_steps=5", run_dir=run)
     assert_contract(result, run, stage)
     assert_learns(run)
-    if stage == "dpo":
+    if method == "full":
+        assert "reference: a frozen copy of the model" in (run / "train.log").read_text()
+    elif stage == "dpo":
         assert "reference: the base model (adapter disabled)" in (run / "train.log").read_text()
         assert not (run / "final" / "ref").exists()  # no reference copy is kept or saved
 

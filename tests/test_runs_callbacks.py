@@ -50,3 +50,30 @@ def fill_disk(path: Path, leave_bytes: int) -> None:
         handle.write(b"\0" * max(0, stat.f_bavail * stat.f_frsize - leave_bytes))
         handle.flush()
         os.fsync(handle.fileno())
+
+
+class RecordModel(TrainerCallback):
+    """Writes RUN_DIR/model.json when training begins: what the worker really
+    trains (module classes, LoRA scalings, NEFTune), for the suite to assert on."""
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        import json
+
+        classes = sorted({type(m).__name__ for m in model.modules()})
+        scalings = sorted({float(s) for m in model.modules() if isinstance(getattr(m, "scaling", None), dict)
+                           for s in m.scaling.values()})  # peft LoRA layers: adapter name -> scale
+        embeddings = model.get_input_embeddings()
+        hooks = [str(h) for h in getattr(embeddings, "_forward_hooks", {}).values()]
+        record = {"classes": classes, "scalings": scalings,
+                  "neftune_noise_alpha": getattr(embeddings, "neftune_noise_alpha", None),
+                  "neftune_hooks": [h for h in hooks if "neftune" in h]}
+        (Path(args.output_dir) / "model.json").write_text(json.dumps(record))
+        return control
+
+
+def offset_loss(outputs, labels, num_items_in_batch=None):
+    """The documented example loss plus 1000: a logged loss above 1000 proves the
+    worker trained with this function (the model's own loss is about 8 here)."""
+    from examples.custom_training import label_smoothed_loss
+
+    return label_smoothed_loss(outputs, labels, num_items_in_batch) + 1000.0

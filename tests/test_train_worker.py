@@ -154,16 +154,56 @@ def test_default_run_answers_the_demo_prompts(trained_demo_run, demo_model_dir):
 
 # ---------------------------------------------------------------- QLoRA and full
 
-def test_qlora_4bit_run(workspace, subprocess_env, quick):
+RECORD = "callbacks=[tests.test_runs_callbacks:RecordModel]"
+
+
+def trained_model(run: Path) -> dict:
+    """What RecordModel saw in the worker's model when training began."""
+    return json.loads((run / "model.json").read_text())
+
+
+def test_qlora_4bit_run_with_dora(workspace, subprocess_env, quick):
     run = workspace.runs_dir / "qlora"
-    result = worker(workspace, subprocess_env, "method=qlora", "quantization_bits=4", "max_steps=4", "save_steps=4",
-                    *quick, run_dir=run)
+    result = worker(workspace, subprocess_env, "method=qlora", "quantization_bits=4", "use_dora=true", "max_steps=4",
+                    "save_steps=4", *quick, RECORD, run_dir=run)
     assert_completed(result, run)
+    assert {"Linear4bit", "DoraLinearLayer"} <= set(trained_model(run)["classes"])
+    assert json.loads((run / "final" / "adapter_config.json").read_text())["use_dora"] is True
     losses = train_losses(run)
     assert losses[-1] < losses[0], losses
     config = json.loads((run / "final" / "adapter_config.json").read_text())
     assert config["peft_type"] == "LORA" and config["r"] == 16
     assert list_checkpoints(run)[-1].name == "checkpoint-4"
+
+
+def test_qlora_8bit_with_rslora_and_neftune(workspace, subprocess_env, quick):
+    run = workspace.runs_dir / "qlora8"
+    result = worker(workspace, subprocess_env, "method=qlora", "quantization_bits=8", "use_rslora=true",
+                    "lora_r=16", "lora_alpha=32", "neftune_noise_alpha=5", "max_steps=3", "save_steps=3", *quick,
+                    RECORD, run_dir=run)
+    assert_completed(result, run)
+    model = trained_model(run)
+    assert "Linear8bitLt" in model["classes"] and "Linear4bit" not in model["classes"], model["classes"]
+    assert model["scalings"] == [32 / 16**0.5]  # rsLoRA: alpha / sqrt(r) = 8, not alpha / r = 2
+    assert model["neftune_noise_alpha"] == 5 and model["neftune_hooks"]
+    assert json.loads((run / "final" / "adapter_config.json").read_text())["use_rslora"] is True
+    assert all(loss == loss for loss in train_losses(run))  # finite: no NaN
+
+
+def test_tensorboard_files_and_early_stopping_names_the_best_checkpoint(workspace, subprocess_env, quick):
+    """A threshold no eval can beat: patience 1 stops at the second evaluation."""
+    run = workspace.runs_dir / "early"
+    result = worker(workspace, subprocess_env, *quick, "val_size=0.5", "eval_steps=1", "save_steps=1", "max_steps=10",
+                    "early_stopping_patience=1", "early_stopping_threshold=100", "report_to=tensorboard",
+                    "save_total_limit=1", run_dir=run)
+    status = assert_completed(result, run)
+    assert status["global_step"] == 2 and status["max_steps"] == 10
+    assert list((run / "tensorboard").rglob("events.out.tfevents.*")), list(run.rglob("*"))
+    evals = {r["step"]: r["eval_loss"] for r in metrics(run) if r["kind"] == "eval"}
+    best_step = min(evals, key=evals.get)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["best_checkpoint"] == f"checkpoint-{best_step}" and summary["best_eval_loss"] == pytest.approx(evals[best_step], rel=1e-5)
+    assert (run / summary["best_checkpoint"] / "COMPLETE").is_file()  # kept, though save_total_limit is 1
 
 
 def test_full_run(workspace, subprocess_env, demo_model_dir, quick):
@@ -173,11 +213,13 @@ def test_full_run(workspace, subprocess_env, demo_model_dir, quick):
     # Also the documented customisation example (docs/CUSTOMIZE.md): a user callback and loss.
     result = worker(workspace, subprocess_env, "method=full", "max_steps=4", "save_steps=4", *quick,
                     "callbacks=[examples.custom_training:LossSpikeAlert]",
-                    "loss_function=examples.custom_training:label_smoothed_loss", run_dir=run)
+                    "loss_function=tests.test_runs_callbacks:offset_loss", run_dir=run)
     assert_completed(result, run)
     assert "LossSpikeAlert watching" in (run / "train.log").read_text()
     losses = train_losses(run)
     assert losses[-1] < losses[0], losses
+    # offset_loss is the documented label_smoothed_loss + 1000: the logged loss is that function's value.
+    assert all(1000 < loss < 1100 for loss in losses), losses
     tuned = AutoModelForCausalLM.from_pretrained(run / "final")
     base = AutoModelForCausalLM.from_pretrained(demo_model_dir)
     changed = [n for n, p in tuned.state_dict().items() if not torch.equal(p, base.state_dict()[n])]
@@ -226,13 +268,57 @@ def _safe_metrics(run: Path) -> list[dict]:
         return []
 
 
-def test_resume_refuses_a_different_adapter_shape(workspace, subprocess_env, tmp_path):
+@pytest.mark.parametrize("setting, words", [("lora_r=4", "lora_r 16 -> 4"), ("lora_alpha=8", "lora_alpha 32 -> 8"),
+                                            ("use_rslora=true", "use_rslora False -> True")])
+def test_resume_refuses_a_different_adapter_shape_or_scale(workspace, subprocess_env, setting, words):
     run = workspace.runs_dir / "shape"
     run.mkdir()
     RunConfig().save(run / "config.yaml")
-    result = worker(workspace, subprocess_env, "lora_r=4", args=["--resume", str(run)])
+    result = worker(workspace, subprocess_env, setting, args=["--resume", str(run)])
     assert result.returncode == 2
-    assert "lora_r 16 -> 4" in result.stderr and read_status(run)["state"] == "failed"
+    assert words in result.stderr and read_status(run)["state"] == "failed"
+    assert RunConfig.load(run / "config.yaml") == RunConfig()  # a refused resume leaves the config as it was
+
+
+def test_command_line_run_holds_its_devices_and_a_resume_records_its_settings(workspace, subprocess_env, quick,
+                                                                            devices):
+    """`python -m backend.train` by hand: the app sees its devices as busy. Stopped, then
+    resumed by hand with other settings: the warnings are logged and config.yaml says what
+    the run now trains with."""
+    from backend.runs import RunError, RunStore
+
+    run = workspace.runs_dir / "by-hand"
+    run.mkdir(parents=True)
+    (run / ".hold").touch()
+    process = worker(workspace, subprocess_env, "max_steps=6", "save_steps=2", "devices=cpu", *quick,
+                     "callbacks=[tests.test_runs_callbacks:HoldWhileFileExists]", run_dir=run, wait=False)
+    deadline = time.time() + 600
+    while not (run / ".held").exists():
+        assert process.poll() is None and time.time() < deadline, (run.parent / "by-hand.out").read_text()[-3000:]
+        time.sleep(0.3)
+    assert read_status(run)["devices"] == ["cpu"]
+    with pytest.raises(RunError, match="cpu is busy with run by-hand"):
+        RunStore(workspace, devices=devices).launch(RunConfig(devices="cpu"))
+    os.killpg(process.pid, signal.SIGTERM)
+    (run / ".hold").unlink()
+    assert process.wait(timeout=300) == 0 and read_status(run)["state"] == "stopped"
+
+    result = worker(workspace, subprocess_env, "seed=8", "gradient_accumulation_steps=2", "max_steps=5",
+                    args=["--resume", str(run)])
+    status = assert_completed(result, run)
+    assert status["global_step"] == 5
+    saved = RunConfig.load(run / "config.yaml")
+    assert (saved.seed, saved.gradient_accumulation_steps, saved.max_steps) == (8, 2, 5)
+    log = (run / "train.log").read_text() + result.stderr
+    for words in ("resuming with seed changed from 42 to 8", "gradient_accumulation_steps changed from 1 to 2"):
+        assert words in log, log[-3000:]
+
+
+@pytest.fixture(scope="module")
+def devices():
+    from backend.hardware import detect_devices
+
+    return detect_devices()
 
 
 # ---------------------------------------------------------------- data through the data backend

@@ -113,7 +113,8 @@ def build_app(served: ServedModels, bridge: Bridge, settings: Settings, lifespan
 
     @app.get("/health")
     async def health():
-        return {"status": "ok", "busy": bridge.busy, "waiting": bridge.waiting()}
+        return {"status": "ok", "busy": bridge.busy, "waiting": bridge.waiting(),
+                "generated_tokens": bridge.generated_tokens}
 
     @app.get("/v1/models")
     async def list_models():

@@ -51,6 +51,7 @@ class Bridge:
         self._jobs: queue.Queue[Job | None] = queue.Queue(maxsize=max_queue)
         self._seconds = 2.0          # running mean of a request's time, for Retry-After
         self.busy = False
+        self.generated_tokens = 0    # since start, for /health
         self._thread = threading.Thread(target=self._loop, name="serve-generate", daemon=True)
         self._thread.start()
 
@@ -122,6 +123,7 @@ class Bridge:
             job.post(("error", ApiError(500, f"Generation failed: {type(error).__name__}: {error}",
                                         type="server_error", code="generation_failed")))
             return
+        self.generated_tokens += reply.new_tokens
         rest = "".join(held) + stops.flush()
         if rest:
             job.post(("delta", rest))

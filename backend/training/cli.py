@@ -25,8 +25,11 @@ from backend.workspace import DEFAULT_WORKSPACE, Workspace
 
 log = logging.getLogger("backend.train")
 
-# Changing these on resume would load a checkpoint into a different model or adapter shape.
-RESUME_MUST_MATCH = ("model_name_or_path", "method", "quantization_bits", "lora_r", "lora_target", "use_dora")
+# Changing these on resume would load a checkpoint into a different model or adapter shape, or
+# rescale a trained adapter (scale = lora_alpha / r, or / sqrt(r) with rsLoRA): the resumed
+# model would answer differently from the checkpoint before its first step. Refused, not warned.
+RESUME_MUST_MATCH = ("model_name_or_path", "method", "quantization_bits", "lora_r", "lora_target", "use_dora",
+                     "lora_alpha", "use_rslora")
 # Allowed, but the run is then not the same run any more.
 RESUME_WARN = ("seed", "per_device_train_batch_size", "gradient_accumulation_steps")
 
@@ -130,7 +133,7 @@ def _prepare_resume(args: argparse.Namespace) -> Job:
     changed = [n for n in RESUME_MUST_MATCH if getattr(config, n) != getattr(saved, n)]
     if changed:
         detail = ", ".join(f"{n} {getattr(saved, n)!r} -> {getattr(config, n)!r}" for n in changed)
-        raise ConfigError(f"Cannot resume with a different model or adapter shape ({detail}); "
+        raise ConfigError(f"Cannot resume with a different model or adapter shape or scale ({detail}); "
                           f"start a new run for that.")
     warnings = [f"resuming with {n} changed from {getattr(saved, n)!r} to {getattr(config, n)!r}: "
                 f"the run will not match an uninterrupted one" for n in RESUME_WARN
@@ -142,10 +145,17 @@ def _prepare_resume(args: argparse.Namespace) -> Job:
 
 
 def create_run_dir(job: Job) -> None:
-    """The folder and config.yaml (written once; the supervisor may have written it already)."""
+    """The folder and config.yaml (the supervisor may have written it already). A resume
+    with changed settings rewrites it: config.yaml always describes what the run trains
+    with now (the earlier values stay in train.log and status.json's resume_overrides)."""
     job.run_dir.mkdir(parents=True, exist_ok=True)
     config_file = job.run_dir / CONFIG_FILE
-    if job.is_main and not config_file.exists():
+    if not job.is_main:
+        return
+    if not config_file.exists():
+        job.config.save(config_file)
+    elif job.resuming and RunConfig.load(config_file) != job.config:
+        log.info("resume settings written to %s", config_file)
         job.config.save(config_file)
 
 

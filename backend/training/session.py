@@ -14,7 +14,7 @@ from transformers import EarlyStoppingCallback, PrinterCallback, Trainer, Traine
 from backend.config import ConfigError, import_reference
 from backend.hardware import training_devices
 from backend.messages import msg
-from backend.run_files import FINAL_DIR, append_metrics, mark_complete, read_json, update_status
+from backend.run_files import FINAL_DIR, append_metrics, mark_complete, read_json, read_status, update_status
 from backend.scale.engines import decoder_layer_classes
 from backend.training.arguments import argument_values
 from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, GracefulStop, _barrier
@@ -78,7 +78,10 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
     precision = config.check_devices(devices)
     on_cpu = devices[0].id == "cpu"
     if job.is_main:
-        update_status(job.run_dir, precision=precision, world_size=job.world_size)
+        # Recorded by every launch path (the app's store writes them at create; a run started
+        # with `python -m backend.train` writes them here), so no second run starts beside it.
+        held = {} if read_status(job.run_dir).get("devices") else {"devices": [d.id for d in devices]}
+        update_status(job.run_dir, precision=precision, world_size=job.world_size, **held)
     tokenizer = load_tokenizer(model_path, trust_remote_code=config.trust_remote_code)
     preference = config.stage != "sft"
     if preference:

@@ -59,7 +59,10 @@ def test_votes_become_a_dataset_and_a_dpo_run(voted_run, workspace, app, page):
     page.locator("#train-dataset input").first.wait_for(timeout=60_000)
     wait_for(lambda: page.locator("#train-dataset input").first.input_value() == "my-votes", "the prefilled dataset",
              limit_s=60)
+    # The preference section opens with the stage set to dpo.
+    page.locator('#train-stage input[value="dpo"]').wait_for(timeout=60_000)
     assert page.locator('#train-stage input[value="dpo"]').is_checked()
+    assert "checkpoint-" in page.locator("#train-init-adapter textarea, #train-init-adapter input").first.input_value()
     meta = json.loads((workspace.datasets_dir / "my-votes" / "meta.json").read_text())
     assert meta["source"]["run"] == RUN and meta["source"]["pairs"] == 1 and meta["rows_after"] == 1
     row = json.loads((workspace.datasets_dir / "my-votes" / "data.jsonl").read_text().splitlines()[0])

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from tests.polling import wait_for
 from tests.serve.support import KEY, MAX_BODY, MAX_QUEUE, NAMES
 
 HELLO = [{"role": "user", "content": "What is the capital of France?"}]
@@ -129,3 +130,16 @@ def test_busy_server_answers_429_with_retry_after_and_keeps_running(api):
     answer = api.post("/v1/chat/completions", json={"model": "base", "messages": HELLO, "max_tokens": 2})
     assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["role"] == "assistant"
     assert api.get("/health").json()["status"] == "ok"
+
+
+def test_a_client_that_leaves_mid_stream_frees_the_model(api):
+    """Closing a stream stops its generation at the next token, long before its 450 tokens."""
+    before = api.get("/health").json()["generated_tokens"]
+    long_request = {"model": "checkpoint-8", "messages": HELLO, "max_tokens": 450, "ignore_eos": True, "stream": True}
+    with api.stream("POST", "/v1/chat/completions", json=long_request) as stream:
+        lines = stream.iter_lines()
+        assert next(lines).startswith("data: ")
+    health = wait_for(lambda: (h := api.get("/health").json())["busy"] is False and h, "the generation to stop")
+    assert health["generated_tokens"] - before < 450
+    answer = api.post("/v1/completions", json={"model": "base", "prompt": "Hello", "max_tokens": 2})
+    assert answer.status_code == 200 and answer.json()["usage"]["completion_tokens"] == 2

@@ -263,7 +263,8 @@ def build(ctx: UIContext) -> None:
     for section, fields, is_open in (("lora", forms.LORA_FIELDS, True), ("training", forms.TRAIN_FIELDS, True),
                                      ("preference", forms.PREFERENCE_FIELDS, defaults.stage != "sft"),
                                      ("advanced", forms.ADVANCED_FIELDS, False), ("scale", forms.SCALE_FIELDS, False)):
-        with gr.Accordion(t(f"train.section.{section}"), open=is_open), gr.Row():
+        with gr.Accordion(t(f"train.section.{section}"), open=is_open,
+                          elem_id=f"train-section-{section}") as c[f"section_{section}"], gr.Row():
             inputs |= forms.build_inputs(ctx, fields, defaults)
     with gr.Accordion(t("train.section.plan"), open=True), gr.Row():
         c["derived"] = gr.Markdown(elem_id="train-derived")
@@ -296,11 +297,13 @@ def _wire_stage(ctx: UIContext, c: dict, form: list) -> None:
     if prefill is not None:
         def do_prefill(values):
             if not values:
-                return [gr.update()] * (3 + len(form))
+                return [gr.update()] * (4 + len(form))
             model, dataset, *rest = forms.prefill_values(values)
-            return [model, gr.update(value=dataset, choices=_dataset_choices(ctx)), *rest, values.get("stage", "sft")]
+            return [model, gr.update(value=dataset, choices=_dataset_choices(ctx)), *rest, values.get("stage", "sft"),
+                    gr.Accordion(open=True)]  # the preference settings in view
 
-        prefill.change(do_prefill, prefill, [c["model"], c["dataset"], *form, c["last_stage"]], **private)
+        prefill.change(do_prefill, prefill, [c["model"], c["dataset"], *form, c["last_stage"], c["section_preference"]],
+                       **private)
 
 
 def _wire(ctx: UIContext, c: dict, form: list) -> None:
