@@ -65,6 +65,7 @@ CATALOGUE: dict[str, str] = {
     "config.precompute_stage": "precompute_ref_log_probs applies to stage dpo only.",
     "config.dataset_name": "dataset_name = {dataset_name!r} only applies to a LLaMA-Factory data folder "
                            "(with dataset_info.json), and {dataset!r} is not one; clear dataset_name.",
+    "config.dora_8bit_cpu": "DoRA on an 8-bit base fails on the CPU after the first step; choose quantization_bits 4, or turn use_dora off.",
     # --- runs (backend/runs.py, backend/run_info.py) -----------------------------------------
     "run.already_started": "Run {run_id} was already started (state: {state}); use Resume to continue it or "
                            "start a new run.",

@@ -48,6 +48,7 @@ ZH: dict[str, str] = {
     "config.precompute_stage": "precompute_ref_log_probs 只适用于 dpo 阶段。",
     "config.dataset_name": "dataset_name = {dataset_name!r} 只适用于 LLaMA-Factory 数据文件夹（含 dataset_info.json），"
                            "而 {dataset!r} 不是；请清空 dataset_name。",
+    "config.dora_8bit_cpu": "在 CPU 上，8 位基础模型配 DoRA 会在第一步之后失败；请选择 quantization_bits 4，或关闭 use_dora。",
     # --- runs --------------------------------------------------------------------------------------
     "run.already_started": "运行 {run_id} 已经开始过（状态：{state}）；请用“继续”接着训练，或开始新的运行。",
     "run.not_resumable": "运行 {run_id} 无法继续：{reason}。",
