@@ -250,8 +250,7 @@ class RunConfig:
         if self.use_dora and self.quantization_bits == 8 and any(d.id == "cpu" for d in devices):
             # bitsandbytes 0.50 on the CPU: DoRA's weight norm drops the int8 scale (SCB) after the
             # first step, and the second step fails inside bitsandbytes. 4-bit DoRA trains fine.
-            raise ConfigError("DoRA on an 8-bit base fails on the CPU after the first step; choose "
-                              "quantization_bits 4, or turn use_dora off.")
+            raise ConfigError(msg("config.dora_8bit_cpu"))
         if self.precision == "fp16" and not all(d.supports_fp16 for d in devices):
             raise ConfigError(msg("config.fp16", devices=names))
         return resolve_precision(self.precision, devices)

@@ -65,6 +65,7 @@ CATALOGUE: dict[str, str] = {
     "config.precompute_stage": "precompute_ref_log_probs applies to stage dpo only.",
     "config.dataset_name": "dataset_name = {dataset_name!r} only applies to a LLaMA-Factory data folder "
                            "(with dataset_info.json), and {dataset!r} is not one; clear dataset_name.",
+    "config.dora_8bit_cpu": "DoRA on an 8-bit base fails on the CPU after the first step; choose quantization_bits 4, or turn use_dora off.",
     # --- runs (backend/runs.py, backend/run_info.py) -----------------------------------------
     "run.already_started": "Run {run_id} was already started (state: {state}); use Resume to continue it or "
                            "start a new run.",
@@ -82,6 +83,13 @@ CATALOGUE: dict[str, str] = {
     "run.unknown": "No run named {run_id!r} in {folder}.",
     "run.no_folder": "Could not make a new run folder in {folder}.",
     "run.config_unreadable": "{path} cannot be read: {error}",
+    "run.stopped_advice": "The worker {note}. {hint}",
+    "run.note.stopped": "was stopped",
+    "run.exited": "The worker exited with code {code}; see train.log.",
+    "run.lost": "The worker (pid {pid}) ended without recording a final state: it was killed, crashed or the machine restarted. {hint}",
+    "run.lost_signal": "The worker (pid {pid}) ended without recording a final state (killed by signal {signal}): it was killed, crashed or the machine restarted. {hint}",
+    "run.hint.resume": "Resume continues from {checkpoint}.",
+    "run.hint.restart": "No checkpoint was completed, so start it again instead.",
     # --- the worker's failures and advice (backend/training/errors.py) -------------------------
     "train.advice.config": "Fix the setting named above and start again.",
     "train.advice.dataset": "Check the dataset path, or pick a dataset saved in the Data tab.",

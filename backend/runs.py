@@ -26,7 +26,7 @@ from backend import supervisor
 from backend.config import ConfigError, RunConfig
 from backend.file_lock import file_lock
 from backend.hardware import Device, detect_devices, training_devices
-from backend.messages import message_of, msg
+from backend.messages import Message, message_of, msg
 from backend.run_files import (
     CONFIG_FILE,
     FINAL_STATES,
@@ -159,8 +159,9 @@ class RunStore:
             try:
                 child = supervisor.launch(argv, run_dir, self.env)
             except OSError as error:
-                update_status(run_dir, state="failed", ended_at=time.time(), error=f"Could not start the worker: {error}.")
-                raise RunError(msg("run.launch_failed", run_id=run_id, error=error)) from None
+                said = msg("run.launch_failed", run_id=run_id, error=error)
+                update_status(run_dir, state="failed", ended_at=time.time(), **_said("error", said))
+                raise RunError(said) from None
             self._children[run_id] = child
             started = supervisor.create_time(child.pid)
             update_status(run_dir, state="running", pid=child.pid, pgid=child.pid,
@@ -216,21 +217,22 @@ class RunStore:
             exit_code = child.returncode
         remove_stray_tmp(run_dir)
         if status.get("stop_requested_at"):
+            note = status.get("stop_note") or msg("run.note.stopped")
             return self._record_end(run_dir, status, state="stopped", exit_code=exit_code, ended_at=time.time(),
-                                    advice=f"The worker {status.get('stop_note') or 'was stopped'}. "
-                                           f"{self._resume_hint(run_dir)}")
+                                    **_said("advice", msg("run.stopped_advice", note=note, hint=self._resume_hint(run_dir))))
         return self._mark_gone(run_dir, status, exit_code)
 
     def _mark_gone(self, run_dir: Path, status: dict, exit_code: int | None) -> dict:
         if exit_code is not None and exit_code > 0:
             last = _last_line(run_dir / LOG_FILE)
             return self._record_end(run_dir, status, state="failed", exit_code=exit_code, ended_at=time.time(),
-                                    error=last or f"The worker exited with code {exit_code}; see train.log.")
+                                    **_said("error", last or msg("run.exited", code=exit_code)))
         supervisor.kill_leftovers(status.get("pgid"), status.get("launcher_create_time") or status.get("create_time"))
-        how = f" (killed by signal {-exit_code})" if exit_code else ""
-        error = (f"The worker (pid {status['pid']}) ended without recording a final state{how}: "
-                 f"it was killed, crashed or the machine restarted. {self._resume_hint(run_dir)}")
-        return self._record_end(run_dir, status, state="lost", exit_code=exit_code, ended_at=time.time(), error=error)
+        hint = self._resume_hint(run_dir)
+        error = (msg("run.lost_signal", pid=status["pid"], signal=-exit_code, hint=hint) if exit_code
+                 else msg("run.lost", pid=status["pid"], hint=hint))
+        return self._record_end(run_dir, status, state="lost", exit_code=exit_code, ended_at=time.time(),
+                                **_said("error", error))
 
     def _record_end(self, run_dir: Path, seen: dict, **fields) -> dict:
         """Write the end of a vanished worker, unless another store (or the
@@ -245,11 +247,11 @@ class RunStore:
             return {**seen, **fields, "error": _unwritable_status(run_dir, error, fields)}
 
     @staticmethod
-    def _resume_hint(run_dir: Path) -> str:
+    def _resume_hint(run_dir: Path) -> Message:
         checkpoints = list_checkpoints(run_dir)
         if checkpoints:
-            return f"Resume continues from {checkpoints[-1].name}."
-        return "No checkpoint was completed, so start it again instead."
+            return msg("run.hint.resume", checkpoint=checkpoints[-1].name)
+        return msg("run.hint.restart")
 
     def busy_devices(self) -> dict[str, str]:
         """Device id -> id of the live run that holds it."""
@@ -356,3 +358,9 @@ def _unwritable_status(run_dir: Path, error: OSError, fields: dict) -> str:
 def _last_line(path: Path) -> str:
     lines = [line.strip() for line in tail_text(path, 4000).splitlines() if line.strip()]
     return lines[-1] if lines else ""
+
+
+def _said(key: str, text: str | Message) -> dict:
+    """status.json fields for `error` or `advice`: the English text, and its message id when it has one."""
+    message = message_of(text)
+    return {key: str(text), f"{key}_message": message.to_dict() if message else None}

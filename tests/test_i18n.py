@@ -113,6 +113,22 @@ def test_a_failed_run_shows_error_and_advice_in_chinese(tmp_path):
     assert info.error_message is None and info.advice_message is not None
 
 
+def test_a_lost_run_tells_its_story_in_chinese(tmp_path):
+    from backend.runs import RunStore
+    from backend.workspace import Workspace
+
+    store = RunStore(Workspace(tmp_path / "ws").ensure())
+    run_dir = store.runs_dir / "20260101-000000-lost"
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(RunConfig().to_yaml(), encoding="utf-8")
+    update_status(run_dir, state="running", pid=2**22 + 12345, create_time=1.0, started_at=1.0)  # no such process
+    info = store.get(run_dir.name)
+    assert info.state == "lost" and "ended without recording a final state" in info.error  # English on disk
+    texts = merge_texts(runs.TEXT)
+    zh = run_view.alert_text(lambda k, **v: texts[k]["zh"].format(**v), info, "zh")
+    assert "结束时没有记录最终状态" in zh and "没有完成任何检查点" in zh
+
+
 def test_runs_tab_charts_and_table_in_chinese(workspace):
     ctx = UIContext(workspace=workspace, texts=merge_texts(train.TEXT, runs.TEXT), i18n=None)
     records = [{"kind": "train", "step": s, "loss": 2.0 / s, "learning_rate": 1e-3, "grad_norm": 1.0, "time": s}

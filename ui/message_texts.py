@@ -48,6 +48,7 @@ ZH: dict[str, str] = {
     "config.precompute_stage": "precompute_ref_log_probs 只适用于 dpo 阶段。",
     "config.dataset_name": "dataset_name = {dataset_name!r} 只适用于 LLaMA-Factory 数据文件夹（含 dataset_info.json），"
                            "而 {dataset!r} 不是；请清空 dataset_name。",
+    "config.dora_8bit_cpu": "在 CPU 上，8 位基础模型配 DoRA 会在第一步之后失败；请选择 quantization_bits 4，或关闭 use_dora。",
     # --- runs --------------------------------------------------------------------------------------
     "run.already_started": "运行 {run_id} 已经开始过（状态：{state}）；请用“继续”接着训练，或开始新的运行。",
     "run.not_resumable": "运行 {run_id} 无法继续：{reason}。",
@@ -64,6 +65,13 @@ ZH: dict[str, str] = {
     "run.unknown": "{folder} 中没有名为 {run_id!r} 的运行。",
     "run.no_folder": "无法在 {folder} 中创建新的运行文件夹。",
     "run.config_unreadable": "无法读取 {path}：{error}",
+    "run.stopped_advice": "训练进程{note}。{hint}",
+    "run.note.stopped": "已停止",
+    "run.exited": "训练进程以退出码 {code} 结束；详见 train.log。",
+    "run.lost": "训练进程（pid {pid}）结束时没有记录最终状态：它被终止、崩溃了，或机器重启了。{hint}",
+    "run.lost_signal": "训练进程（pid {pid}）结束时没有记录最终状态（被信号 {signal} 终止）：它被终止、崩溃了，或机器重启了。{hint}",
+    "run.hint.resume": "点击“继续”将从 {checkpoint} 接着训练。",
+    "run.hint.restart": "没有完成任何检查点，请重新开始这个运行。",
     # --- the worker's failures and advice -----------------------------------------------------------
     "train.advice.config": "请修改上面提到的设置后重新开始。",
     "train.advice.dataset": "请检查数据集路径，或选择在数据页保存的数据集。",

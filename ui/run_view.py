@@ -103,14 +103,14 @@ def alert_text(msg: Msg, info: RunInfo, lang: str | None = "en") -> str:
     Catalogued error / advice are shown in `lang`, other text as the worker wrote it."""
     from ui.i18n import localize
 
+    error, advice = localize(info.error_message or info.error, lang), localize(info.advice_message or info.advice, lang)
     if info.state == "failed":
-        error, advice = localize(info.error_message or info.error, lang), localize(info.advice_message or info.advice, lang)
         text = msg("runs.alert.failed", error=error or msg("runs.alert.no_error"))
         return text + (f"\n\n💡 {advice}" if advice else "")
     if info.state == "lost":
-        return msg("runs.alert.lost", error=info.error or "")
-    if info.state == "stopped" and info.advice:
-        return f"⏹ {info.advice}"
+        return msg("runs.alert.lost", error=error)
+    if info.state == "stopped" and advice:
+        return f"⏹ {advice}"
     return ""
 
 
