@@ -13,7 +13,7 @@ from transformers import EarlyStoppingCallback, PrinterCallback, Trainer, Traine
 
 from backend.config import ConfigError, import_reference
 from backend.hardware import training_devices
-from backend.messages import msg
+from backend.messages import message_of, msg
 from backend.run_files import FINAL_DIR, append_metrics, mark_complete, read_json, read_status, update_status
 from backend.training.arguments import argument_values
 from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, GracefulStop, _barrier
@@ -73,7 +73,7 @@ def build(job: Job, stop: StopRequest) -> Session:
     try:
         devices = training_devices(config.devices)
     except ValueError as error:  # e.g. devices=7 on a machine without that GPU
-        raise ConfigError(str(error)) from None
+        raise ConfigError(message_of(error) or str(error)) from None
     precision = config.check_devices(devices)
     on_cpu = devices[0].id == "cpu"
     if job.is_main:

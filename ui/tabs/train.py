@@ -131,7 +131,7 @@ def plan(ctx: UIContext, lang: str, model: str, dataset: str, rows: dict, device
         return msg("train.msg.invalid", error=localize(error, lang)), ""
     found = summary.devices_from_state(devices)
     return (summary.derived_text(msg, config, rows, _world_size(config, found)),
-            summary.estimate_text(msg, config, ctx.workspace, found))
+            summary.estimate_text(msg, config, ctx.workspace, found, lang))
 
 
 def _world_size(config: RunConfig, devices) -> int:
