@@ -7,6 +7,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
+from backend.messages import UserError, msg
+
 # Set by the launcher next to CUDA_VISIBLE_DEVICES: the GPU indices as the user
 # chose them (machine-wide). The worker sees those GPUs as cuda:0..N-1.
 LAUNCHED_DEVICES_ENV = "FINETUNE_STUDIO_DEVICES"
@@ -48,13 +50,17 @@ def detect_devices() -> list[Device]:
     return devices
 
 
+class DeviceChoiceError(UserError, ValueError):
+    """A `devices` setting this machine cannot honour; the message is catalogued (backend/messages.py)."""
+
+
 def explicit_indices(devices_setting: str) -> list[int] | None:
     """The GPU indices of "0,1"; None for "auto" / "cpu" (no explicit choice)."""
     if devices_setting in ("auto", "cpu"):
         return None
     parts = [part.strip() for part in devices_setting.split(",") if part.strip()]
     if not parts or not all(part.isdigit() for part in parts):
-        raise ValueError(f"devices={devices_setting!r}: use 'auto', 'cpu' or GPU indices such as '0,1'.")
+        raise DeviceChoiceError(msg("devices.syntax", setting=devices_setting))
     return [int(part) for part in parts]
 
 
@@ -70,8 +76,8 @@ def launch_env(devices_setting: str, env: Mapping[str, str]) -> dict[str, str | 
     if visible is not None:
         outside = [i for i in wanted if i >= len(visible)]
         if outside:
-            raise ValueError(f"devices={devices_setting!r}: only {len(visible)} GPU(s) are visible here "
-                             f"(CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']}); pick indices below {len(visible)}.")
+            raise DeviceChoiceError(msg("devices.not_visible", setting=devices_setting, count=len(visible),
+                                        visible=env["CUDA_VISIBLE_DEVICES"]))
     chosen = [visible[i] if visible is not None else str(i) for i in wanted]
     return {"CUDA_VISIBLE_DEVICES": ",".join(chosen), LAUNCHED_DEVICES_ENV: ",".join(map(str, wanted))}
 
@@ -87,8 +93,8 @@ def local_indices(devices_setting: str, env: Mapping[str, str]) -> list[int] | N
     launched_ints = [int(part) for part in launched]
     missing = [i for i in wanted if i not in launched_ints]
     if missing:
-        raise ValueError(f"devices={devices_setting!r}: GPU {', '.join(map(str, missing))} is not among the GPUs "
-                         f"this worker was started on ({','.join(launched)}); start the run again with these devices.")
+        raise DeviceChoiceError(msg("devices.not_launched", setting=devices_setting, missing=", ".join(map(str, missing)),
+                                    launched=",".join(launched)))
     return [launched_ints.index(i) for i in wanted]
 
 
@@ -115,7 +121,7 @@ def training_devices(devices_setting: str, devices: list[Device] | None = None,
     missing = [f"cuda:{w}" for w, i in zip(wanted, local) if f"cuda:{i}" not in known]
     if missing:
         have = ", ".join(known) or "none"
-        raise ValueError(f"devices={devices_setting!r}: no such GPU {', '.join(missing)} (GPUs here: {have}).")
+        raise DeviceChoiceError(msg("devices.no_such_gpu", setting=devices_setting, missing=", ".join(missing), have=have))
     return [known[f"cuda:{i}"] for i in local]
 
 

@@ -14,6 +14,8 @@ import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from backend.messages import UserError, msg
+
 GIB = 2**30
 BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 # bitsandbytes NF4 with double quantisation: 4 bits + an 8-bit absmax per block
@@ -39,6 +41,10 @@ ACTIVATION_FACTOR = {"cuda": 1.0, "cpu": 1.75}
 # Keep this share of the device free: allocator fragmentation, other processes.
 HEADROOM = 0.10
 LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+class EstimateUnavailable(UserError, ValueError):
+    """No memory estimate for this model yet; the message (catalogued) says why."""
 
 
 @dataclass(frozen=True)
@@ -71,9 +77,7 @@ class Architecture:
                 tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
             )
         except (KeyError, TypeError, ValueError) as error:
-            raise ValueError(f"config.json lacks the architecture number {error}; "
-                             f"the memory estimate needs hidden_size, num_hidden_layers, "
-                             f"num_attention_heads and vocab_size.") from None
+            raise EstimateUnavailable(msg("memory.arch_number", error=error)) from None
 
     @classmethod
     def from_preset(cls, preset) -> Architecture:
@@ -90,9 +94,9 @@ class Architecture:
         try:
             return cls.from_config(json.loads(path.read_text(encoding="utf-8")))
         except FileNotFoundError:
-            raise ValueError(f"{path} does not exist: the folder is not a Hugging Face model.") from None
+            raise EstimateUnavailable(msg("memory.no_config", path=path)) from None
         except json.JSONDecodeError as error:
-            raise ValueError(f"{path} is not valid JSON ({error}).") from None
+            raise EstimateUnavailable(msg("memory.bad_json", path=path, error=error)) from None
 
     def linear_shapes(self) -> dict[str, tuple[int, int]]:
         """(in_features, out_features) of each linear layer inside one decoder layer."""
@@ -152,8 +156,7 @@ def architecture_for(model: str, models_dir: str | Path) -> Architecture:
         return Architecture.from_preset(PRESETS[model])
     folder = Path(models_dir) / "demo" if model == "demo" else Path(model).expanduser()
     if model == "demo" and not (folder / "config.json").is_file():
-        raise ValueError("The demo model is not built yet (it is built on the first run); "
-                         "the estimate appears once it exists.")
+        raise EstimateUnavailable(msg("memory.demo_not_built"))
     return Architecture.from_folder(folder)
 
 

@@ -119,6 +119,15 @@ CATALOGUE: dict[str, str] = {
     "train.model_missing": "Model folder {path} does not exist; give a local Hugging Face model folder or 'demo'.",
     "train.no_eval_rows": "early_stopping_patience needs eval rows, but none are left after filtering.",
     "train.advice.stopped_in_build": "Stopped while building the demo model, before any training; start the run again to build it (about 2 minutes on a CPU) and train.",
+    # --- devices and the memory estimate (backend/hardware.py, backend/memory.py) ------------------------
+    "devices.syntax": "devices={setting!r}: use 'auto', 'cpu' or GPU indices such as '0,1'.",
+    "devices.not_visible": "devices={setting!r}: only {count} GPU(s) are visible here (CUDA_VISIBLE_DEVICES={visible}); pick indices below {count}.",
+    "devices.not_launched": "devices={setting!r}: GPU {missing} is not among the GPUs this worker was started on ({launched}); start the run again with these devices.",
+    "devices.no_such_gpu": "devices={setting!r}: no such GPU {missing} (GPUs here: {have}).",
+    "memory.arch_number": "config.json lacks the architecture number {error}; the memory estimate needs hidden_size, num_hidden_layers, num_attention_heads and vocab_size.",
+    "memory.no_config": "{path} does not exist: the folder is not a Hugging Face model.",
+    "memory.bad_json": "{path} is not valid JSON ({error}).",
+    "memory.demo_not_built": "The demo model is not built yet (it is built on the first run); the estimate appears once it exists.",
     # --- chat (backend/chat/) ----------------------------------------------------------------------
     "chat.device_busy": "Training run {run_id} is using {device} right now; loading models there may run it out of "
                         "memory mid-run. Choose the CPU as device, or wait until the run ends.",

@@ -31,8 +31,9 @@ REPO = Path(__file__).resolve().parents[1]
 # Modules whose user-facing errors all go through backend/messages.py.
 CATALOGUED_MODULES = ("backend/config.py", "backend/runs.py", "backend/run_info.py", "backend/training/errors.py",
                       "backend/training/session.py", "backend/chat/generation.py", "backend/chat/engine.py",
-                      "backend/models.py", "backend/data/store.py")
-USER_ERRORS = {"ConfigError", "RunError", "ModelLoadError", "DatasetRefused", "DatasetExists"}
+                      "backend/models.py", "backend/data/store.py", "backend/hardware.py", "backend/memory.py")
+USER_ERRORS = {"ConfigError", "RunError", "ModelLoadError", "DatasetRefused", "DatasetExists", "DeviceChoiceError",
+               "EstimateUnavailable"}
 
 
 def _fields(template: str) -> set[str]:
@@ -175,3 +176,17 @@ def test_train_tab_model_check_in_chinese(workspace, tmp_path):
     (tmp_path / "half" / "config.json").write_text("{}")
     report = train.check_model(ctx, "zh", str(tmp_path / "half"))
     assert "没有分词器文件" in report and "没有对话模板" in report and "No tokenizer" not in report
+
+
+def test_train_plan_says_why_there_is_no_estimate_in_chinese(tmp_path):
+    from backend.hardware import as_dicts, detect_devices
+    from backend.workspace import Workspace
+
+    fresh = Workspace(tmp_path / "ws").ensure()  # the demo model is not built yet
+    ctx = UIContext(workspace=fresh, texts=merge_texts(train.TEXT, runs.TEXT), i18n=None)
+    devices = as_dicts(detect_devices())
+    _, estimate = train.plan(ctx, "zh", "demo", "demo", {"rows": 10}, devices, *forms.form_values(RunConfig()))
+    assert "演示模型尚未构建" in estimate
+    _, estimate = train.plan(ctx, "zh", "Qwen/Qwen2.5-0.5B-Instruct", "demo", {"rows": 10}, devices,
+                             *forms.form_values(RunConfig(devices="7")))
+    assert "没有 GPU cuda:7" in estimate

@@ -59,7 +59,7 @@ def test_plan_shows_derived_numbers_and_a_fitting_estimate(ctx, devices):
                        val_size=0.1, warmup_ratio=0.1, devices="cpu")
     derived, estimate = train.plan(ctx, "en", "demo", "demo", rows, devices, *browser_values(config))
     n_train = rows["rows"] - round(rows["rows"] * 0.1)
-    per_epoch = math.ceil(math.ceil(n_train / 4) / 2)  # the last partial accumulation counts, as in the Trainer
+    per_epoch = math.ceil(math.ceil(n_train / 4) / 2)  # the Trainer rounds a partial accumulation up
     assert f"**{n_train}** training rows" in derived
     assert f"effective batch **8**, **{per_epoch}** steps per epoch, **{3 * per_epoch}** steps" in derived
     assert f"**{math.ceil(0.3 * per_epoch)}** warmup steps" in derived

@@ -97,6 +97,15 @@ ZH: dict[str, str] = {
     "train.model_missing": "模型文件夹 {path} 不存在；请给出本地 Hugging Face 模型文件夹或 'demo'。",
     "train.no_eval_rows": "early_stopping_patience 需要验证数据，但过滤后一条都不剩。",
     "train.advice.stopped_in_build": "在构建演示模型时停止，尚未开始训练；重新开始运行即可构建它（CPU 上约 2 分钟）并训练。",
+    # --- devices and the memory estimate (backend/hardware.py, backend/memory.py) ------------------------
+    "devices.syntax": "devices={setting!r}：请使用 'auto'、'cpu' 或 GPU 编号，如 '0,1'。",
+    "devices.not_visible": "devices={setting!r}：这里只能看到 {count} 个 GPU（CUDA_VISIBLE_DEVICES={visible}）；请选择小于 {count} 的编号。",
+    "devices.not_launched": "devices={setting!r}：GPU {missing} 不在此训练进程启动时的 GPU 中（{launched}）；请用这些设备重新开始运行。",
+    "devices.no_such_gpu": "devices={setting!r}：没有 GPU {missing}（这里的 GPU：{have}）。",
+    "memory.arch_number": "config.json 缺少架构参数 {error}；显存估算需要 hidden_size、num_hidden_layers、num_attention_heads 和 vocab_size。",
+    "memory.no_config": "{path} 不存在：该文件夹不是 Hugging Face 模型。",
+    "memory.bad_json": "{path} 不是有效的 JSON（{error}）。",
+    "memory.demo_not_built": "演示模型尚未构建（首次运行时构建，应用启动时也会在后台构建）；构建完成后显示估算。",
     # --- chat ---------------------------------------------------------------------------------------
     "chat.device_busy": "训练运行 {run_id} 正在使用 {device}；在上面加载模型可能让它中途显存不足。请改用 CPU，或等该运行结束。",
     "chat.problem.max_tokens": "最大新生成 token 数必须至少为 1（当前为 {value}）。",

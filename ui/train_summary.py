@@ -73,19 +73,22 @@ def derived_text(msg: Msg, config: RunConfig, rows: dict | None, world_size: int
     return msg("train.derived", rows=train_rows, **numbers)
 
 
-def estimate_text(msg: Msg, config: RunConfig, workspace: Workspace, devices: list[Device] | None) -> str:
+def estimate_text(msg: Msg, config: RunConfig, workspace: Workspace, devices: list[Device] | None,
+                  lang: str = "en") -> str:
     """The memory table and a fits / does-not-fit verdict on the run's device."""
+    from ui.i18n import localize
+
     try:
         arch = architecture_for(config.model_name_or_path, workspace.models_dir)
     except ValueError as error:
-        return msg("train.estimate.unknown", reason=str(error))
+        return msg("train.estimate.unknown", reason=localize(error, lang))
     if not devices:
         return msg("train.hardware.detecting")
     try:
         targets = training_devices(config.devices, devices)
         precision = config.check_devices(targets)
     except (ValueError, ConfigError) as error:
-        return f"⚠️ {error}"
+        return f"⚠️ {localize(error, lang)}"
     device = min(targets, key=lambda d: d.memory_gb)  # DDP replicates: the smallest device decides
     kind = "cpu" if device.id == "cpu" else "cuda"
     estimate = estimate_memory(

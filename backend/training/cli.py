@@ -20,6 +20,7 @@ from pathlib import Path
 
 from backend.config import ConfigError, RunConfig
 from backend.hardware import LAUNCHED_DEVICES_ENV, launch_env
+from backend.messages import message_of
 from backend.run_files import CONFIG_FILE, LOG_FILE, list_checkpoints
 from backend.workspace import DEFAULT_WORKSPACE, Workspace
 
@@ -106,7 +107,7 @@ def pin_devices(devices: str, env) -> None:
     try:
         pinned = launch_env(devices, env)
     except ValueError as error:
-        raise ConfigError(str(error)) from None
+        raise ConfigError(message_of(error) or str(error)) from None
     for name, value in pinned.items():
         if value is not None:
             env[name] = value

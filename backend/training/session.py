@@ -13,7 +13,7 @@ from transformers import EarlyStoppingCallback, PrinterCallback, Trainer, Traine
 
 from backend.config import ConfigError, import_reference
 from backend.hardware import training_devices
-from backend.messages import msg
+from backend.messages import message_of, msg
 from backend.run_files import FINAL_DIR, append_metrics, mark_complete, read_json, read_status, update_status
 from backend.scale.engines import decoder_layer_classes
 from backend.training.arguments import argument_values
@@ -74,7 +74,7 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
     try:
         devices = training_devices(config.devices)
     except ValueError as error:  # e.g. devices=7 on a machine without that GPU
-        raise ConfigError(str(error)) from None
+        raise ConfigError(message_of(error) or str(error)) from None
     precision = config.check_devices(devices)
     on_cpu = devices[0].id == "cpu"
     if job.is_main:

@@ -141,7 +141,7 @@ def plan(ctx: UIContext, lang: str, model: str, dataset: str, rows: dict, device
     found = summary.devices_from_state(devices)
     derived = summary.derived_text(msg, config, rows, scale_view.world_size(config, found))
     return (derived + "\n\n" + scale_view.launch_text(msg, config, found),
-            summary.estimate_text(msg, config, ctx.workspace, found))
+            summary.estimate_text(msg, config, ctx.workspace, found, lang))
 
 
 def start(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> tuple[str, str | None]:
