@@ -13,6 +13,9 @@ with two real LoRA checkpoints, served by a real `python -m backend.serve`:
    PeftModel.from_pretrained, as bench_chat.py times it). The whole request
    (switch + prompt + one token + HTTP) is shown against the reload too.
    Goal: the switch costs under 5% of a reload.
+3. batching (demo model): 8 concurrent greedy requests over base and two
+   checkpoints, against a server with --max-batch 1 and one with --max-batch 8
+   running side by side, alternating rounds: tokens/s of all requests together.
 
     OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python bench/bench_serve.py [--quick]
 """
@@ -40,6 +43,7 @@ sys.path.insert(0, str(REPO))
 from backend.chat.engine import ChatEngine  # noqa: E402
 from backend.chat.generation import GenerationSettings  # noqa: E402
 from backend.chat.targets import ChatTarget  # noqa: E402
+from backend.demo_data import DEMO_PROMPTS  # noqa: E402
 from backend.models import ensure_demo_model  # noqa: E402
 from backend.run_files import atomic_write_json  # noqa: E402
 from bench.bench_chat import PROMPT, build_adapters, build_qwen_05b, time_reload_switch  # noqa: E402
@@ -53,14 +57,14 @@ def make_run(model_dir: Path, run_dir: Path) -> list[Path]:
 
 
 class Server:
-    def __init__(self, run_dir: Path, log: Path):
+    def __init__(self, run_dir: Path, log: Path, *extra: str):
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             self.port = sock.getsockname()[1]
         env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": str(torch.get_num_threads())}
         with open(log, "wb") as out:
             self.process = subprocess.Popen([sys.executable, "-m", "backend.serve", "--run", str(run_dir),
-                                             "--port", str(self.port)], cwd=REPO, env=env, stdout=out,
+                                             "--port", str(self.port), *extra], cwd=REPO, env=env, stdout=out,
                                             stderr=subprocess.STDOUT)
         self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=600)
         while True:
@@ -73,8 +77,8 @@ class Server:
                 pass
             time.sleep(0.5)
 
-    def chat(self, model: str, tokens: int) -> dict:
-        body = {"model": model, "messages": [{"role": "user", "content": PROMPT}], "temperature": 0,
+    def chat(self, model: str, tokens: int, prompt: str = PROMPT) -> dict:
+        body = {"model": model, "messages": [{"role": "user", "content": prompt}], "temperature": 0,
                 "max_tokens": tokens, "ignore_eos": True}
         response = self.client.post("/v1/chat/completions", json=body)
         response.raise_for_status()
@@ -116,6 +120,38 @@ def time_switch(server: Server, names: list[str], repeats: int) -> dict:
     return {"switch": statistics.median(switch), "same": statistics.median(same)}
 
 
+def time_concurrent(servers: dict[str, Server], names: list[str], clients: int, tokens: int, rounds: int) -> dict:
+    """`clients` requests at once (the names in turn, different prompts), against each server in
+    turn, round after round: tokens/s over the round's wall time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    prompts = [p for p, _ in DEMO_PROMPTS]
+    jobs = [(names[i % len(names)], prompts[i % len(prompts)]) for i in range(clients)]
+    rates: dict[str, list[float]] = {label: [] for label in servers}
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        for _ in range(rounds + 1):   # the first round warms up
+            for label, server in servers.items():
+                start = time.perf_counter()
+                answers = list(pool.map(lambda job, s=server: s.chat(job[0], tokens, job[1]), jobs))
+                made = sum(a["usage"]["completion_tokens"] for a in answers)
+                rates[label].append(made / (time.perf_counter() - start))
+    return {label: statistics.median(values[1:]) for label, values in rates.items()}
+
+
+def bench_batching(model_dir: Path, work: Path, clients: int, tokens: int, rounds: int) -> dict:
+    run_dir = work / f"{model_dir.name}-batch-run"
+    names = ["base", *(a.name for a in make_run(model_dir, run_dir))]
+    servers = {"one at a time": Server(run_dir, work / "batch-1.log", "--max-batch", "1"),
+               "batched": Server(run_dir, work / "batch-8.log", "--max-batch", str(clients))}
+    try:
+        rates = time_concurrent(servers, names, clients, tokens, rounds)
+        batches = servers["batched"].client.get("/health").json()["batches"]
+    finally:
+        for server in servers.values():
+            server.stop()
+    return {**rates, "batches": batches, "clients": clients, "tokens": tokens, "rounds": rounds}
+
+
 def bench_model(label: str, model_dir: Path, work: Path, tokens: int, repeats: int) -> dict:
     run_dir = work / f"{model_dir.name}-run"
     adapters = make_run(model_dir, run_dir)
@@ -143,6 +179,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
         work = Path(tmp)
+        batching = bench_batching(demo, work, 8, 32, 5)
         rows.append(bench_model("demo Qwen2", demo, work, 64, 7))
         if not args.quick:
             big = build_qwen_05b(work / "qwen2.5-0.5b-random", demo)
@@ -156,6 +193,14 @@ def main() -> None:
         print(f"| {r['model']} | {r['api']:.1f} | {r['engine']:.1f} | {r['api'] / r['engine']:.3f} ({r['tokens']} tokens) "
               f"| {r['switch'] * 1000:.1f} ms | {r['same'] * 1000:.1f} ms | {cost * 1000:.1f} ms | {r['reload'] * 1000:.0f} ms "
               f"| {100 * cost / r['reload']:.2f}% | {100 * r['switch'] / r['reload']:.2f}% |")
+    print(f"\nBatching, demo model: {batching['clients']} concurrent greedy requests of {batching['tokens']} tokens "
+          f"(base and two checkpoints mixed), medians of {batching['rounds']} rounds, alternating servers:\n")
+    print("| server | tokens/s (all requests) |\n|---|---|")
+    print(f"| --max-batch 1 (one at a time) | {batching['one at a time']:.1f} |")
+    print(f"| --max-batch {batching['clients']} | {batching['batched']:.1f} |")
+    print(f"\nbatched / one at a time: {batching['batched'] / batching['one at a time']:.2f}x "
+          f"({batching['batches']} batched generate calls)")
+
 
 if __name__ == "__main__":
     main()

@@ -219,6 +219,33 @@ class ChatEngine:
                         yield list(texts)
         yield [reply.text for reply in replies]
 
+    def stream_prompts_together(self, targets: list[ChatTarget], make_prompts: list, settings: GenerationSettings,
+                                device: str, stop, replies: list[Reply], errors: dict[int, Exception]):
+        """stream_together for a caller that builds each prompt itself (the API server batching
+        concurrent requests): `make_prompts[i](tokenizer, context_length)` returns a Prompt or
+        raises; a row that raises is left out, its exception in `errors[i]`. Yields the rows' texts."""
+        entries, prompts = [None] * len(targets), [None] * len(targets)
+        with self._lock:
+            for index, (target, make_prompt) in enumerate(zip(targets, make_prompts)):
+                try:
+                    entry = self._ensure(target, device)
+                    prompts[index] = make_prompt(entry.tokenizer, entry.context_length)
+                    entries[index] = entry
+                except Exception as error:  # noqa: BLE001 - this row's answer is its error; the others go on
+                    errors[index] = error
+            texts = [""] * len(targets)
+            for rows in groups(targets, entries, prompts, settings):
+                entry = entries[rows[0]]
+                names = adapter_names_for(entry, [targets[i] for i in rows])
+                activated = self._activated(entry, targets[rows[0]]) if names is None else contextlib.nullcontext(entry.model)
+                with activated as model, contextlib.closing(generate_together(
+                        model, entry.tokenizer, [prompts[i] for i in rows], settings, stop, [replies[i] for i in rows],
+                        names)) as stream:
+                    for partial in stream:
+                        for index, text in zip(rows, partial):
+                            texts[index] = text
+                        yield list(texts)
+
     def _prepare_columns(self, targets, histories, user_text, settings, device, replies):
         """Each column's loaded model and prompt (None where loading or templating failed: said in its reply)."""
         entries, prompts = [None] * len(targets), [None] * len(targets)

@@ -6,6 +6,7 @@ app.py        FastAPI routes, API key + body-size guard, OpenAI error shape
 protocol.py   request bodies -> checked values; ApiError names the field
 prompts.py    token ids: chat template or a plain / token-id completion prompt
 bridge.py     bounded queue + one generation thread on the ChatEngine; stop strings
+batching.py   waiting greedy requests answered by one generate call (--max-batch)
 responses.py  completion bodies and server-sent event chunks
 names.py      served names: base, checkpoint-<step>, final (re-read from disk)
 vllm.py       --engine vllm: the `vllm serve --enable-lora --lora-modules` command

@@ -114,7 +114,7 @@ def build_app(served: ServedModels, bridge: Bridge, settings: Settings, lifespan
     @app.get("/health")
     async def health():
         return {"status": "ok", "busy": bridge.busy, "waiting": bridge.waiting(),
-                "generated_tokens": bridge.generated_tokens}
+                "generated_tokens": bridge.generated_tokens, "batches": bridge.batches}
 
     @app.get("/v1/models")
     async def list_models():

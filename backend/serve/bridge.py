@@ -14,13 +14,12 @@ then ("delta", text)..., then ("end", {"finish", "completion_tokens"}) or
 
 from __future__ import annotations
 
-import contextlib
-import queue
 import secrets
 import sys
 import threading
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -46,42 +45,69 @@ class Job:
 
 
 class Bridge:
-    def __init__(self, engine, device: str = "cpu", max_queue: int = 32):
+    def __init__(self, engine, device: str = "cpu", max_queue: int = 32, max_batch: int = 1):
         self.engine, self.device = engine, device
-        self._jobs: queue.Queue[Job | None] = queue.Queue(maxsize=max_queue)
+        self.max_queue, self.max_batch = max_queue, max_batch
+        self._pending: deque[Job] = deque()
+        self._ready = threading.Condition()
+        self._closed = False
         self._seconds = 2.0          # running mean of a request's time, for Retry-After
         self.busy = False
         self.generated_tokens = 0    # since start, for /health
+        self.batches = 0             # generate calls that answered more than one request
         self._thread = threading.Thread(target=self._loop, name="serve-generate", daemon=True)
         self._thread.start()
 
     def submit(self, job: Job) -> None:
-        try:
-            self._jobs.put_nowait(job)
-        except queue.Full:
-            wait = max(1, round(self._seconds * (self._jobs.qsize() + 1)))
-            raise ApiError(429, f"The server is busy: {self._jobs.qsize()} requests are waiting already (the "
-                                f"queue limit). Retry in about {wait} s.", type="server_busy", code="queue_full",
-                           headers={"Retry-After": str(wait)}) from None
+        with self._ready:
+            if len(self._pending) >= self.max_queue:
+                wait = max(1, round(self._seconds * (len(self._pending) + 1) / max(1, self.max_batch)))
+                raise ApiError(429, f"The server is busy: {len(self._pending)} requests are waiting already (the "
+                                    f"queue limit). Retry in about {wait} s.", type="server_busy", code="queue_full",
+                               headers={"Retry-After": str(wait)})
+            self._pending.append(job)
+            self._ready.notify()
 
     def waiting(self) -> int:
-        return self._jobs.qsize()
+        return len(self._pending)
 
     def close(self) -> None:
-        with contextlib.suppress(queue.Full):   # a full queue: the daemon thread ends with the process
-            self._jobs.put_nowait(None)
+        with self._ready:
+            self._closed = True
+            self._ready.notify()
+
+    def _next(self) -> list[Job] | None:
+        """The oldest waiting request, with the waiting ones that can share its batch (in order)."""
+        with self._ready:
+            while not self._pending and not self._closed:
+                self._ready.wait()
+            if self._closed:
+                return None
+            first = self._pending.popleft()
+            batch = [first]
+            if self.max_batch > 1 and batchable(first):
+                for job in list(self._pending):
+                    if len(batch) >= self.max_batch:
+                        break
+                    if batchable(job) and batch_key(job) == batch_key(first):
+                        self._pending.remove(job)
+                        batch.append(job)
+            return [job for job in batch if not job.cancel.is_set()]   # clients that left while waiting
 
     def _loop(self) -> None:
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            if job.cancel.is_set():
-                continue   # the client left while waiting
+        while (jobs := self._next()) is not None:
+            if not jobs:
+                continue
             start = time.perf_counter()
             self.busy = True
             try:
-                self._run(job)
+                if len(jobs) == 1:
+                    self._run(jobs[0])
+                else:
+                    from backend.serve.batching import run_batch  # it imports this module
+
+                    self.batches += 1
+                    self.generated_tokens += run_batch(self.engine, self.device, jobs)
             finally:
                 self.busy = False
                 self._seconds = 0.8 * self._seconds + 0.2 * (time.perf_counter() - start)
@@ -90,18 +116,7 @@ class Bridge:
         request, reply = job.request, Reply()
         settings = generation_settings(request)
         stops = StopStrings(request.sampling.stop, job.cancel)
-        started = False
-
-        def make_prompt(tokenizer, context_length: int) -> Prompt:
-            nonlocal started
-            ids = prompt_ids(tokenizer, request)
-            max_new = fit_context(len(ids), request.sampling.max_tokens, context_length, request.kind)
-            settings.max_new_tokens = max_new
-            if request.sampling.ignore_eos:
-                settings.min_new_tokens = max_new
-            job.post(("start", len(ids)))
-            started = True
-            return Prompt(torch.tensor([ids]), max_new)
+        make_prompt = prompt_maker(job, settings)
 
         held = []   # a whole answer is handed over once: a wake-up of the HTTP loop per token costs time
         try:
@@ -115,7 +130,7 @@ class Bridge:
             job.post(("error", error))
             return
         except (ModelLoadError, ChatError, OSError, ValueError) as error:
-            what = "Generation" if started else f"Loading the model '{job.request.model}'"
+            what = "Generation" if make_prompt.started else f"Loading the model '{job.request.model}'"
             job.post(("error", ApiError(500, f"{what} failed: {error}", type="server_error", code="model_error")))
             return
         except Exception as error:  # noqa: BLE001 - the server keeps running; the log has the traceback
@@ -132,6 +147,23 @@ class Bridge:
             return
         finish = "stop" if stops.hit else FINISH.get(reply.finish, "stop")
         job.post(("end", {"finish": finish, "completion_tokens": reply.new_tokens}))
+
+
+def prompt_maker(job: Job, settings: GenerationSettings):
+    """The engine's make_prompt for `job`: its token ids, refused with the numbers when they do not
+    fit the context; posts ("start", prompt tokens) once they do. `.started` says it got that far."""
+    def make_prompt(tokenizer, context_length: int) -> Prompt:
+        request = job.request
+        ids = prompt_ids(tokenizer, request)
+        max_new = fit_context(len(ids), request.sampling.max_tokens, context_length, request.kind)
+        if request.sampling.ignore_eos:   # in a batch: the longest row's (each row still ends at its own limit)
+            settings.min_new_tokens = max(settings.min_new_tokens, max_new)
+        job.post(("start", len(ids)))
+        make_prompt.started = True
+        return Prompt(torch.tensor([ids]), max_new)
+
+    make_prompt.started = False
+    return make_prompt
 
 
 def generation_settings(request: Request) -> GenerationSettings:
@@ -194,3 +226,16 @@ class StopStrings:
         piece = self.text[self.sent:]
         self.sent = len(self.text)
         return piece
+
+
+def batchable(job: Job) -> bool:
+    """Greedy requests without stop strings share a batch: one generation config fits them all,
+    and each row ends at its own eos or max_tokens (backend/chat/batch.py)."""
+    sampling = job.request.sampling
+    return sampling.temperature == 0 and not sampling.stop and job.target.kind != "full"
+
+
+def batch_key(job: Job) -> tuple:
+    sampling = job.request.sampling
+    return job.target.model, job.target.quantization_bits, sampling.repetition_penalty, sampling.ignore_eos
+

@@ -40,6 +40,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="transformers (this process) or vllm (vLLM's server, GPU hosts)")
     parser.add_argument("--max-queue", type=int, default=32,
                         help="requests that may wait while one generates; more get 429 (default: 32)")
+    parser.add_argument("--max-batch", type=int, default=8,
+                        help="waiting greedy requests answered together in one generate call (default: 8; 1 = off)")
     parser.add_argument("--max-body", type=int, default=None, help="largest request body in bytes (default: 1 MiB)")
     parser.add_argument("--workspace", default=None, help="where the base model named in config.yaml is found")
     parser.add_argument("--progress", type=Path, help=argparse.SUPPRESS)   # set by the UI's background launcher
@@ -63,6 +65,8 @@ def check_args(args: argparse.Namespace) -> None:
         raise Refused(f"--port {args.port} is not a port: use a number from 1 to 65535.")
     if args.max_queue < 0:
         raise Refused(f"--max-queue {args.max_queue} must be 0 or more.")
+    if args.max_batch < 1:
+        raise Refused(f"--max-batch {args.max_batch} must be 1 (no batching) or more.")
     if args.max_body is not None and args.max_body < 1024:
         raise Refused(f"--max-body {args.max_body} is too small for any request: use at least 1024 bytes.")
     problems = device_problems(args.device)

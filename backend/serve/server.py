@@ -55,7 +55,7 @@ def run_http(args, served: ServedModels, engine, sock: socket.socket, url: str) 
     from backend.serve.app import DEFAULT_MAX_BODY, Guard, Settings, build_app
     from backend.serve.bridge import Bridge
 
-    bridge = Bridge(engine, args.device, args.max_queue)
+    bridge = Bridge(engine, args.device, args.max_queue, args.max_batch)
     settings = Settings(api_key=args.api_key or None, max_body=args.max_body or DEFAULT_MAX_BODY)
 
     @contextlib.asynccontextmanager

@@ -113,10 +113,20 @@ def test_twenty_concurrent_requests_across_three_models(client, server):
     models = ["base", "checkpoint-8", "final"]
     prompts = [p for p, _ in DEMO_PROMPTS[:4]]
     expected = {(m, p): chat(client, m, p).choices[0].message.content for m in models for p in prompts}
-    jobs = [(models[i % 3], prompts[i % len(prompts)]) for i in range(20)]
+    jobs = [(models[i % 3], prompts[i % len(prompts)], i % 4 == 3) for i in range(20)]   # every 4th streams
+
+    def ask(job) -> tuple[str, str]:
+        model, prompt, stream = job
+        if not stream:
+            answer = chat(client, model, prompt)
+            return answer.model, answer.choices[0].message.content
+        chunks = list(chat(client, model, prompt, stream=True))
+        return chunks[0].model, "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+
     with ThreadPoolExecutor(max_workers=20) as pool:
-        answers = list(pool.map(lambda job: chat(client, job[0], job[1]), jobs))
-    for (model, prompt), answer in zip(jobs, answers):
-        assert answer.model == model
-        assert answer.choices[0].message.content == expected[(model, prompt)], (model, prompt)
-    assert httpx.get(f"{server.url}/health").json()["status"] == "ok"
+        answers = list(pool.map(ask, jobs))
+    for (model, prompt, _), (answered_by, text) in zip(jobs, answers):
+        assert answered_by == model
+        assert text == expected[(model, prompt)], (model, prompt)
+    health = httpx.get(f"{server.url}/health").json()
+    assert health["status"] == "ok" and health["batches"] >= 1   # waiting requests were answered together
