@@ -1,8 +1,9 @@
 """Fixtures of the serve tests: a short real demo training run (the LoRA run of
 tests/eval_export_runs.py: 16 optimizer steps on the demo data, checkpoint-8,
 checkpoint-16 and final, cached beside the demo model) and ONE server process
-for the whole session, started with an API key, a small body limit and a
-24-place queue, shared by the client tests and the error tests."""
+for this package (stopped when its tests end, not held for the rest of the
+suite), started with an API key, a small body limit and a 24-place queue,
+shared by the client tests and the error tests."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def serve_workspace(tmp_path_factory, demo_model_dir):
     return workspace
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def chat_cli(serve_workspace, demo_model_dir):
     """`python -m backend.chat --greedy` for base and final, the reference answers: started
     before the server, so the two processes load side by side (communicate() collects it)."""
@@ -41,7 +42,7 @@ def chat_cli(serve_workspace, demo_model_dir):
         process.communicate()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def server(serve_workspace, chat_cli):
     process = ServerProcess(serve_workspace.runs_dir / RUN_ID, "--api-key", KEY, "--max-queue", str(MAX_QUEUE),
                             "--max-body", str(MAX_BODY)).start()
