@@ -144,6 +144,9 @@ def test_dpo_stop_then_resume(workspace, subprocess_env, four_pairs):
     # Resumed from the trained adapter: the step after the stop is past log 2 (a fresh adapter is at it).
     after = next(r for r in records(run, "train") if r["step"] == status["global_step"] + 1)
     assert after["loss"] < 0.69
+    # Another stage on resume would load this adapter into a different objective: refused.
+    refused = worker(workspace, subprocess_env, "stage=orpo", args=["--resume", str(run)])
+    assert refused.returncode == 2 and "stage" in refused.stderr
 
 
 def _safe_train(run: Path) -> list[dict]:

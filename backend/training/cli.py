@@ -30,7 +30,7 @@ log = logging.getLogger("backend.train")
 # rescale a trained adapter (scale = lora_alpha / r, or / sqrt(r) with rsLoRA): the resumed
 # model would answer differently from the checkpoint before its first step. Refused, not warned.
 RESUME_MUST_MATCH = ("model_name_or_path", "method", "quantization_bits", "lora_r", "lora_target", "use_dora",
-                     "lora_alpha", "use_rslora")
+                     "lora_alpha", "use_rslora", "stage", "init_adapter")
 # Allowed, but the run is then not the same run any more.
 RESUME_WARN = ("seed", "per_device_train_batch_size", "gradient_accumulation_steps")
 
