@@ -114,3 +114,15 @@ def test_vote_answers_take_the_winners_context_and_skip_failed_columns():
         "b": [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "⚠️ out of memory"}]}}
     answers, context = vote_answers(state, ["a", "b"], targets, targets["a"])
     assert answers == {"base": "A1"} and context == [{"role": "user", "content": "Q"}]
+
+
+def test_train_form_stage_switch_and_prefill():
+    from ui import forms
+
+    values = forms.form_values(RunConfig(learning_rate=1e-5))
+    values[forms.NAMES.index("stage")] = "dpo"
+    moved = dict(zip(forms.NAMES, forms.stage_form_values(values, "sft")))
+    assert moved["stage"] == "dpo" and moved["cutoff_len"] == 64 and moved["per_device_train_batch_size"] == 4
+    assert moved["learning_rate"] == 1e-5  # changed by the user: kept
+    model, dataset, *form = forms.prefill_values(RunConfig().with_overrides(["stage=kto", "dataset=votes"]).to_dict())
+    assert (model, dataset) == ("demo", "votes") and dict(zip(forms.NAMES, form))["stage"] == "kto"

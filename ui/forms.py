@@ -180,7 +180,7 @@ def config_from_values(values: list[Any], model: str, dataset: str, base: RunCon
     return RunConfig.from_dict(data)
 
 
-def stage_form_values(values: list[Any], previous_stage: str, model: str, dataset: str) -> list[Any]:
+def stage_form_values(values: list[Any], previous_stage: str) -> list[Any]:
     """The form moved from `previous_stage` to the stage now in `values`: settings
     still at the old stage's defaults take the new stage's (backend.config.stage_switch)."""
     from backend.config import stage_switch

@@ -289,10 +289,10 @@ def _wire_stage(ctx: UIContext, c: dict, form: list) -> None:
     """Stage changes move the stage defaults; "Train on these votes" (Chat) prefills the form."""
     private = {"api_visibility": "private"}
 
-    def do_stage(previous, model, dataset, *values):
-        return [*forms.stage_form_values(list(values), previous, model, dataset), values[forms.NAMES.index("stage")]]
+    def do_stage(previous, *values):
+        return [*forms.stage_form_values(list(values), previous), values[forms.NAMES.index("stage")]]
 
-    c["stage"].input(do_stage, [c["last_stage"], c["model"], c["dataset"], *form], [*form, c["last_stage"]], **private)
+    c["stage"].input(do_stage, [c["last_stage"], *form], [*form, c["last_stage"]], **private)
     prefill = ctx.shared.get("train_prefill")
     if prefill is not None:
         def do_prefill(values):
