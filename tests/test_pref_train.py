@@ -127,7 +127,7 @@ def test_stage_trains_on_pairs(workspace, subprocess_env, four_pairs, stage, met
 def test_dpo_stop_then_resume(workspace, subprocess_env, four_pairs):
     run = workspace.runs_dir / "dpo-stop"
     process = worker(workspace, subprocess_env, "stage=dpo", f"dataset={four_pairs}", *QUICK, "val_size=0",
-                     "max_steps=14", "save_steps=100", run_dir=run, wait=False)
+                     "max_steps=10", "save_steps=100", run_dir=run, wait=False)
     deadline = time.time() + 300
     while not any(r["step"] >= 2 for r in _safe_train(run)):
         assert process.poll() is None and time.time() < deadline, (run.parent / "dpo-stop.out").read_text()[-3000:]
@@ -135,11 +135,11 @@ def test_dpo_stop_then_resume(workspace, subprocess_env, four_pairs):
     os.killpg(process.pid, signal.SIGTERM)
     assert process.wait(timeout=300) == 0
     status = read_status(run)
-    assert status["state"] == "stopped" and 2 <= status["global_step"] < 14
+    assert status["state"] == "stopped" and 2 <= status["global_step"] < 10
     result = worker(workspace, subprocess_env, args=["--resume", str(run)])
     assert_contract(result, run, "dpo")
     steps = [r["step"] for r in records(run, "train")]
-    assert steps[-1] == 14 and steps.count(14) == 1
+    assert steps[-1] == 10 and steps.count(10) == 1
     assert [r["event"] for r in records(run, "system")] == ["start", "end", "resume", "end"]
     # Resumed from the trained adapter: the step after the stop is past log 2 (a fresh adapter is at it).
     after = next(r for r in records(run, "train") if r["step"] == status["global_step"] + 1)
