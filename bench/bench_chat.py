@@ -11,8 +11,14 @@ Qwen2.5-0.5B's architecture (built here from its config numbers, no download):
    streamer thread, stop criteria) against plain model.generate on the same
    PeftModel, same prompt ids, same generation config. Goal: within 10%.
 3. unload: process RSS before / after ChatEngine.unload().
+4. columns: the base and four LoRA checkpoints (5 chat columns) answering one
+   prompt greedily, all together (ChatEngine.stream_together: one batch, peft
+   adapter_names) against one after another (ChatEngine.stream per column, as
+   the Chat tab did before). tokens/s = all columns' new tokens / wall time;
+   "5th column shows text" = seconds until the last column's first text.
+   Alternating, medians; the answers are checked equal.
 
-    nice -n 10 .venv/bin/python bench/bench_chat.py [--quick]
+    nice -n 10 .venv/bin/python bench/bench_chat.py [--quick] [--columns-only]
 """
 
 from __future__ import annotations
@@ -31,7 +37,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from backend.chat.engine import ChatEngine, memory_now, weights_bytes  # noqa: E402
-from backend.chat.generation import GenerationSettings, build_messages, build_prompt, generation_config_for  # noqa: E402
+from backend.chat.generation import (  # noqa: E402
+    GenerationSettings,
+    Reply,
+    build_messages,
+    build_prompt,
+    generation_config_for,
+)
 from backend.chat.targets import ChatTarget  # noqa: E402
 from backend.models import ensure_demo_model, load_model, load_tokenizer  # noqa: E402
 from backend.run_files import mark_complete  # noqa: E402
@@ -144,6 +156,67 @@ def time_generation(engine: ChatEngine, model_dir: Path, target: ChatTarget, new
     return {"engine": statistics.median(engine_rates), "plain": statistics.median(plain_rates), "tokens": tokens}
 
 
+def _first_text_and_total(stream, last_column: int) -> tuple[float, float]:
+    start, first = time.perf_counter(), None
+    for texts in stream:
+        if first is None and texts[last_column]:
+            first = time.perf_counter() - start
+    return first or 0.0, time.perf_counter() - start
+
+
+def time_columns(engine: ChatEngine, targets: list[ChatTarget], new_tokens: int, repeats: int) -> dict:
+    """5 columns answering together vs one after another (alternating runs, same greedy answers)."""
+    settings = GenerationSettings(greedy=True, max_new_tokens=new_tokens)
+    histories = [[] for _ in targets]
+
+    def one_after_another():
+        replies = [Reply() for _ in targets]
+
+        def texts():
+            for index, (target, reply) in enumerate(zip(targets, replies)):
+                for text in engine.stream(target, [], PROMPT, settings, reply=reply):
+                    yield [r.text for r in replies[:index]] + [text] + [""] * (len(targets) - index - 1)
+        return replies, texts()
+
+    def together():
+        replies = [Reply() for _ in targets]
+        return replies, engine.stream_together(targets, histories, PROMPT, settings, replies=replies)
+
+    rates = {"together": [], "sequential": []}
+    firsts = {"together": [], "sequential": []}
+    answers = {}
+    for mode in ("together", "sequential"):   # warm-up both
+        _first_text_and_total(dict(together=together, sequential=one_after_another)[mode]()[1], len(targets) - 1)
+    for _ in range(repeats):
+        for mode, make in (("together", together), ("sequential", one_after_another)):
+            replies, stream = make()
+            first, seconds = _first_text_and_total(stream, len(targets) - 1)
+            rates[mode].append(sum(r.new_tokens for r in replies) / seconds)
+            firsts[mode].append(first)
+            answers[mode] = [r.text for r in replies]
+    assert answers["together"] == answers["sequential"], "together and one-at-a-time greedy answers differ"
+    return {mode: {"tps": statistics.median(rates[mode]), "first": statistics.median(firsts[mode])}
+            for mode in rates}
+
+
+def bench_columns(name: str, model_dir: Path, work: Path, new_tokens: int, repeats: int) -> dict:
+    adapters = build_adapters(model_dir, work / f"{name}-columns", count=4)
+    targets = [ChatTarget(model=str(model_dir))] + [
+        ChatTarget(model=str(model_dir), checkpoint=str(a), kind="lora", run_id="bench", name=a.name) for a in adapters]
+    engine = ChatEngine()
+    engine.prepare(targets, "cpu")
+    result = time_columns(engine, targets, new_tokens, repeats)
+    engine.unload("cpu")
+    params = weights_bytes(model_dir, torch.float32) // 4
+    return {"model": f"{name} ({params / 1e6:.1f}M params)", "tokens": new_tokens, **result}
+
+
+def print_columns(r: dict) -> None:
+    t, q = r["together"], r["sequential"]
+    print(f"| {r['model']} | {r['tokens']} | {t['tps']:.1f} | {q['tps']:.1f} | {t['tps'] / q['tps']:.2f}x | "
+          f"{t['first']:.2f} s | {q['first']:.2f} s |", flush=True)
+
+
 def bench_model(name: str, model_dir: Path, work: Path, switch_repeats: int, reload_repeats: int,
                 new_tokens: int, gen_repeats: int) -> dict:
     adapters = build_adapters(model_dir, work / f"{name}-run")
@@ -164,18 +237,27 @@ def bench_model(name: str, model_dir: Path, work: Path, switch_repeats: int, rel
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the demo model only, fewer repeats")
+    parser.add_argument("--columns-only", action="store_true", help="only the 5-column measurement")
     parser.add_argument("--models-dir", default=str(REPO / ".cache" / "test-models"))
     args = parser.parse_args()
     demo = ensure_demo_model(Path(args.models_dir))
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-chat-") as tmp:
         work = Path(tmp)
-        rows.append(bench_model("demo Qwen2", demo, work, 200, 5 if args.quick else 10, 64, 5 if args.quick else 11))
+        print(f"torch {torch.__version__}, {torch.get_num_threads()} threads\n")
+        print("| model (5 columns: base + 4 LoRA) | new tokens per column | tokens/s together | tokens/s one after "
+              "another | ratio | 5th column shows text: together | one after another |")
+        print("|---|---|---|---|---|---|---|", flush=True)
+        print_columns(bench_columns("demo Qwen2", demo, work, 64, 5 if args.quick else 7))
         if not args.quick:
             big = build_qwen_05b(work / "qwen2.5-0.5b-random", demo)
+            print_columns(bench_columns("Qwen2.5-0.5B architecture, random weights", big, work, 32, 3))
+        if args.columns_only:
+            return
+        rows.append(bench_model("demo Qwen2", demo, work, 200, 5 if args.quick else 10, 64, 5 if args.quick else 11))
+        if not args.quick:
             rows.append(bench_model("Qwen2.5-0.5B architecture, random weights", big, work, 50, 5, 32, 5))
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads\n")
-    print("| model | switch: engine | switch: reload base + adapter | ratio | tokens/s engine | tokens/s plain generate | engine / plain | RSS loaded → after unload |")
+    print("\n| model | switch: engine | switch: reload base + adapter | ratio | tokens/s engine | tokens/s plain generate | engine / plain | RSS loaded → after unload |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['model']} | {r['switch_engine_s'] * 1000:.2f} ms | {r['switch_reload_s'] * 1000:.0f} ms | "
