@@ -1,6 +1,6 @@
 """Evaluate and Export tabs in a real browser: evaluate two checkpoints of a run
-(table with the best marked, chart), then export the merged model and see the
-verification pass."""
+(table with the best marked, chart), then export the merged model, see the
+verification pass, and see the report and Download again after a page refresh."""
 
 from __future__ import annotations
 
@@ -59,6 +59,14 @@ def test_evaluate_two_checkpoints_then_export_merged(workspace, trained_demo_run
         assert "Verification passed" in verification.inner_text()
         assert page.locator("#export-download").is_visible()
         screenshot(page, "export", also_to=DOCS / "export.png")
+        # A page refresh: the job is read back from disk, report and Download included.
+        page.reload()
+        wait_app_loaded(page)
+        page.get_by_role("tab", name="Export").click()
+        page.locator("#export-done").wait_for(timeout=60_000)
+        assert "Verification passed" in page.locator("#export-verification").inner_text()
+        page.locator("#export-download").wait_for(state="visible", timeout=30_000)
+        assert page.locator("#export-jobs input").input_value() == "demo-run-final-merged"
         out = workspace.root / "exports" / "demo-run-final-merged"
         report = json.loads((out / "export_report.json").read_text())
         assert report["kind"] == "merged" and report["verification"]["passed"]
