@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
 from backend.hosts import is_loopback
 
 AUTH_ENV = "FINETUNE_STUDIO_AUTH"
+# What gradio's upload limit accepts (gradio.utils._parse_file_size): digits, then a unit.
+FILE_SIZE = re.compile(r"^\s*\d+\s*(b|kb|mb|gb|tb)\s*$", re.IGNORECASE)
 NO_DEMO_BUILD_ENV = "FINETUNE_STUDIO_NO_DEMO_BUILD"
 
 
@@ -37,6 +40,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def check_args(args: argparse.Namespace) -> tuple[str, str] | None:
     """Refuse unsafe or malformed flags with a sentence; returns the parsed --auth."""
+    if not FILE_SIZE.match(args.max_file_size or ""):
+        sys.exit(f"--max-file-size {args.max_file_size!r} is not a size: give a whole number with a unit "
+                 "b, kb, mb, gb or tb, e.g. 200mb or 2gb.")
     if not is_loopback(args.host) and not args.allow_remote:
         sys.exit(f"Refusing to listen on {args.host}: other computers could reach your data and models. "
                  "Use --host 127.0.0.1, or add --allow-remote (together with --auth USER:PASS) if you mean it.")

@@ -134,3 +134,22 @@ def test_auth_from_the_environment_and_remote_with_the_flag(monkeypatch, capsys)
     args = app.parse_args(["--host", "0.0.0.0", "--allow-remote", "--share"])
     app.check_args(args)
     assert "public gradio.live address" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("size", ["abc", "", "12", "1.5gb", "200 zb"])
+def test_a_malformed_upload_limit_is_a_sentence(size):
+    import app
+
+    with pytest.raises(SystemExit) as refused:
+        app.check_args(app.parse_args(["--max-file-size", size]))
+    assert f"--max-file-size {size!r} is not a size" in str(refused.value.code)
+
+
+@pytest.mark.parametrize("size", ["200mb", "2GB", "10 kb", "512b"])
+def test_upload_limits_gradio_accepts_pass(size):
+    from gradio.utils import _parse_file_size
+
+    import app
+
+    assert app.check_args(app.parse_args(["--max-file-size", size])) is None
+    assert _parse_file_size(size) > 0
