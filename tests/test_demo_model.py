@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from pathlib import Path
 
 from transformers import AutoTokenizer
 
@@ -133,3 +134,16 @@ def test_demo_answers_accepts_an_exact_answer(demo_model_dir):
         optimizer.step()
         optimizer.zero_grad()
     assert demo_answers(model, tokenizer, DEMO_PROMPTS[:1])[0] == (prompt, answer, True)
+
+
+def test_docs_describe_the_real_build(demo_model_dir):
+    """docs/DEMO.md states the built model's shape: it went stale once (4 x 192, 3,072 tokens)."""
+    import json
+
+    config = json.loads((demo_model_dir / "config.json").read_text())
+    model = load_model(demo_model_dir)
+    text = (Path(__file__).resolve().parents[1] / "docs" / "DEMO.md").read_text(encoding="utf-8")
+    assert f"hidden {config['hidden_size']}, {config['num_hidden_layers']} layers" in text
+    assert f"MLP {config['intermediate_size']}" in text
+    assert f"{len(load_tokenizer(demo_model_dir)):,} tokens" in text
+    assert f"{sum(p.numel() for p in model.parameters()):,} parameters" in text
