@@ -164,3 +164,25 @@ def test_disk_check_refuses_a_save_that_cannot_fit(tmp_path):
     explained = explain(OSError(28, "No space left on device"), RunConfig(), tmp_path)
     assert "disk space on the disk mounted at" in explained.error
     assert "continues from checkpoint-5, which was kept" in explained.advice
+
+
+@pytest.mark.parametrize("cpus, processes, load, threads", [
+    (2, 1, 0.0, 2), (2, 2, 0.0, 1), (16, 4, 0.5, 4), (16, 1, 12.0, 4), (2, 1, 9.0, 1), (1, 3, 0.0, 1)])
+def test_thread_share(cpus, processes, load, threads):
+    from backend.training.threads import thread_share
+
+    assert thread_share(cpus, processes, load) == threads
+
+
+def test_worker_takes_its_share_of_the_cores(subprocess_env):
+    """Two ranks on this machine (LOCAL_WORLD_SIZE=2): each uses at most half the CPUs."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in subprocess_env.items() if k != "OMP_NUM_THREADS"}
+    code = ("import os, torch; from backend.training.threads import limit_threads; n = limit_threads(); "
+            "print(n, torch.get_num_threads(), len(os.sched_getaffinity(0)))")
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "LOCAL_WORLD_SIZE": "2"}, capture_output=True,
+                         text=True, timeout=300, check=True).stdout.split()
+    threads, torch_threads, cpus = map(int, out)
+    assert threads == torch_threads and 1 <= threads <= max(1, cpus // 2)

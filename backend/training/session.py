@@ -26,6 +26,7 @@ from backend.training.disk import remove_partial_saves
 from backend.training.metrics import MetricsCallback
 from backend.training.model import build_model, parameter_counts
 from backend.training.summary import write_summary
+from backend.training.threads import limit_threads
 
 log = logging.getLogger("backend.train")
 
@@ -77,6 +78,7 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
         raise ConfigError(message_of(error) or str(error)) from None
     precision = config.check_devices(devices)
     on_cpu = devices[0].id == "cpu"
+    limit_threads()  # this process's share of the cores, before the first tensor op
     if job.is_main:
         # Recorded by every launch path (the app's store writes them at create; a run started
         # with `python -m backend.train` writes them here), so no second run starts beside it.
