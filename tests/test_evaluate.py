@@ -26,11 +26,11 @@ _ = one_torch_thread  # the fixture, imported for pytest to find
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory, demo_model_dir, trained_demo_run):
-    """A copy of the session's default demo run, trained by the real worker."""
+def run_dir(tmp_path_factory, demo_model_dir, short_demo_run):
+    """A copy of the session's short demo run (24 steps), trained by the real worker."""
     workspace = Workspace(tmp_path_factory.mktemp("evaluate") / "workspace").ensure()
     link_demo_model(workspace, demo_model_dir)
-    return copy_run(trained_demo_run, workspace, "demo-run")
+    return copy_run(short_demo_run, workspace, "demo-run")
 
 
 def _independent_loss(run_dir, rows):

@@ -24,11 +24,11 @@ _ = one_torch_thread  # the fixture, imported for pytest to find
 
 
 @pytest.fixture(scope="module")
-def lora_run(tmp_path_factory, demo_model_dir, trained_demo_run):
-    """A copy of the session's default demo LoRA run, trained by the real worker."""
+def lora_run(tmp_path_factory, demo_model_dir, short_demo_run):
+    """A copy of the session's short demo LoRA run (24 steps), trained by the real worker."""
     workspace = Workspace(tmp_path_factory.mktemp("export") / "workspace").ensure()
     link_demo_model(workspace, demo_model_dir)
-    return copy_run(trained_demo_run, workspace, "demo-run")
+    return copy_run(short_demo_run, workspace, "demo-run")
 
 
 def _adapter_answer(base_path, checkpoint):

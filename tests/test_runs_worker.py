@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 
 import pytest
@@ -99,24 +98,30 @@ def test_stop_kill_and_resume_end_like_an_uninterrupted_run(store, workspace, su
     refused = wait_final(restarted, run_id)
     assert refused.state == "failed" and "different model or adapter shape" in refused.error, log_of(refused)
 
-    # Resume, then kill -9 the worker's group mid-run.
+    # Resume, then kill -9 the worker's group in the middle of a real save. The checkpoint's
+    # optimizer.pt is a named pipe nobody reads: the save writes the adapter, then blocks
+    # opening that file, so once the adapter is there the worker is provably mid-save.
+    # The pipe goes in while the resumed worker holds after its first step (a resume first
+    # clears incomplete checkpoint folders, so an earlier one would be gone).
     (run_dir / ".held").unlink()
     (run_dir / ".hold").touch()
     restarted.resume(run_id)
     wait_for(lambda: (run_dir / ".held").exists(), "the resumed worker to hold")
-    assert int((run_dir / ".held").read_text()) > stopped.global_step
-    os.killpg(read_status(run_dir)["pgid"], signal.SIGKILL)
+    assert int((run_dir / ".held").read_text()) < 6
+    saving = run_dir / "checkpoint-6"
+    saving.mkdir()
+    os.mkfifo(saving / "optimizer.pt")
     (run_dir / ".hold").unlink()
+    wait_for(lambda: (saving / "adapter_model.safetensors").exists() or not restarted.get(run_id).live,
+             "the resumed worker to write checkpoint-6")
+    assert restarted.get(run_id).live, log_of(restarted.get(run_id))
+    os.killpg(read_status(run_dir)["pgid"], signal.SIGKILL)
     lost = wait_for(lambda: (i := restarted.get(run_id)).state != "running" and i, "lost detection")
     assert lost.state == "lost"
     last = lost.checkpoints[-1].step
-    assert f"Resume continues from checkpoint-{last}." in lost.error
-
-    # A later checkpoint the kill interrupted: files there, the marker never written.
-    half = run_dir / f"checkpoint-{MAX_STEPS - 1}"
-    shutil.copytree(run_dir / f"checkpoint-{last}", half)
-    (half / COMPLETE_MARKER).unlink()
-    assert restarted.get(run_id).checkpoints[-1].step == last
+    assert last < 6 and f"Resume continues from checkpoint-{last}." in lost.error
+    assert not (saving / COMPLETE_MARKER).exists()  # the interrupted save: files there, no marker
+    half = saving
 
     seen = len(metrics(run_dir))
     restarted.resume(run_id)
@@ -125,7 +130,7 @@ def test_stop_kill_and_resume_end_like_an_uninterrupted_run(store, workspace, su
     assert resumed.global_step == MAX_STEPS
     after = [r["step"] for r in metrics(run_dir)[seen:] if r["kind"] == "train"]
     assert after[0] == last + 1  # continued from the last complete checkpoint
-    assert not (half / COMPLETE_MARKER).exists()
+    assert (half / COMPLETE_MARKER).exists() and not (half / "optimizer.pt").is_fifo()  # saved afresh
     final_loss = train_losses(metrics(run_dir))[MAX_STEPS]
     assert final_loss == pytest.approx(train_losses(metrics(reference.run_dir))[MAX_STEPS], rel=1e-4)
     assert store.get(run_id).state == "completed"  # the first store reaps its child too

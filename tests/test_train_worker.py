@@ -70,8 +70,8 @@ def assert_completed(result, run_dir: Path) -> dict:
 
 # ---------------------------------------------------------------- LoRA: the default demo run
 
-def test_default_run_writes_every_contract_file(trained_demo_run):
-    run = trained_demo_run
+def test_default_run_writes_every_contract_file(short_demo_run):
+    run = short_demo_run
     status = read_status(run)
     assert status["precision"] == "fp32" and status["world_size"] == 1
     assert status["global_step"] == status["max_steps"] > 0 and status["worker_pid"] and status["create_time"]

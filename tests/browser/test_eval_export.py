@@ -15,10 +15,10 @@ DOCS = REPO / "docs" / "screenshots"
 
 
 @pytest.mark.browser
-def test_evaluate_two_checkpoints_then_export_merged(workspace, trained_demo_run, page):
+def test_evaluate_two_checkpoints_then_export_merged(workspace, short_demo_run, page):
     from tests.browser.harness import AppProcess
 
-    run_dir = copy_run(trained_demo_run, workspace, "demo-run")
+    run_dir = copy_run(short_demo_run, workspace, "demo-run")
     first, last = checkpoint_names(run_dir)[0], checkpoint_names(run_dir)[-1]
     with AppProcess(workspace.root) as app:
         page.goto(app.url)
