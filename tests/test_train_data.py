@@ -186,3 +186,34 @@ def test_worker_takes_its_share_of_the_cores(subprocess_env):
                          text=True, timeout=300, check=True).stdout.split()
     threads, torch_threads, cpus = map(int, out)
     assert threads == torch_threads and 1 <= threads <= max(1, cpus // 2)
+
+
+def test_an_absurd_plan_is_warned_with_its_estimated_time(tmp_path):
+    """max_steps=1e12 is a valid number: the worker says what it means, first in steps,
+    then (after one real Trainer step) in time."""
+    from transformers import Trainer, TrainerCallback, TrainingArguments
+
+    from backend.config import derived_numbers
+    from backend.training.plan_check import PlanCheck, human_duration, steps_warning
+    from tests.test_config import _TinyLM
+
+    config = RunConfig(max_steps=10**12, val_size=0)
+    assert "1,000,000,000,000 optimizer steps (max_steps=1000000000000)" in steps_warning(10**12, config)
+    epochs = RunConfig(num_train_epochs=1e30)
+    assert "num_train_epochs=1e+30" in steps_warning(derived_numbers(epochs, 241)["total_steps"], epochs)
+    assert steps_warning(derived_numbers(RunConfig(), 241)["total_steps"], RunConfig()) is None  # the demo plan
+
+    class StopAfterTwo(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            control.should_training_stop = state.global_step >= 2
+            return control
+
+    check = PlanCheck(None, config)
+    args = TrainingArguments(str(tmp_path), max_steps=10**12, per_device_train_batch_size=2, use_cpu=True,
+                             report_to=[], save_strategy="no", logging_strategy="no", disable_tqdm=True)
+    trainer = Trainer(model=_TinyLM(), args=args, train_dataset=[{"x": torch.tensor([1.0])}] * 8,
+                      callbacks=[check, StopAfterTwo()])
+    trainer.train()
+    assert len(check.warnings) == 1, check.warnings
+    assert "years; stop the run and lower max_steps" in check.warnings[0]
+    assert human_duration(90) == "1.5 minutes" and human_duration(3e7 * 365.25 * 86400) == "3.0e+07 years"

@@ -25,6 +25,7 @@ from backend.training.demo_stage import prepare_demo_model
 from backend.training.disk import remove_partial_saves
 from backend.training.metrics import MetricsCallback
 from backend.training.model import build_model, parameter_counts
+from backend.training.plan_check import PlanCheck, steps_warning
 from backend.training.summary import write_summary
 from backend.training.threads import limit_threads
 
@@ -114,6 +115,7 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
         if eval_data is None:
             raise ConfigError(msg("train.no_eval_rows"))
         callbacks.append(EarlyStoppingCallback(config.early_stopping_patience, config.early_stopping_threshold))
+    callbacks.append(PlanCheck(job.run_dir if job.is_main else None, config))
     callbacks += [*extra_callbacks, *user_callbacks]  # extra: Ray's reporting, after the markers
     if preference:
         from backend.training.preference import preference_trainer
@@ -160,6 +162,9 @@ def train(session: Session, stop: StopRequest) -> str:
     elif job.resuming:
         log.warning("no complete checkpoint in %s: starting again from step 0", job.run_dir)
     _system_record(session, "resume" if resume else "start")
+    if job.is_main and (warning := steps_warning(planned_steps(session), job.config)):
+        log.warning(warning)  # an absurd plan (num_train_epochs=1e30): said before any time is spent
+        update_status(job.run_dir, plan_warning=warning)
     session.tokens_at_start = _tokens_in(resume)
     if stop.requested:
         return "stopped"
