@@ -15,13 +15,16 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
-COPY requirements.txt requirements-gpu.txt ./
+COPY requirements.txt requirements-gpu.txt requirements-vllm.txt ./
 # The torch pin resolves to the CUDA build on Linux x86_64.
 RUN python3 -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir -r requirements.txt
-# CUDA-only extras (vLLM for `python -m backend.serve --engine vllm`, DeepSpeed for ZeRO); --build-arg GPU_EXTRAS=0 leaves them out.
+# CUDA-only extras (DeepSpeed for ZeRO, ...); and vLLM for `python -m backend.serve --engine vllm`
+# in an environment of its own, since it pins another torch. --build-arg GPU_EXTRAS=0 leaves both out.
 ARG GPU_EXTRAS=1
-RUN if [ "$GPU_EXTRAS" = "1" ]; then /opt/venv/bin/pip install --no-cache-dir -r requirements-gpu.txt; fi
-ENV PATH=/opt/venv/bin:$PATH
+RUN if [ "$GPU_EXTRAS" = "1" ]; then /opt/venv/bin/pip install --no-cache-dir -r requirements-gpu.txt \
+    && python3 -m venv /opt/vllm && /opt/vllm/bin/pip install --no-cache-dir -r requirements-vllm.txt; fi
+ENV PATH=/opt/venv/bin:$PATH \
+    FINETUNE_STUDIO_VLLM=/opt/vllm/bin/vllm
 
 COPY app.py ./
 COPY backend ./backend

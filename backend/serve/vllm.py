@@ -1,11 +1,12 @@
 """--engine vllm: the same names served by vLLM's own OpenAI server, the base
 as `base` and each LoRA checkpoint as an adapter (`--enable-lora
---lora-modules name=path ...`). vLLM is a CUDA-only extra (requirements-gpu.txt);
-here it is only located and started, never imported."""
+--lora-modules name=path ...`). vLLM pins its own torch and transformers
+(0.33.0: torch 2.14, transformers 5.20), so it lives in a virtual environment
+of its own (requirements-vllm.txt): here its `vllm` command is only located
+and started, never imported."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -14,8 +15,11 @@ from pathlib import Path
 
 from backend.chat.targets import BASE, ChatTarget
 
-VLLM_PIN = "vllm==0.33.0"   # keep equal to requirements-gpu.txt
-INSTALL = f"pip install '{VLLM_PIN}' (or pip install -r requirements-gpu.txt; CUDA hosts only)"
+VLLM_PIN = "vllm==0.33.0"   # keep equal to requirements-vllm.txt
+# Where to look first: the command of vLLM's own environment (the Dockerfile sets it).
+VLLM_ENV = "FINETUNE_STUDIO_VLLM"
+INSTALL = (f"install it in a virtual environment of its own (it pins another torch): python3 -m venv /opt/vllm && "
+           f"/opt/vllm/bin/pip install '{VLLM_PIN}', then export {VLLM_ENV}=/opt/vllm/bin/vllm (CUDA hosts only)")
 # vLLM accepts these LoRA ranks for --max-lora-rank.
 LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
 
@@ -24,9 +28,18 @@ class VllmError(ValueError):
     """vLLM cannot serve this here; the message says what to do."""
 
 
+def vllm_executable() -> str | None:
+    """The `vllm` command: $FINETUNE_STUDIO_VLLM, else on PATH, else beside this Python."""
+    named = os.environ.get(VLLM_ENV)
+    if named:
+        return named if Path(named).is_file() else None
+    beside = Path(sys.executable).with_name("vllm")
+    return shutil.which("vllm") or (str(beside) if beside.is_file() else None)
+
+
 def check_available() -> None:
-    if importlib.util.find_spec("vllm") is None:
-        raise VllmError(f"--engine vllm needs vLLM, which is not installed in this Python: {INSTALL}. "
+    if vllm_executable() is None:
+        raise VllmError(f"--engine vllm needs vLLM's `vllm` command, which was not found: {INSTALL}. "
                         "Or leave out --engine to serve with transformers.")
 
 
@@ -69,6 +82,6 @@ def device_env(device: str) -> dict:
 
 def exec_vllm(command: list[str], device: str) -> None:
     """Replace this process by vLLM (the pid a UI or supervisor holds stays the server's)."""
-    executable = shutil.which("vllm") or str(Path(sys.executable).with_name("vllm"))
+    executable = vllm_executable() or "vllm"
     env = {**os.environ, **device_env(device)}
     os.execvpe(executable, [executable, *command[1:]], env)
