@@ -190,3 +190,12 @@ def test_train_plan_says_why_there_is_no_estimate_in_chinese(tmp_path):
     _, estimate = train.plan(ctx, "zh", "Qwen/Qwen2.5-0.5B-Instruct", "demo", {"rows": 10}, devices,
                              *forms.form_values(RunConfig(devices="7")))
     assert "没有 GPU cuda:7" in estimate
+
+
+def test_every_data_check_has_a_chinese_title():
+    from backend.data.checks.specs import PAIR_SPECS, SPECS
+    from ui.data_texts import TEXT as DATA_TEXT
+
+    missing = sorted({s.id for s in [*SPECS, *PAIR_SPECS]} - {k.removeprefix("data.check.") for k in DATA_TEXT})
+    assert not missing, ("data checks without a title in ui/data_texts.py (add "
+                         + ", ".join(f'"data.check.{m}": {{"en": ..., "zh": ...}}' for m in missing) + ")")
