@@ -51,18 +51,19 @@ def write_progress(path: Path | None, **fields) -> None:
     if path is None:
         return
     progress = read_json(path, default={}) or {}
-    stage = fields.get("stage")
-    if stage is not None:  # a catalogued stage keeps its id for the UI's translation; plain text drops it
-        fields["stage_message"] = stage.to_dict() if isinstance(stage, Message) else None
-        fields["stage"] = str(stage)
+    for key in ("stage", "error"):  # a catalogued value keeps its id for the UI's translation
+        value = fields.get(key)
+        if value is not None:
+            fields[f"{key}_message"] = value.to_dict() if isinstance(value, Message) else None
+            fields[key] = str(value)
     progress.update(fields)
     progress["updated_at"] = time.time()
     atomic_write_json(Path(path), progress)
 
 
-def stage_of(progress: dict) -> Message | str:
-    """The current stage of a job: its Message when it has one (translatable), else the text."""
-    return Message.from_dict(progress.get("stage_message")) or progress.get("stage") or ""
+def stage_of(progress: dict, key: str = "stage") -> Message | str:
+    """The job's current stage (or its `error`): the Message when it has one (translatable), else the text."""
+    return Message.from_dict(progress.get(f"{key}_message")) or progress.get(key) or ""
 
 
 def read_progress(path: Path) -> dict:

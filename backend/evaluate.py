@@ -29,7 +29,7 @@ from pathlib import Path
 from backend.background import COMPLETED, FAILED, RUNNING, launch, read_progress, write_progress
 from backend.config import RunConfig
 from backend.eval_results import BASE, EVAL_DIR, PROGRESS_FILE, checkpoint_choices, checkpoint_folder, step_of
-from backend.messages import msg
+from backend.messages import UserError, message_of, msg
 from backend.metrics import corpus_scores, row_scores
 from backend.run_files import CONFIG_FILE, atomic_write_json, atomic_write_text
 from backend.workspace import Workspace
@@ -38,7 +38,7 @@ DEFAULT_MAX_NEW_TOKENS = 128
 DEFAULT_BATCH_SIZE = 8
 
 
-class EvalError(RuntimeError):
+class EvalError(UserError, RuntimeError):
     """An evaluation that cannot run; the message says why and what to do."""
 
 
@@ -54,8 +54,7 @@ def held_out_rows(run_dir: Path, workspace: Workspace | None = None) -> list[dic
     if eval_rows is None and config.val_size > 0:
         _, eval_rows = split_rows(rows, config.val_size, config.seed)
     if not eval_rows:
-        raise EvalError(f"Run {Path(run_dir).name} has no held-out split (val_size = {config.val_size}); "
-                        f"upload an evaluation file instead.")
+        raise EvalError(msg("evaluate.no_split", run=Path(run_dir).name, val_size=config.val_size))
     return eval_rows
 
 
@@ -68,7 +67,7 @@ def evaluation_rows(run_dir: Path, data: Path | None, max_samples: int | None) -
         try:
             rows, label = load_rows(data).rows, f"file {Path(data).name}"
         except DataError as error:
-            raise EvalError(f"Cannot use {Path(data).name} as an evaluation set: {error}") from None
+            raise EvalError(msg("evaluate.bad_file", name=Path(data).name, error=error)) from None
     else:
         rows, label = held_out_rows(run_dir), "the run's held-out split"
     if rows and "messages" not in rows[0]:  # preference data: pairs are scored, not answers
@@ -76,11 +75,11 @@ def evaluation_rows(run_dir: Path, data: Path | None, max_samples: int | None) -
 
         rows = pair_rows(rows)
         if not rows:
-            raise EvalError(f"{label} holds no chosen-rejected pairs to score (KTO rows have no pair).")
+            raise EvalError(msg("evaluate.no_pairs", label=label))
         return (rows[:max_samples] if max_samples else rows), label
     rows = [r for r in rows if any(m["role"] == "assistant" for m in r["messages"])]
     if not rows:
-        raise EvalError(f"{label} has no rows with an assistant answer to score against.")
+        raise EvalError(msg("evaluate.no_answers", label=label))
     if max_samples:
         rows = rows[:max_samples]
     return rows, label
@@ -204,13 +203,13 @@ def evaluate_run(run_dir: Path, checkpoints: list[str] | None = None, data: Path
     """Evaluate `checkpoints` (default: base and every complete checkpoint) of a run."""
     run_dir = Path(run_dir).resolve()
     if not (run_dir / CONFIG_FILE).is_file():
-        raise EvalError(f"{run_dir} is not a run folder (no {CONFIG_FILE}); give workspace/runs/<run-id>.")
+        raise EvalError(msg("evaluate.not_run", path=run_dir, config=CONFIG_FILE))
     available = checkpoint_choices(run_dir)
     checkpoints = checkpoints or available
     unknown = [c for c in checkpoints if c not in available]
     if unknown:
-        raise EvalError(f"No complete checkpoint {', '.join(unknown)} in {run_dir.name}; "
-                        f"choose from: {', '.join(available)}.")
+        raise EvalError(msg("evaluate.unknown_checkpoint", names=", ".join(unknown), run=run_dir.name,
+                            available=", ".join(available)))
     checkpoints = [c for c in available if c in checkpoints]  # base first, then by step
     rows, label = evaluation_rows(run_dir, data, max_samples)
     settings = {"data": label, "data_hash": _rows_hash(rows), "max_new_tokens": max_new_tokens,
@@ -270,9 +269,9 @@ def start_evaluation(run_dir: Path, checkpoints: list[str], data: Path | None = 
     """Launch `python -m backend.evaluate` detached; refuses while one runs for this run."""
     run_dir = Path(run_dir)
     if read_progress(progress_path(run_dir)).get("state") == RUNNING:
-        raise EvalError(f"An evaluation of {run_dir.name} is already running; wait for it to finish.")
+        raise EvalError(msg("evaluate.running", run=run_dir.name))
     if not checkpoints:
-        raise EvalError("Choose at least one checkpoint (or the base model) to evaluate.")
+        raise EvalError(msg("evaluate.choose"))
     args = ["--run", str(run_dir), "--checkpoint", *checkpoints, "--max-new-tokens", str(max_new_tokens)]
     if data is not None:
         args += ["--data", str(data)]
@@ -303,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         summary = evaluate_run(args.run, args.checkpoint, args.data, args.max_samples, args.max_new_tokens,
                                args.batch_size, progress=args.progress)
     except EvalError as error:
-        write_progress(args.progress, state=FAILED, error=str(error))
+        write_progress(args.progress, state=FAILED, error=message_of(error) or str(error))
         print(f"evaluation failed: {error}", file=sys.stderr)
         return 2
     except Exception as error:  # noqa: BLE001 - model loading etc.: the UI shows the message, the log the trace

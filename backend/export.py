@@ -46,7 +46,7 @@ from backend.export_files import (
 )
 from backend.export_verify import FAILED as VERIFY_FAILED
 from backend.export_verify import VERIFY_NEW_TOKENS, verify_export
-from backend.messages import msg
+from backend.messages import message_of, msg
 from backend.model_card import build_model_card
 from backend.safe_names import UnsafeName, checked_name, path_inside
 from backend.workspace import Workspace
@@ -65,7 +65,7 @@ def export_checkpoint(checkpoint: Path, out: Path, *, merge: bool = False, shard
     """Export one checkpoint folder; returns the report (also written to out/export_report.json)."""
     checkpoint, out = Path(checkpoint).resolve(), Path(out).resolve()
     if not checkpoint.is_dir():
-        raise ExportError(f"Checkpoint folder {checkpoint} does not exist; pick a checkpoint-<step> or final folder.")
+        raise ExportError(msg("export.no_checkpoint", path=checkpoint))
     kind = checkpoint_kind(checkpoint)
     run_dir = find_run_dir(checkpoint)
     workspace = workspace or (Workspace.for_run_dir(run_dir) if run_dir else None)
@@ -183,8 +183,8 @@ def _finish(staging, out, report, checkpoint, run_dir, workspace, base_model, re
         failed = out.parent / f"{out.name}.failed-verification"
         shutil.rmtree(failed, ignore_errors=True)
         staging.rename(failed)
-        raise ExportError(f"Verification failed: {verification['summary']} The export was kept for inspection "
-                          f"in {failed}, not in {out}; report this with {failed / REPORT_FILE}.")
+        raise ExportError(msg("export.verify_failed", summary=verification["summary"], failed=failed, out=out,
+                              report=failed / REPORT_FILE))
     publish(staging, out)
 
 
@@ -199,7 +199,7 @@ def export_folder(workspace: Workspace, name: str) -> Path:
     try:
         return path_inside(exports_dir(workspace), checked_name(name, "Export name", 100))
     except UnsafeName as error:
-        raise ExportError(f"{error} It becomes the folder workspace/exports/<name>.") from None
+        raise ExportError(msg("export.bad_name", error=error)) from None
 
 
 def job_progress_path(workspace: Workspace, name: str) -> Path:
@@ -223,7 +223,7 @@ def start_export(workspace: Workspace, checkpoint: Path, name: str, *, merge: bo
     parse_size(shard_size)
     progress = job_progress_path(workspace, name)
     if is_running(progress):
-        raise ExportError(f"An export into {out} is already running; wait for it to finish.")
+        raise ExportError(msg("export.running", out=out))
     progress.unlink(missing_ok=True)
     args = ["--checkpoint", str(checkpoint), "--out", str(out), "--shard-size", shard_size, "--dtype", dtype]
     args += ["--merge"] * merge + ["--overwrite"] * overwrite + ["--no-zip"] * (not make_zip)
@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
                                    shard_size=args.shard_size, dtype=args.dtype, overwrite=args.overwrite,
                                    make_zip=not args.no_zip, base=args.base, progress=args.progress)
     except ExportError as error:
-        write_progress(args.progress, state=FAILED, error=str(error))
+        write_progress(args.progress, state=FAILED, error=message_of(error) or str(error))
         print(f"export failed: {error}", file=sys.stderr)
         return 2
     except Exception as error:  # noqa: BLE001 - model loading etc.: the message goes to the UI too

@@ -11,6 +11,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from backend.messages import UserError, msg
 from backend.run_files import CONFIG_FILE
 
 # Files a Trainer checkpoint holds only for resuming: not part of an exported model.
@@ -24,7 +25,7 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]i?B|B)?\s*$", re.IGNORECASE)
 _UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
 
 
-class ExportError(RuntimeError):
+class ExportError(UserError, RuntimeError):
     """An export that cannot go ahead; the message says why and what to do."""
 
 
@@ -34,8 +35,7 @@ def checkpoint_kind(folder: Path) -> str:
         return "adapter"
     if (folder / "config.json").is_file() and (any(folder.glob("*.safetensors")) or any(folder.glob("*.bin"))):
         return "full"
-    raise ExportError(f"{folder} holds neither a LoRA adapter (adapter_config.json) nor model weights "
-                      f"(config.json + *.safetensors): pick a checkpoint-<step> or final folder of a run.")
+    raise ExportError(msg("export.not_checkpoint", folder=folder))
 
 
 def find_run_dir(checkpoint: Path) -> Path | None:
@@ -69,8 +69,7 @@ def base_model_for(checkpoint: Path, run_dir: Path | None, workspace, override: 
     trained_on = _run_config(run_dir).get("model_name_or_path") or _adapter_base(checkpoint)
     name = (override or "").strip() or trained_on
     if not name:
-        raise ExportError(f"Cannot tell the base model of {checkpoint}: no run config.yaml beside it and no "
-                          f"base_model_name_or_path in adapter_config.json. Pass --base FOLDER.")
+        raise ExportError(msg("export.unknown_base", checkpoint=checkpoint))
     # The card names the hub model the adapter was trained on, even when --base points at a copy of it.
     hub_id = next((n for n in (trained_on, name) if n and looks_like_hub_id(n)), None)
     hub_id = hub_id or hub_id_of(name) or (hub_id_of(trained_on) if trained_on else None)
@@ -97,10 +96,8 @@ def _base_folder(name: str, workspace) -> str:
         folder, why_not = cached_snapshot(name)
         if folder is not None:
             return str(folder)
-        raise ExportError(f"Base model {name!r}: {why_not}, so merging has no weights to merge into. Download it "
-                          f"(huggingface-cli download {name}), or give its folder as the base (Base field, --base FOLDER).")
-    raise ExportError(f"Base model {name!r} is not a local folder ({path}); merging needs its weights on disk. "
-                      f"Give the folder that holds its config.json as the base (Base field, --base FOLDER).")
+        raise ExportError(msg("export.base_not_cached", name=name, why=why_not))
+    raise ExportError(msg("export.base_not_local", name=name, path=path))
 
 
 def is_qlora(run_dir: Path | None, checkpoint: Path) -> bool:
@@ -114,7 +111,7 @@ def parse_size(text: str | int) -> int:
         return text
     match = _SIZE.match(str(text))
     if not match or float(match.group(1)) <= 0:
-        raise ExportError(f"Shard size {text!r} is not a size: write it like 2GB, 500MB or 1GiB.")
+        raise ExportError(msg("export.shard_size", text=text))
     return int(float(match.group(1)) * _UNITS[(match.group(2) or "B").lower()])
 
 
@@ -155,7 +152,7 @@ def count_parameters(base_path: str) -> int:
 
     count = estimate_num_parameters(_base_config(base_path))
     if not count:
-        raise ExportError(f"Cannot tell the size of {base_path}: no safetensors files and no sizes in config.json.")
+        raise ExportError(msg("export.unknown_size", path=base_path))
     return count
 
 
@@ -169,8 +166,7 @@ def ensure_disk_space(folder: Path, needed: int) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(folder).free
     if needed > free:
-        raise ExportError(f"Not enough disk space in {folder}: the export needs about {_gb(needed)} "
-                          f"and {_gb(free)} is free. Free some space or choose another output folder.")
+        raise ExportError(msg("export.disk", folder=folder, needed=_gb(needed), free=_gb(free)))
 
 
 def _gb(n: int) -> str:
@@ -182,8 +178,7 @@ def prepare_output(out: Path, overwrite: bool) -> None:
     zip_path = out.with_name(out.name + ".zip")
     existing = [p for p in (out, zip_path) if p.exists()]
     if existing and not overwrite:
-        raise ExportError(f"{existing[0]} already exists. Choose another name, or tick Overwrite "
-                          f"(--overwrite) to replace it.")
+        raise ExportError(msg("export.exists", path=existing[0]))
     shutil.rmtree(out.parent / f".{out.name}.partial", ignore_errors=True)
 
 

@@ -31,9 +31,10 @@ REPO = Path(__file__).resolve().parents[1]
 # Modules whose user-facing errors all go through backend/messages.py.
 CATALOGUED_MODULES = ("backend/config.py", "backend/runs.py", "backend/run_info.py", "backend/training/errors.py",
                       "backend/training/session.py", "backend/chat/generation.py", "backend/chat/engine.py",
-                      "backend/models.py", "backend/data/store.py", "backend/hardware.py", "backend/memory.py")
+                      "backend/models.py", "backend/data/store.py", "backend/hardware.py", "backend/memory.py",
+                      "backend/export.py", "backend/export_files.py", "backend/evaluate.py")
 USER_ERRORS = {"ConfigError", "RunError", "ModelLoadError", "DatasetRefused", "DatasetExists", "DeviceChoiceError",
-               "EstimateUnavailable"}
+               "EstimateUnavailable", "ExportError", "EvalError"}
 
 
 def _fields(template: str) -> set[str]:
@@ -199,3 +200,20 @@ def test_every_data_check_has_a_chinese_title():
     missing = sorted({s.id for s in [*SPECS, *PAIR_SPECS]} - {k.removeprefix("data.check.") for k in DATA_TEXT})
     assert not missing, ("data checks without a title in ui/data_texts.py (add "
                          + ", ".join(f'"data.check.{m}": {{"en": ..., "zh": ...}}' for m in missing) + ")")
+
+
+def test_evaluate_and_export_refusals_in_chinese(tmp_path):
+    from backend.background import FAILED, read_progress, stage_of, write_progress
+    from backend.evaluate import EvalError, start_evaluation
+    from backend.export_files import ExportError, parse_size
+
+    with pytest.raises(EvalError) as info:
+        start_evaluation(tmp_path, [])
+    assert localize(info.value, "zh") == "请至少选择一个检查点（或基础模型）进行评估。"
+    with pytest.raises(ExportError) as info:
+        parse_size("big")
+    assert "不是有效的大小" in localize(info.value, "zh") and "is not a size" in str(info.value)
+    progress = tmp_path / "job.json"  # a job's failure as the detached process records it
+    write_progress(progress, state=FAILED, error=info.value.catalogued)
+    state = read_progress(progress)
+    assert state["error"] == str(info.value) and "不是有效的大小" in localize(stage_of(state, "error"), "zh")

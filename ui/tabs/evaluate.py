@@ -124,7 +124,7 @@ def build(ctx: UIContext) -> None:
         try:
             pid = start_evaluation(run_dir, list(chosen or []), data, int(samples or 0) or None, int(new_tokens))
         except EvalError as error:
-            return ctx.msg(lang, "evaluate.msg_error", error=error)
+            return ctx.msg(lang, "evaluate.msg_error", error=localize(error, lang))
         ctx.remember(run_id=current)
         return ctx.msg(lang, "evaluate.msg_started", pid=pid)
 
@@ -214,7 +214,7 @@ def _progress_html(ctx: UIContext, lang: str, run_dir: Path) -> str:
         return (f'<div id="evaluate-running"><progress value="{done}" max="{max(total, 1)}" '
                 f'style="width:100%"></progress><div>{_escape(text)}</div></div>')
     if state.get("state") == FAILED:
-        return f'<div id="evaluate-failed">❌ {_escape(ctx.msg(lang, "evaluate.failed", error=state.get("error", "")))}</div>'
+        return f'<div id="evaluate-failed">❌ {_escape(ctx.msg(lang, "evaluate.failed", error=localize(stage_of(state, "error"), lang)))}</div>'
     if state.get("state") == COMPLETED:
         return f'<div id="evaluate-done">✅ {_escape(ctx.msg(lang, "evaluate.done"))}</div>'
     return ""

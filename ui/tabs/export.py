@@ -131,7 +131,7 @@ def build(ctx: UIContext) -> None:
         try:
             out = export_folder(ctx.workspace, export_name)  # a typed name never probes outside exports/
         except ExportError as error:
-            return ctx.msg(lang, "export.msg_error", error=error), None
+            return ctx.msg(lang, "export.msg_error", error=localize(error, lang)), None
         if (out.exists() or out.with_name(out.name + ".zip").exists()) and not replace:
             return ctx.msg(lang, "export.msg_exists", path=out), None
         try:
@@ -139,7 +139,7 @@ def build(ctx: UIContext) -> None:
                                     shard_size=shard_size, dtype=dtype_name, overwrite=bool(replace),
                                     make_zip=bool(want_zip), base=base_model or None)
         except ExportError as error:
-            return ctx.msg(lang, "export.msg_error", error=error), None
+            return ctx.msg(lang, "export.msg_error", error=localize(error, lang)), None
         return ctx.msg(lang, "export.msg_started", path=out), str(progress)
 
     def poll(lang, progress_file):
@@ -211,7 +211,7 @@ def _report_view(ctx: UIContext, lang: str, progress_file: Path):
 
     state = read_progress(progress_file)
     if state.get("state") == FAILED:
-        text = ctx.msg(lang, "export.failed", error=state.get("error", ""))
+        text = ctx.msg(lang, "export.failed", error=localize(stage_of(state, "error"), lang))
         return f'<div id="export-failed">❌ {html.escape(text)}</div>', gr.update(visible=False)
     if state.get("state") != COMPLETED:
         text = ctx.msg(lang, "export.running", stage=localize(stage_of(state), lang) or "…")
