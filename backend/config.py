@@ -398,6 +398,10 @@ def split_sizes(num_rows: int, val_size: float) -> tuple[int, int]:
     return num_rows - eval_rows, eval_rows
 
 
+# More optimizer steps than this and the plan is warned about (Train tab and worker).
+MANY_STEPS = 1_000_000
+
+
 def derived_numbers(config: RunConfig, num_train_rows: int, world_size: int = 1) -> dict:
     """The numbers the UI shows next to the form: effective batch, optimizer
     steps per epoch, total steps and warmup steps (as the Trainer computes them)."""

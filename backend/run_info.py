@@ -50,6 +50,7 @@ class RunInfo:
     preference_accuracy: float | None = None  # preference stages: the final one (eval split, else train)
     error: str | None = None
     advice: str | None = None
+    plan_warning: str | None = None  # the worker's warning about an absurdly long plan (training/plan_check.py)
     checkpoints: list[Checkpoint] = field(default_factory=list)  # complete ones, by step
     config: RunConfig | None = None  # None when config.yaml is unreadable (see error)
     pid: int | None = None
@@ -109,6 +110,7 @@ class InfoReader:
                        created_at=status.get("created_at"), started_at=status.get("started_at"),
                        ended_at=status.get("ended_at"), global_step=int(status.get("global_step") or 0),
                        error=status.get("error"), advice=status.get("advice"), pid=status.get("pid"),
+                       plan_warning=status.get("plan_warning"),
                        devices=status.get("devices") or [], command=status.get("command") or [],
                        stage=status.get("stage") if status.get("state") in ("queued", "running") else None,
                        error_message=Message.from_dict(status.get("error_message")),

@@ -67,6 +67,30 @@ def test_plan_shows_derived_numbers_and_a_fitting_estimate(ctx, devices):
     assert "computing in fp32" in estimate  # the CPU trains in fp32
 
 
+def test_plan_warns_about_an_absurd_number_of_steps(ctx, devices, tmp_path):
+    from backend.run_files import read_status, update_status
+    from backend.run_info import InfoReader
+    from ui import run_view
+
+    rows = {"rows": 268}
+    sane, _ = train.plan(ctx, "en", "demo", "demo", rows, devices, *browser_values(RunConfig(devices="cpu")))
+    assert "⚠" not in sane
+    absurd = RunConfig(max_steps=10**12, devices="cpu")
+    for lang, words in (("en", "Lower max_steps"), ("zh", "请调低 max_steps")):
+        derived, _ = train.plan(ctx, lang, "demo", "demo", rows, devices, *browser_values(absurd))
+        assert "1,000,000,000,000" in derived and words in derived
+    epochs, _ = train.plan(ctx, "en", "demo", "demo", rows, devices,
+                           *browser_values(RunConfig(num_train_epochs=1e30, devices="cpu")))
+    assert "Lower num_train_epochs" in epochs
+    # The worker's own warning (written after its first step) is shown above a running run's charts.
+    run_dir = tmp_path / "20260101-000000-long"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text(absurd.to_yaml(), encoding="utf-8")
+    update_status(run_dir, state="running", plan_warning="the remaining steps would take about 3.1e+06 years")
+    info = InfoReader().read(run_dir, read_status(run_dir))
+    assert run_view.alert_text(lambda k, **v: k, info) == "⚠ the remaining steps would take about 3.1e+06 years"
+
+
 def test_verdict_says_what_does_not_fit(ctx, devices):
     big = RunConfig(method="full", per_device_train_batch_size=8, cutoff_len=2048, devices="cpu")
     _, estimate = train.plan(ctx, "en", "Qwen/Qwen2.5-7B-Instruct", "demo", {"rows": 10}, devices,

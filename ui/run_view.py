@@ -111,6 +111,8 @@ def alert_text(msg: Msg, info: RunInfo, lang: str | None = "en") -> str:
         return msg("runs.alert.lost", error=error)
     if info.state == "stopped" and advice:
         return f"⏹ {advice}"
+    if info.state in ("queued", "running") and info.plan_warning:
+        return f"⚠ {info.plan_warning}"
     return ""
 
 

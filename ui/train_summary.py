@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from backend.config import ConfigError, RunConfig, derived_numbers, split_sizes
+from backend.config import MANY_STEPS, ConfigError, RunConfig, derived_numbers, split_sizes
 from backend.hardware import Device, resolve_precision, training_devices
 from backend.memory import architecture_for, estimate_memory, shard
 from backend.workspace import Workspace
@@ -70,7 +70,11 @@ def derived_text(msg: Msg, config: RunConfig, rows: dict | None, world_size: int
         return msg("train.derived.no_rows", error=(rows or {}).get("error", ""))
     train_rows = rows["rows"] if rows.get("has_eval") else split_sizes(rows["rows"], config.val_size)[0]
     numbers = derived_numbers(config, train_rows, world_size)
-    return msg("train.derived", rows=train_rows, **numbers)
+    text = msg("train.derived", rows=train_rows, **numbers)
+    if numbers["total_steps"] > MANY_STEPS:  # the same threshold the worker warns at
+        knob = "max_steps" if config.max_steps > 0 else "num_train_epochs"
+        text += "\n\n" + msg("train.derived.many_steps", total_steps=numbers["total_steps"], knob=knob)
+    return text
 
 
 def estimate_text(msg: Msg, config: RunConfig, workspace: Workspace, devices: list[Device] | None,

@@ -10,12 +10,12 @@ import time
 
 from transformers import TrainerCallback
 
+from backend.config import MANY_STEPS
 from backend.run_files import update_status
 
 log = logging.getLogger("backend.train")
 
-# More steps than this, or a longer estimate, and the plan gets a warning.
-MANY_STEPS = 1_000_000
+# A longer estimate than this (seconds) and the plan gets a warning.
 LONG_S = 7 * 86400
 
 

@@ -53,6 +53,8 @@ TEXT: dict[str, dict[str, str]] = {
     "train.section.plan": _("Plan", "计划"),
     "train.derived": _("**{rows}** training rows → effective batch **{effective_batch}**, **{steps_per_epoch}** steps per epoch, **{total_steps}** steps in all (**{epochs}** epochs), **{warmup_steps}** warmup steps.",
                        "**{rows}** 条训练数据 → 有效批大小 **{effective_batch}**，每轮 **{steps_per_epoch}** 步，共 **{total_steps}** 步（**{epochs}** 轮），预热 **{warmup_steps}** 步。"),
+    "train.derived.many_steps": _("⚠ **{total_steps:,}** optimizer steps: the worker will say how long that takes after its first step. Lower {knob} unless you mean it.",
+                                  "⚠ 共 **{total_steps:,}** 个优化步：训练第一步后会给出预计用时。除非确有此意，请调低 {knob}。"),
     "train.derived.no_rows": _("Step numbers appear once the dataset can be read. {error}", "数据集可读后显示步数。{error}"),
     "train.estimate.unknown": _("No memory estimate: {reason}", "无法估算显存：{reason}"),
     "train.estimate.header": _("{params:.1f} M parameters, {trainable:.2f} M trainable, computing in {precision}.",
