@@ -38,9 +38,10 @@ def checkpoint_choices(run_dir: Path) -> list[str]:
 
 
 def checkpoint_folder(run_dir: Path, name: str) -> Path:
+    from backend.messages import msg
     from backend.safe_names import checked_name
 
-    return Path(run_dir) / checked_name(name, "checkpoint name")  # names arrive from the UI and CLI
+    return Path(run_dir) / checked_name(name, msg("name.checkpoint"))  # names arrive from the UI and CLI
 
 
 def step_of(run_dir: Path, name: str) -> int:

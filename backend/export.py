@@ -197,9 +197,9 @@ def exports_dir(workspace: Workspace) -> Path:
 def export_folder(workspace: Workspace, name: str) -> Path:
     """workspace/exports/<name>, for a name the user typed (refused unless it is a plain folder name)."""
     try:
-        return path_inside(exports_dir(workspace), checked_name(name, "Export name", 100))
+        return path_inside(exports_dir(workspace), checked_name(name, msg("name.export"), 100))
     except UnsafeName as error:
-        raise ExportError(msg("export.bad_name", error=error)) from None
+        raise ExportError(msg("export.bad_name", error=message_of(error) or str(error))) from None
 
 
 def job_progress_path(workspace: Workspace, name: str) -> Path:

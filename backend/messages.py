@@ -67,6 +67,11 @@ CATALOGUE: dict[str, str] = {
                            "(with dataset_info.json), and {dataset!r} is not one; clear dataset_name.",
     "config.dora_8bit_cpu": "DoRA on an 8-bit base fails on the CPU after the first step; choose quantization_bits 4, or turn use_dora off.",
     # --- runs (backend/runs.py, backend/run_info.py) -----------------------------------------
+    "train.no_config": "Give --config run.yaml (or --resume RUN_DIR); --print-default-config shows a starting point.",
+    "resume.must_match": "Cannot resume with a different model or adapter shape or scale ({detail}); start a new "
+                         "run for that.",
+    "resume.changed": "resuming with {name} changed from {old!r} to {new!r}: the run will not match an "
+                      "uninterrupted one",
     "run.already_started": "Run {run_id} was already started (state: {state}); use Resume to continue it or "
                            "start a new run.",
     "run.not_resumable": "Run {run_id} cannot be resumed: {reason}.",
@@ -85,6 +90,8 @@ CATALOGUE: dict[str, str] = {
     "run.config_unreadable": "{path} cannot be read: {error}",
     "run.stopped_advice": "The worker {note}. {hint}",
     "run.note.stopped": "was stopped",
+    "run.note.unrecorded": "ended after the stop request without recording it",
+    "run.note.killed": "did not stop within {grace_s:g} s and was killed",
     "run.exited": "The worker exited with code {code}; see train.log.",
     "run.lost": "The worker (pid {pid}) ended without recording a final state: it was killed, crashed or the machine restarted. {hint}",
     "run.lost_signal": "The worker (pid {pid}) ended without recording a final state (killed by signal {signal}): it was killed, crashed or the machine restarted. {hint}",
@@ -142,6 +149,17 @@ CATALOGUE: dict[str, str] = {
                               "(context {context} = prompt + {new} new tokens).",
     "chat.notice.prompt_cut_dropped": "Prompt cut to fit the context: dropped {dropped} earlier exchange(s) and kept "
                                       "{kept} of {full} prompt tokens (context {context} = prompt + {new} new tokens).",
+    "chat.target.not_checkpoint": "{folder} holds neither a PEFT adapter (adapter_config.json) nor model weights "
+                                  "(config.json): pick a checkpoint folder written by training.",
+    "chat.target.missing": "Checkpoint folder {folder} does not exist: check the path.",
+    "chat.target.incomplete": "{folder} has no COMPLETE marker: it is still being written or its run was killed "
+                              "while saving. Pick a complete checkpoint of the run.",
+    "chat.no_base_nothing": "--no-base leaves nothing to answer: give at least one --checkpoint.",
+    # --- one-click fixes (backend/data/fixes.py) ---------------------------------------------------------
+    "fix.mode": "{name} must be one of {allowed}, not {value!r}",
+    "fix.needs_model": "the over-cutoff fix counts tokens: give a model (--model PATH or demo)",
+    "fix.pairs": "preference rows: over-cutoff and duplicate fixes apply to instruction rows only; use --drop-empty, "
+                 "--drop-identical-pairs or --conflicts",
     # --- data files (backend/data/): DataError problem and hint, and where in the file ----------------------
     "data.sentence": "{file}{where}: {problem}. {hint}",
     "data.sentence_no_hint": "{file}{where}: {problem}.",
@@ -229,6 +247,13 @@ CATALOGUE: dict[str, str] = {
     "data.eval_ratio": "eval_ratio must be at least 0 and below 1, not {value}",
     "data.nothing_left": "no rows left to save: every row was removed by the fixes",
     "data.exists": "dataset '{name}' already exists in {folder}: pick another name or overwrite it",
+    # --- names typed by the user (backend/safe_names.py) ---------------------------------------------------
+    "name.not_allowed": "{what} {text!r} is not allowed: use 1-{max_len} letters, digits, '.', '_' or '-', "
+                        "starting with a letter or digit, without '..'.",
+    "name.leaves_folder": "{name!r} would leave {folder}.",
+    "name.export": "Export name",
+    "name.dataset": "dataset name",
+    "name.checkpoint": "checkpoint name",
     # --- models (backend/models.py) ----------------------------------------------------------------------
     "model.no_config": "{config} is missing or unreadable: {path} is not a model folder in Hugging Face format. Give the folder that holds config.json, 'demo' or a preset.",
     "model.no_context": "{config} names no context length ({keys}).",

@@ -180,11 +180,11 @@ class RunStore:
         # On disk before the signal: every store (another app process, another tab)
         # must know that a worker vanishing from now on was stopped, not lost.
         update_status(run_dir, stop_requested_at=time.time(),
-                      stop_note="ended after the stop request without recording it")
+                      stop_note=msg("run.note.unrecorded").to_dict())
         supervisor.request_stop(pid)
 
         def before_kill() -> None:
-            update_status(run_dir, stop_note=f"did not stop within {grace_s:g} s and was killed")
+            update_status(run_dir, stop_note=msg("run.note.killed", grace_s=grace_s).to_dict())
 
         supervisor.escalate_later(pid, started, grace_s, self._children.get(run_id),
                                   before_kill, after_kill=lambda: self.refresh(run_id))
@@ -217,7 +217,8 @@ class RunStore:
             exit_code = child.returncode
         remove_stray_tmp(run_dir)
         if status.get("stop_requested_at"):
-            note = status.get("stop_note") or msg("run.note.stopped")
+            # A message id (translated in the Runs tab); plain text from an older version as it is.
+            note = Message.from_dict(status.get("stop_note")) or status.get("stop_note") or msg("run.note.stopped")
             return self._record_end(run_dir, status, state="stopped", exit_code=exit_code, ended_at=time.time(),
                                     **_said("advice", msg("run.stopped_advice", note=note, hint=self._resume_hint(run_dir))))
         return self._mark_gone(run_dir, status, exit_code)

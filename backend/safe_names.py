@@ -13,14 +13,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from backend.messages import Message, UserError, msg
+
 # Letters, digits, '.', '_' and '-'; the first character a letter or digit, so
 # no hidden files, no '.', no '..' and no option-looking names.
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-class UnsafeName(ValueError):
-    """A name that would leave its folder or is not a plain file name; the message is for the user."""
+class UnsafeName(UserError, ValueError):
+    """A name that would leave its folder or is not a plain file name; the message is catalogued."""
 
 
 def clean_name(text: object, fallback: str, max_len: int = 40) -> str:
@@ -31,12 +33,12 @@ def clean_name(text: object, fallback: str, max_len: int = 40) -> str:
     return cleaned if NAME_RE.match(cleaned) else fallback
 
 
-def checked_name(text: object, what: str, max_len: int = 64) -> str:
-    """`text` itself when it is already a plain, safe name; else UnsafeName."""
+def checked_name(text: object, what: str | Message, max_len: int = 64) -> str:
+    """`text` itself when it is already a plain, safe name; else UnsafeName.
+    `what` names the field, e.g. msg("name.dataset"), so the refusal can be translated."""
     name = str(text) if isinstance(text, str) else ""
     if not name or len(name) > max_len or clean_name(name, "", max_len) != name:
-        raise UnsafeName(f"{what} {text!r} is not allowed: use 1-{max_len} letters, digits, '.', '_' or '-', "
-                         f"starting with a letter or digit, without '..'.")
+        raise UnsafeName(msg("name.not_allowed", what=what, text=text, max_len=max_len))
     return name
 
 
@@ -46,5 +48,5 @@ def path_inside(folder: Path, name: str) -> Path:
     folder = Path(folder)
     path = folder / name
     if path.resolve().parent != folder.resolve():
-        raise UnsafeName(f"{name!r} would leave {folder}.")
+        raise UnsafeName(msg("name.leaves_folder", name=name, folder=str(folder)))
     return path

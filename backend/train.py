@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 def mark_running(job) -> None:
     """status.json at start; keeps what the supervisor wrote (pid, command, devices...)."""
     for warning in job.warnings:
-        logging.getLogger("backend.train").warning(warning)
+        logging.getLogger("backend.train").warning(str(warning))
     if not job.is_main:
         return
     me = psutil.Process()

@@ -32,9 +32,11 @@ REPO = Path(__file__).resolve().parents[1]
 CATALOGUED_MODULES = ("backend/config.py", "backend/runs.py", "backend/run_info.py", "backend/training/errors.py",
                       "backend/training/session.py", "backend/chat/generation.py", "backend/chat/engine.py",
                       "backend/models.py", "backend/data/store.py", "backend/hardware.py", "backend/memory.py",
-                      "backend/export.py", "backend/export_files.py", "backend/evaluate.py")
+                      "backend/export.py", "backend/export_files.py", "backend/evaluate.py",
+                      "backend/training/cli.py", "backend/safe_names.py", "backend/data/fixes.py",
+                      "backend/chat/targets.py", "backend/chat/cli.py")
 USER_ERRORS = {"ConfigError", "RunError", "ModelLoadError", "DatasetRefused", "DatasetExists", "DeviceChoiceError",
-               "EstimateUnavailable", "ExportError", "EvalError"}
+               "EstimateUnavailable", "ExportError", "EvalError", "UnsafeName", "FixRefused", "TargetError"}
 
 
 def _fields(template: str) -> set[str]:
@@ -217,3 +219,76 @@ def test_evaluate_and_export_refusals_in_chinese(tmp_path):
     write_progress(progress, state=FAILED, error=info.value.catalogued)
     state = read_progress(progress)
     assert state["error"] == str(info.value) and "不是有效的大小" in localize(stage_of(state, "error"), "zh")
+
+
+def _alert_zh(info) -> str:
+    texts = merge_texts(runs.TEXT)
+    return run_view.alert_text(lambda k, **v: texts[k]["zh"].format(**v), info, "zh")
+
+
+def test_resume_refusals_and_warnings_in_chinese(tmp_path):
+    from backend.training.cli import _prepare_resume, parse_args
+
+    run_dir = tmp_path / "20260101-000000-r"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text(RunConfig().to_yaml(), encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        _prepare_resume(parse_args(["--resume", str(run_dir), "--set", "lora_alpha=64"]))
+    assert "different model or adapter shape or scale (lora_alpha 32 -> 64)" in str(info.value)
+    update_status(run_dir, state="failed", **explain(info.value).status_fields())
+    zh = _alert_zh(InfoReader().read(run_dir, read_status(run_dir)))
+    assert "不能在更换模型、适配器形状或缩放后继续训练（lora_alpha 32 -> 64）" in zh
+    job = _prepare_resume(parse_args(["--resume", str(run_dir), "--set", "seed=8"]))
+    assert str(job.warnings[0]).startswith("resuming with seed changed from 42 to 8")  # train.log
+    assert localize(job.warnings[0], "zh").startswith("继续训练时 seed 从 42 改为 8")
+
+
+def test_unsafe_names_refused_in_chinese(workspace):
+    from backend.data.store import validate_name
+    from backend.export import ExportError, export_folder
+    from backend.safe_names import UnsafeName, path_inside
+    from ui.data_texts import TEXT as DATA_TEXT
+    from ui.tabs import data
+
+    with pytest.raises(UnsafeName) as info:
+        validate_name("../x")
+    assert str(info.value).startswith("dataset name '../x' is not allowed")
+    ctx = UIContext(workspace=workspace, texts=merge_texts(DATA_TEXT), i18n=None)
+    assert "数据集名称 '../x' 不可用" in data.error_text(ctx, "zh", info.value)  # the Data tab's save
+    with pytest.raises(ExportError) as info:
+        export_folder(workspace, "a/b")
+    assert "导出名称 'a/b' 不可用" in localize(info.value, "zh") and "Export name" in str(info.value)
+    with pytest.raises(UnsafeName) as info:
+        path_inside(workspace.root, "../x")
+    assert "会跳出" in localize(info.value, "zh")
+
+
+def test_fix_and_chat_target_errors_in_chinese(tmp_path):
+    from backend.chat.targets import TargetError, target_for_folder
+    from backend.data.fixes import FixPlan, FixRefused
+
+    with pytest.raises(FixRefused) as info:
+        FixPlan(conflicts="merge")
+    assert str(info.value).startswith("conflicts must be one of") and "必须是" in localize(info.value, "zh")
+    with pytest.raises(TargetError) as info:
+        target_for_folder("demo", tmp_path / "nope")
+    assert "does not exist" in str(info.value) and "不存在：请检查路径" in localize(info.value, "zh")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(TargetError) as info:
+        target_for_folder("demo", tmp_path / "empty")
+    assert "既没有 PEFT 适配器" in localize(info.value, "zh")
+
+
+def test_a_stopped_run_explains_its_stop_in_chinese(tmp_path):
+    from backend.runs import RunStore
+    from backend.workspace import Workspace
+
+    store = RunStore(Workspace(tmp_path / "ws").ensure())
+    run_dir = store.runs_dir / "20260101-000000-stop"
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(RunConfig().to_yaml(), encoding="utf-8")
+    update_status(run_dir, state="running", pid=2**22 + 12345, create_time=1.0, started_at=1.0,  # no such process
+                  stop_requested_at=2.0, stop_note=msg("run.note.killed", grace_s=1.0).to_dict())
+    info = store.get(run_dir.name)
+    assert info.state == "stopped" and info.advice.startswith("The worker did not stop within 1 s and was killed.")
+    assert _alert_zh(info).startswith("⏹ 训练进程在 1 秒内没有停止，已被强制终止。")

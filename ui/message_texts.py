@@ -50,6 +50,9 @@ ZH: dict[str, str] = {
                            "而 {dataset!r} 不是；请清空 dataset_name。",
     "config.dora_8bit_cpu": "在 CPU 上，8 位基础模型配 DoRA 会在第一步之后失败；请选择 quantization_bits 4，或关闭 use_dora。",
     # --- runs --------------------------------------------------------------------------------------
+    "train.no_config": "请给出 --config run.yaml（或 --resume RUN_DIR）；--print-default-config 会打印一个起点配置。",
+    "resume.must_match": "不能在更换模型、适配器形状或缩放后继续训练（{detail}）；如需更换，请开始新的运行。",
+    "resume.changed": "继续训练时 {name} 从 {old!r} 改为 {new!r}：这次运行将与不中断的运行结果不同",
     "run.already_started": "运行 {run_id} 已经开始过（状态：{state}）；请用“继续”接着训练，或开始新的运行。",
     "run.not_resumable": "运行 {run_id} 无法继续：{reason}。",
     "run.reason.queued": "它从未开始；请直接开始它",
@@ -67,6 +70,8 @@ ZH: dict[str, str] = {
     "run.config_unreadable": "无法读取 {path}：{error}",
     "run.stopped_advice": "训练进程{note}。{hint}",
     "run.note.stopped": "已停止",
+    "run.note.unrecorded": "在收到停止请求后结束，但没有记录停止",
+    "run.note.killed": "在 {grace_s:g} 秒内没有停止，已被强制终止",
     "run.exited": "训练进程以退出码 {code} 结束；详见 train.log。",
     "run.lost": "训练进程（pid {pid}）结束时没有记录最终状态：它被终止、崩溃了，或机器重启了。{hint}",
     "run.lost_signal": "训练进程（pid {pid}）结束时没有记录最终状态（被信号 {signal} 终止）：它被终止、崩溃了，或机器重启了。{hint}",
@@ -119,6 +124,14 @@ ZH: dict[str, str] = {
     "chat.notice.prompt_cut_dropped": "提示词已截断以适应上下文：去掉了 {dropped} 轮较早的对话，保留了 {full} 个提示 token 中的 "
                                       "{kept} 个（上下文 {context} = 提示 + {new} 个新 token）。",
     # --- data files (backend/data/): DataError problem and hint, and where in the file ----------------------
+    "chat.target.not_checkpoint": "{folder} 中既没有 PEFT 适配器（adapter_config.json），也没有模型权重（config.json）："
+                                  "请选择训练写出的检查点文件夹。",
+    "chat.target.missing": "检查点文件夹 {folder} 不存在：请检查路径。",
+    "chat.target.incomplete": "{folder} 没有 COMPLETE 标记：它仍在写入，或其运行在保存时被终止。请选择该运行的完整检查点。",
+    "chat.no_base_nothing": "--no-base 之后没有可回答的对象：请至少给出一个 --checkpoint。",
+    "fix.mode": "{name} 必须是 {allowed} 之一，而不是 {value!r}",
+    "fix.needs_model": "超长修复需要计算 token 数：请给出模型（--model PATH 或 demo）",
+    "fix.pairs": "偏好数据行：超长和去重修复只适用于指令数据行；请使用 --drop-empty、--drop-identical-pairs 或 --conflicts",
     "data.sentence": "{file}{where}：{problem}。{hint}",
     "data.sentence_no_hint": "{file}{where}：{problem}。",
     "data.where": "（{parts}）",
@@ -205,6 +218,12 @@ ZH: dict[str, str] = {
     "data.nothing_left": "没有可保存的记录：所有记录都被修复操作删除了",
     "data.exists": "数据集 '{name}' 已存在于 {folder}：请换个名字或选择覆盖",
     # --- models (backend/models.py) ----------------------------------------------------------------------
+    "name.not_allowed": "{what} {text!r} 不可用：请使用 1-{max_len} 个字母、数字、'.'、'_' 或 '-'，以字母或数字开头，"
+                        "且不含 '..'。",
+    "name.leaves_folder": "{name!r} 会跳出 {folder}。",
+    "name.export": "导出名称",
+    "name.dataset": "数据集名称",
+    "name.checkpoint": "检查点名称",
     "model.no_config": "{config} 缺失或无法读取：{path} 不是 Hugging Face 格式的模型文件夹。请给出包含 config.json 的文件夹、'demo' 或预设。",
     "model.no_context": "{config} 没有给出上下文长度（{keys}）。",
     "model.not_folder": "{folder} 不是文件夹。请给出包含 config.json 的文件夹。",

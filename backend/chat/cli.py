@@ -14,6 +14,7 @@ from backend import models
 from backend.chat.engine import ChatEngine
 from backend.chat.generation import ChatError, GenerationSettings
 from backend.chat.targets import ChatTarget, TargetError, target_for_folder
+from backend.messages import msg
 from backend.workspace import DEFAULT_WORKSPACE, Workspace
 
 
@@ -70,7 +71,7 @@ def build_targets(args: argparse.Namespace) -> list[ChatTarget]:
     base = ChatTarget(model=model, quantization_bits=args.quantization_bits)
     checkpoints = [target_for_folder(model, folder, args.quantization_bits) for folder in args.checkpoint]
     if args.no_base and not checkpoints:
-        raise TargetError("--no-base leaves nothing to answer: give at least one --checkpoint.")
+        raise TargetError(msg("chat.no_base_nothing"))
     return ([] if args.no_base else [base]) + checkpoints
 
 

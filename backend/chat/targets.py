@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from backend.messages import UserError, msg
 from backend.run_files import (
     CONFIG_FILE,
     FINAL_DIR,
@@ -27,7 +28,7 @@ ADAPTER_CONFIG = "adapter_config.json"
 TRAINER_STATE = "trainer_state.json"
 
 
-class TargetError(ValueError):
+class TargetError(UserError, ValueError):
     """A checkpoint cannot be chatted with; the message says why and what to do."""
 
 
@@ -66,8 +67,7 @@ def checkpoint_kind(folder: Path) -> str:
         return "lora"
     if (folder / "config.json").is_file():
         return "full"
-    raise TargetError(f"{folder} holds neither a PEFT adapter (adapter_config.json) nor model weights "
-                      "(config.json): pick a checkpoint folder written by training.")
+    raise TargetError(msg("chat.target.not_checkpoint", folder=str(folder)))
 
 
 def in_run_folder(folder: Path) -> bool:
@@ -154,10 +154,9 @@ def target_for_folder(model: str, folder: str | Path, quantization_bits: int | N
     """A column for a checkpoint folder given by path (the command line)."""
     folder = Path(folder).expanduser()
     if not folder.is_dir():
-        raise TargetError(f"Checkpoint folder {folder} does not exist: check the path.")
+        raise TargetError(msg("chat.target.missing", folder=str(folder)))
     if in_run_folder(folder) and not is_complete(folder):
-        raise TargetError(f"{folder} has no COMPLETE marker: it is still being written or its run was "
-                          "killed while saving. Pick a complete checkpoint of the run.")
+        raise TargetError(msg("chat.target.incomplete", folder=str(folder)))
     kind = checkpoint_kind(folder)
     step = int(folder.name.rsplit("-", 1)[1]) if re.fullmatch(r"checkpoint-\d+", folder.name) else None
     run_id = folder.resolve().parent.name if in_run_folder(folder) else None

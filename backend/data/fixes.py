@@ -21,6 +21,7 @@ from backend.data.textrules import (
     row_key,
     strip_html,
 )
+from backend.messages import UserError, msg
 
 CONFLICT_MODES = ("drop", "keep-first")
 OVER_CUTOFF_MODES = ("drop", "truncate")
@@ -41,9 +42,13 @@ class FixPlan:
 
     def __post_init__(self):
         if self.conflicts not in (None, *CONFLICT_MODES):
-            raise ValueError(f"conflicts must be one of {CONFLICT_MODES}, not {self.conflicts!r}")
+            raise FixRefused(msg("fix.mode", name="conflicts", allowed=CONFLICT_MODES, value=self.conflicts))
         if self.over_cutoff not in (None, *OVER_CUTOFF_MODES):
-            raise ValueError(f"over_cutoff must be one of {OVER_CUTOFF_MODES}, not {self.over_cutoff!r}")
+            raise FixRefused(msg("fix.mode", name="over_cutoff", allowed=OVER_CUTOFF_MODES, value=self.over_cutoff))
+
+
+class FixRefused(UserError, ValueError):
+    """A fix plan that cannot be applied; the message is catalogued (backend/messages.py)."""
 
 
 @dataclass
@@ -92,7 +97,7 @@ def apply_fixes(rows: list[dict], indices: list[int], plan: FixPlan, tokenizer=N
             steps.append(step)
     if plan.over_cutoff:
         if tokenizer is None:
-            raise ValueError("the over-cutoff fix counts tokens: give a model (--model PATH or demo)")
+            raise FixRefused(msg("fix.needs_model"))
         rows, indices, step = fix_over_cutoff(rows, indices, tokenizer, cutoff_len, plan.over_cutoff)
         steps.append(step)
     return Fixed(rows, indices, steps)
@@ -103,8 +108,7 @@ def apply_pair_fixes(rows: list[dict], indices: list[int], plan: FixPlan) -> Fix
     from backend.data import pair_fixes
 
     if plan.over_cutoff or plan.drop_duplicates or plan.drop_near_duplicates:
-        raise ValueError("preference rows: over-cutoff and duplicate fixes apply to instruction rows only; "
-                         "use --drop-empty, --drop-identical-pairs or --conflicts")
+        raise FixRefused(msg("fix.pairs"))
     steps: list[FixStep] = []
     for fix_id, params, fn, wanted in [
         ("remove_control_chars", {}, remove_control, plan.remove_control_chars),

@@ -41,7 +41,7 @@ def validate_name(name: str) -> str:
     """A dataset name is one plain folder name: no separators, no '..', no hidden names."""
     from backend.safe_names import checked_name
 
-    return checked_name(name, "dataset name", 64)
+    return checked_name(name, msg("name.dataset"), 64)
 
 
 def file_sha256(path: str | Path) -> str:

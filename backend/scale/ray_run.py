@@ -98,7 +98,7 @@ def _init(ray, config) -> None:
 def _job_fields(job) -> dict:
     return {"config": job.config.to_dict(), "run_dir": str(job.run_dir), "workspace": str(job.workspace.root),
             "resume_from": str(job.resume_from) if job.resume_from else None, "resuming": job.resuming,
-            "warnings": list(job.warnings)}
+            "warnings": [str(w) for w in job.warnings]}
 
 
 def _worker_loop(loop_config: dict) -> None:

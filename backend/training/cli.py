@@ -20,7 +20,7 @@ from pathlib import Path
 
 from backend.config import ConfigError, RunConfig
 from backend.hardware import LAUNCHED_DEVICES_ENV, launch_env
-from backend.messages import message_of
+from backend.messages import Message, message_of, msg
 from backend.run_files import CONFIG_FILE, LOG_FILE, list_checkpoints
 from backend.workspace import DEFAULT_WORKSPACE, Workspace
 
@@ -42,7 +42,7 @@ class Job:
     workspace: Workspace
     resume_from: Path | None = None  # the newest complete checkpoint when resuming
     resuming: bool = False
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Message | str] = field(default_factory=list)  # logged at start (English)
     rank: int = field(default_factory=lambda: int(os.environ.get("RANK", "0")))
     world_size: int = field(default_factory=lambda: int(os.environ.get("WORLD_SIZE", "1")))
 
@@ -115,7 +115,7 @@ def pin_devices(devices: str, env) -> None:
 
 def _prepare_new(args: argparse.Namespace) -> Job:
     if not args.config and not args.overrides:
-        raise ConfigError("Give --config run.yaml (or --resume RUN_DIR); --print-default-config shows a starting point.")
+        raise ConfigError(msg("train.no_config"))
     # Without --config the defaults are the base, as in `--set stage=dpo --set dataset=...`.
     config = (RunConfig.load(args.config) if args.config else RunConfig()).with_overrides(args.overrides)
     if args.run_dir:
@@ -134,11 +134,9 @@ def _prepare_resume(args: argparse.Namespace) -> Job:
     changed = [n for n in RESUME_MUST_MATCH if getattr(config, n) != getattr(saved, n)]
     if changed:
         detail = ", ".join(f"{n} {getattr(saved, n)!r} -> {getattr(config, n)!r}" for n in changed)
-        raise ConfigError(f"Cannot resume with a different model or adapter shape or scale ({detail}); "
-                          f"start a new run for that.")
-    warnings = [f"resuming with {n} changed from {getattr(saved, n)!r} to {getattr(config, n)!r}: "
-                f"the run will not match an uninterrupted one" for n in RESUME_WARN
-                if getattr(config, n) != getattr(saved, n)]
+        raise ConfigError(msg("resume.must_match", detail=detail))
+    warnings: list[Message | str] = [msg("resume.changed", name=n, old=getattr(saved, n), new=getattr(config, n))
+                                     for n in RESUME_WARN if getattr(config, n) != getattr(saved, n)]
     complete = list_checkpoints(run_dir)
     workspace = Workspace(args.workspace) if args.workspace else Workspace.for_run_dir(run_dir)
     return Job(config=config, run_dir=run_dir, workspace=workspace, resuming=True,

@@ -336,7 +336,7 @@ def build(ctx: UIContext) -> None:
                     yield outputs_for(lang, chosen, targets, state, step)
         except Exception as error:  # noqa: BLE001 - said in every column that has no answer yet
             for reply in replies:
-                reply.error = reply.error or (None if reply.finish else str(error))
+                reply.error = reply.error or (None if reply.finish else localize(error, lang))
         notes = _column_notes(ctx, lang, keys, targets, state, replies, blind_on)
         done = ctx.msg(lang, "chat.msg_stopped" if stop_event.is_set() else "chat.msg_done")
         letters = [blind_letter(i) for i in range(len(chosen))] if blind_on else []

@@ -16,7 +16,7 @@ import gradio as gr
 from backend.config import ConfigError, RunConfig
 from backend.model_presets import PRESETS
 from backend.runs import RunError, RunStore
-from backend.safe_names import clean_name, path_inside
+from backend.safe_names import UnsafeName, clean_name, path_inside
 from ui import forms, scale_view
 from ui import train_summary as summary
 from ui.context import UIContext
@@ -201,7 +201,10 @@ def save_yaml(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> t
         return msg("train.msg.invalid", error=localize(error, lang)), None
     folder = ctx.workspace.root / "configs"
     folder.mkdir(parents=True, exist_ok=True)
-    path = path_inside(folder, f"{clean_name(config.run_name, 'train')}-{time.strftime('%Y%m%d-%H%M%S')}.yaml")
+    try:
+        path = path_inside(folder, f"{clean_name(config.run_name, 'train')}-{time.strftime('%Y%m%d-%H%M%S')}.yaml")
+    except UnsafeName as error:  # the one check every user-typed file name passes
+        return msg("train.msg.invalid", error=localize(error, lang)), None
     config.save(path)
     return msg("train.msg.saved", path=path.name), str(path)
 
