@@ -292,3 +292,19 @@ def test_a_stopped_run_explains_its_stop_in_chinese(tmp_path):
     info = store.get(run_dir.name)
     assert info.state == "stopped" and info.advice.startswith("The worker did not stop within 1 s and was killed.")
     assert _alert_zh(info).startswith("⏹ 训练进程在 1 秒内没有停止，已被强制终止。")
+
+
+def test_row_problems_of_the_schema_check_in_chinese(workspace, tmp_path):
+    from ui.data_texts import TEXT as DATA_TEXT
+    from ui.tabs import data
+
+    ctx = UIContext(workspace=workspace, texts=merge_texts(DATA_TEXT), i18n=None)
+    path = tmp_path / "rows.jsonl"
+    rows = [{"instruction": "a", "output": "b"}, {"instruction": "c"}, {"instruction": 7, "output": "d"}]
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    out = data.open_upload(ctx, "zh", str(path), "", 256, None)
+    html = data.show_check(ctx, "zh", out["state"], "schema")
+    assert "output: 缺失" in html and "instruction: 是数字（7），应为文本：请加上引号" in html
+    assert "is missing" not in html
+    english = data.show_check(ctx, "en", out["state"], "schema")
+    assert "output: is missing" in english and "instruction: is a number (7), expected text" in english

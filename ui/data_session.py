@@ -109,8 +109,11 @@ def _columns(path: str, mapping: dict | None, raw) -> list[str]:
     return [str(k) for k in raw] if isinstance(raw, dict) else []
 
 
-def check_rows_view(analysis: Analysis, check_id: str, limit: int = 20) -> list[tuple[int, list | None, list[str]]]:
-    """(file row, messages or None, reasons) for the first `limit` rows a check flags."""
+def check_rows_view(analysis: Analysis, check_id: str, limit: int = 20,
+                    lang: str = "en") -> list[tuple[int, list | None, list[str]]]:
+    """(file row, messages or None, reasons in `lang`) for the first `limit` rows a check flags."""
+    from ui.i18n import localize
+
     check = next((c for c in analysis.report["checks"] if c["id"] == check_id), None)
     if check is None:
         return []
@@ -119,8 +122,8 @@ def check_rows_view(analysis: Analysis, check_id: str, limit: int = 20) -> list[
     items = []
     for row in check.get("rows", [])[:limit]:
         notes = [check["details"][str(row)]] if str(row) in check.get("details", {}) else []
-        if row in rejected:
-            notes += [f"{where}: {message}" for where, message in rejected[row].problems]
+        if row in rejected:  # every problem of the row, translated (the detail is the first one, in English)
+            notes = [f"{where}: {localize(message, lang)}" for where, message in rejected[row].problems]
         items.append((row, _shown(by_row.get(row)), notes))
     return items
 

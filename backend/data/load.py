@@ -18,7 +18,7 @@ from backend.data.errors import DataError
 from backend.data.read import file_type, iter_records
 from backend.data.shapes import Shape, convert, detect_shape, known_shape_of, shape_from_mapping
 from backend.data.text_encoding import describe_encoding, detect_encoding
-from backend.messages import msg
+from backend.messages import Message, msg
 
 DATASET_INFO = "dataset_info.json"
 ROW = "(row)"  # the field of a problem that concerns the whole row
@@ -215,8 +215,11 @@ def no_usable_rows(source: Source, first: SourceRow, count: int) -> DataError:
     )
 
 
-def problem_text(where: str, message: str) -> str:
-    return message if where == ROW else f"{where} {message}"
+def problem_text(where: str, message: str | Message) -> str | Message:
+    """'<field> <problem>' (English through str(); a message id when the problem has one)."""
+    if where == ROW:
+        return message
+    return msg("row.at", where=where, problem=message) if isinstance(message, Message) else f"{where} {message}"
 
 
 def read_rows(path: str | Path, indices, mapping: dict[str, str] | None = None,

@@ -31,6 +31,7 @@ from backend.data.shapes import (
     _text,
     _turn,
 )
+from backend.messages import msg
 
 PAIR_SHAPES = ("pairwise-alpaca", "pairwise-sharegpt", "pairwise", "pairwise-transcript")
 PREFERENCE_SHAPES = (*PAIR_SHAPES, "kto")
@@ -92,7 +93,7 @@ def convert_pair(raw: dict, shape: Shape) -> tuple[dict | None, RowProblems]:
     cols = shape.columns
     for column in required_columns(shape):
         if column not in raw or raw[column] is None:
-            problems.add(column, "is missing" if column not in raw else "is empty (null): give it text or remove the row")
+            problems.add(column, msg("row.missing" if column not in raw else "row.null"))
     if problems:
         return None, problems
     if shape.name == "pairwise-transcript":
@@ -108,7 +109,7 @@ def convert_pair(raw: dict, shape: Shape) -> tuple[dict | None, RowProblems]:
                "rejected": _answer(raw[cols["rejected"]], cols["rejected"], shape, problems)}
     if not problems and not any(m["role"] == "user" for m in prompt):
         problems.add(cols.get("prompt", cols.get("instruction", cols.get("messages", "prompt"))),
-                     "has no user turn: the answers respond to nothing")
+                     msg("row.no_user"))
     return (None if problems else row), problems
 
 
@@ -131,12 +132,12 @@ def _prompt(raw: dict, shape: Shape, problems: RowProblems) -> list[dict]:
 
 def _messages(value, column: str, tags: dict, problems: RowProblems) -> list[dict]:
     if not isinstance(value, list) or not value:
-        problems.add(column, "is missing" if value is None else "must be text or a non-empty list of messages")
+        problems.add(column, msg("row.missing" if value is None else "row.text_or_messages"))
         return []
     out = []
     for i, turn in enumerate(value):
         if not isinstance(turn, dict):
-            problems.add(f"{column}[{i}]", "must be a message object with a role and a content")
+            problems.add(f"{column}[{i}]", msg("row.message_object"))
             continue
         message = _turn(turn, f"{column}[{i}]", _tags_for(turn, tags), problems)
         if message is not None:
@@ -161,7 +162,7 @@ def _answer(value, column: str, shape: Shape, problems: RowProblems) -> list[dic
     turns = [value] if isinstance(value, dict) else value
     messages = _messages(turns, column, shape.tags, problems)
     if messages and any(m["role"] != "assistant" for m in messages):
-        problems.add(column, "must hold assistant turns only (the prompt goes in its own column)")
+        problems.add(column, msg("row.assistant_only"))
     return messages
 
 
@@ -172,7 +173,7 @@ def _label(value, column: str, problems: RowProblems) -> bool | None:
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
         return value.strip().lower() in ("true", "1")
-    problems.add(column, f"is {value!r}: a KTO label is true (desirable) or false (undesirable)")
+    problems.add(column, msg("row.kto_label", value=value))
     return None
 
 
@@ -183,11 +184,10 @@ def _transcripts(chosen, rejected, cols: dict, tags: dict, problems: RowProblems
     if problems:
         return None
     if not a or not b or a[-1]["role"] != "assistant" or b[-1]["role"] != "assistant":
-        problems.add(cols["chosen"], "both conversations must end with an assistant answer")
+        problems.add(cols["chosen"], msg("row.pair_ends"))
         return None
     if a[:-1] != b[:-1]:
-        problems.add(cols["rejected"], "does not share the chosen conversation's prompt (every turn before "
-                                       "the last answer must be the same)")
+        problems.add(cols["rejected"], msg("row.pair_prompt"))
         return None
     return {"prompt": a[:-1], "chosen": a[-1:], "rejected": b[-1:]}
 
@@ -200,7 +200,7 @@ def _conversation(value, column: str, tags: dict, problems: RowProblems) -> list
         return []
     parts = TRANSCRIPT_TURN.split(value)
     if len(parts) < 3:
-        problems.add(column, 'is text without "\\n\\nHuman: " / "\\n\\nAssistant: " turns')
+        problems.add(column, msg("row.hh_turns"))
         return []
     roles = {"Human": "user", "Assistant": "assistant"}
     return [{"role": roles[who], "content": text.strip()} for who, text in zip(parts[1::2], parts[2::2])]

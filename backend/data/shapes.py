@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 
 from backend.data.errors import DataError
-from backend.messages import msg
+from backend.messages import Message, msg
 
 OBSERVATION_PREFIX = "Tool result:\n"
 TOOLS_PREAMBLE = 'You can call these tools. To call one, reply with only a JSON object {"name": ..., "arguments": {...}}.'
@@ -70,7 +70,7 @@ class Shape:
 class RowProblems(list):
     """(field, message) pairs found while converting one row."""
 
-    def add(self, where: str, message: str) -> None:
+    def add(self, where: str, message: str | Message) -> None:
         self.append((where, message))
 
 
@@ -167,26 +167,25 @@ def _text(value, where: str, problems: RowProblems, optional: bool = False) -> s
     """The value as text, or None with a problem recorded (wrong type, null, too long)."""
     if isinstance(value, str):
         if len(value) > MAX_FIELD_CHARS:
-            problems.add(where, f"holds {len(value):,} characters (over {MAX_FIELD_CHARS:,}): remove the row or split the text")
+            problems.add(where, msg("row.too_long", chars=f"{len(value):,}", limit=f"{MAX_FIELD_CHARS:,}"))
             return None
         return value
     if value is None or (isinstance(value, float) and math.isnan(value)):
         if optional:
             return ""
-        problems.add(where, "is empty (null): give it text or remove the row")
+        problems.add(where, msg("row.null"))
     elif isinstance(value, bool | int | float):
-        problems.add(where, f"is a number ({value!r}), expected text: put it in quotes")
+        problems.add(where, msg("row.number", value=value))
     elif isinstance(value, dict | list):
-        kind = "an object" if isinstance(value, dict) else "a list"
-        problems.add(where, f"is {kind}, expected text")
+        problems.add(where, msg("row.object_not_text" if isinstance(value, dict) else "row.list_not_text"))
     else:
-        problems.add(where, f"has type {type(value).__name__}, expected text")
+        problems.add(where, msg("row.type_not_text", type=type(value).__name__))
     return None
 
 
 def _field(raw: dict, column: str, problems: RowProblems) -> str | None:
     if column not in raw:
-        problems.add(column, "is missing")
+        problems.add(column, msg("row.missing"))
         return None
     return _text(raw[column], column, problems)
 
@@ -247,12 +246,12 @@ def _history(value, problems: RowProblems) -> list[dict]:
     if value in (None, "", []) or (isinstance(value, float) and math.isnan(value)):
         return []
     if not isinstance(value, list):
-        problems.add("history", "must be a list of [question, answer] pairs")
+        problems.add("history", msg("row.history"))
         return []
     turns = []
     for i, pair in enumerate(value):
         if not (isinstance(pair, list | tuple) and len(pair) == 2):
-            problems.add(f"history[{i}]", "must be a [question, answer] pair")
+            problems.add(f"history[{i}]", msg("row.history_pair"))
             continue
         q = _text(pair[0], f"history[{i}][0]", problems)
         a = _text(pair[1], f"history[{i}][1]", problems)
@@ -264,19 +263,19 @@ def _conversation(raw: dict, shape: Shape, problems: RowProblems) -> list[dict] 
     column = shape.columns["messages"]
     turns = raw.get(column)
     if not isinstance(turns, list) or not turns:
-        problems.add(column, "is missing" if turns is None else "must be a non-empty list of turns")
+        problems.add(column, msg("row.missing" if turns is None else "row.turns"))
         return None
     messages = _system(raw, shape.columns, problems)
     for i, turn in enumerate(turns):
         where = f"{column}[{i}]"
         if not isinstance(turn, dict):
-            problems.add(where, "must be an object with a role and a content")
+            problems.add(where, msg("row.turn_object"))
             continue
         message = _turn(turn, where, shape.tags, problems)
         if message is None:
             continue
         if message["role"] == "system" and messages and i > 0:
-            problems.add(where, "a system turn may only come first")
+            problems.add(where, msg("row.system_first"))
         elif message["role"] == "system" and messages and messages[0]["role"] == "system":
             messages[0]["content"] = message["content"] + "\n\n" + messages[0]["content"]
         else:
@@ -308,7 +307,7 @@ def _turn(turn: dict, where: str, tags: dict, problems: RowProblems) -> dict | N
     }
     canonical = roles.get(role) if isinstance(role, str) else None
     if canonical is None:
-        problems.add(f"{where}.{tags['role_tag']}", f"unknown role {role!r}: expected one of {', '.join(sorted(map(str, roles)))}")
+        problems.add(f"{where}.{tags['role_tag']}", msg("row.unknown_role", role=role, roles=", ".join(sorted(map(str, roles)))))
         return None
     if content is None:
         return None
@@ -325,13 +324,13 @@ def _content_parts(parts: list, where: str, problems: RowProblems) -> str | None
         if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
             texts.append(part["text"])
         else:
-            problems.add(where, "holds a non-text part (image / audio): only text is supported")
+            problems.add(where, msg("row.non_text_part"))
             return None
     return "".join(texts)
 
 
 def _check_turn_order(messages: list[dict], column: str, problems: RowProblems) -> None:
     if not any(m["role"] == "assistant" for m in messages):
-        problems.add(column, "has no assistant turn: nothing to train on")
+        problems.add(column, msg("row.no_assistant"))
     elif messages[-1]["role"] != "assistant":
-        problems.add(column, "ends with a user turn that has no answer: add the answer or drop that turn")
+        problems.add(column, msg("row.ends_with_user"))

@@ -175,7 +175,7 @@ def show_check(ctx: UIContext, lang: str, state: dict | None, check_id: str) -> 
                        state.get("model"), int(state.get("cutoff", 256)))
     except (DataError, ValueError) as error:
         return f"<p>{error_text(ctx, lang, error)}</p>"
-    items = [(ctx.msg(lang, "data.row", row=r), m, notes) for r, m, notes in ds.check_rows_view(a, check_id)]
+    items = [(ctx.msg(lang, "data.row", row=r), m, notes) for r, m, notes in ds.check_rows_view(a, check_id, lang=lang)]
     head = f"<h4>{check_id}</h4>"
     return head + conversations_html(items, ctx.msg(lang, "data.check_clean"))
 

@@ -56,7 +56,7 @@ class PairChecker:
             self.first_rejected = self.first_rejected or item
             where, message = item.problems[0]
             more = f" (+{len(item.problems) - 1} more)" if len(item.problems) > 1 else ""
-            self.flag("schema", item.index, problem_text(where, message) + more)
+            self.flag("schema", item.index, str(problem_text(where, message)) + more)
             return
         index, row = item.index, item.row
         self.usable.append(index)

@@ -70,7 +70,7 @@ class Checker:
             self.first_rejected = self.first_rejected or item
             where, message = item.problems[0]
             more = f" (+{len(item.problems) - 1} more)" if len(item.problems) > 1 else ""
-            self.flag("schema", item.index, problem_text(where, message) + more)
+            self.flag("schema", item.index, str(problem_text(where, message)) + more)
             return
         index, messages = item.index, item.row["messages"]
         if "empty_input" in item.flags:
