@@ -17,6 +17,7 @@ import time
 
 import psutil
 
+from backend.messages import Message
 from backend.run_files import read_status, update_status
 from backend.training.cli import StopRequest, create_run_dir, parse_args, prepare, setup_logging
 from backend.training.demo_stage import BuildStopped, stopped_during_build
@@ -69,6 +70,8 @@ def mark_running(job) -> None:
         fields.update(stop_requested_at=None, stop_note=None)
     if job.resuming:
         fields["resumed_from"] = job.resume_from.name if job.resume_from else None
+        # Shown above the running run in the Runs tab (in the user's language), not only in train.log.
+        fields["resume_warnings"] = [w.to_dict() if isinstance(w, Message) else str(w) for w in job.warnings]
     update_status(job.run_dir, **fields)
 
 

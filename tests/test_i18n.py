@@ -241,6 +241,8 @@ def test_resume_refusals_and_warnings_in_chinese(tmp_path):
     job = _prepare_resume(parse_args(["--resume", str(run_dir), "--set", "seed=8"]))
     assert str(job.warnings[0]).startswith("resuming with seed changed from 42 to 8")  # train.log
     assert localize(job.warnings[0], "zh").startswith("继续训练时 seed 从 42 改为 8")
+    update_status(run_dir, state="running", resume_warnings=[job.warnings[0].to_dict()])  # as the worker records it
+    assert _alert_zh(InfoReader().read(run_dir, read_status(run_dir))).startswith("⚠ 继续训练时 seed 从 42 改为 8")
 
 
 def test_unsafe_names_refused_in_chinese(workspace):

@@ -111,8 +111,9 @@ def alert_text(msg: Msg, info: RunInfo, lang: str | None = "en") -> str:
         return msg("runs.alert.lost", error=error)
     if info.state == "stopped" and advice:
         return f"⏹ {advice}"
-    if info.state in ("queued", "running") and info.plan_warning:
-        return f"⚠ {info.plan_warning}"
+    if info.state in ("queued", "running") and (info.plan_warning or info.resume_warnings):
+        warnings = [info.plan_warning] if info.plan_warning else []
+        return "\n\n".join(f"⚠ {w}" for w in warnings + [localize(w, lang) for w in info.resume_warnings])
     return ""
 
 
