@@ -149,6 +149,9 @@ CATALOGUE: dict[str, str] = {
                               "(context {context} = prompt + {new} new tokens).",
     "chat.notice.prompt_cut_dropped": "Prompt cut to fit the context: dropped {dropped} earlier exchange(s) and kept "
                                       "{kept} of {full} prompt tokens (context {context} = prompt + {new} new tokens).",
+    "chat.oom": "The device ran out of memory while generating: lower Max new tokens, unload other checkpoints, "
+                "choose fewer columns or chat on the CPU.",
+    "chat.failed": "Generation failed: {kind}: {error}",
     "chat.target.not_checkpoint": "{folder} holds neither a PEFT adapter (adapter_config.json) nor model weights "
                                   "(config.json): pick a checkpoint folder written by training.",
     "chat.target.missing": "Checkpoint folder {folder} does not exist: check the path.",

@@ -124,6 +124,8 @@ ZH: dict[str, str] = {
     "chat.notice.prompt_cut_dropped": "提示词已截断以适应上下文：去掉了 {dropped} 轮较早的对话，保留了 {full} 个提示 token 中的 "
                                       "{kept} 个（上下文 {context} = 提示 + {new} 个新 token）。",
     # --- data files (backend/data/): DataError problem and hint, and where in the file ----------------------
+    "chat.oom": "生成时设备内存不足：请调低最大新 token 数、卸载其他检查点、减少列数，或改在 CPU 上对话。",
+    "chat.failed": "生成失败：{kind}：{error}",
     "chat.target.not_checkpoint": "{folder} 中既没有 PEFT 适配器（adapter_config.json），也没有模型权重（config.json）："
                                   "请选择训练写出的检查点文件夹。",
     "chat.target.missing": "检查点文件夹 {folder} 不存在：请检查路径。",

@@ -176,7 +176,7 @@ def generate_together(model, tokenizer, prompts: list[Prompt], settings, stop: t
     for index, reply in enumerate(replies):
         reply.text, reply.seconds, reply.new_tokens = streamer.rows[index].text, seconds, streamer.counts[index]
         if "error" in outcome:
-            reply.finish, reply.error = "error", _explain(outcome["error"])
+            reply.fail(_explain(outcome["error"]))
         elif streamer.last[index] in streamer.eos:
             reply.finish = "eos"
         elif stop.is_set() and streamer.counts[index] < streamer.limits[index]:

@@ -29,7 +29,7 @@ from backend.chat.generation import (
     generate_stream,
 )
 from backend.chat.targets import ChatTarget
-from backend.messages import Message, msg
+from backend.messages import Message, message_of, msg
 
 MIB = 2**20
 
@@ -257,7 +257,7 @@ class ChatEngine:
                 entries[index] = entry
                 replies[index].notices.extend(prompts[index].notices)
             except Exception as error:  # noqa: BLE001 - a load failure names the model, the other columns go on
-                replies[index].finish, replies[index].error = "error", str(error)
+                replies[index].fail(message_of(error) or str(error))
         return entries, prompts
 
     def answer(self, target: ChatTarget, user_text: str, settings: GenerationSettings, device: str = "cpu",

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 from transformers import StoppingCriteria, StoppingCriteriaList, TextIteratorStreamer
 
-from backend.messages import Message, msg
+from backend.messages import Message, message_of, msg
 
 # Hard ceiling on new tokens whatever the user asks: a chat answer, not a book.
 MAX_NEW_TOKENS_CAP = 4096
@@ -162,7 +162,11 @@ class Reply:
     seconds: float = 0.0
     finish: str = ""          # "eos" | "length" | "stopped" | "error"
     notices: list[Message] = field(default_factory=list)  # catalogued (backend/messages.py)
-    error: str | None = None
+    error: str | None = None  # English (the command line); error_message: its id, for the Chat tab
+    error_message: Message | None = None
+
+    def fail(self, error: str | Message) -> None:
+        self.finish, self.error, self.error_message = "error", str(error), message_of(error)
 
     @property
     def tokens_per_second(self) -> float:
@@ -214,7 +218,7 @@ def generate_stream(model, tokenizer, prompt: Prompt, settings: GenerationSettin
     reply.seconds = time.perf_counter() - start
     reply.new_tokens = outcome.get("new_tokens", 0)
     if "error" in outcome:
-        reply.finish, reply.error = "error", _explain(outcome["error"])
+        reply.fail(_explain(outcome["error"]))
     elif stop.is_set():
         reply.finish = "stopped"
     elif reply.new_tokens >= prompt.max_new_tokens and outcome.get("last") not in _eos_ids(config):
@@ -229,9 +233,8 @@ def _eos_ids(config) -> set[int]:
     return set(eos) if isinstance(eos, (list, tuple)) else {eos}
 
 
-def _explain(error: Exception) -> str:
+def _explain(error: Exception) -> Message:
     text = str(error)
     if isinstance(error, torch.cuda.OutOfMemoryError) or "out of memory" in text.lower():
-        return ("The device ran out of memory while generating: lower Max new tokens, unload other "
-                "checkpoints, choose fewer columns or chat on the CPU.")
-    return f"Generation failed: {type(error).__name__}: {text}"
+        return msg("chat.oom")
+    return msg("chat.failed", kind=type(error).__name__, error=text)

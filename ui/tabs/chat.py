@@ -418,8 +418,9 @@ def _column_notes(ctx: UIContext, lang: str, keys: list[str], targets: dict, sta
         history = state["histories"][key]
         label = ctx.msg(lang, "chat.answer", letter=blind_letter(position)) if blind_on else targets[key].label
         if reply.error:
-            history[-1]["content"] = f"⚠️ {reply.error}"
-            notes.append(ctx.msg(lang, "chat.msg_error", label=label, error=reply.error))
+            error = localize(reply.error_message or reply.error, lang)
+            history[-1]["content"] = f"⚠️ {error}"
+            notes.append(ctx.msg(lang, "chat.msg_error", label=label, error=error))
         elif reply.finish == "stopped" and not reply.new_tokens:
             del history[-2:]   # no half turn left in this column's history
         elif not history[-1]["content"].strip():
