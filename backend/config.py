@@ -39,7 +39,7 @@ METHODS = ("lora", "qlora", "full")
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant",
               "constant_with_warmup", "inverse_sqrt", "cosine_with_min_lr")
-OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adafactor", "sgd", "adamw_8bit",
+OPTIMIZERS = ("auto", "adamw_torch", "adamw_torch_fused", "adafactor", "sgd", "adamw_8bit",
               "paged_adamw_8bit", "paged_adamw_32bit")
 REPORT_TO = ("none", "tensorboard", "wandb")
 OVERFLOW = ("truncate", "drop")
@@ -60,6 +60,7 @@ STAGE_DEFAULTS = {
             "lora_dropout": 0.0, "save_steps": 20},
 }
 DISTRIBUTED = ("auto", "ddp", "fsdp", "deepspeed_zero2", "deepspeed_zero3")
+CHECKPOINTING = ("auto", True, False)
 
 
 @dataclass
@@ -80,13 +81,25 @@ class RunConfig:
     quantization_bits: int | None = _f(None, "Base model bits for qlora (4 = NF4 with double quantisation, 8 = LLM.int8).", (None, 4, 8))
     lora_r: int = _f(16, "LoRA rank: adapter capacity.")
     lora_alpha: int = _f(32, "LoRA scaling numerator (scale = alpha / r, or alpha / sqrt(r) with rsLoRA).")
-    lora_dropout: float = _f(0.05, "Dropout on the LoRA input.")
+    lora_dropout: float = _f(0.0, "Dropout on the LoRA input. Above 0 peft keeps a dropped copy of every adapted "
+                                  "layer's input: LoRA steps were 1.48x slower at 0.05 than at 0 on the demo model "
+                                  "(docs/BENCHMARKS.md has the 135M figure).")
     lora_target: str | list[str] = _f("all-linear", "Modules that get adapters: 'all-linear' or a list of module names (q_proj, v_proj, ...).")
     use_rslora: bool = _f(False, "Rank-stabilised LoRA scaling (alpha / sqrt(r)).")
     use_dora: bool = _f(False, "Weight-decomposed LoRA (DoRA).")
     # --- precision and memory ----------------------------------------------
     precision: str = _f("auto", "auto: bf16 where supported, else fp16 on a GPU, else fp32.", PRECISIONS)
-    gradient_checkpointing: bool = _f(False, "Recompute activations in the backward pass: less memory, ~30% slower.")
+    gradient_checkpointing: bool | str = _f("auto", "Recompute activations in the backward pass: less memory, about 30% "
+                                                   "slower. auto: on only when the memory estimate says the run would "
+                                                   "not fit without it.", CHECKPOINTING)
+    # --- speed (docs/BENCHMARKS.md measures each) ----------------------------
+    packing: bool = _f(True, "Padding-free batches: a batch's rows joined into one sequence with no padding (each row "
+                             "still sees only itself). Falls back to length-grouped padded batches, with a log line, "
+                             "where the model does not support it.")
+    torch_compile: bool = _f(False, "Compile the model with torch.compile: slower start, often faster steps on a GPU.")
+    use_liger_kernel: bool = _f(False, "Liger's fused Triton kernels (RMSNorm, RoPE, SwiGLU, linear cross-entropy): "
+                                       "less memory and faster steps. CUDA only, needs the liger-kernel package "
+                                       "(requirements-gpu.txt).")
     # --- optimisation ------------------------------------------------------
     learning_rate: float = _f(3e-3, "Peak learning rate.")
     num_train_epochs: float = _f(12.0, "Passes over the training data (ignored when max_steps > 0).")
@@ -94,7 +107,7 @@ class RunConfig:
     per_device_train_batch_size: int = _f(8, "Examples per device per forward pass.")
     per_device_eval_batch_size: int = _f(8, "Examples per device per evaluation pass.")
     gradient_accumulation_steps: int = _f(1, "Forward passes per optimizer step.")
-    optim: str = _f("adamw_torch", "Optimizer.", OPTIMIZERS)
+    optim: str = _f("auto", "Optimizer. auto: AdamW, fused into one kernel where the device supports it.", OPTIMIZERS)
     lr_scheduler_type: str = _f("cosine", "Learning-rate schedule.", SCHEDULERS)
     warmup_ratio: float = _f(0.05, "Share of the total steps spent warming up the learning rate.")
     weight_decay: float = _f(0.0, "AdamW weight decay.")
@@ -166,7 +179,7 @@ class RunConfig:
             if isinstance(value, float) and not math.isfinite(value):
                 raise ConfigError(msg("config.not_finite", name=f.name, value=value, example=_example(f.default)))
             if choices and value not in choices:
-                allowed = ", ".join(str(c) for c in choices if c is not None)
+                allowed = ", ".join(str(c).lower() if isinstance(c, bool) else str(c) for c in choices if c is not None)
                 raise ConfigError(msg("config.not_choice", name=f.name, value=value, allowed=allowed))
         if self.method == "qlora" and self.quantization_bits is None:
             self.quantization_bits = 4
@@ -253,7 +266,21 @@ class RunConfig:
             raise ConfigError(msg("config.dora_8bit_cpu"))
         if self.precision == "fp16" and not all(d.supports_fp16 for d in devices):
             raise ConfigError(msg("config.fp16", devices=names))
+        self.check_speed_settings(devices)
         return resolve_precision(self.precision, devices)
+
+    def check_speed_settings(self, devices: list) -> None:
+        """use_liger_kernel / torch_compile against the devices and the installed packages."""
+        import importlib.util
+        import shutil
+
+        on_cpu = all(d.id == "cpu" for d in devices)
+        if self.use_liger_kernel and on_cpu:
+            raise ConfigError(msg("config.liger_cpu"))
+        if self.use_liger_kernel and importlib.util.find_spec("liger_kernel") is None:
+            raise ConfigError(msg("config.liger_missing"))
+        if self.torch_compile and on_cpu and not (shutil.which("cc") or shutil.which("gcc")):
+            raise ConfigError(msg("config.compile_no_compiler"))
 
     # --- serialisation -------------------------------------------------------
     def to_dict(self) -> dict:

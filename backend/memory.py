@@ -191,9 +191,11 @@ def activation_elements_per_token(arch: Architecture, lora_dropout_inputs: int =
 def estimate_memory(arch: Architecture, *, method: str, precision: str, batch_size: int, cutoff_len: int,
                     gradient_checkpointing: bool = False, quantization_bits: int | None = None,
                     lora_r: int = 16, lora_target: str | list[str] = "all-linear", lora_dropout: float = 0.0,
-                    optim: str = "adamw_torch", device_kind: str = "cuda", stage: str = "sft") -> MemoryEstimate:
+                    optim: str = "adamw_torch", device_kind: str = "cuda", stage: str = "sft",
+                    chunked_loss: bool = False) -> MemoryEstimate:
     """Peak memory of one training device. `precision` is the resolved one
-    (bf16 / fp16 / fp32, never auto); `batch_size` is per device.
+    (bf16 / fp16 / fp32, never auto); `batch_size` is per device. `chunked_loss`:
+    the worker's loss (backend/training/loss.py), which keeps no full logits.
 
     Preference stages: every example is two sequences (chosen + rejected for
     dpo / orpo / simpo; completion + the mismatched KL completion for kto), so
@@ -202,6 +204,7 @@ def estimate_memory(arch: Architecture, *, method: str, precision: str, batch_si
     disabled for LoRA / QLoRA, plus the logits of its no-grad forward."""
     if stage != "sft":
         batch_size *= 2
+        chunked_loss = False  # TRL's trainers compute their losses from full logits
     compute = BYTES[precision]
     layers = arch.num_hidden_layers
     linear = layers * arch.layer_linear_params()
@@ -226,7 +229,8 @@ def estimate_memory(arch: Architecture, *, method: str, precision: str, batch_si
     optimizer = trainable * OPTIMIZER_BYTES.get(optim, 8)
     kind = "cpu" if device_kind == "cpu" else "cuda"
     activations = ACTIVATION_FACTOR[kind] * _activation_bytes(
-        arch, method, compute, batch_size, cutoff_len, gradient_checkpointing, lora_target, lora_dropout)
+        arch, method, compute, batch_size, cutoff_len, gradient_checkpointing, lora_target, lora_dropout,
+        chunked_loss)
     reference = 0
     if stage in ("dpo", "kto"):
         reference = batch_size * cutoff_len * arch.vocab_size * 4  # the reference logits (fp32 log-softmax)
@@ -243,7 +247,8 @@ def estimate_memory(arch: Architecture, *, method: str, precision: str, batch_si
 
 
 def _activation_bytes(arch: Architecture, method: str, compute: int, batch_size: int, cutoff_len: int,
-                      checkpointing: bool, lora_target: str | list[str], lora_dropout: float) -> int:
+                      checkpointing: bool, lora_target: str | list[str], lora_dropout: float,
+                      chunked_loss: bool = False) -> int:
     tokens = batch_size * cutoff_len  # padded to the longest in the batch: cutoff is the worst case
     dropout_inputs = 0
     if method != "full" and lora_dropout > 0:
@@ -260,6 +265,11 @@ def _activation_bytes(arch: Architecture, method: str, compute: int, batch_size:
     # often the largest term for small models with big vocabularies.
     upcast = 0 if compute == 4 else 4
     logits = tokens * arch.vocab_size * (compute + upcast + 4)
+    if chunked_loss:
+        # One chunk of float32 logits and its gradient at a time, plus the
+        # gradient of the selected hidden states (backend/training/loss.py).
+        from_chunk = 2 * 64 * 2**20
+        logits = min(logits, from_chunk) + tokens * arch.hidden_size * 4
     return layers + logits
 
 
@@ -292,3 +302,26 @@ def shard(estimate: MemoryEstimate, arch: Architecture, distributed: str, world_
             weights, adapters = gathered, 0.0
     return replace(estimate, weights_gb=weights, adapters_gb=adapters, gradients_gb=gradients,
                    optimizer_gb=optimizer, cpu_offload_gb=cpu, sharding=mode, world_size=n)
+
+
+def choose_checkpointing(setting: str | bool, device_memory_gb: float, **estimate_kwargs) -> tuple[bool, str]:
+    """gradient_checkpointing "auto" | True | False -> (on, why). auto turns it on
+    only when the estimate without it does not fit the device (it costs ~30% speed)."""
+    if setting is True or setting is False:
+        return setting, "set in the config"
+    arch = estimate_kwargs.pop("arch")
+    without = estimate_memory(arch, gradient_checkpointing=False, **estimate_kwargs)
+    if without.fits(device_memory_gb):
+        return False, f"auto: off, the run fits without it ({without.total_gb:.1f} of {device_memory_gb:.1f} GiB)"
+    with_it = estimate_memory(arch, gradient_checkpointing=True, **estimate_kwargs)
+    return True, (f"auto: on, without it the run needs about {without.total_gb:.1f} GiB of "
+                  f"{device_memory_gb:.1f} GiB (with it {with_it.total_gb:.1f} GiB)")
+
+
+def config_estimate_kwargs(config, precision: str, device_kind: str) -> dict:
+    """estimate_memory's keyword arguments for a RunConfig (all but arch and gradient_checkpointing)."""
+    return dict(method=config.method, precision=precision, batch_size=config.per_device_train_batch_size,
+                cutoff_len=config.cutoff_len, quantization_bits=config.quantization_bits, lora_r=config.lora_r,
+                lora_target=config.lora_target, lora_dropout=config.lora_dropout, optim=config.optim,
+                device_kind=device_kind, stage=getattr(config, "stage", "sft"),
+                chunked_loss=config.loss_function is None)

@@ -38,6 +38,12 @@ CATALOGUE: dict[str, str] = {
                             "report_to none or tensorboard.",
     "config.bf16": "bf16 is not supported on {devices}; choose precision auto, fp16 (GPU) or fp32.",
     "config.fp16": "fp16 training needs a GPU ({devices} has none); choose precision auto or fp32.",
+    "config.liger_cpu": "use_liger_kernel needs a CUDA GPU (Liger's kernels are written in Triton); "
+                        "turn it off to train on the CPU.",
+    "config.liger_missing": "use_liger_kernel needs the liger-kernel package: "
+                            "pip install -r requirements-gpu.txt, or turn it off.",
+    "config.compile_no_compiler": "torch_compile on the CPU needs a C compiler (cc / gcc) on PATH; "
+                                  "install one or turn torch_compile off.",
     "config.unknown": "Unknown setting {names}.",
     "config.yaml": "The config is not valid YAML: {error}",
     "config.not_mapping": "The config must be a YAML mapping of setting: value.",

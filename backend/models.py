@@ -241,7 +241,7 @@ def quantization_config(bits: int, compute_dtype=None):
 
 
 def load_model(path: str | Path, *, quantization_bits: int | None = None, dtype=None, device_map=None,
-               trust_remote_code: bool = False):
+               trust_remote_code: bool = False, attn_implementation: str | None = None):
     """AutoModelForCausalLM from a local folder (or hub id), optionally 4- or 8-bit."""
     from transformers import AutoModelForCausalLM
 
@@ -254,6 +254,8 @@ def load_model(path: str | Path, *, quantization_bits: int | None = None, dtype=
         kwargs["dtype"] = dtype
     if device_map is not None:
         kwargs["device_map"] = device_map
+    if attn_implementation is not None:
+        kwargs["attn_implementation"] = attn_implementation
     if quantization_bits:
         kwargs["quantization_config"] = quantization_config(quantization_bits, dtype)
     try:

@@ -28,6 +28,8 @@ class FieldSpec:
 
 # "method" and "quantization_bits" are one choice for a user.
 METHOD_CHOICES = {"lora": ("lora", None), "qlora4": ("qlora", 4), "qlora8": ("qlora", 8), "full": ("full", None)}
+# gradient_checkpointing is "auto" | True | False; the form shows auto / on / off.
+CHECKPOINTING_CHOICES = {True: "on", False: "off", "auto": "auto"}
 METHOD_LABELS = {"lora": "LoRA", "qlora4": "QLoRA 4-bit", "qlora8": "QLoRA 8-bit", "full": "Full"}
 
 MODEL_FIELDS = [FieldSpec("trust_remote_code", "checkbox")]
@@ -54,7 +56,7 @@ TRAIN_FIELDS = [
     FieldSpec("eval_steps", "optional_number"),
     FieldSpec("save_steps", "number", 1, 1_000_000, 1),
     FieldSpec("save_total_limit", "optional_number"),
-    FieldSpec("gradient_checkpointing", "checkbox"),
+    FieldSpec("gradient_checkpointing", "radio"),
     FieldSpec("train_on_prompt", "checkbox"),
     FieldSpec("devices", "text"),
     FieldSpec("num_processes", "optional_number"),
@@ -83,6 +85,9 @@ ADVANCED_FIELDS = [
     FieldSpec("logging_steps", "number", 1, 10_000, 1, advanced=True),
     FieldSpec("overflow", "radio", advanced=True),
     FieldSpec("group_by_length", "checkbox", advanced=True),
+    FieldSpec("packing", "checkbox", advanced=True),
+    FieldSpec("torch_compile", "checkbox", advanced=True),
+    FieldSpec("use_liger_kernel", "checkbox", advanced=True),
     FieldSpec("dataloader_num_workers", "number", 0, 64, 1, advanced=True),
     FieldSpec("report_to", "dropdown", advanced=True),
     FieldSpec("run_name", "text", advanced=True),
@@ -145,6 +150,8 @@ def form_values(config: RunConfig) -> list[Any]:
         elif name in OPTIONAL_NUMBERS:
             value = getattr(config, name)
             values.append("" if value is None else f"{value:g}")
+        elif name == "gradient_checkpointing":
+            values.append(CHECKPOINTING_CHOICES.get(config.gradient_checkpointing, "auto"))
         else:
             values.append(getattr(config, name))
     return values
@@ -171,6 +178,8 @@ def config_from_values(values: list[Any], model: str, dataset: str, base: RunCon
             data[name] = "all-linear" if not names or "all-linear" in names else names
         elif name in OPTIONAL_NUMBERS:
             data[name] = _optional_number(value)  # empty or 0: off / all / one per device
+        elif name == "gradient_checkpointing":
+            data[name] = {"on": True, "off": False}.get(value, "auto")
         elif name == "devices":
             data[name] = (value or "").strip() or "auto"
         elif isinstance(value, str) and value.strip() == "":
@@ -232,6 +241,8 @@ def build_inputs(ctx, specs: list[FieldSpec], defaults: RunConfig) -> dict[str, 
 def _choices(name: str) -> list:
     if name == "method_choice":
         return [(label, key) for key, label in METHOD_LABELS.items()]
+    if name == "gradient_checkpointing":
+        return ["auto", "on", "off"]
     return [c for c in RunConfig.choices_for(name) if c is not None]
 
 
@@ -287,6 +298,9 @@ FIELD_TEXT: dict[str, dict[str, str]] = {f"train.field.{name}": text for name, t
     "logging_steps": _label("Log every N steps", "每 N 步记录"),
     "overflow": _label("Longer than cutoff", "超过截断长度时"),
     "group_by_length": _label("Group by length", "按长度分组"),
+    "packing": _label("Padding-free packing", "无填充打包"),
+    "torch_compile": _label("torch.compile", "torch.compile 编译"),
+    "use_liger_kernel": _label("Liger kernels (CUDA)", "Liger 内核（CUDA）"),
     "dataloader_num_workers": _label("Data loader workers", "数据加载进程"),
     "report_to": _label("Also report to", "同时记录到"),
     "run_name": _label("Run name", "运行名称"),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from backend.config import MANY_STEPS, ConfigError, RunConfig, derived_numbers, split_sizes
 from backend.hardware import Device, resolve_precision, training_devices
-from backend.memory import architecture_for, estimate_memory, shard
+from backend.memory import architecture_for, choose_checkpointing, config_estimate_kwargs, estimate_memory, shard
 from backend.workspace import Workspace
 from ui.scale_view import world_size
 
@@ -95,11 +95,10 @@ def estimate_text(msg: Msg, config: RunConfig, workspace: Workspace, devices: li
         return f"⚠️ {localize(error, lang)}"
     device = min(targets, key=lambda d: d.memory_gb)  # DDP replicates: the smallest device decides
     kind = "cpu" if device.id == "cpu" else "cuda"
-    estimate = estimate_memory(
-        arch, method=config.method, precision=precision, batch_size=config.per_device_train_batch_size,
-        cutoff_len=config.cutoff_len, gradient_checkpointing=config.gradient_checkpointing,
-        quantization_bits=config.quantization_bits, lora_r=config.lora_r, lora_target=config.lora_target,
-        lora_dropout=config.lora_dropout, optim=config.optim, device_kind=kind, stage=config.stage)
+    kwargs = config_estimate_kwargs(config, precision, kind)
+    # gradient_checkpointing "auto": the worker makes the same choice from the same estimate.
+    checkpointing, _ = choose_checkpointing(config.gradient_checkpointing, device.memory_gb, arch=arch, **kwargs)
+    estimate = estimate_memory(arch, gradient_checkpointing=checkpointing, **kwargs)
     # Sharded over every GPU of the run (all nodes / Ray workers): the verdict is per GPU.
     estimate = shard(estimate, arch, config.distributed, world_size(config, devices), config.cpu_offload, precision)
     parts = ("weights", "adapters", "gradients", "optimizer", "activations", "runtime")
@@ -116,6 +115,8 @@ def estimate_text(msg: Msg, config: RunConfig, workspace: Workspace, devices: li
         header += " " + msg("train.estimate.per_gpu", sharding=config.distributed, world=estimate.world_size)
     if estimate.cpu_offload_gb:
         header += " " + msg("train.estimate.cpu_offload", cpu=estimate.cpu_offload_gb)
+    auto = "auto_" if config.gradient_checkpointing == "auto" else ""
+    header += " " + msg(f"train.estimate.checkpointing.{auto}{'on' if checkpointing else 'off'}")
     return f"{verdict}\n\n{header}\n\n| | GiB |\n|---|---:|\n{table}\n| **{msg('train.estimate.total')}** | **{estimate.total_gb:.2f}** |"
 
 

@@ -7,7 +7,10 @@ Deliberate choices:
 * The best checkpoint is tracked on eval_loss (metric_for_best_model) without
   load_best_model_at_end, which would reload weights behind the markers' back;
   summary.json names the best checkpoint instead.
-* Length-grouped sampling + our PadToLongest collator: little padding.
+* Packed batches (backend/training/packing.py) or, where packing is not
+  supported, length-grouped sampling + PadToLongest: no or little padding.
+* optim "auto" resolves to torch's fused AdamW; gradient_checkpointing "auto"
+  is resolved by the session (memory estimate) and passed in as a bool.
 * Non-padding tokens are counted by the Trainer (include_num_input_tokens_seen)
   so tokens/s is comparable across runs and processes.
 """
@@ -24,16 +27,27 @@ from backend.config import RunConfig
 from backend.scale.engines import parallel_arguments
 
 
+def resolve_optimizer(optim: str, on_cpu: bool) -> str:
+    """optim "auto": AdamW fused into one kernel (torch's fused=True), which torch
+    implements for CUDA and CPU tensors; the plain loop elsewhere (MPS, XPU, ...)."""
+    if optim != "auto":
+        return optim
+    return "adamw_torch_fused" if on_cpu or torch.cuda.is_available() else "adamw_torch"
+
+
 def training_arguments(config: RunConfig, run_dir: Path, precision: str, has_eval: bool,
-                       on_cpu: bool, world_size: int = 1, layer_classes: list[str] | None = None) -> TrainingArguments:
-    return TrainingArguments(**argument_values(config, run_dir, precision, has_eval, on_cpu, world_size, layer_classes))
+                       on_cpu: bool, world_size: int = 1, layer_classes: list[str] | None = None,
+                       checkpointing: bool = False) -> TrainingArguments:
+    return TrainingArguments(**argument_values(config, run_dir, precision, has_eval, on_cpu, world_size, layer_classes,
+                                               checkpointing))
 
 
 def argument_values(config: RunConfig, run_dir: Path, precision: str, has_eval: bool,
-                    on_cpu: bool, world_size: int = 1, layer_classes: list[str] | None = None) -> dict:
+                    on_cpu: bool, world_size: int = 1, layer_classes: list[str] | None = None,
+                    checkpointing: bool = False) -> dict:
     """The TrainingArguments keywords of a run, sharding engine included (backend.scale.engines:
     FSDP2 needs `layer_classes`, the decoder-layer class names); the preference stages hand
-    them to TRL's config classes."""
+    them to TRL's config classes. `checkpointing`: gradient_checkpointing resolved (auto -> bool)."""
     eval_steps = config.eval_steps or config.save_steps
     kwargs = dict(
         output_dir=str(run_dir),
@@ -45,14 +59,16 @@ def argument_values(config: RunConfig, run_dir: Path, precision: str, has_eval: 
         per_device_train_batch_size=config.per_device_train_batch_size,
         per_device_eval_batch_size=config.per_device_eval_batch_size,
         gradient_accumulation_steps=config.gradient_accumulation_steps,
-        optim=config.optim,
+        optim=resolve_optimizer(config.optim, on_cpu),
+        torch_compile=config.torch_compile,
+        use_liger_kernel=config.use_liger_kernel,
         lr_scheduler_type=config.lr_scheduler_type,
         warmup_steps=config.warmup_ratio,  # transformers 5: a float < 1 is a ratio of the total steps
         weight_decay=config.weight_decay,
         max_grad_norm=config.max_grad_norm,
         # transformers 5 names gradient checkpointing "activation checkpointing".
-        activation_checkpointing=config.gradient_checkpointing,
-        activation_checkpointing_kwargs={"use_reentrant": False} if config.gradient_checkpointing else None,
+        activation_checkpointing=checkpointing,
+        activation_checkpointing_kwargs={"use_reentrant": False} if checkpointing else None,
         neftune_noise_alpha=config.neftune_noise_alpha,
         bf16=precision == "bf16",
         fp16=precision == "fp16",

@@ -97,7 +97,7 @@ def oom_advice(config: RunConfig | None) -> Message:
     steps = [msg("train.oom.batch", batch=config.per_device_train_batch_size,
                  accumulation=config.gradient_accumulation_steps),
              msg("train.oom.cutoff", cutoff=config.cutoff_len)]
-    if not config.gradient_checkpointing:
+    if config.gradient_checkpointing is not True:  # False or auto
         steps.append(msg("train.oom.checkpointing"))
     if config.method != "qlora" or config.quantization_bits != 4:
         steps.append(msg("train.oom.qlora", method=config.method))

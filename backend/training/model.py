@@ -25,14 +25,23 @@ def load_dtype(config: RunConfig, precision: str) -> torch.dtype:
     return DTYPES[precision]
 
 
-def build_model(config: RunConfig, model_path: str, precision: str, device_map=None, adapter=None):
+def attention_implementation(on_cuda: bool) -> str | None:
+    """FlashAttention-2 (varlen kernels for packed rows) where it is installed on a GPU; else the model's default (sdpa)."""
+    import importlib.util
+
+    return "flash_attention_2" if on_cuda and importlib.util.find_spec("flash_attn") is not None else None
+
+
+def build_model(config: RunConfig, model_path: str, precision: str, device_map=None, adapter=None,
+                checkpointing: bool = False, attn_implementation: str | None = None):
     """Base model + the method's trainable part. Returns the model to hand to the Trainer.
     `adapter`: an existing LoRA folder to continue training (preference stages' init_adapter)."""
     from backend.models import load_model
 
     bits = config.quantization_bits if config.method == "qlora" else None
     model = load_model(model_path, quantization_bits=bits, dtype=load_dtype(config, precision),
-                       device_map=device_map, trust_remote_code=config.trust_remote_code)
+                       device_map=device_map, trust_remote_code=config.trust_remote_code,
+                       attn_implementation=attn_implementation)
     model.config.use_cache = False  # the KV cache is useless in training and costs memory
     if config.method == "full":
         return model
@@ -40,7 +49,7 @@ def build_model(config: RunConfig, model_path: str, precision: str, device_map=N
         from peft import prepare_model_for_kbit_training
 
         model = prepare_model_for_kbit_training(
-            model, use_gradient_checkpointing=config.gradient_checkpointing,
+            model, use_gradient_checkpointing=checkpointing,
             gradient_checkpointing_kwargs={"use_reentrant": False})
     if adapter is not None:
         from backend.training.preference import continue_adapter

@@ -19,15 +19,16 @@ from backend.scale.engines import decoder_layer_classes
 from backend.training.arguments import argument_values
 from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, GracefulStop, _barrier
 from backend.training.cli import Job, StopRequest
-from backend.training.collator import PadToLongest
 from backend.training.dataset import RowCounts, build_datasets, resolve_dataset
 from backend.training.demo_stage import prepare_demo_model
 from backend.training.disk import remove_partial_saves
 from backend.training.metrics import MetricsCallback
-from backend.training.model import build_model, parameter_counts
+from backend.training.model import attention_implementation, build_model, parameter_counts
 from backend.training.plan_check import PlanCheck, steps_warning
+from backend.training.speed import checkpointing_for, collator_for
 from backend.training.summary import write_summary
 from backend.training.threads import limit_threads
+from backend.training.trainer import StudioTrainer, choose_loss
 
 log = logging.getLogger("backend.train")
 
@@ -99,14 +100,16 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
              counts.eval, counts.truncated, counts.dropped, counts.reasons or "")
     quantized_on_gpu = config.method == "qlora" and not on_cpu
     device_map = {"": int(os.environ.get("LOCAL_RANK", "0"))} if quantized_on_gpu else None
+    checkpointing = checkpointing_for(config, model_path, precision, devices)
     # Seed before the adapters exist: LoRA A starts random, and the Trainer seeds only later.
     set_seed(config.seed)
-    model = build_model(config, model_path, precision, device_map, adapter)
+    model = build_model(config, model_path, precision, device_map, adapter, checkpointing,
+                        attention_implementation(not on_cpu))
     parameters = parameter_counts(model)
     log.info("method %s, precision %s, %d of %d parameters trainable", config.method, precision,
              parameters["trainable_parameters"], parameters["total_parameters"])
     args = argument_values(config, job.run_dir, precision, eval_data is not None, on_cpu, job.world_size,
-                           decoder_layer_classes(model))
+                           decoder_layer_classes(model), checkpointing)
     checkpoints = CheckpointCallback(job.run_dir, config.save_total_limit)
     disk = DiskSpaceCallback(job.run_dir, parameters["trainable_parameters"] * 12 + 2**20)
     # Order matters: the stop flag and DefaultFlowCallback decide should_save before the disk check.
@@ -125,10 +128,11 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
                                      continued=adapter is not None)
         trainer.remove_callback(PrinterCallback)
         return Session(job, trainer, counts, precision, checkpoints, parameters, time.time())
-    trainer = Trainer(
+    loss_head = choose_loss(model, user_loss=loss_function is not None, liger=config.use_liger_kernel)
+    trainer = StudioTrainer(
         model=model, args=TrainingArguments(**args), train_dataset=train_data, eval_dataset=eval_data,
-        data_collator=PadToLongest(tokenizer.pad_token_id), processing_class=tokenizer, callbacks=callbacks,
-        compute_loss_func=loss_function,
+        data_collator=collator_for(config, model, tokenizer), processing_class=tokenizer, callbacks=callbacks,
+        compute_loss_func=loss_function, loss_head=loss_head,
     )
     trainer.remove_callback(PrinterCallback)  # MetricsCallback writes the readable line instead
     return Session(job, trainer, counts, precision, checkpoints, parameters, time.time(), disk)

@@ -1,0 +1,61 @@
+"""The Trainer the worker runs: transformers' Trainer, with the causal-LM loss
+computed by backend.training.loss (the head only where labels exist, in
+chunks, no full logits kept) when that is exact for the model.
+
+`fast_loss` is decided once before training (see `choose_loss`): off with a
+user loss function (it needs the logits), with Liger kernels (they fuse the
+head and the loss themselves) and for heads the chunked loss cannot reproduce
+(adapted or quantised lm_head, logit softcapping or scaling after the head).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+from transformers import Trainer
+
+from backend.training.loss import causal_lm_loss, chunked_loss_works, deferred_head, output_head
+
+log = logging.getLogger("backend.train")
+
+
+def choose_loss(model, *, user_loss: bool, liger: bool):
+    """The lm_head for the chunked loss, or None (with the reason logged) to keep the model's own loss."""
+    if user_loss or liger:
+        log.info("loss: %s", "your loss_function" if user_loss else "Liger's fused linear cross-entropy")
+        return None
+    head = output_head(model)
+    if head is None or not chunked_loss_works(model, head):
+        log.info("loss: the model's own (its output head is not a plain linear layer the chunked loss reproduces)")
+        return None
+    log.info("loss: chunked cross-entropy on the labelled positions only (no full-vocabulary logits kept)")
+    return head
+
+
+class StudioTrainer(Trainer):
+    def __init__(self, *args, loss_head=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.loss_head = loss_head
+
+    def _track_num_input_tokens(self, inputs):
+        # A packed batch has no attention mask and no padding: every input id is a real token
+        # (counting ids != pad_token_id would miss real tokens where pad is also eos).
+        if "attention_mask" not in inputs and "position_ids" in inputs:
+            inputs = {**inputs, "attention_mask": torch.ones_like(inputs["input_ids"])}
+        return super()._track_num_input_tokens(inputs)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        if self.loss_head is None or "labels" not in inputs:
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        labels = inputs["labels"]
+        if not self.model_accepts_loss_kwargs:
+            num_items_in_batch = None  # as the parent: such a model returns a per-batch mean
+        with deferred_head(self.loss_head):
+            outputs = model(**{k: v for k, v in inputs.items() if k != "labels"})
+        loss = causal_lm_loss(outputs.logits, self.loss_head, labels, num_items_in_batch)
+        # As Trainer.compute_loss: the token count was summed over processes, the gradients are averaged.
+        if self.args.average_tokens_across_devices and num_items_in_batch is not None:
+            loss = loss * self.accelerator.num_processes
+        outputs.logits = None  # hidden states, not logits: nobody should read them as logits
+        return (loss, outputs) if return_outputs else loss
