@@ -62,7 +62,7 @@ def run_plain(workspace: Path, steps: int, batch: int, cutoff: int) -> dict:
     return json.loads(out.read_text())
 
 
-def plain_script(out: Path, steps: int, batch: int, cutoff: int, workspace: Path) -> None:
+def plain_script(out: Path, steps: int, batch: int, cutoff: int, workspace: Path, model_path: Path | None = None) -> None:
     """The tutorial: Dataset.map tokenisation, DataCollatorForSeq2Seq, default random sampler."""
     from datasets import Dataset
     from peft import LoraConfig, get_peft_model
@@ -72,7 +72,7 @@ def plain_script(out: Path, steps: int, batch: int, cutoff: int, workspace: Path
     from backend.models import load_model, load_tokenizer, resolve_model_path
     from backend.training.dataset import load_rows
 
-    path = resolve_model_path("demo", workspace / "models")
+    path = str(model_path) if model_path else resolve_model_path("demo", workspace / "models")
     tokenizer = load_tokenizer(path)
     rows, _ = load_rows(DATA)
 
@@ -114,9 +114,10 @@ def main() -> None:
     parser.add_argument("--models", type=Path, default=REPO / ".cache" / "test-models",
                         help="Where the demo model is built / cached.")
     parser.add_argument("--plain", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--model-path", type=Path, help=argparse.SUPPRESS)  # bench_real_size.py: another model
     args = parser.parse_args()
     if args.plain:
-        plain_script(args.plain, args.steps, args.batch, args.cutoff, args.workspace)
+        plain_script(args.plain, args.steps, args.batch, args.cutoff, args.workspace, args.model_path)
         return
     from backend.models import ensure_demo_model
 

@@ -57,24 +57,41 @@ def memory_now() -> dict:
     return record
 
 
+def _group_of(name: str, num_layers: int) -> tuple[str, int]:
+    match = LAYER.search(name)
+    group = next((g for g, words in (("attn", ATTN_WORDS), ("mlp", MLP_WORDS)) if any(w in name for w in words)), None)
+    if match and group and int(match.group(1)) < num_layers:
+        return group, int(match.group(1))
+    return "other", 0
+
+
 def grouped_grad_norms(model, num_layers: int) -> tuple[dict, float]:
-    """({"attn": [...], "mlp": [...], "other": x}, total norm) of the current gradients."""
+    """({"attn": [...], "mlp": [...], "other": x}, total norm) of the current gradients.
+
+    One fused norm kernel over all gradients and one copy to the host (not a
+    host sync per parameter: hundreds of LoRA tensors on a real-size model)."""
+    named = [(name, p.grad) for name, p in model.named_parameters() if p.grad is not None]
     squares = {"attn": [0.0] * num_layers, "mlp": [0.0] * num_layers, "other": 0.0}
-    total = 0.0
-    for name, param in model.named_parameters():
-        if param.grad is None:
-            continue
-        sq = float(param.grad.detach().float().pow(2).sum())
-        total += sq
-        match = LAYER.search(name)
-        group = next((g for g, words in (("attn", ATTN_WORDS), ("mlp", MLP_WORDS)) if any(w in name for w in words)), None)
-        if match and group and int(match.group(1)) < num_layers:
-            squares[group][int(match.group(1))] += sq
-        else:
+    if not named:
+        return {"attn": squares["attn"], "mlp": squares["mlp"], "other": 0.0}, 0.0
+    grads = [g.detach() for _, g in named]
+    by_device: dict = {}
+    for index, grad in enumerate(grads):
+        by_device.setdefault(grad.device, []).append(index)
+    values = [0.0] * len(grads)
+    for indices in by_device.values():
+        norms = torch._foreach_norm([grads[i].float() for i in indices])
+        for i, value in zip(indices, torch.stack(norms).pow(2).tolist()):
+            values[i] = value
+    for (name, _), sq in zip(named, values):
+        group, layer = _group_of(name, num_layers)
+        if group == "other":
             squares["other"] += sq
+        else:
+            squares[group][layer] += sq
     norms = {"attn": [math.sqrt(s) for s in squares["attn"]], "mlp": [math.sqrt(s) for s in squares["mlp"]],
              "other": math.sqrt(squares["other"])}
-    return norms, math.sqrt(total)
+    return norms, math.sqrt(sum(values))
 
 
 def _num_layers(model) -> int:

@@ -1,0 +1,166 @@
+"""Training throughput at a real size: the worker against the plain tutorial
+Trainer script and LLaMA-Factory 0.9.5, on SmolLM2-135M's architecture.
+
+Model: bench/real_size_model.py (SmolLM2-135M's config numbers, random weights,
+a 49,152-entry byte-level BPE trained on the shared instruction files). Data:
+../shared/data/alpaca_en_demo.json. Every script: LoRA r 16 / alpha 32 on all
+linear layers, batch 8, cutoff 512, fp32 on the CPU, the same number of steps.
+
+  worker      python -m backend.train with its defaults (packing, chunked loss,
+              fused AdamW, lora_dropout 0)
+  plain       the tutorial Trainer script of bench/bench_train_throughput.py
+              (DataCollatorForSeq2Seq, random batches, lora_dropout 0.05)
+  lf          llamafactory-cli train with a YAML of the same settings
+              (template chatml, use_cpu, its defaults: lora_dropout 0)
+  lf-packing  the same with LLaMA-Factory's own packing (rows joined up to cutoff_len)
+
+Runs alternate (the order is reversed every repetition), each in its own
+process. tokens/s = non-padding tokens trained between the end of step 1 and
+the end of the last step over that wall time, as each script counts them
+(Trainer's non_padding count); peak memory = the run's ru_maxrss (a wrapper
+process waits for it). LLaMA-Factory (VENV) is installed by
+../shared/bench/install_llamafactory.sh.
+
+    nice .venv/bin/python bench/bench_real_size.py --reps 3 --steps 4 --lf-venv .cache/lf-venv
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data" / "alpaca_en_demo.json"
+sys.path.insert(0, str(REPO))
+SCRIPTS = ("worker", "plain", "lf", "lf-packing")
+# Runs one command and prints the peak RSS (KiB) of the process tree it waited for.
+PEAK = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(r.returncode)")
+
+
+def measured(command: list[str], env: dict, log: Path) -> float:
+    """Run `command` under the peak-memory wrapper; returns its peak RSS in GiB."""
+    with open(log, "w") as out:
+        result = subprocess.run([sys.executable, "-c", PEAK, *command], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                                stderr=out, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{command[:3]} failed, see {log}")
+    return int(result.stdout.strip().splitlines()[-1]) / 2**20
+
+
+def run_worker(ws: Path, model: Path, steps: int) -> dict:
+    from backend.config import RunConfig
+
+    run_dir = ws / "runs" / f"worker-{time.time_ns()}"
+    config = ws / "worker.yaml"
+    RunConfig(model_name_or_path=str(model), dataset=str(DATA), max_steps=steps, per_device_train_batch_size=8,
+              cutoff_len=512, val_size=0, learning_rate=2e-4, logging_steps=steps, save_steps=100_000,
+              save_total_limit=1).save(config)
+    peak = measured([sys.executable, "-m", "backend.train", "--config", str(config), "--run-dir", str(run_dir),
+                     "--workspace", str(ws)], _env(), ws / "worker.log")
+    train = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    train = [r for r in train if r["kind"] == "train"]
+    first, last = train[0], train[-1]
+    return {"tokens_per_second": (last["tokens_seen"] - first["tokens_seen"]) / (last["time"] - first["time"]),
+            "peak_rss_gb": peak}
+
+
+def run_plain(ws: Path, model: Path, steps: int) -> dict:
+    out = ws / f"plain-{time.time_ns()}.json"
+    peak = measured([sys.executable, str(REPO / "bench" / "bench_train_throughput.py"), "--plain", str(out),
+                     "--steps", str(steps), "--batch", "8", "--cutoff", "512", "--workspace", str(ws),
+                     "--model-path", str(model)], _env(), ws / "plain.log")
+    return {**json.loads(out.read_text()), "peak_rss_gb": peak}
+
+
+def lf_yaml(ws: Path, model: Path, steps: int, packing: bool) -> Path:
+    (ws / "lf-data").mkdir(exist_ok=True)
+    (ws / "lf-data" / "dataset_info.json").write_text(json.dumps({"bench_alpaca": {"file_name": str(DATA)}}))
+    out = ws / f"lf-out-{time.time_ns()}"
+    settings = {
+        "model_name_or_path": str(model), "stage": "sft", "do_train": True, "finetuning_type": "lora",
+        "lora_rank": 16, "lora_alpha": 32, "lora_target": "all", "dataset": "bench_alpaca",
+        "dataset_dir": str(ws / "lf-data"), "template": "chatml", "cutoff_len": 512, "packing": packing,
+        "overwrite_cache": True, "output_dir": str(out), "logging_steps": 1, "save_strategy": "no",
+        "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "learning_rate": 2e-4,
+        "max_steps": steps, "lr_scheduler_type": "cosine", "warmup_ratio": 0.05, "use_cpu": True,
+        "report_to": "none", "include_num_input_tokens_seen": "non_padding", "plot_loss": False,
+        "val_size": 0, "seed": 42, "disable_tqdm": True,
+    }
+    path = ws / f"lf-{'packing' if packing else 'plain'}.yaml"
+    import yaml
+
+    path.write_text(yaml.safe_dump(settings))
+    return path
+
+
+def run_lf(ws: Path, model: Path, steps: int, venv: Path, packing: bool) -> dict:
+    config = lf_yaml(ws, model, steps, packing)
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", DISABLE_VERSION_CHECK="1",
+               PYTHONPATH="")
+    peak = measured([str(venv / "bin" / "llamafactory-cli"), "train", str(config)], env,
+                    ws / f"lf-{packing}.log")
+    out = Path(__import__("yaml").safe_load(config.read_text())["output_dir"])
+    logs = [json.loads(x) for x in (out / "trainer_log.jsonl").read_text().splitlines()]
+    # trainer_log.jsonl: throughput = tokens seen / seconds since training began, per step.
+    seconds = [r["total_tokens"] / r["throughput"] for r in logs]
+    return {"tokens_per_second": (logs[-1]["total_tokens"] - logs[0]["total_tokens"]) / (seconds[-1] - seconds[0]),
+            "peak_rss_gb": peak}
+
+
+def _env() -> dict:
+    return dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--model", type=Path, default=REPO / ".cache" / "smollm2-135m-arch")
+    parser.add_argument("--lf-venv", type=Path, help="LLaMA-Factory's virtual environment (left out when absent)")
+    parser.add_argument("--results", type=Path, help="JSON lines, one per run, written as runs finish")
+    parser.add_argument("--only", nargs="*", choices=SCRIPTS, help="a subset of the scripts")
+    args = parser.parse_args()
+    from bench.real_size_model import build
+
+    model = args.model if (args.model / "config.json").is_file() else build(args.model)
+    ws = Path(tempfile.mkdtemp(prefix="bench-real-"))
+    (ws / "models").mkdir()
+    names = [n for n in (args.only or SCRIPTS) if args.lf_venv or not n.startswith("lf")]
+    runners = {"worker": lambda: run_worker(ws, model, args.steps), "plain": lambda: run_plain(ws, model, args.steps),
+               "lf": lambda: run_lf(ws, model, args.steps, args.lf_venv, False),
+               "lf-packing": lambda: run_lf(ws, model, args.steps, args.lf_venv, True)}
+    results = {name: [] for name in names}
+    for rep in range(args.reps):
+        for name in (names if rep % 2 == 0 else names[::-1]):
+            results[name].append(runners[name]())
+            line = json.dumps({"script": name, "rep": rep, **results[name][-1]})
+            print(line, flush=True)
+            if args.results:
+                with open(args.results, "a") as handle:
+                    handle.write(line + "\n")
+    report(results, args.reps, args.steps)
+
+
+def report(results: dict, reps: int, steps: int) -> None:
+    median = {n: {k: statistics.median(r[k] for r in runs) for k in ("tokens_per_second", "peak_rss_gb")}
+              for n, runs in results.items() if runs}
+    print(f"\n{reps} repetitions x {steps} steps, batch 8, cutoff 512, LoRA r16 all-linear, SmolLM2-135M architecture, fp32 CPU")
+    print("| script | non-padding tokens/s (median) | peak RSS GiB (median) | worker speed ratio | worker memory ratio | runs (tokens/s) |")
+    print("|---|---|---|---|---|---|")
+    for name, m in median.items():
+        each = ", ".join(f"{r['tokens_per_second']:.1f}" for r in results[name])
+        speed = median["worker"]["tokens_per_second"] / m["tokens_per_second"] if "worker" in median else float("nan")
+        memory = median["worker"]["peak_rss_gb"] / m["peak_rss_gb"] if "worker" in median else float("nan")
+        print(f"| {name} | {m['tokens_per_second']:.1f} | {m['peak_rss_gb']:.2f} | {speed:.2f}x | {memory:.2f}x | {each} |")
+
+
+if __name__ == "__main__":
+    main()
