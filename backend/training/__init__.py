@@ -2,6 +2,10 @@
 
 dataset.py    canonical rows -> encoded train / eval datasets (split, overflow)
 collator.py   dynamic padding to the longest row of a length-grouped batch
+packing.py    padding-free packed batches, and the check that they are exact for a model
+loss.py       chunked cross-entropy on labelled positions (no full-vocabulary logits kept)
+trainer.py    StudioTrainer: the Trainer with that loss and packed-token counting
+speed.py      per-run choices: packed or padded batches, gradient checkpointing auto
 model.py      base model + LoRA / QLoRA / full set-up
 arguments.py  RunConfig -> transformers TrainingArguments
 callbacks.py  checkpoint markers + rotation, graceful stop, disk check

@@ -2,9 +2,9 @@
 to a multiple of 8 for tensor-core friendly shapes), never to cutoff_len.
 
 Together with the length-grouped sampler (rows of similar length share a
-batch) padding stays a small share of the work. Padding-free packing with
-position ids only is *not* used: with sdpa / eager attention the packed rows
-would attend to each other (DESIGN section 8).
+batch) padding stays a small share of the work. This is the fallback of
+padding-free packing (packing.py), for models where a packed forward is not
+exact, and what `packing: false` uses.
 """
 
 from __future__ import annotations
