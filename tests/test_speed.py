@@ -180,3 +180,18 @@ def test_worker_first_step_is_the_same_packed_or_padded(workspace, subprocess_en
     assert abs(train[True][0]["loss"] - train[False][0]["loss"]) < 1e-4
     # Non-padding tokens: every packed token is real, so both count the same.
     assert train[True][-1]["tokens_seen"] == train[False][-1]["tokens_seen"] > 0
+
+
+@pytest.mark.slow
+def test_gpu_check_runs_its_dry_run_on_the_cpu(tmp_path, subprocess_env):
+    """bench/gpu_check.py is meant for a CUDA machine; --dry-run runs the same code with tiny shapes here."""
+    result = subprocess.run([sys.executable, "bench/gpu_check.py", "--dry-run", "--cases", "qwen0.5b", "--steps", "2",
+                             "--work", str(tmp_path)], cwd=REPO, env=subprocess_env, capture_output=True, text=True,
+                            timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    runs = [json.loads(line) for line in lines if line.startswith("{")]
+    assert [r["script"] for r in runs] == ["plain", "worker"] and all(r["tokens_per_second"] > 0 for r in runs)
+    assert runs[1]["packed"] and runs[1]["estimate_gb"] > 0 and 0 < runs[1]["mfu"]
+    table = [line for line in lines if line.startswith("| qwen0.5b |")]
+    assert len(table) == 2 and "CPU (dry run, tiny shapes)" in result.stdout

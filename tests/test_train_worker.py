@@ -367,6 +367,7 @@ def test_trains_from_a_workspace_dataset_with_its_eval_split(workspace, subproce
     ("learning_rate=.nan", "learning_rate = nan is not a finite number"),
     ("devices=7", "no such GPU cuda:7"),
     ("model_name_or_path=NOCONFIG", "config.json is missing or unreadable"),
+    ("use_liger_kernel=true", "use_liger_kernel needs a CUDA GPU"),
 ])
 def test_bad_config_or_path_exits_2(workspace, subprocess_env, setting, words):
     if "UNREADABLE" in setting:  # a file the data backend refuses: its sentence, exit 2
