@@ -14,12 +14,15 @@ log = logging.getLogger("backend.train")
 def collator_for(config: RunConfig, model, tokenizer):
     """PackedCollator when packing is on and exact for this model; else padded batches."""
     from backend.training.collator import PadToLongest
-    from backend.training.packing import PackedCollator, packing_works
+    from backend.training.packing import PackedCollator, packing_works, restore_sdpa, use_packed_sdpa
 
     if config.packing:
+        per_row = use_packed_sdpa(model)
         if packing_works(model):
-            log.info("batches: packed without padding (position ids restart per row)")
+            log.info("batches: packed without padding (position ids restart per row; attention %s)",
+                     "sdpa per row" if per_row else model.config._attn_implementation)
             return PackedCollator()
+        restore_sdpa(model)
         log.warning("packing is off for this model: its packed forward does not match the rows run alone "
                     "(attention implementation %s); using length-grouped padded batches instead",
                     getattr(model.config, "_attn_implementation", "unknown"))
