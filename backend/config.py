@@ -75,7 +75,8 @@ class RunConfig:
     overflow: str = _f("truncate", "What to do with examples longer than cutoff_len.", OVERFLOW)
     val_size: float = _f(0.1, "Share of the data held out for evaluation (0 = no eval split), or the dataset's own eval split when it has one.")
     train_on_prompt: bool = _f(False, "Also compute the loss on prompt tokens (default: assistant turns only).")
-    group_by_length: bool = _f(True, "Batch examples of similar length together, so little compute is spent on padding.")
+    group_by_length: bool = _f(True, "Batch examples of similar length together, so little compute is spent on padding "
+                                     "(padded batches only: packed batches have no padding and are drawn at random).")
     # --- method ------------------------------------------------------------
     method: str = _f("lora", "lora: train small adapters; qlora: adapters on a 4/8-bit base; full: every weight.", METHODS)
     quantization_bits: int | None = _f(None, "Base model bits for qlora (4 = NF4 with double quantisation, 8 = LLM.int8).", (None, 4, 8))

@@ -28,7 +28,7 @@ HELP_ZH: dict[str, str] = {
     "overflow": "样本长于 cutoff_len 时如何处理。",
     "val_size": "留作验证的数据比例（0 = 不划分验证集）；数据集自带验证集时使用自带的。",
     "train_on_prompt": "同时在提示词 token 上计算损失（默认只在助手回复上计算）。",
-    "group_by_length": "把长度相近的样本放进同一批，减少花在填充上的计算。",
+    "group_by_length": "把长度相近的样本放进同一批，减少花在填充上的计算（仅用于填充批次：打包批次没有填充，随机抽取）。",
     "method": "lora：训练小型适配器；qlora：在 4/8 位基础模型上训练适配器；full：训练全部权重。",
     "quantization_bits": "qlora 的基础模型位数（4 = 带双重量化的 NF4，8 = LLM.int8）。",
     "lora_r": "LoRA 秩：适配器的容量。",

@@ -24,6 +24,7 @@ from backend.training.demo_stage import prepare_demo_model
 from backend.training.disk import remove_partial_saves
 from backend.training.metrics import MetricsCallback
 from backend.training.model import attention_implementation, build_model, parameter_counts
+from backend.training.packing import PackedCollator
 from backend.training.plan_check import PlanCheck, steps_warning
 from backend.training.speed import checkpointing_for, collator_for
 from backend.training.summary import write_summary
@@ -129,9 +130,14 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
         trainer.remove_callback(PrinterCallback)
         return Session(job, trainer, counts, precision, checkpoints, parameters, time.time())
     loss_head = choose_loss(model, user_loss=loss_function is not None, liger=config.use_liger_kernel)
+    collator = collator_for(config, model, tokenizer)
+    if isinstance(collator, PackedCollator):
+        # Packed batches carry no padding for length grouping to save, and grouping would put the
+        # batch of the longest rows first: random batches keep the peak memory near the average.
+        args["train_sampling_strategy"] = "random"
     trainer = StudioTrainer(
         model=model, args=TrainingArguments(**args), train_dataset=train_data, eval_dataset=eval_data,
-        data_collator=collator_for(config, model, tokenizer), processing_class=tokenizer, callbacks=callbacks,
+        data_collator=collator, processing_class=tokenizer, callbacks=callbacks,
         compute_loss_func=loss_function, loss_head=loss_head,
     )
     trainer.remove_callback(PrinterCallback)  # MetricsCallback writes the readable line instead
