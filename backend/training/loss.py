@@ -118,14 +118,15 @@ def output_head(model) -> torch.nn.Linear | None:
 def chunked_loss_works(model, head: torch.nn.Linear) -> bool:
     """True when hidden states through `head` give the model's own logits (no softcapping,
     logit scaling or other step after the head that the chunked loss would skip)."""
-    was_training = model.training
-    model.eval()
+    from backend.training.packing import without_dropout
+
     try:
         device = head.weight.device
         ids = torch.randint(0, head.weight.shape[0], (1, 6), generator=torch.Generator().manual_seed(0)).to(device)
-        logits = model(input_ids=ids, use_cache=False).logits.float()
-        with deferred_head(head):
-            hidden = model(input_ids=ids, use_cache=False).logits
+        with without_dropout(model):
+            logits = model(input_ids=ids, use_cache=False).logits.float()
+            with deferred_head(head):
+                hidden = model(input_ids=ids, use_cache=False).logits
         if hidden.shape[-1] != head.weight.shape[1]:
             return False
         again = F.linear(hidden.to(head.weight.dtype), head.weight, head.bias).float()
@@ -133,5 +134,3 @@ def chunked_loss_works(model, head: torch.nn.Linear) -> bool:
         return float((logits - again).abs().max()) <= tolerance * (float(logits.abs().max()) + 1.0)
     except Exception:  # noqa: BLE001 - anything unexpected: keep the model's own loss
         return False
-    finally:
-        model.train(was_training)
