@@ -113,17 +113,17 @@ def restore_sdpa(model) -> None:
 
 @contextlib.contextmanager
 def without_dropout(model):
-    """Every module but bitsandbytes' in eval mode for a check. Not model.eval(): on the CPU a
-    4-bit layer's forward in eval mode repacks its weights for inference, and training fails
-    on the repacked weights afterwards."""
-    changed = [m for m in model.modules() if m.training and not type(m).__module__.startswith("bitsandbytes")]
-    for module in changed:
-        module.training = False
+    """Dropout off for a check, bitsandbytes' layers in training mode. Not model.eval() (nor the
+    eval mode a model has right after loading): on the CPU a 4-bit layer's forward in eval mode
+    repacks its weights for inference, and training fails on the repacked weights afterwards."""
+    before = [(m, m.training) for m in model.modules()]
+    for module, _ in before:
+        module.training = type(module).__module__.startswith("bitsandbytes")
     try:
         yield
     finally:
-        for module in changed:
-            module.training = True
+        for module, training in before:
+            module.training = training
 
 
 def _tolerance(dtype: torch.dtype) -> float:
