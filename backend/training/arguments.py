@@ -9,7 +9,7 @@ Deliberate choices:
   summary.json names the best checkpoint instead.
 * Packed batches (backend/training/packing.py) or, where packing is not
   supported, length-grouped sampling + PadToLongest: no or little padding.
-* optim "auto" resolves to torch's fused AdamW; gradient_checkpointing "auto"
+* optim "auto" resolves to torch's fused AdamW on CUDA (plain AdamW on the CPU); gradient_checkpointing "auto"
   is resolved by the session (memory estimate) and passed in as a bool.
 * Non-padding tokens are counted by the Trainer (include_num_input_tokens_seen)
   so tokens/s is comparable across runs and processes.
@@ -28,11 +28,11 @@ from backend.scale.engines import parallel_arguments
 
 
 def resolve_optimizer(optim: str, on_cpu: bool) -> str:
-    """optim "auto": AdamW fused into one kernel (torch's fused=True), which torch
-    implements for CUDA and CPU tensors; the plain loop elsewhere (MPS, XPU, ...)."""
+    """optim "auto": AdamW fused into one kernel (torch's fused=True) on a CUDA GPU; the plain
+    loop elsewhere (on the CPU it measured faster than fused for LoRA: docs/BENCHMARKS.md)."""
     if optim != "auto":
         return optim
-    return "adamw_torch_fused" if on_cpu or torch.cuda.is_available() else "adamw_torch"
+    return "adamw_torch_fused" if not on_cpu and torch.cuda.is_available() else "adamw_torch"
 
 
 def training_arguments(config: RunConfig, run_dir: Path, precision: str, has_eval: bool,
