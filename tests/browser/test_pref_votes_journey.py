@@ -35,9 +35,9 @@ def test_votes_become_a_dataset_and_a_dpo_run(voted_run, workspace, app, page):
     page.wait_for_selector("#shell-tabs", timeout=60_000)
     page.get_by_role("tab", name="Chat").click()
     page.locator("#chat-refresh").click()
-    page.locator("#chat-runs input").click()
-    page.locator('[data-testid="dropdown-option"]', has_text=RUN).first.click(timeout=90_000)
-    page.locator("#chat-runs input").press("Escape")
+    # The only run is chosen on load; clicking its option again would toggle it off, and a Send
+    # before the list's refresh puts it back would see no run at all.
+    page.locator("#chat-runs").get_by_text(RUN).wait_for(timeout=90_000)
     for text in ("checkpoint-10", "checkpoint-20"):
         _pick(page, text)
     page.locator("#chat-checkpoints input").press("Escape")
