@@ -38,8 +38,10 @@ def test_first_build_reports_its_progress_then_clears_the_stage(tmp_path):
         logger.removeHandler(handler)
     assert (path / "config.json").is_file()
     steps = [(m, s) for m, s in handler.seen if "pre-training step" in m]
-    assert len(steps) >= 5  # about one line per 10%
-    message, stage = steps[len(steps) // 2]
+    # About one line per 10% of the build; how many the progress poll catches depends on the machine's speed.
+    middle = [(m, s) for m, s in steps if s and 0 < s["done"] < s["total"]]
+    assert middle and steps[-1][1]["done"] == steps[-1][1]["total"]
+    message, stage = middle[len(middle) // 2]
     assert stage["name"] == "demo_model" and 0 < stage["done"] < stage["total"]
     assert f"step {stage['done']} / {stage['total']}" in message
     assert "demo model ready" in handler.seen[-1][0]

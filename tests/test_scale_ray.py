@@ -18,6 +18,7 @@ import pytest
 from backend.config import RunConfig
 from backend.run_files import COMPLETE_MARKER, list_checkpoints, read_status
 from backend.runs import RunStore
+from backend.scale.ray_run import STOP_FILE
 from tests.conftest import REPO
 from tests.polling import wait_for
 from tests.test_runs_worker import HOLD, metrics, small_config, wait_final
@@ -81,6 +82,7 @@ def test_ray_train_through_the_cli_and_the_run_store(workspace, subprocess_env, 
     store = RunStore(workspace, env=subprocess_env)
     assert store.get("ray-demo").state == "running"
     store.stop("ray-demo")  # SIGTERM to the driver, passed on to the workers
+    wait_for(lambda: (run_dir / STOP_FILE).exists(), "the driver to pass the stop on")
     (run_dir / ".hold").unlink()
     stopped = wait_final(store, "ray-demo")
     assert cli.wait(timeout=300) == 0, (tmp_path / "cli.log").read_text()[-3000:]

@@ -7,7 +7,7 @@ import pytest
 
 from backend.config import RunConfig
 from backend.hardware import Device, as_dicts
-from backend.memory import Architecture, estimate_memory, shard
+from backend.memory import Architecture, config_estimate_kwargs, estimate_memory, shard
 from backend.model_presets import PRESETS
 from tests.test_ui_train import browser_values
 from ui import scale_view
@@ -46,12 +46,13 @@ def test_processes_follow_the_picked_gpus_nodes_and_ray():
 
 
 def test_estimate_is_per_gpu_with_sharding(ctx):
-    values = browser_values(RunConfig(method="full", distributed="deepspeed_zero3", cpu_offload=True, devices="0,1,2,3",
-                                      per_device_train_batch_size=1, cutoff_len=1024))
+    config = RunConfig(method="full", distributed="deepspeed_zero3", cpu_offload=True, devices="0,1,2,3",
+                       per_device_train_batch_size=1, cutoff_len=1024, gradient_checkpointing=False)
+    values = browser_values(config)
     derived, text = train.plan(ctx, "en", QWEN_7B, "demo", {"rows": 1000, "has_eval": False}, as_dicts(GPUS), *values)
     assert "**4** training process(es) on 1 machine(s), deepspeed_zero3, started by torchrun." in derived
     arch = Architecture.from_preset(PRESETS[QWEN_7B])
-    expected = shard(estimate_memory(arch, method="full", precision="bf16", batch_size=1, cutoff_len=1024),
+    expected = shard(estimate_memory(arch, **config_estimate_kwargs(config, "bf16", "cuda")),
                      arch, "deepspeed_zero3", 4, cpu_offload=True, precision="bf16")
     assert f"Fits on NVIDIA H100: about {expected.total_gb:.2f} GiB" in text
     assert "Per GPU: deepspeed_zero3 shards the state over 4 GPUs." in text

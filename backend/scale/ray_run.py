@@ -23,7 +23,6 @@ import logging
 import math
 import os
 import signal
-import threading
 from pathlib import Path
 
 from transformers import TrainerCallback
@@ -106,7 +105,7 @@ def _worker_loop(loop_config: dict) -> None:
     from ray.train.huggingface.transformers import prepare_trainer
 
     from backend.config import RunConfig
-    from backend.training.cli import Job, StopRequest, setup_logging
+    from backend.training.cli import Job, setup_logging
     from backend.training.errors import fail
     from backend.training.session import build, finish, train
     from backend.workspace import Workspace
@@ -117,9 +116,7 @@ def _worker_loop(loop_config: dict) -> None:
               resume_from=Path(fields["resume_from"]) if fields["resume_from"] else None,
               warnings=fields["warnings"])  # rank and world size: from Ray's RANK / WORLD_SIZE
     setup_logging(job, to_file=False)
-    stop = StopRequest()
-    done = threading.Event()
-    threading.Thread(target=_watch_stop_file, args=(job.run_dir / STOP_FILE, stop, done), daemon=True).start()
+    stop = StopFile(job.run_dir / STOP_FILE)
     try:
         session = build(job, stop, extra_callbacks=(RayReport(job.run_dir),))
         prepare_trainer(session.trainer)
@@ -127,16 +124,22 @@ def _worker_loop(loop_config: dict) -> None:
     except Exception as error:
         code = fail(job, error)  # rank 0 writes error + advice into status.json
         raise RuntimeError(f"training failed with exit code {code}: {error}") from None
-    finally:
-        done.set()
 
 
-def _watch_stop_file(path: Path, stop, done: threading.Event) -> None:
-    """The driver's SIGTERM, seen by a worker: GracefulStop then saves at the next step."""
-    while not done.wait(0.5):
-        if path.exists():
-            stop.requested = True
-            return
+class StopFile:
+    """The driver's SIGTERM, seen by a worker as a file in the run folder. GracefulStop reads
+    `requested` at each step boundary, so a stop is never missed between polls (one stat a step)."""
+
+    def __init__(self, path: Path):
+        self.path, self._requested = Path(path), False
+
+    @property
+    def requested(self) -> bool:
+        return self._requested or self.path.exists()
+
+    @requested.setter
+    def requested(self, value: bool) -> None:  # GracefulStop writes the ranks' agreed answer back
+        self._requested = bool(value)
 
 
 class RayReport(TrainerCallback):

@@ -120,7 +120,9 @@ class GracefulStop(TrainerCallback):
             if dist.get_backend() == "nccl":
                 flag = flag.cuda()
             dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-            self.request.requested = bool(flag.item())
+            agreed = bool(flag.item())  # returned as is: a request read again could differ between ranks
+            self.request.requested = agreed
+            return agreed
         return self.request.requested
 
     def on_step_end(self, args, state, control, **kwargs):
