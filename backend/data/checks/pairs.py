@@ -12,10 +12,10 @@ from array import array
 
 import numpy as np
 
-from backend.data.checks.report import CheckResult
+from backend.data.checks.report import CheckResult, flag_row, rejected_detail
 from backend.data.checks.specs import PAIR_SPECS
 from backend.data.encode import count_tokens
-from backend.data.load import SourceRow, problem_text
+from backend.data.load import SourceRow
 from backend.data.textrules import row_key
 
 PAIR_TOKEN_CHECKS = ("over_cutoff",)
@@ -45,18 +45,13 @@ class PairChecker:
         self.batch: list[tuple[int, dict]] = []
 
     def flag(self, check_id: str, row: int, detail: str | None = None) -> None:
-        result = self.results[check_id]
-        result.rows.append(row)
-        if detail and len(result.details) < 1000:
-            result.details[row] = detail
+        flag_row(self.results[check_id], row, detail)
 
     def observe(self, item: SourceRow) -> None:
         self.rows_seen += 1
         if item.row is None:
             self.first_rejected = self.first_rejected or item
-            where, message = item.problems[0]
-            more = f" (+{len(item.problems) - 1} more)" if len(item.problems) > 1 else ""
-            self.flag("schema", item.index, str(problem_text(where, message)) + more)
+            self.flag("schema", item.index, rejected_detail(item.problems))
             return
         index, row = item.index, item.row
         self.usable.append(index)

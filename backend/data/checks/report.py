@@ -151,3 +151,22 @@ class Report:
                 lines.append(f"{'':8} rows {examples}{reason}")
                 lines.append(f"{'':8} -> {c.spec.hint}")
         return "\n".join(lines)
+
+
+MAX_DETAILS = 1000  # per check: the Data tab pages through flagged rows, details beyond this are not kept
+
+
+def flag_row(result: CheckResult, row: int, detail: str | None = None) -> None:
+    """Record `row` as flagged by `result`'s check, with its detail while there is room."""
+    result.rows.append(row)
+    if detail and len(result.details) < MAX_DETAILS:
+        result.details[row] = detail
+
+
+def rejected_detail(problems: list) -> str:
+    """The schema check's detail of a rejected row: its first problem, and how many more."""
+    from backend.data.load import problem_text
+
+    where, message = problems[0]
+    more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+    return str(problem_text(where, message)) + more

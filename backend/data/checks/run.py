@@ -16,11 +16,11 @@ from pathlib import Path
 
 from jinja2.exceptions import TemplateError
 
-from backend.data.checks.report import CheckResult, Report
+from backend.data.checks.report import CheckResult, Report, flag_row, rejected_detail
 from backend.data.checks.specs import MIN_RESPONSE_CHARS, OUTLIER_IQR, SPECS, TOKEN_CHECKS
 from backend.data.checks.stats import token_stats, upper_fence
 from backend.data.encode import count_tokens, first_prompt
-from backend.data.load import SourceRow, iter_rows, no_usable_rows, open_source, problem_text
+from backend.data.load import SourceRow, iter_rows, no_usable_rows, open_source
 from backend.data.text_encoding import describe_encoding
 from backend.data.textrules import (
     CJK_WEIGHT,
@@ -36,7 +36,6 @@ from backend.data.textrules import (
 # What a chat template raises for a conversation it cannot render (jinja's
 # TemplateError is an Exception subclass; templates call raise_exception()).
 TEMPLATE_ERRORS = (TemplateError, ValueError, TypeError, KeyError)
-MAX_DETAILS = 1000
 DIGEST_MASK = (1 << 64) - 1  # reasons kept per check; the row list itself is complete
 SCRIPTS = ("none", "cjk", "latin")
 
@@ -59,18 +58,13 @@ class Checker:
         self.letters = [0, 0]  # CJK characters, Latin letters in user and assistant turns
 
     def flag(self, check_id: str, row: int, detail: str | None = None) -> None:
-        result = self.results[check_id]
-        result.rows.append(row)
-        if detail and len(result.details) < MAX_DETAILS:
-            result.details[row] = detail
+        flag_row(self.results[check_id], row, detail)
 
     def observe(self, item: SourceRow) -> None:
         self.rows_seen += 1
         if item.row is None:
             self.first_rejected = self.first_rejected or item
-            where, message = item.problems[0]
-            more = f" (+{len(item.problems) - 1} more)" if len(item.problems) > 1 else ""
-            self.flag("schema", item.index, str(problem_text(where, message)) + more)
+            self.flag("schema", item.index, rejected_detail(item.problems))
             return
         index, messages = item.index, item.row["messages"]
         if "empty_input" in item.flags:
