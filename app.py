@@ -12,7 +12,7 @@ import re
 import sys
 from pathlib import Path
 
-from backend.hosts import is_loopback
+from backend.serve.hosts import is_loopback
 
 AUTH_ENV = "FINETUNE_STUDIO_AUTH"
 # What gradio's upload limit accepts (gradio.utils._parse_file_size): digits, then a unit.
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("GRADIO_TEMP_DIR", str(root / ".uploads"))
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-    from backend.workspace import Workspace
+    from backend.runs.workspace import Workspace
     from ui.shell import build_app, launch_options
 
     workspace = Workspace(root).ensure()

@@ -256,7 +256,7 @@ class RunConfig:
 
     def check_devices(self, devices: list) -> str:
         """Check precision against the devices; returns the precision to use."""
-        from backend.hardware import resolve_precision
+        from backend.models.hardware import resolve_precision
 
         names = ", ".join(d.name for d in devices)
         if self.precision == "bf16" and not all(d.supports_bf16 for d in devices):

@@ -72,7 +72,7 @@ CATALOGUE: dict[str, str] = {
     "config.dataset_name": "dataset_name = {dataset_name!r} only applies to a LLaMA-Factory data folder "
                            "(with dataset_info.json), and {dataset!r} is not one; clear dataset_name.",
     "config.dora_8bit_cpu": "DoRA on an 8-bit base fails on the CPU after the first step; choose quantization_bits 4, or turn use_dora off.",
-    # --- runs (backend/runs.py, backend/run_info.py) -----------------------------------------
+    # --- runs (backend/runs/store.py, backend/runs/info.py) -----------------------------------------
     "train.no_config": "Give --config run.yaml (or --resume RUN_DIR); --print-default-config shows a starting point.",
     "resume.must_match": "Cannot resume with a different model or adapter shape or scale ({detail}); start a new "
                          "run for that.",
@@ -132,7 +132,7 @@ CATALOGUE: dict[str, str] = {
     "train.model_missing": "Model folder {path} does not exist; give a local Hugging Face model folder or 'demo'.",
     "train.no_eval_rows": "early_stopping_patience needs eval rows, but none are left after filtering.",
     "train.advice.stopped_in_build": "Stopped while building the demo model, before any training; start the run again to build it (about 2 minutes on a CPU) and train.",
-    # --- devices and the memory estimate (backend/hardware.py, backend/memory.py) ------------------------
+    # --- devices and the memory estimate (backend/models/hardware.py, backend/models/memory.py) ------------------------
     "devices.syntax": "devices={setting!r}: use 'auto', 'cpu' or GPU indices such as '0,1'.",
     "devices.not_visible": "devices={setting!r}: only {count} GPU(s) are visible here (CUDA_VISIBLE_DEVICES={visible}); pick indices below {count}.",
     "devices.not_launched": "devices={setting!r}: GPU {missing} is not among the GPUs this worker was started on ({launched}); start the run again with these devices.",
@@ -282,14 +282,14 @@ CATALOGUE: dict[str, str] = {
     "data.eval_ratio": "eval_ratio must be at least 0 and below 1, not {value}",
     "data.nothing_left": "no rows left to save: every row was removed by the fixes",
     "data.exists": "dataset '{name}' already exists in {folder}: pick another name or overwrite it",
-    # --- names typed by the user (backend/safe_names.py) ---------------------------------------------------
+    # --- names typed by the user (backend/runs/safe_names.py) ---------------------------------------------------
     "name.not_allowed": "{what} {text!r} is not allowed: use 1-{max_len} letters, digits, '.', '_' or '-', "
                         "starting with a letter or digit, without '..'.",
     "name.leaves_folder": "{name!r} would leave {folder}.",
     "name.export": "Export name",
     "name.dataset": "dataset name",
     "name.checkpoint": "checkpoint name",
-    # --- models (backend/models.py) ----------------------------------------------------------------------
+    # --- models (backend/models/loading.py) ----------------------------------------------------------------------
     "model.no_config": "{config} is missing or unreadable: {path} is not a model folder in Hugging Face format. Give the folder that holds config.json, 'demo' or a preset.",
     "model.no_context": "{config} names no context length ({keys}).",
     "model.not_folder": "{folder} is not a folder. Give the folder that holds config.json.",
@@ -307,7 +307,7 @@ CATALOGUE: dict[str, str] = {
     "model.bits": "quantization_bits must be 4 or 8 (got {bits}).",
     "model.not_model_folder": "{config} is missing or unreadable: {folder} is not a model folder.",
     "model.load_failed": "Could not load the model from {folder}: {error}",
-    # --- evaluation and export errors (backend/evaluate.py, backend/export*.py) ---------------------------
+    # --- evaluation and export errors (backend/evaluation/evaluator.py, backend/export*.py) ---------------------------
     "export.not_checkpoint": "{folder} holds neither a LoRA adapter (adapter_config.json) nor model weights (config.json + *.safetensors): pick a checkpoint-<step> or final folder of a run.",
     "export.unknown_base": "Cannot tell the base model of {checkpoint}: no run config.yaml beside it and no base_model_name_or_path in adapter_config.json. Pass --base FOLDER.",
     "export.base_not_cached": "Base model {name!r}: {why}, so merging has no weights to merge into. Download it (huggingface-cli download {name}), or give its folder as the base (Base field, --base FOLDER).",
@@ -328,7 +328,7 @@ CATALOGUE: dict[str, str] = {
     "evaluate.unknown_checkpoint": "No complete checkpoint {names} in {run}; choose from: {available}.",
     "evaluate.running": "An evaluation of {run} is already running; wait for it to finish.",
     "evaluate.choose": "Choose at least one checkpoint (or the base model) to evaluate.",
-    # --- background jobs: evaluation and export stages (backend/evaluate.py, backend/export.py) --------
+    # --- background jobs: evaluation and export stages (backend/evaluation/evaluator.py, backend/export/exporter.py) --------
     "job.stage.starting": "starting",
     "job.stage.done": "done",
     "evaluate.stage.loading": "loading the model",

@@ -1,6 +1,6 @@
 """The training worker: `python -m backend.train --config run.yaml [--run-dir DIR] [--set k=v ...]`.
 
-Runs in its own process (started by backend/runs.py or by hand, or under
+Runs in its own process (started by backend/runs/store.py or by hand, or under
 torchrun for DDP) and talks to the rest of the app only through the run folder
 (DESIGN section 3): config.yaml, status.json, metrics.jsonl, train.log,
 checkpoint-<step>/ + COMPLETE, final/, summary.json. SIGTERM saves a
@@ -18,7 +18,7 @@ import time
 import psutil
 
 from backend.messages import Message
-from backend.run_files import read_status, update_status
+from backend.runs.files import read_status, update_status
 from backend.training.cli import StopRequest, create_run_dir, parse_args, prepare, setup_logging
 from backend.training.demo_stage import BuildStopped, stopped_during_build
 from backend.training.errors import fail

@@ -45,8 +45,8 @@ from backend.chat.generation import (  # noqa: E402
     generation_config_for,
 )
 from backend.chat.targets import ChatTarget  # noqa: E402
-from backend.models import ensure_demo_model, load_model, load_tokenizer  # noqa: E402
-from backend.run_files import mark_complete  # noqa: E402
+from backend.models.loading import ensure_demo_model, load_model, load_tokenizer  # noqa: E402
+from backend.runs.files import mark_complete  # noqa: E402
 
 # Qwen2.5-0.5B's architecture (config.json of Qwen/Qwen2.5-0.5B-Instruct), 494M parameters.
 QWEN25_05B = dict(

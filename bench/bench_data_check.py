@@ -62,7 +62,7 @@ def main() -> None:
 
     model = args.model
     if model is None:
-        from backend.models import ensure_demo_model
+        from backend.models.loading import ensure_demo_model
 
         model = str(ensure_demo_model(REPO / ".cache" / "test-models"))
     tokenizer = AutoTokenizer.from_pretrained(model)

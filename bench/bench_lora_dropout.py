@@ -55,7 +55,7 @@ def main() -> None:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from backend.models import load_tokenizer
+    from backend.models.loading import load_tokenizer
     from bench.real_size_model import build
 
     folder = build(args.model)

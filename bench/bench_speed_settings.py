@@ -72,7 +72,7 @@ def main() -> None:
     parser.add_argument("--models", type=Path, default=REPO / ".cache" / "test-models")
     parser.add_argument("--only", nargs="*", help="variant names (plus 'plain')")
     args = parser.parse_args()
-    from backend.models import ensure_demo_model
+    from backend.models.loading import ensure_demo_model
 
     workspace = Path(tempfile.mkdtemp(prefix="bench-settings-"))
     (workspace / "models").mkdir(parents=True)

@@ -69,7 +69,7 @@ def plain_script(out: Path, steps: int, batch: int, cutoff: int, workspace: Path
     from transformers import DataCollatorForSeq2Seq, Trainer, TrainerCallback, TrainingArguments
 
     from backend.data.encode import encode_messages
-    from backend.models import load_model, load_tokenizer, resolve_model_path
+    from backend.models.loading import load_model, load_tokenizer, resolve_model_path
     from backend.training.dataset import load_rows
 
     path = str(model_path) if model_path else resolve_model_path("demo", workspace / "models")
@@ -119,7 +119,7 @@ def main() -> None:
     if args.plain:
         plain_script(args.plain, args.steps, args.batch, args.cutoff, args.workspace, args.model_path)
         return
-    from backend.models import ensure_demo_model
+    from backend.models.loading import ensure_demo_model
 
     workspace = args.workspace or Path(tempfile.mkdtemp(prefix="bench-train-"))
     (workspace / "models").mkdir(parents=True, exist_ok=True)

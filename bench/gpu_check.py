@@ -20,7 +20,7 @@ Each case runs twice, each in its own process:
 Columns: non-padding tokens/s per GPU (end of step 1 to the last step), peak
 memory (torch.cuda.max_memory_reserved), model FLOPs utilisation against the
 GPU's dense bf16 peak (--peak-tflops, H200: 989), and the worker's memory
-estimate (backend/memory.py) against its measured peak.
+estimate (backend/models/memory.py) against its measured peak.
 
     python bench/gpu_check.py                 # on a CUDA machine
     python bench/gpu_check.py --dry-run       # tiny shapes, fp32, on the CPU (what the tests run)
@@ -81,7 +81,7 @@ def rows_file(work: Path) -> Path:
     """The shared alpaca rows where they are (../shared/data), else the demo rows."""
     if DATA.is_file():
         return DATA
-    from backend.demo_data import build_demo_rows
+    from backend.data.demo_rows import build_demo_rows
 
     path = work / "rows.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in build_demo_rows()))
@@ -120,7 +120,7 @@ def run_worker(model: Path, method: str, data: Path, work: Path, args) -> dict:
 
 
 def _estimate(model: Path, config) -> float:
-    from backend.memory import Architecture, choose_checkpointing, config_estimate_kwargs, estimate_memory
+    from backend.models.memory import Architecture, choose_checkpointing, config_estimate_kwargs, estimate_memory
 
     arch = Architecture.from_folder(model)
     kind = "cpu" if config.precision == "fp32" else "cuda"
@@ -131,7 +131,7 @@ def _estimate(model: Path, config) -> float:
 
 
 def _device_memory_gb() -> float:
-    from backend.hardware import detect_devices
+    from backend.models.hardware import detect_devices
 
     return detect_devices()[0].memory_gb
 
@@ -206,7 +206,7 @@ def plain_script(out: Path, model_path: Path, method: str, data: Path, args) -> 
 def flops_per_token(model: Path, method: str, cutoff: int) -> float:
     """Forward 2N + backward to the activations 2N (+ 2N weight gradients when every weight trains),
     N = non-embedding parameters, plus causal attention over rows of about cutoff / 2 tokens."""
-    from backend.memory import Architecture
+    from backend.models.memory import Architecture
 
     arch = Architecture.from_folder(model)
     n = arch.num_hidden_layers * arch.layer_linear_params() + arch.hidden_size * arch.vocab_size  # + the head

@@ -5,7 +5,7 @@ ZeRO-3 with CPU offload and FSDP2 each train a LoRA and a full run of a model
 with the architecture of Qwen2.5-0.5B (random weights, the demo tokenizer):
 3 steps with a checkpoint, a resume to step 6, final/ gathered and loaded
 back as an ordinary Hugging Face folder; then the measured peak GPU memory
-(summary.json) against the per-GPU estimate (backend/memory.py).
+(summary.json) against the per-GPU estimate (backend/models/memory.py).
 
 --dry-run (any machine): builds the model with 2 layers, writes each case's
 config, prints its launch command and estimate, and runs the worker, which
@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from backend.config import RunConfig  # noqa: E402
-from backend.memory import Architecture, estimate_memory, shard  # noqa: E402
+from backend.models.memory import Architecture, estimate_memory, shard  # noqa: E402
 from backend.scale.launch import worker_command  # noqa: E402
 
 # Qwen2.5-0.5B's config.json numbers.
@@ -46,7 +46,7 @@ def build_model(folder: Path, layers: int) -> Path:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from backend.demo_model import build_pretraining_corpus, train_tokenizer
+    from backend.models.demo import build_pretraining_corpus, train_tokenizer
 
     # The demo model's tokenizer and chat template (trained in seconds; no pre-training needed here).
     tokenizer = train_tokenizer([context + text for context, text in build_pretraining_corpus()])

@@ -1,4 +1,4 @@
-"""Memory estimate (backend/memory.py) against the measured peak of real runs.
+"""Memory estimate (backend/models/memory.py) against the measured peak of real runs.
 
     .venv/bin/python bench/memory_vs_measured.py [--out docs/memory_runs.json]
 
@@ -28,8 +28,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from backend.config import RunConfig  # noqa: E402
-from backend.memory import Architecture, estimate_memory  # noqa: E402
-from backend.models import ensure_demo_model  # noqa: E402
+from backend.models.loading import ensure_demo_model  # noqa: E402
+from backend.models.memory import Architecture, estimate_memory  # noqa: E402
 
 CASES = [  # settings on the demo model; rows are long, so every batch is batch x cutoff tokens
     {"method": "lora", "per_device_train_batch_size": 2, "cutoff_len": 256},

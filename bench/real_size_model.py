@@ -48,7 +48,7 @@ def train_tokenizer(vocab_size: int = 49152):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from backend.demo_model import CHAT_TEMPLATE, ENDOFTEXT, IM_END, SPECIAL_TOKENS
+    from backend.models.demo import CHAT_TEMPLATE, ENDOFTEXT, IM_END, SPECIAL_TOKENS
 
     core = Tokenizer(models.BPE())
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)

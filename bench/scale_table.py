@@ -1,5 +1,5 @@
 """The docs/SCALE.md table: which `distributed` setting lets a model train, from
-the memory estimate (backend/memory.py, docs/MEMORY.md "Sharding").
+the memory estimate (backend/models/memory.py, docs/MEMORY.md "Sharding").
 
     python bench/scale_table.py [--gpu-gb 80] [--cutoff 2048] [--batch 1]
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from backend.memory import Architecture, estimate_memory, shard  # noqa: E402
+from backend.models.memory import Architecture, estimate_memory, shard  # noqa: E402
 
 # Published config.json numbers (hidden, intermediate, layers, heads, kv heads, vocab, tied).
 MODELS = {

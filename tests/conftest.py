@@ -37,7 +37,7 @@ def shared_data() -> Path:
 
 @pytest.fixture(scope="session")
 def demo_model_dir() -> Path:
-    from backend.models import ensure_demo_model
+    from backend.models.loading import ensure_demo_model
 
     CACHE.mkdir(parents=True, exist_ok=True)
     return ensure_demo_model(CACHE)
@@ -46,7 +46,7 @@ def demo_model_dir() -> Path:
 @pytest.fixture
 def workspace(tmp_path, demo_model_dir):
     """A fresh workspace whose models/demo is the cached demo model."""
-    from backend.workspace import Workspace
+    from backend.runs.workspace import Workspace
 
     ws = Workspace(tmp_path / "workspace").ensure()
     (ws.models_dir / "demo").symlink_to(demo_model_dir, target_is_directory=True)
@@ -71,7 +71,7 @@ def trained_demo_run(tmp_path_factory, demo_model_dir) -> Path:
     run of the suite: for the tests that prove the demo learns (its answers).
     save_steps leaves at least 2 complete checkpoints plus final/."""
     from backend.config import RunConfig, derived_numbers, split_sizes
-    from backend.demo_data import build_demo_rows
+    from backend.data.demo_rows import build_demo_rows
 
     config = RunConfig()
     train_rows, _ = split_sizes(len(build_demo_rows()), config.val_size)
@@ -91,8 +91,8 @@ def _train_demo(tmp_path_factory, demo_model_dir, name: str, sets: list[str]) ->
     import subprocess
 
     from backend.config import RunConfig
-    from backend.run_files import list_checkpoints, read_status
-    from backend.workspace import Workspace
+    from backend.runs.files import list_checkpoints, read_status
+    from backend.runs.workspace import Workspace
 
     ws = Workspace(tmp_path_factory.mktemp(name) / "workspace").ensure()
     (ws.models_dir / "demo").symlink_to(demo_model_dir, target_is_directory=True)

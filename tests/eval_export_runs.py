@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from backend.config import RunConfig
-from backend.file_lock import file_lock
-from backend.run_files import append_metrics, mark_complete
-from backend.workspace import Workspace
+from backend.runs.file_lock import file_lock
+from backend.runs.files import append_metrics, mark_complete
+from backend.runs.workspace import Workspace
 
 LORA = {"r": 8, "lora_alpha": 16, "lora_dropout": 0.0, "target_modules": "all-linear"}
 # Bump when make_run changes: cached runs of another version are rebuilt.
@@ -54,7 +54,7 @@ def copy_run(run_dir: Path, workspace, run_id: str) -> Path:
 
 
 def checkpoint_names(run_dir: Path) -> list[str]:
-    from backend.run_files import list_checkpoints
+    from backend.runs.files import list_checkpoints
 
     return [p.name for p in list_checkpoints(run_dir)]
 
@@ -121,7 +121,7 @@ def make_run(workspace, run_id: str, method: str = "lora", saves=(8, 16), lr: fl
     import torch
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 
-    from backend.models import load_model, load_tokenizer, resolve_model_path
+    from backend.models.loading import load_model, load_tokenizer, resolve_model_path
     from backend.training.dataset import load_rows, resolve_dataset, split_rows
 
     config = RunConfig(method=method, learning_rate=lr, lora_r=LORA["r"], lora_alpha=LORA["lora_alpha"],

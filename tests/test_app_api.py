@@ -14,7 +14,7 @@ from tests.browser.harness import AppProcess
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, demo_model_dir):
-    from backend.workspace import Workspace
+    from backend.runs.workspace import Workspace
 
     ws = Workspace(tmp_path_factory.mktemp("api") / "ws").ensure()
     (ws.models_dir / "demo").symlink_to(demo_model_dir, target_is_directory=True)

@@ -25,7 +25,7 @@ def test_launched_app_serves_the_page_before_importing_torch(tmp_path):
 
 
 def test_settings_round_trip(tmp_path):
-    from backend.workspace import Workspace
+    from backend.runs.workspace import Workspace
     from ui.settings import load_settings, save_settings
 
     ws = Workspace(tmp_path / "ws")

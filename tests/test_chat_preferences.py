@@ -8,7 +8,7 @@ import pytest
 
 from backend.chat.catalog import catalog, dropdown_choices, header, run_ids_of
 from backend.chat.preferences import PREFERENCES_FILE, PreferenceStore, blind_order, tally_rows
-from backend.run_files import mark_complete
+from backend.runs.files import mark_complete
 from tests.test_chat_support import single_thread  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures("single_thread")

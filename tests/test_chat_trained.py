@@ -10,7 +10,7 @@ import pytest
 from backend.chat.catalog import catalog
 from backend.chat.engine import ChatEngine
 from backend.chat.generation import GenerationSettings
-from backend.demo_data import DEMO_PROMPTS
+from backend.data.demo_rows import DEMO_PROMPTS
 from tests.test_chat_support import single_thread  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures("single_thread")
@@ -18,8 +18,8 @@ pytestmark = pytest.mark.usefixtures("single_thread")
 
 @pytest.mark.slow
 def test_final_checkpoint_answers_the_demo_prompts(trained_demo_run):
-    from backend.models import resolve_model_path
-    from backend.workspace import Workspace
+    from backend.models.loading import resolve_model_path
+    from backend.runs.workspace import Workspace
 
     run_dir = Path(trained_demo_run)
     models_dir = Workspace.for_run_dir(run_dir).models_dir

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from backend.config import ConfigError, RunConfig, derived_numbers, split_sizes
-from backend.hardware import Device, resolve_precision
+from backend.models.hardware import Device, resolve_precision
 
 CPU = Device("cpu", "CPU", 24.0, False, False)
 H100 = Device("cuda:0", "H100", 80.0, True, True)

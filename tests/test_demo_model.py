@@ -9,9 +9,9 @@ from pathlib import Path
 
 from transformers import AutoTokenizer
 
-from backend.demo_data import DEMO_PROMPTS, build_demo_rows, build_pretraining_corpus, ensure_demo_dataset
-from backend.demo_model import build_demo_model, demo_answers
-from backend.models import DEMO_VERSION_FILE, ensure_demo_model, load_model, load_tokenizer
+from backend.data.demo_rows import DEMO_PROMPTS, build_demo_rows, build_pretraining_corpus, ensure_demo_dataset
+from backend.models.demo import build_demo_model, demo_answers
+from backend.models.loading import DEMO_VERSION_FILE, ensure_demo_model, load_model, load_tokenizer
 
 CJK = re.compile("[\u4e00-\u9fff]")
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import logging
 
-from backend.run_files import read_status, update_status
-from backend.run_info import InfoReader
+from backend.runs.files import read_status, update_status
+from backend.runs.info import InfoReader
 from backend.training.demo_stage import prepare_demo_model
 from ui import run_view
 
@@ -101,8 +101,8 @@ def test_a_real_first_run_shows_the_build_then_stops_inside_it(tmp_path):
     """A worker on a fresh workspace (no demo model): the stage appears in status.json and the
     Runs tab, train.log says what happens, and Stop ends the run during the build, cleanly."""
     from backend.config import RunConfig
-    from backend.runs import RunStore
-    from backend.workspace import Workspace
+    from backend.runs.store import RunStore
+    from backend.runs.workspace import Workspace
     from tests.polling import wait_for
 
     store = RunStore(Workspace(tmp_path / "ws").ensure())

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from backend.config import RunConfig
-from backend.hardware import Device
-from backend.run_files import FINAL_DIR, list_checkpoints, mark_complete, read_status, update_status
-from backend.runs import RunStore
+from backend.models.hardware import Device
+from backend.runs.files import FINAL_DIR, list_checkpoints, mark_complete, read_status, update_status
+from backend.runs.store import RunStore
 from backend.training.disk import DiskFullError, human_bytes, is_disk_full, remove_partial_saves
 from backend.training.errors import explain
 from tests.small_disk import run_on_small_disk, small_disk_available
@@ -39,7 +39,7 @@ import json, sys, torch
 from pathlib import Path
 from safetensors.torch import save_file
 from backend.config import RunConfig
-from backend.models import load_tokenizer
+from backend.models.loading import load_tokenizer
 from backend.training.disk import is_disk_full
 from backend.training.errors import explain
 from tests.small_disk import run_on_small_disk, small_disk_available
@@ -109,7 +109,7 @@ def test_store_says_the_disk_is_full_when_status_json_cannot_be_written(tmp_path
     the disk is too full for status.json: list() reports it instead of raising."""
     import subprocess
 
-    store = RunStore(__import__("backend.workspace", fromlist=["Workspace"]).Workspace(tmp_path / "ws").ensure(),
+    store = RunStore(__import__("backend.runs.workspace", fromlist=["Workspace"]).Workspace(tmp_path / "ws").ensure(),
                      devices=[CPU])
     run_id = store.create(RunConfig(devices="cpu"))
     run_dir = store.runs_dir / run_id
@@ -133,7 +133,7 @@ def test_store_says_the_disk_is_full_when_status_json_cannot_be_written(tmp_path
 FULL_AT_FINAL = """
 import json, shutil, subprocess, sys
 from pathlib import Path
-from backend.run_files import read_status
+from backend.runs.files import read_status
 
 runs, config, out = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 run = runs / "full-at-final"
@@ -159,7 +159,7 @@ def test_disk_full_before_final_then_resume_finishes_without_training(workspace,
     checkpoint at step 6 kept. Resume writes final/ and the summary without a 7th step."""
     import json
 
-    from backend.demo_data import build_demo_rows
+    from backend.data.demo_rows import build_demo_rows
 
     data = workspace.root / "forty.jsonl"
     data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in build_demo_rows()[:40]))

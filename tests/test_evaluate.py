@@ -10,15 +10,15 @@ import sys
 import pytest
 import sacrebleu
 
-from backend.eval_results import (
+from backend.evaluation.evaluator import EvalError, evaluate_run, held_out_rows, start_evaluation
+from backend.evaluation.results import (
     best_per_metric,
     checkpoint_choices,
     disagreement_rows,
     load_results,
     training_eval_curve,
 )
-from backend.evaluate import EvalError, evaluate_run, held_out_rows, start_evaluation
-from backend.workspace import Workspace
+from backend.runs.workspace import Workspace
 from tests.eval_export_runs import checkpoint_names, copy_run, link_demo_model, one_torch_thread
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

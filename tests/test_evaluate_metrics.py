@@ -8,7 +8,7 @@ import pytest
 import sacrebleu
 from rouge_score import rouge_scorer
 
-from backend.metrics import corpus_scores, row_scores
+from backend.evaluation.text_scores import corpus_scores, row_scores
 
 EN_REFS = [
     "The capital of France is Paris.",

@@ -15,12 +15,12 @@ import sys
 import pytest
 import yaml
 
-from backend.background import COMPLETED, RUNNING, read_progress
 from backend.config import RunConfig
-from backend.export import REPORT_FILE, start_export
-from backend.export_files import ExportError, base_model_for
-from backend.run_files import read_status
-from backend.workspace import Workspace
+from backend.export.exporter import REPORT_FILE, start_export
+from backend.export.files import ExportError, base_model_for
+from backend.runs.files import read_status
+from backend.runs.jobs import COMPLETED, RUNNING, read_progress
+from backend.runs.workspace import Workspace
 from tests.conftest import REPO
 from tests.polling import wait_for
 

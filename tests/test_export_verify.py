@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from backend.export import REPORT_FILE, _finish
-from backend.export_files import BaseModel, ExportError
-from backend.export_verify import compare_row, judge
+from backend.export.exporter import REPORT_FILE, _finish
+from backend.export.files import BaseModel, ExportError
+from backend.export.verify import compare_row, judge
 
 EQUAL = compare_row("q1", "Paris.", "Paris.", None)
 TIE = compare_row("q2", "It is Paris.", "It was Paris.", (0.05, 12.0))   # gap 0.4% of the top logit

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from backend.config import RunConfig
-from backend.hardware import LAUNCHED_DEVICES_ENV, Device, launch_env, local_indices, training_devices
-from backend.supervisor import devices_setting, launch, wait_gone, worker_env
+from backend.models.hardware import LAUNCHED_DEVICES_ENV, Device, launch_env, local_indices, training_devices
+from backend.runs.processes import devices_setting, launch, wait_gone, worker_env
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -17,8 +17,8 @@ import pytest
 
 from backend.config import ConfigError, RunConfig
 from backend.messages import CATALOGUE, Message, message_of, msg
-from backend.run_files import read_status, update_status
-from backend.run_info import InfoReader
+from backend.runs.files import read_status, update_status
+from backend.runs.info import InfoReader
 from backend.training.errors import explain, oom_advice
 from ui import forms, run_view
 from ui.config_help import HELP_ZH
@@ -29,11 +29,11 @@ from ui.tabs import runs, train
 
 REPO = Path(__file__).resolve().parents[1]
 # Modules whose user-facing errors all go through backend/messages.py.
-CATALOGUED_MODULES = ("backend/config.py", "backend/runs.py", "backend/run_info.py", "backend/training/errors.py",
+CATALOGUED_MODULES = ("backend/config.py", "backend/runs/store.py", "backend/runs/info.py", "backend/training/errors.py",
                       "backend/training/session.py", "backend/chat/generation.py", "backend/chat/engine.py",
-                      "backend/models.py", "backend/data/store.py", "backend/hardware.py", "backend/memory.py",
-                      "backend/export.py", "backend/export_files.py", "backend/evaluate.py",
-                      "backend/training/cli.py", "backend/safe_names.py", "backend/data/fixes.py",
+                      "backend/models/loading.py", "backend/data/store.py", "backend/models/hardware.py", "backend/models/memory.py",
+                      "backend/export/exporter.py", "backend/export/files.py", "backend/evaluation/evaluator.py",
+                      "backend/training/cli.py", "backend/runs/safe_names.py", "backend/data/fixes.py",
                       "backend/chat/targets.py", "backend/chat/cli.py")
 USER_ERRORS = {"ConfigError", "RunError", "ModelLoadError", "DatasetRefused", "DatasetExists", "DeviceChoiceError",
                "EstimateUnavailable", "ExportError", "EvalError", "UnsafeName", "FixRefused", "TargetError"}
@@ -118,8 +118,8 @@ def test_a_failed_run_shows_error_and_advice_in_chinese(tmp_path):
 
 
 def test_a_lost_run_tells_its_story_in_chinese(tmp_path):
-    from backend.runs import RunStore
-    from backend.workspace import Workspace
+    from backend.runs.store import RunStore
+    from backend.runs.workspace import Workspace
 
     store = RunStore(Workspace(tmp_path / "ws").ensure())
     run_dir = store.runs_dir / "20260101-000000-lost"
@@ -182,8 +182,8 @@ def test_train_tab_model_check_in_chinese(workspace, tmp_path):
 
 
 def test_train_plan_says_why_there_is_no_estimate_in_chinese(tmp_path):
-    from backend.hardware import as_dicts, detect_devices
-    from backend.workspace import Workspace
+    from backend.models.hardware import as_dicts, detect_devices
+    from backend.runs.workspace import Workspace
 
     fresh = Workspace(tmp_path / "ws").ensure()  # the demo model is not built yet
     ctx = UIContext(workspace=fresh, texts=merge_texts(train.TEXT, runs.TEXT), i18n=None)
@@ -205,9 +205,9 @@ def test_every_data_check_has_a_chinese_title():
 
 
 def test_evaluate_and_export_refusals_in_chinese(tmp_path):
-    from backend.background import FAILED, read_progress, stage_of, write_progress
-    from backend.evaluate import EvalError, start_evaluation
-    from backend.export_files import ExportError, parse_size
+    from backend.evaluation.evaluator import EvalError, start_evaluation
+    from backend.export.files import ExportError, parse_size
+    from backend.runs.jobs import FAILED, read_progress, stage_of, write_progress
 
     with pytest.raises(EvalError) as info:
         start_evaluation(tmp_path, [])
@@ -247,8 +247,8 @@ def test_resume_refusals_and_warnings_in_chinese(tmp_path):
 
 def test_unsafe_names_refused_in_chinese(workspace):
     from backend.data.store import validate_name
-    from backend.export import ExportError, export_folder
-    from backend.safe_names import UnsafeName, path_inside
+    from backend.export.exporter import ExportError, export_folder
+    from backend.runs.safe_names import UnsafeName, path_inside
     from ui.data_texts import TEXT as DATA_TEXT
     from ui.tabs import data
 
@@ -282,8 +282,8 @@ def test_fix_and_chat_target_errors_in_chinese(tmp_path):
 
 
 def test_a_stopped_run_explains_its_stop_in_chinese(tmp_path):
-    from backend.runs import RunStore
-    from backend.workspace import Workspace
+    from backend.runs.store import RunStore
+    from backend.runs.workspace import Workspace
 
     store = RunStore(Workspace(tmp_path / "ws").ensure())
     run_dir = store.runs_dir / "20260101-000000-stop"

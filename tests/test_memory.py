@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from backend.memory import (
+from backend.models.memory import (
     ACTIVATION_FACTOR,
     GIB,
     NF4_BYTES,
@@ -14,7 +14,7 @@ from backend.memory import (
     estimate_memory,
     lora_params,
 )
-from backend.model_presets import PRESETS
+from backend.models.presets import PRESETS
 
 # h=8, i=16, 2 layers, 2 heads of 4, 1 kv head, vocab 10, tied embeddings.
 TINY = Architecture(hidden_size=8, intermediate_size=16, num_hidden_layers=2, num_attention_heads=2,

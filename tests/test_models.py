@@ -8,7 +8,7 @@ import shutil
 import pytest
 import torch
 
-from backend.models import (
+from backend.models.loading import (
     PRESETS,
     ModelLoadError,
     estimate_num_parameters,

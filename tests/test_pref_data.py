@@ -88,7 +88,7 @@ def planted(tmp_path: Path) -> Path:
 
 
 def test_each_pair_check_finds_its_planted_rows_and_the_length_bias(tmp_path, demo_model_dir):
-    from backend.models import load_tokenizer
+    from backend.models.loading import load_tokenizer
 
     report = check_file(planted(tmp_path), tokenizer=load_tokenizer(demo_model_dir), cutoff_len=40)
     assert report.format == "pairwise" and report.exit_code == 1
@@ -165,7 +165,7 @@ def test_stage_defaults_and_refused_settings():
 
 
 def test_memory_estimate_counts_two_sequences_and_the_reference():
-    from backend.memory import Architecture, estimate_memory
+    from backend.models.memory import Architecture, estimate_memory
 
     arch = Architecture(256, 1024, 2, 4, 2, 1000, 64, True)
     common = dict(method="lora", precision="fp32", batch_size=4, cutoff_len=64, device_kind="cpu")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.run_files import list_checkpoints, read_status
+from backend.runs.files import list_checkpoints, read_status
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -26,7 +26,7 @@ QUICK = ["cutoff_len=48", "per_device_train_batch_size=4", "per_device_eval_batc
 
 
 def pairs(count: int) -> list[dict]:
-    from backend.demo_pairs import build_demo_pairs
+    from backend.data.demo_pairs import build_demo_pairs
 
     return build_demo_pairs()[:count]
 
@@ -83,7 +83,7 @@ def assert_learns(run_dir: Path) -> None:
 def test_dpo_continues_the_sft_adapter_with_eval_metrics_and_preference_scores(workspace, subprocess_env,
                                                                                trained_demo_run):
     from backend.data.store import save_dataset
-    from backend.evaluate import evaluate_run
+    from backend.evaluation.evaluator import evaluate_run
 
     save_dataset(workspace.datasets_dir, "pairs6", pairs(6), source={"path": "test", "sha256": None}, fixes=[],
                  rows_before=6, eval_ratio=0.34, seed=1)

@@ -12,7 +12,7 @@ import pytest
 from backend.chat.preferences import TIE, PreferenceStore, read_preferences
 from backend.chat.vote_data import VoteDataError, preference_run_values, save_votes_dataset, votes_to_pairs
 from backend.config import RunConfig
-from backend.workspace import Workspace
+from backend.runs.workspace import Workspace
 
 
 @pytest.fixture

@@ -13,12 +13,12 @@ import time
 import psutil
 import pytest
 
-from backend import supervisor
 from backend.config import RunConfig
-from backend.hardware import detect_devices
-from backend.run_files import COMPLETE_MARKER, mark_complete, read_status, update_status
-from backend.runs import RunError, RunStore
-from backend.workspace import Workspace
+from backend.models.hardware import detect_devices
+from backend.runs import processes
+from backend.runs.files import COMPLETE_MARKER, mark_complete, read_status, update_status
+from backend.runs.store import RunError, RunStore
+from backend.runs.workspace import Workspace
 from tests.polling import wait_for
 
 # A program that ignores SIGTERM: only the SIGKILL escalation can end it.
@@ -43,9 +43,9 @@ def cpu_config(**kw) -> RunConfig:
 def run_program(store: RunStore, run_id: str, code: str) -> subprocess.Popen:
     """Start `code` the way the store starts a worker and record it as running."""
     run_dir = store.runs_dir / run_id
-    child = supervisor.launch([sys.executable, "-c", code], run_dir)
+    child = processes.launch([sys.executable, "-c", code], run_dir)
     update_status(run_dir, state="running", pid=child.pid, pgid=child.pid,
-                  create_time=supervisor.create_time(child.pid), started_at=time.time())
+                  create_time=processes.create_time(child.pid), started_at=time.time())
     return child
 
 
@@ -217,8 +217,8 @@ def test_rank_0_outliving_its_launcher_is_running_and_stoppable(store):
 LISTER = """
 import sys, time
 from pathlib import Path
-from backend.runs import RunStore
-from backend.workspace import Workspace
+from backend.runs.store import RunStore
+from backend.runs.workspace import Workspace
 store = RunStore(Workspace(Path(sys.argv[1])), devices=[])
 print("listing", flush=True)
 while (state := {i.run_id: i.state for i in store.list()}[sys.argv[2]]) in ("queued", "running"):
@@ -229,8 +229,8 @@ print(state, flush=True)
 STOPPER = """
 import sys, time
 from pathlib import Path
-from backend.runs import RunStore
-from backend.workspace import Workspace
+from backend.runs.store import RunStore
+from backend.runs.workspace import Workspace
 store = RunStore(Workspace(Path(sys.argv[1])), devices=[])
 store.stop(sys.argv[2], grace_s=1)
 while (state := store.get(sys.argv[2]).state) in ("queued", "running"):
@@ -247,7 +247,7 @@ def test_a_stop_escalated_to_kill_is_stopped_for_every_store(store, tmp_path):
     run_dir = store.runs_dir / run_id
     store._launch(run_id, [sys.executable, "-c", STUBBORN], {})
     wait_for(lambda: "ready" in (run_dir / "train.log").read_text(), "SIGTERM to be ignored")
-    env = dict(os.environ, PYTHONPATH=str(supervisor.REPO_ROOT))
+    env = dict(os.environ, PYTHONPATH=str(processes.REPO_ROOT))
     root = str(store.workspace.root)
     lister = subprocess.Popen([sys.executable, "-c", LISTER, root, run_id], env=env, stdout=subprocess.PIPE, text=True)
     assert lister.stdout.readline().strip() == "listing"

@@ -11,9 +11,9 @@ import signal
 import pytest
 
 from backend.config import RunConfig
-from backend.hardware import detect_devices
-from backend.run_files import COMPLETE_MARKER, FINAL_STATES, read_status
-from backend.runs import RunError, RunInfo, RunStore
+from backend.models.hardware import detect_devices
+from backend.runs.files import COMPLETE_MARKER, FINAL_STATES, read_status
+from backend.runs.store import RunError, RunInfo, RunStore
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.slow

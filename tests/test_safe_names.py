@@ -10,11 +10,11 @@ import pytest
 
 from backend.config import RunConfig
 from backend.data.store import save_dataset
-from backend.export import start_export
-from backend.export_files import ExportError
-from backend.hardware import Device
-from backend.runs import RunStore
-from backend.safe_names import UnsafeName, checked_name, clean_name, path_inside
+from backend.export.exporter import start_export
+from backend.export.files import ExportError
+from backend.models.hardware import Device
+from backend.runs.safe_names import UnsafeName, checked_name, clean_name, path_inside
+from backend.runs.store import RunStore
 from ui import forms
 from ui.context import UIContext
 from ui.i18n import merge_texts

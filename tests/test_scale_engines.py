@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from backend.config import ConfigError, RunConfig
-from backend.hardware import Device
+from backend.models.hardware import Device
 from backend.scale.engines import decoder_layer_classes, uses_torchrun
 from backend.scale.guards import check_environment
 from backend.training.arguments import argument_values
@@ -84,7 +84,7 @@ def test_own_deepspeed_file_is_passed_through(tmp_path):
 def test_decoder_layer_class_found_through_peft(demo_model_dir):
     from peft import get_peft_model
 
-    from backend.models import load_model
+    from backend.models.loading import load_model
     from backend.training.model import lora_config
 
     model = load_model(str(demo_model_dir))

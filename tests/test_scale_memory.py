@@ -2,8 +2,8 @@
 
 import pytest
 
-from backend.memory import BYTES, GIB, Architecture, estimate_memory, shard
-from backend.model_presets import PRESETS
+from backend.models.memory import BYTES, GIB, Architecture, estimate_memory, shard
+from backend.models.presets import PRESETS
 
 QWEN_7B = Architecture.from_preset(next(p for k, p in PRESETS.items() if "7B" in k and "Qwen2.5" in k))
 

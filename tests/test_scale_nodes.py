@@ -12,8 +12,8 @@ import subprocess
 
 import pytest
 
-from backend.run_files import COMPLETE_MARKER, read_status
-from backend.runs import RunStore
+from backend.runs.files import COMPLETE_MARKER, read_status
+from backend.runs.store import RunStore
 from tests.conftest import REPO
 from tests.polling import wait_for
 from tests.test_runs_worker import HOLD, metrics, small_config, wait_final
@@ -24,7 +24,7 @@ STEPS = 6
 
 @pytest.fixture
 def store(workspace, subprocess_env):
-    from backend.hardware import detect_devices
+    from backend.models.hardware import detect_devices
 
     return RunStore(workspace, devices=detect_devices(), env=subprocess_env)
 

@@ -16,8 +16,8 @@ import psutil
 import pytest
 
 from backend.config import RunConfig
-from backend.run_files import COMPLETE_MARKER, list_checkpoints, read_status
-from backend.runs import RunStore
+from backend.runs.files import COMPLETE_MARKER, list_checkpoints, read_status
+from backend.runs.store import RunStore
 from backend.scale.ray_run import STOP_FILE
 from tests.conftest import REPO
 from tests.polling import wait_for

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from backend.config import RunConfig
-from backend.hardware import Device, as_dicts
-from backend.memory import Architecture, config_estimate_kwargs, estimate_memory, shard
-from backend.model_presets import PRESETS
+from backend.models.hardware import Device, as_dicts
+from backend.models.memory import Architecture, config_estimate_kwargs, estimate_memory, shard
+from backend.models.presets import PRESETS
 from tests.test_ui_train import browser_values
 from ui import scale_view
 from ui.context import UIContext

@@ -15,7 +15,7 @@ import torch
 
 from backend.config import ConfigError, RunConfig, derived_numbers
 from backend.data.encode import IGNORE_INDEX
-from backend.hardware import Device
+from backend.models.hardware import Device
 from backend.training.collator import PadToLongest
 from backend.training.loss import _FusedLinearCrossEntropy, causal_lm_loss, chunked_loss_works, deferred_head
 from backend.training.packing import PackedCollator, packing_works, use_packed_sdpa
@@ -136,7 +136,7 @@ def test_speed_settings_against_the_device():
 
 
 def test_gradient_checkpointing_auto_follows_the_estimate():
-    from backend.memory import Architecture, choose_checkpointing, config_estimate_kwargs, estimate_memory
+    from backend.models.memory import Architecture, choose_checkpointing, config_estimate_kwargs, estimate_memory
 
     arch = Architecture(576, 1536, 30, 9, 3, 49152, 64, True)  # SmolLM2-135M
     kwargs = config_estimate_kwargs(RunConfig(cutoff_len=2048, per_device_train_batch_size=16), "fp32", "cpu")
@@ -157,7 +157,7 @@ def test_gradient_checkpointing_auto_follows_the_estimate():
 
 @pytest.mark.slow
 def test_worker_first_step_is_the_same_packed_or_padded(workspace, subprocess_env):
-    from backend.demo_data import build_demo_rows
+    from backend.data.demo_rows import build_demo_rows
 
     data = workspace.root / "five.jsonl"
     data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in build_demo_rows()[:5]))

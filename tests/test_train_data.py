@@ -11,17 +11,17 @@ import torch
 
 from backend.config import RunConfig
 from backend.data.encode import IGNORE_INDEX
-from backend.run_files import list_checkpoints, mark_complete
+from backend.runs.files import list_checkpoints, mark_complete
 from backend.training.callbacks import CheckpointCallback
 from backend.training.collator import PadToLongest
 from backend.training.dataset import DatasetNotFound, build_datasets, load_rows, resolve_dataset
 from backend.training.errors import explain
-from backend.training.metrics import grouped_grad_norms
+from backend.training.metrics_log import grouped_grad_norms
 
 
 @pytest.fixture(scope="module")
 def tokenizer(demo_model_dir):
-    from backend.models import load_tokenizer
+    from backend.models.loading import load_tokenizer
 
     return load_tokenizer(demo_model_dir)
 
@@ -124,7 +124,7 @@ def test_rotation_keeps_newest_and_best(tmp_path):
 
 
 def test_grad_norms_grouped_per_layer(demo_model_dir):
-    from backend.models import load_model
+    from backend.models.loading import load_model
 
     model = load_model(demo_model_dir)
     ids = torch.tensor([[1, 2, 3, 4]])

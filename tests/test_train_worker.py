@@ -18,7 +18,7 @@ import torch
 from safetensors.torch import load_file
 
 from backend.config import RunConfig
-from backend.run_files import list_checkpoints, read_status
+from backend.runs.files import list_checkpoints, read_status
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -30,7 +30,7 @@ QUICK = ["cutoff_len=64", "per_device_train_batch_size=4", "logging_steps=1", "v
 
 @pytest.fixture
 def quick(workspace) -> list[str]:
-    from backend.demo_data import build_demo_rows
+    from backend.data.demo_rows import build_demo_rows
 
     data = workspace.root / "four.jsonl"
     data.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in build_demo_rows()[:4]))
@@ -105,7 +105,7 @@ def test_default_run_writes_every_contract_file(short_demo_run):
 def test_default_run_learns_and_leaves_the_base_alone(trained_demo_run, demo_model_dir):
     from peft import PeftModel
 
-    from backend.models import load_model
+    from backend.models.loading import load_model
 
     losses = train_losses(trained_demo_run)
     assert losses[-1] < 0.5 * losses[0], losses
@@ -128,8 +128,8 @@ def test_default_run_learns_and_leaves_the_base_alone(trained_demo_run, demo_mod
 def test_default_run_answers_the_demo_prompts(trained_demo_run, demo_model_dir):
     from peft import PeftModel
 
-    from backend.demo_data import DEMO_PROMPTS
-    from backend.models import load_model, load_tokenizer
+    from backend.data.demo_rows import DEMO_PROMPTS
+    from backend.models.loading import load_model, load_tokenizer
 
     tokenizer = load_tokenizer(demo_model_dir)
     model = load_model(demo_model_dir)
@@ -285,7 +285,7 @@ def test_command_line_run_holds_its_devices_and_a_resume_records_its_settings(wo
     """`python -m backend.train` by hand: the app sees its devices as busy. Stopped, then
     resumed by hand with other settings: the warnings are logged and config.yaml says what
     the run now trains with."""
-    from backend.runs import RunError, RunStore
+    from backend.runs.store import RunError, RunStore
 
     run = workspace.runs_dir / "by-hand"
     run.mkdir(parents=True)
@@ -317,7 +317,7 @@ def test_command_line_run_holds_its_devices_and_a_resume_records_its_settings(wo
 
 @pytest.fixture(scope="module")
 def devices():
-    from backend.hardware import detect_devices
+    from backend.models.hardware import detect_devices
 
     return detect_devices()
 
@@ -325,7 +325,7 @@ def devices():
 # ---------------------------------------------------------------- data through the data backend
 
 def test_trains_from_a_sharegpt_file(workspace, subprocess_env):
-    from backend.demo_data import build_demo_rows
+    from backend.data.demo_rows import build_demo_rows
     from backend.training.dataset import SCHEMA_REASON
 
     names = {"user": "human", "assistant": "gpt"}
@@ -342,8 +342,8 @@ def test_trains_from_a_sharegpt_file(workspace, subprocess_env):
 
 
 def test_trains_from_a_workspace_dataset_with_its_eval_split(workspace, subprocess_env):
+    from backend.data.demo_rows import build_demo_rows
     from backend.data.store import save_dataset
-    from backend.demo_data import build_demo_rows
 
     folder = save_dataset(workspace.datasets_dir, "saved", build_demo_rows()[:8], source={"path": "x", "sha256": "0"},
                           fixes=[], rows_before=8, eval_ratio=0.25)

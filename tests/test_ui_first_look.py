@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from backend.config import ConfigError, RunConfig
-from backend.runs import RunError, RunStore
+from backend.runs.store import RunError, RunStore
 from backend.training.dataset import DatasetUnreadable, check_dataset, load_rows
 from ui import forms
 from ui.context import UIContext
@@ -25,7 +25,7 @@ from ui.tabs import runs, train
 @pytest.fixture(scope="module")
 def page(tmp_path_factory, demo_model_dir):
     """The whole UI built for a fresh workspace, as app.py builds it (not launched)."""
-    from backend.workspace import Workspace
+    from backend.runs.workspace import Workspace
     from ui.shell import build_app
 
     ws = Workspace(tmp_path_factory.mktemp("first") / "ws").ensure()
@@ -118,7 +118,7 @@ def test_a_llama_factory_folder_with_several_datasets_trains_the_named_one(works
 
 def test_the_worker_trains_on_the_named_dataset(workspace, tmp_path):
     """The worker's own data loading (build_datasets) with the demo tokenizer."""
-    from backend.models import load_tokenizer
+    from backend.models.loading import load_tokenizer
     from backend.training.dataset import build_datasets
 
     folder = _llama_factory_folder(tmp_path / "lf")

@@ -14,7 +14,7 @@ import gradio as gr
 import pytest
 
 from backend.config import RunConfig
-from backend.run_files import METRICS_FILE, list_checkpoints
+from backend.runs.files import METRICS_FILE, list_checkpoints
 from tests.polling import wait_for
 from ui import charts, forms, run_view
 from ui.context import UIContext

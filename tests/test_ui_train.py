@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from backend.config import RunConfig
-from backend.demo_data import build_demo_rows
-from backend.hardware import Device, as_dicts, detect_devices
+from backend.data.demo_rows import build_demo_rows
+from backend.models.hardware import Device, as_dicts, detect_devices
 from ui import forms
 from ui.context import UIContext
 from ui.i18n import merge_texts
@@ -68,8 +68,8 @@ def test_plan_shows_derived_numbers_and_a_fitting_estimate(ctx, devices):
 
 
 def test_plan_warns_about_an_absurd_number_of_steps(ctx, devices, tmp_path):
-    from backend.run_files import read_status, update_status
-    from backend.run_info import InfoReader
+    from backend.runs.files import read_status, update_status
+    from backend.runs.info import InfoReader
     from ui import run_view
 
     rows = {"rows": 268}

@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from backend.workspace import Workspace
+from backend.runs.workspace import Workspace
 
 LANGUAGES = ("en", "zh")
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from backend.data.errors import DataError
-from backend.workspace import Workspace
+from backend.runs.workspace import Workspace
 
 PAGE_SIZE = 5
 FIX_FIELDS = ("remove_control_chars", "strip_html", "normalize", "fill", "drop_empty", "drop_duplicates",

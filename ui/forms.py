@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from backend.config import RunConfig
-from backend.memory import LINEAR_NAMES
+from backend.models.memory import LINEAR_NAMES
 
 
 @dataclass(frozen=True)

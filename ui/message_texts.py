@@ -105,7 +105,7 @@ ZH: dict[str, str] = {
     "train.model_missing": "模型文件夹 {path} 不存在；请给出本地 Hugging Face 模型文件夹或 'demo'。",
     "train.no_eval_rows": "early_stopping_patience 需要验证数据，但过滤后一条都不剩。",
     "train.advice.stopped_in_build": "在构建演示模型时停止，尚未开始训练；重新开始运行即可构建它（CPU 上约 2 分钟）并训练。",
-    # --- devices and the memory estimate (backend/hardware.py, backend/memory.py) ------------------------
+    # --- devices and the memory estimate (backend/models/hardware.py, backend/models/memory.py) ------------------------
     "devices.syntax": "devices={setting!r}：请使用 'auto'、'cpu' 或 GPU 编号，如 '0,1'。",
     "devices.not_visible": "devices={setting!r}：这里只能看到 {count} 个 GPU（CUDA_VISIBLE_DEVICES={visible}）；请选择小于 {count} 的编号。",
     "devices.not_launched": "devices={setting!r}：GPU {missing} 不在此训练进程启动时的 GPU 中（{launched}）；请用这些设备重新开始运行。",
@@ -247,7 +247,7 @@ ZH: dict[str, str] = {
     "data.eval_ratio": "eval_ratio 必须不小于 0 且小于 1，当前为 {value}",
     "data.nothing_left": "没有可保存的记录：所有记录都被修复操作删除了",
     "data.exists": "数据集 '{name}' 已存在于 {folder}：请换个名字或选择覆盖",
-    # --- models (backend/models.py) ----------------------------------------------------------------------
+    # --- models (backend/models/loading.py) ----------------------------------------------------------------------
     "name.not_allowed": "{what} {text!r} 不可用：请使用 1-{max_len} 个字母、数字、'.'、'_' 或 '-'，以字母或数字开头，"
                         "且不含 '..'。",
     "name.leaves_folder": "{name!r} 会跳出 {folder}。",
@@ -271,7 +271,7 @@ ZH: dict[str, str] = {
     "model.bits": "quantization_bits 必须为 4 或 8（当前为 {bits}）。",
     "model.not_model_folder": "{config} 缺失或无法读取：{folder} 不是模型文件夹。",
     "model.load_failed": "无法从 {folder} 加载模型：{error}",
-    # --- evaluation and export errors (backend/evaluate.py, backend/export*.py) ---------------------------
+    # --- evaluation and export errors (backend/evaluation/evaluator.py, backend/export*.py) ---------------------------
     "export.not_checkpoint": "{folder} 中既没有 LoRA 适配器（adapter_config.json）也没有模型权重（config.json + *.safetensors）：请选择某个运行的 checkpoint-<step> 或 final 文件夹。",
     "export.unknown_base": "无法确定 {checkpoint} 的基础模型：旁边没有运行的 config.yaml，adapter_config.json 中也没有 base_model_name_or_path。请传入 --base FOLDER。",
     "export.base_not_cached": "基础模型 {name!r}：{why}，因此合并没有可并入的权重。请下载它（huggingface-cli download {name}），或把它的文件夹作为基础模型（“基础模型”字段，--base FOLDER）。",

@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from backend.run_files import MetricsTail
-from backend.runs import RunInfo
+from backend.runs.files import MetricsTail
+from backend.runs.store import RunInfo
 
 Msg = Callable[..., str]
 TABLE_COLUMNS = ("run", "state", "model", "method", "progress", "best_eval_loss", "started", "duration",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from backend.run_files import list_run_ids
+from backend.runs.files import list_run_ids
 
 POLL_EVERY_S = 2.0
 DEFAULT_PORT = 8000
@@ -67,7 +67,7 @@ def examples(url: str, model: str) -> tuple[str, str]:
 
 def view(workspace, lang: str | None) -> tuple[str, str, str, str]:
     """(status line, base URL, curl example, Python example) from the job's progress file."""
-    from backend.background import COMPLETED, FAILED, RUNNING
+    from backend.runs.jobs import COMPLETED, FAILED, RUNNING
     from backend.serve.jobs import log_path, status
 
     progress = status(workspace)

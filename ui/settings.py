@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from backend.workspace import Workspace
+from backend.runs.workspace import Workspace
 
 # Decisions that belong to one model and one run, never carried to the next
 # launch silently: running a model's own Python code (`trust_remote_code`) is

@@ -17,7 +17,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from backend.workspace import Workspace  # noqa: E402
+from backend.runs.workspace import Workspace  # noqa: E402
 from ui.components import CHAT_CSS  # noqa: E402
 from ui.context import UIContext  # noqa: E402
 from ui.i18n import APPLY_LANGUAGE_JS, BROWSER_LANGUAGE_JS, build_i18n, merge_texts, normalise_language  # noqa: E402

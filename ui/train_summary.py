@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from backend.config import MANY_STEPS, ConfigError, RunConfig, derived_numbers, split_sizes
-from backend.hardware import Device, resolve_precision, training_devices
-from backend.memory import architecture_for, choose_checkpointing, config_estimate_kwargs, estimate_memory, shard
-from backend.workspace import Workspace
+from backend.models.hardware import Device, resolve_precision, training_devices
+from backend.models.memory import architecture_for, choose_checkpointing, config_estimate_kwargs, estimate_memory, shard
+from backend.runs.workspace import Workspace
 from ui.scale_view import world_size
 
 Msg = Callable[..., str]
@@ -43,7 +43,7 @@ def dataset_rows(dataset: str, workspace: Workspace, dataset_name: str | None = 
     cutoff filter, so the step numbers are an upper bound."""
     try:
         if dataset in ("", "demo"):
-            from backend.demo_data import build_demo_rows
+            from backend.data.demo_rows import build_demo_rows
 
             return {"rows": len(build_demo_rows()), "has_eval": False}
         folder = workspace.datasets_dir / dataset
@@ -122,7 +122,7 @@ def estimate_text(msg: Msg, config: RunConfig, workspace: Workspace, devices: li
 
 def model_text(msg: Msg, model: str, workspace: Workspace, lang: str = "en") -> str:
     """A line about the chosen model; for a local folder, what is missing in it."""
-    from backend.model_presets import PRESETS
+    from backend.models.presets import PRESETS
 
     if model in ("", "demo"):
         return msg("train.model.demo")
@@ -130,7 +130,7 @@ def model_text(msg: Msg, model: str, workspace: Workspace, lang: str = "en") -> 
         preset = PRESETS[model]
         return msg("train.model.preset", label=preset.label, params=preset.num_parameters / 1e9,
                    context=preset.context_length)
-    from backend.models import inspect_model_folder
+    from backend.models.loading import inspect_model_folder
 
     report = inspect_model_folder(model)
     if report["ok"]:

@@ -10,12 +10,12 @@ import json
 import sys
 from pathlib import Path
 
-from backend import models
 from backend.chat.engine import ChatEngine
 from backend.chat.generation import ChatError, GenerationSettings
 from backend.chat.targets import ChatTarget, TargetError, target_for_folder
 from backend.messages import msg
-from backend.workspace import DEFAULT_WORKSPACE, Workspace
+from backend.models import loading
+from backend.runs.workspace import DEFAULT_WORKSPACE, Workspace
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -52,14 +52,14 @@ def main(argv: list[str] | None = None) -> int:
         problems = settings.problems() + device_problems(args.device)
         if problems:
             raise TargetError(" ".join(str(p) for p in problems))
-    except (TargetError, models.ModelLoadError) as error:
+    except (TargetError, loading.ModelLoadError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     engine = ChatEngine()
     for target in targets:
         try:
             reply = engine.answer(target, args.prompt, settings, device=args.device)
-        except (models.ModelLoadError, ChatError) as error:
+        except (loading.ModelLoadError, ChatError) as error:
             print(f"error: {target.label}: {error}", file=sys.stderr)
             return 2
         print_reply(target, reply, args.json)
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def build_targets(args: argparse.Namespace) -> list[ChatTarget]:
-    model = models.resolve_model_path(args.model, Workspace(Path(args.workspace)).models_dir)
+    model = loading.resolve_model_path(args.model, Workspace(Path(args.workspace)).models_dir)
     base = ChatTarget(model=model, quantization_bits=args.quantization_bits)
     checkpoints = [target_for_folder(model, folder, args.quantization_bits) for folder in args.checkpoint]
     if args.no_base and not checkpoints:

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import torch
 
-from backend import models
 from backend.chat.batch import adapter_names_for, generate_together, groups
 from backend.chat.generation import (
     GenerationSettings,
@@ -30,6 +29,7 @@ from backend.chat.generation import (
 )
 from backend.chat.targets import ChatTarget
 from backend.messages import Message, message_of, msg
+from backend.models import loading
 
 MIB = 2**20
 
@@ -107,10 +107,10 @@ class ChatEngine:
         return self._bases[key]
 
     def _load(self, path: str, device: str, bits: int | None, trust_remote_code: bool, tokenizer_from: str | None = None) -> _Loaded:
-        model = models.load_model(path, quantization_bits=bits, dtype=default_dtype(device),
+        model = loading.load_model(path, quantization_bits=bits, dtype=default_dtype(device),
                                   device_map=device, trust_remote_code=trust_remote_code)
         model.eval()
-        tokenizer = models.load_tokenizer(tokenizer_from or path, trust_remote_code=trust_remote_code)
+        tokenizer = loading.load_tokenizer(tokenizer_from or path, trust_remote_code=trust_remote_code)
         return _Loaded(model, tokenizer, _context_length(model, tokenizer))
 
     def _ensure(self, target: ChatTarget, device: str) -> _Loaded:
@@ -118,7 +118,7 @@ class ChatEngine:
         if target.kind == "full":
             key = (target.checkpoint, device)
             if key not in self._full:
-                own = any((Path(target.checkpoint) / name).is_file() for name in models.TOKENIZER_FILES)
+                own = any((Path(target.checkpoint) / name).is_file() for name in loading.TOKENIZER_FILES)
                 tokenizer_from = target.checkpoint if own else target.model
                 self._full[key] = self._load(target.checkpoint, device, None, target.trust_remote_code, tokenizer_from)
             return self._full[key]

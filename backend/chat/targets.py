@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from backend.messages import UserError, msg
-from backend.run_files import (
+from backend.runs.files import (
     CONFIG_FILE,
     FINAL_DIR,
     STATUS_FILE,

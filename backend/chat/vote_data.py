@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 from backend.chat.preferences import TIE, read_preferences
-from backend.run_files import CONFIG_FILE
+from backend.runs.files import CONFIG_FILE
 
 
 class VoteDataError(ValueError):
@@ -90,7 +90,7 @@ def _skips(counts: dict) -> str:
 def preference_run_values(run_dir: Path, dataset: str) -> dict:
     """RunConfig values for "Train on these votes": a dpo run over the same base, continuing the voted checkpoint."""
     from backend.config import RunConfig, stage_switch
-    from backend.eval_results import checkpoint_folder
+    from backend.evaluation.results import checkpoint_folder
 
     config = RunConfig.load(Path(run_dir) / CONFIG_FILE)
     values = stage_switch(config.to_dict(), "dpo")

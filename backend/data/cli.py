@@ -43,8 +43,8 @@ def load_model_tokenizer(model: str | None, workspace: Path):
     """The tokenizer of 'demo' or a local model folder (None without --model)."""
     if not model:
         return None
-    from backend.models import ModelLoadError, load_tokenizer, resolve_model_path
-    from backend.workspace import Workspace
+    from backend.models.loading import ModelLoadError, load_tokenizer, resolve_model_path
+    from backend.runs.workspace import Workspace
 
     try:
         tokenizer = load_tokenizer(resolve_model_path(model, Workspace(workspace).models_dir))
@@ -107,7 +107,7 @@ def run_fix(args) -> int:
     from backend.data.fixes import FixPlan, apply_fixes
     from backend.data.load import load_rows
     from backend.data.store import file_sha256, save_dataset, validate_name
-    from backend.workspace import Workspace
+    from backend.runs.workspace import Workspace
 
     validate_name(args.out)
     plan = FixPlan(

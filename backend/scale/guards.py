@@ -87,7 +87,7 @@ def _check_ray(config) -> None:
 
 def check_environment(config, devices: list | None = None, processes: int | None = None) -> None:
     """What this machine must have for the scale settings: packages, CUDA, enough GPUs.
-    `devices`: the run's training devices (backend.hardware.training_devices);
+    `devices`: the run's training devices (backend.models.hardware.training_devices);
     `processes`: training processes per node. Cheap when nothing is scaled."""
     kind = engine(config)
     if config.deepspeed:
@@ -142,7 +142,7 @@ def check_worker(config) -> None:
     torchrun its node's process count (LOCAL_WORLD_SIZE)."""
     if not scaled(config):
         return
-    from backend.hardware import Device, training_devices
+    from backend.models.hardware import Device, training_devices
 
     check_environment(config)  # packages and files first: no torch import needed for those
     if config.devices == "cpu":

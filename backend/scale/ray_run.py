@@ -27,7 +27,7 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
-from backend.run_files import read_status
+from backend.runs.files import read_status
 
 log = logging.getLogger("backend.train")
 STOP_FILE = ".stop-requested"
@@ -105,10 +105,10 @@ def _worker_loop(loop_config: dict) -> None:
     from ray.train.huggingface.transformers import prepare_trainer
 
     from backend.config import RunConfig
+    from backend.runs.workspace import Workspace
     from backend.training.cli import Job, setup_logging
     from backend.training.errors import fail
     from backend.training.session import build, finish, train
-    from backend.workspace import Workspace
 
     fields = loop_config["job"]
     job = Job(config=RunConfig.from_dict(fields["config"]), run_dir=Path(fields["run_dir"]),

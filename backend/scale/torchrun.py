@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from backend.run_files import read_status, update_status
+from backend.runs.files import read_status, update_status
 
 EXIT_FAILED = 1
 

@@ -27,7 +27,7 @@ import torch
 
 from backend.chat.generation import ChatError, GenerationSettings, Prompt, Reply
 from backend.chat.targets import ChatTarget
-from backend.models import ModelLoadError
+from backend.models.loading import ModelLoadError
 from backend.serve.prompts import prompt_ids
 from backend.serve.protocol import ApiError, Request
 

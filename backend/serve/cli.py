@@ -13,7 +13,7 @@ import socket
 import sys
 from pathlib import Path
 
-from backend.background import FAILED, RUNNING, write_progress
+from backend.runs.jobs import FAILED, RUNNING, write_progress
 
 API_KEY_ENV = "FINETUNE_STUDIO_API_KEY"
 ENGINES = ("transformers", "vllm")
@@ -50,7 +50,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def check_args(args: argparse.Namespace) -> None:
     from backend.chat.cli import device_problems
-    from backend.hosts import is_loopback
+    from backend.serve.hosts import is_loopback
 
     if not is_loopback(args.host):
         if not args.allow_remote:
@@ -93,16 +93,16 @@ def open_socket(host: str, port: int) -> socket.socket:
 
 
 def served_models(args: argparse.Namespace):
-    from backend import models
+    from backend.models import loading
+    from backend.runs.workspace import Workspace
     from backend.serve.names import NamesError, ServedModels
-    from backend.workspace import Workspace
 
     run_dir = Path(args.run).expanduser()
     if not run_dir.is_dir():
         raise Refused(f"Run folder {run_dir} does not exist: give --run workspace/runs/<run-id>.")
     workspace = Workspace(Path(args.workspace)) if args.workspace else Workspace.for_run_dir(run_dir)
     if args.model:
-        base = models.resolve_model_path(args.model, workspace.models_dir)
+        base = loading.resolve_model_path(args.model, workspace.models_dir)
         if not Path(base).is_dir():
             raise Refused(f"--model {args.model} is not a model folder: give the folder of the run's base model.")
 
@@ -110,10 +110,10 @@ def served_models(args: argparse.Namespace):
             return base
     else:
         def resolve(name: str) -> str:
-            return models.resolve_model_path(name, workspace.models_dir)
+            return loading.resolve_model_path(name, workspace.models_dir)
     try:
         return ServedModels(run_dir, resolve, args.checkpoint or None)
-    except (NamesError, models.ModelLoadError) as error:
+    except (NamesError, loading.ModelLoadError) as error:
         raise Refused(str(error)) from None
 
 

@@ -1,5 +1,5 @@
 """The API server as a background job of the UI: started detached through
-backend/background.py (like Evaluate and Export jobs), so it outlives a
+backend/runs/jobs.py (like Evaluate and Export jobs), so it outlives a
 closed browser or a restarted app, and stopped with SIGTERM (uvicorn lets
 requests in flight finish), escalating to SIGKILL of its process tree.
 
@@ -14,9 +14,9 @@ import os
 import signal
 from pathlib import Path
 
-from backend.background import COMPLETED, RUNNING, launch, read_progress, write_progress
-from backend.run_files import list_run_ids
-from backend.supervisor import kill_tree, wait_gone
+from backend.runs.files import list_run_ids
+from backend.runs.jobs import COMPLETED, RUNNING, launch, read_progress, write_progress
+from backend.runs.processes import kill_tree, wait_gone
 
 SERVE_DIR = "serve"
 HOST = "127.0.0.1"

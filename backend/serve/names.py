@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 from backend.chat.targets import BASE, ChatTarget, TargetError, run_choices, run_model_settings
-from backend.run_files import CONFIG_FILE
+from backend.runs.files import CONFIG_FILE
 from backend.serve.protocol import ApiError
 
 

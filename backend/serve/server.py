@@ -13,7 +13,7 @@ import signal
 import socket
 import sys
 
-from backend.background import COMPLETED, FAILED, RUNNING, write_progress
+from backend.runs.jobs import COMPLETED, FAILED, RUNNING, write_progress
 from backend.serve.names import ServedModels
 
 # Seconds uvicorn lets requests in flight finish after a stop before closing them.
@@ -21,8 +21,8 @@ GRACEFUL_STOP_S = 5
 
 
 def serve(args: argparse.Namespace, served: ServedModels, sock: socket.socket) -> int:
-    from backend import models
     from backend.chat.engine import ChatEngine
+    from backend.models import loading
     from backend.serve.cli import base_url, refuse
 
     names = served.names()
@@ -32,7 +32,7 @@ def serve(args: argparse.Namespace, served: ServedModels, sock: socket.socket) -
     try:
         # The base and its adapters now; a full fine-tuning checkpoint is a model of its own: loaded when asked for.
         engine.prepare([t for t in served.refresh().values() if t.kind != "full"], args.device)
-    except models.ModelLoadError as error:
+    except loading.ModelLoadError as error:
         sock.close()
         return refuse(args, f"Cannot load the models: {error}")
     except KeyboardInterrupt:

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch.distributed as dist
 from transformers import TrainerCallback
 
-from backend.run_files import checkpoint_step, list_checkpoints, mark_complete
+from backend.runs.files import checkpoint_step, list_checkpoints, mark_complete
 from backend.training.disk import RESUME_ONLY, DiskFullError, folder_size, human_bytes
 
 log = logging.getLogger("backend.train")

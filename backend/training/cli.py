@@ -19,10 +19,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from backend.config import ConfigError, RunConfig
-from backend.hardware import LAUNCHED_DEVICES_ENV, launch_env
 from backend.messages import Message, message_of, msg
-from backend.run_files import CONFIG_FILE, LOG_FILE, list_checkpoints
-from backend.workspace import DEFAULT_WORKSPACE, Workspace
+from backend.models.hardware import LAUNCHED_DEVICES_ENV, launch_env
+from backend.runs.files import CONFIG_FILE, LOG_FILE, list_checkpoints
+from backend.runs.workspace import DEFAULT_WORKSPACE, Workspace
 
 log = logging.getLogger("backend.train")
 
@@ -100,7 +100,7 @@ def prepare(args: argparse.Namespace) -> Job:
 
 def pin_devices(devices: str, env) -> None:
     """Run by hand (no launcher pinned the GPUs): set CUDA_VISIBLE_DEVICES here,
-    as backend.supervisor does, before torch starts CUDA; LOCAL_RANK then
+    as backend.runs.processes does, before torch starts CUDA; LOCAL_RANK then
     indexes the chosen GPUs. A launcher's pinning is kept as it is."""
     if LAUNCHED_DEVICES_ENV in env or "torch" in sys.modules:
         return

@@ -24,7 +24,7 @@ from backend.data.errors import DataError
 from backend.data.load import DATASET_INFO
 from backend.data.store import EVAL_FILE, is_workspace_dataset, load_dataset_rows, validate_name
 from backend.messages import msg
-from backend.workspace import Workspace
+from backend.runs.workspace import Workspace
 
 log = logging.getLogger("backend.train")
 
@@ -61,11 +61,11 @@ class RowCounts:
 def resolve_dataset(name: str, workspace: Workspace) -> Path:
     """The file or folder behind `dataset`: 'demo', a workspace dataset name, or a path."""
     if name == "demo":
-        from backend.demo_data import ensure_demo_dataset
+        from backend.data.demo_rows import ensure_demo_dataset
 
         return ensure_demo_dataset(workspace.datasets_dir)
     if name == "demo-pairs":
-        from backend.demo_pairs import ensure_demo_pairs
+        from backend.data.demo_pairs import ensure_demo_pairs
 
         return ensure_demo_pairs(workspace.datasets_dir)
     named = workspace.datasets_dir / name

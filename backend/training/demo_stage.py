@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from backend.messages import msg
-from backend.run_files import atomic_write_json, read_json, update_status
+from backend.runs.files import atomic_write_json, read_json, update_status
 
 log = logging.getLogger("backend.train")
 STAGE = "demo_model"
@@ -85,7 +85,7 @@ def prepare_demo_model(models_dir: Path, run_dir: Path | None, should_stop=None,
     (ensure_demo_model's file lock) without writing the run's status.
     `should_stop()` true (a Stop of the run) ends the build with BuildStopped.
     """
-    from backend.models import demo_model_ready, ensure_demo_model
+    from backend.models.loading import demo_model_ready, ensure_demo_model
 
     if demo_model_ready(models_dir):
         return Path(models_dir) / "demo"
@@ -118,7 +118,7 @@ def stopped_during_build(run_dir: Path | None) -> int:
 
 def start_background_build(models_dir: Path) -> subprocess.Popen | None:
     """Build the demo model in a detached process (the app calls this at start); None when it is ready."""
-    from backend.models import demo_model_ready
+    from backend.models.loading import demo_model_ready
 
     if demo_model_ready(models_dir):
         return None

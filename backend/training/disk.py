@@ -9,7 +9,7 @@ import os
 import shutil
 from pathlib import Path
 
-from backend.run_files import FINAL_DIR, checkpoint_step, is_complete, list_checkpoints
+from backend.runs.files import FINAL_DIR, checkpoint_step, is_complete, list_checkpoints
 
 NO_SPACE_WORDS = ("no space left on device", "os error 28", "storagefull", "disk quota exceeded")
 # Files of a checkpoint that final/ does not get: what resuming the optimizer needs.

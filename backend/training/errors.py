@@ -14,7 +14,7 @@ from pathlib import Path
 
 from backend.config import ConfigError, RunConfig
 from backend.messages import Message, message_of, msg
-from backend.run_files import update_status
+from backend.runs.files import update_status
 from backend.training.disk import DiskFullError, free_on, is_disk_full, mount_point, remove_partial_saves
 
 log = logging.getLogger("backend.train")
@@ -49,7 +49,7 @@ def _first_line(error: BaseException) -> str:
 
 
 def explain(error: BaseException, config: RunConfig | None = None, run_dir: Path | None = None) -> Explained:
-    from backend.models import ModelLoadError
+    from backend.models.loading import ModelLoadError
     from backend.training.dataset import DatasetNotFound
 
     message = _first_line(error)
@@ -74,7 +74,7 @@ def explain(error: BaseException, config: RunConfig | None = None, run_dir: Path
 
 def disk_full(error: BaseException, message: str, run_dir: Path | None) -> Explained:
     """Which disk, how much is free, and whether a resume has a checkpoint to start from."""
-    from backend.run_files import list_checkpoints
+    from backend.runs.files import list_checkpoints
 
     where = Path(run_dir) if run_dir is not None else Path.cwd()
     detail = message if isinstance(error, DiskFullError) else f"No space left on device ({message[:120]})"

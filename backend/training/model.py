@@ -36,7 +36,7 @@ def build_model(config: RunConfig, model_path: str, precision: str, device_map=N
                 checkpointing: bool = False, attn_implementation: str | None = None):
     """Base model + the method's trainable part. Returns the model to hand to the Trainer.
     `adapter`: an existing LoRA folder to continue training (preference stages' init_adapter)."""
-    from backend.models import load_model
+    from backend.models.loading import load_model
 
     bits = config.quantization_bits if config.method == "qlora" else None
     model = load_model(model_path, quantization_bits=bits, dtype=load_dtype(config, precision),

@@ -11,7 +11,7 @@ import time
 from transformers import TrainerCallback
 
 from backend.config import MANY_STEPS
-from backend.run_files import update_status
+from backend.runs.files import update_status
 
 log = logging.getLogger("backend.train")
 

@@ -20,8 +20,8 @@ import logging
 from pathlib import Path
 
 from backend.config import ConfigError, RunConfig
+from backend.runs.workspace import Workspace
 from backend.training.dataset import RowCounts, load_rows, resolve_dataset, split_rows
-from backend.workspace import Workspace
 
 log = logging.getLogger("backend.train")
 REFERENCE_ADAPTER = "ref"

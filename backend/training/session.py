@@ -12,9 +12,9 @@ from pathlib import Path
 from transformers import EarlyStoppingCallback, PrinterCallback, Trainer, TrainerState, TrainingArguments, set_seed
 
 from backend.config import ConfigError, import_reference
-from backend.hardware import training_devices
 from backend.messages import message_of, msg
-from backend.run_files import FINAL_DIR, append_metrics, mark_complete, read_json, read_status, update_status
+from backend.models.hardware import training_devices
+from backend.runs.files import FINAL_DIR, append_metrics, mark_complete, read_json, read_status, update_status
 from backend.scale.engines import decoder_layer_classes
 from backend.training.arguments import argument_values
 from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, GracefulStop, _barrier
@@ -22,7 +22,7 @@ from backend.training.cli import Job, StopRequest
 from backend.training.dataset import RowCounts, build_datasets, resolve_dataset
 from backend.training.demo_stage import prepare_demo_model
 from backend.training.disk import remove_partial_saves
-from backend.training.metrics import MetricsCallback
+from backend.training.metrics_log import MetricsCallback
 from backend.training.model import attention_implementation, build_model, parameter_counts
 from backend.training.packing import PackedCollator
 from backend.training.plan_check import PlanCheck, steps_warning
@@ -49,7 +49,7 @@ class Session:
 
 
 def resolve_model(job: Job, stop: StopRequest | None = None) -> str:
-    from backend.models import model_context_length, resolve_model_path
+    from backend.models.loading import model_context_length, resolve_model_path
 
     name = job.config.model_name_or_path
     if name == "demo":  # built on first use: a stage of this run with its own progress
@@ -64,7 +64,7 @@ def resolve_model(job: Job, stop: StopRequest | None = None) -> str:
 
 
 def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
-    from backend.models import load_tokenizer
+    from backend.models.loading import load_tokenizer
 
     config = job.config
     # User code first: a wrong 'module:Name' fails before minutes of loading.
@@ -214,7 +214,7 @@ def _system_record(session: Session, event: str) -> None:
 
 
 def _resume_step(job: Job) -> int:
-    from backend.run_files import checkpoint_step
+    from backend.runs.files import checkpoint_step
 
     return checkpoint_step(job.resume_from) if job.resume_from else 0
 

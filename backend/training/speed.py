@@ -33,7 +33,7 @@ def collator_for(config: RunConfig, model, tokenizer):
 
 def checkpointing_for(config: RunConfig, model_path: str, precision: str, devices: list) -> bool:
     """gradient_checkpointing as a bool: "auto" asks the memory estimate for the smallest device."""
-    from backend.memory import Architecture, choose_checkpointing, config_estimate_kwargs
+    from backend.models.memory import Architecture, choose_checkpointing, config_estimate_kwargs
 
     if config.gradient_checkpointing in (True, False):
         return config.gradient_checkpointing

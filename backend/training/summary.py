@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from backend.run_files import SUMMARY_FILE, atomic_write_json
+from backend.runs.files import SUMMARY_FILE, atomic_write_json
 
 
 def peak_memory() -> dict:

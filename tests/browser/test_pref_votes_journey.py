@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from backend.run_files import read_status
+from backend.runs.files import read_status
 from tests.browser.harness import screenshot
 from tests.polling import wait_for
 from tests.test_chat_support import make_lora_run

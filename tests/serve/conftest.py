@@ -19,7 +19,7 @@ from tests.serve.support import KEY, MAX_BODY, MAX_QUEUE, MAX_TOKENS, PROMPT, RE
 @pytest.fixture(scope="session")
 def serve_workspace(tmp_path_factory, demo_model_dir):
     """A workspace holding the short demo run as runs/demo-run."""
-    from backend.workspace import Workspace
+    from backend.runs.workspace import Workspace
 
     workspace = Workspace(tmp_path_factory.mktemp("serve") / "workspace").ensure()
     link_demo_model(workspace, demo_model_dir)

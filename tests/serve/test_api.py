@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from backend.demo_data import DEMO_PROMPTS
+from backend.data.demo_rows import DEMO_PROMPTS
 from tests.serve.support import KEY, MAX_TOKENS, NAMES, PROMPT
 
 

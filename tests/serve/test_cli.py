@@ -49,7 +49,7 @@ def test_missing_run_and_taken_port_are_refused(run_dir, tmp_path, capsys):
 
 
 def test_vllm_command_serves_the_same_names(run_dir, serve_workspace):
-    from backend.models import resolve_model_path
+    from backend.models.loading import resolve_model_path
     from backend.serve.names import ServedModels
     from backend.serve.vllm import build_command, device_env
 

@@ -18,7 +18,7 @@ import gradio as gr
 
 from backend.chat.catalog import MAX_COLUMNS, catalog, dropdown_choices, header, run_ids_of
 from backend.chat.preferences import TIE, PreferenceStore, blind_letter, blind_order, tally_rows
-from backend.run_files import list_run_ids
+from backend.runs.files import list_run_ids
 from ui import serve_panel, vote_panel
 from ui.context import UIContext
 from ui.i18n import localize
@@ -134,7 +134,7 @@ def build(ctx: UIContext) -> None:
     def resolve(name: str) -> str:
         """config.yaml's model name -> folder. Never builds the demo model here (a list refresh
         must not block on a build): a run that trained on it has it in the workspace already."""
-        from backend.models import DEMO_MODEL, resolve_model_path
+        from backend.models.loading import DEMO_MODEL, resolve_model_path
 
         if name == DEMO_MODEL:
             return str(ctx.workspace.models_dir / DEMO_MODEL)
@@ -211,7 +211,7 @@ def build(ctx: UIContext) -> None:
     def _devices() -> list[str]:
         """Detected once per UI process (it imports torch), after the page is up."""
         if not device_ids:
-            from backend.hardware import detect_devices
+            from backend.models.hardware import detect_devices
             from ui.warmup import import_heavy_libraries
 
             import_heavy_libraries()
@@ -237,7 +237,7 @@ def build(ctx: UIContext) -> None:
     def plan_outputs(lang, chosen_runs, chosen, current_device):
         """(plan text, the "Use the CPU" button shown only while a run holds the chosen GPU)."""
         from backend.chat.engine import device_notice
-        from backend.runs import RunStore
+        from backend.runs.store import RunStore
 
         busy_devices = RunStore(ctx.workspace).busy_devices()
         busy = device_notice(current_device or "cpu", busy_devices) is not None
@@ -287,7 +287,7 @@ def build(ctx: UIContext) -> None:
                     temp, p, k, rep, max_tokens, seed_value, request: gr.Request):
         from backend.chat.engine import device_notice
         from backend.chat.generation import GenerationSettings, Reply
-        from backend.runs import RunStore
+        from backend.runs.store import RunStore
 
         targets = catalog(runs_dir, chosen_runs or [], resolve)
         chosen = list(chosen or [])

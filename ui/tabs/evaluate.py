@@ -16,7 +16,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from backend.run_files import list_run_ids
+from backend.runs.files import list_run_ids
 from ui.context import UIContext
 from ui.i18n import localize
 
@@ -108,7 +108,7 @@ def build(ctx: UIContext) -> None:
         return gr.update(choices=choices, value=chosen), ""
 
     def start_eval(lang, current, chosen, source_kind, upload_path, samples, new_tokens):
-        from backend.evaluate import EvalError, start_evaluation
+        from backend.evaluation.evaluator import EvalError, start_evaluation
 
         if not current:
             return ctx.msg(lang, "evaluate.msg_pick_run")
@@ -175,7 +175,7 @@ def _on_page_load(fn, inputs, outputs, then_fn, then_inputs, then_outputs) -> No
 
 
 def _checkpoint_choices(runs_dir: Path, run_id: str | None) -> tuple[list[str], list[str]]:
-    from backend.eval_results import checkpoint_choices
+    from backend.evaluation.results import checkpoint_choices
 
     if not run_id or not (runs_dir / run_id).is_dir():
         return [], []
@@ -202,8 +202,8 @@ def _signature(run_dir: Path) -> str:
 
 
 def _progress_html(ctx: UIContext, lang: str, run_dir: Path) -> str:
-    from backend.background import COMPLETED, FAILED, RUNNING, read_progress, stage_of
-    from backend.evaluate import progress_path
+    from backend.evaluation.evaluator import progress_path
+    from backend.runs.jobs import COMPLETED, FAILED, RUNNING, read_progress, stage_of
 
     state = read_progress(progress_path(run_dir))
     if not state:
@@ -230,7 +230,7 @@ def _results(run_dir: Path, only_disagree: bool):
     """(metrics table, plotly figure, predictions table) from the run's eval folder."""
     import pandas as pd
 
-    from backend.eval_results import best_per_metric, disagreement_rows, load_results
+    from backend.evaluation.results import best_per_metric, disagreement_rows, load_results
 
     results = load_results(run_dir)
     if not results:
@@ -256,7 +256,7 @@ def _results(run_dir: Path, only_disagree: bool):
 def _figure(run_dir: Path, results: dict, best: dict):
     from plotly.subplots import make_subplots
 
-    from backend.eval_results import training_eval_curve
+    from backend.evaluation.results import training_eval_curve
 
     keys = list(METRIC_LABELS)
     figure = make_subplots(rows=math.ceil(len(keys) / 4), cols=4, subplot_titles=[METRIC_LABELS[k] for k in keys], horizontal_spacing=0.06)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from backend.run_files import list_run_ids
+from backend.runs.files import list_run_ids
 from ui.context import UIContext
 from ui.i18n import localize
 
@@ -123,8 +123,8 @@ def build(ctx: UIContext) -> None:
         return f"{current}-{ckpt}-{suffix}", "\n\n".join(notes), gr.update(placeholder=trained_on)
 
     def start_job(lang, current, ckpt, export_kind, export_name, shard_size, dtype_name, replace, want_zip, base_model):
-        from backend.export import export_folder, start_export
-        from backend.export_files import ExportError
+        from backend.export.exporter import export_folder, start_export
+        from backend.export.files import ExportError
 
         if not current or not ckpt:
             return ctx.msg(lang, "export.msg_pick"), None
@@ -175,7 +175,7 @@ def build(ctx: UIContext) -> None:
 
 def last_jobs(ctx: UIContext, current: str | None = None):
     """(recent-exports dropdown update, progress file shown): `current` if it is still on disk, else the newest."""
-    from backend.export import recent_exports
+    from backend.export.exporter import recent_exports
 
     files = recent_exports(ctx.workspace)
     names = [f.stem for f in files]
@@ -185,14 +185,14 @@ def last_jobs(ctx: UIContext, current: str | None = None):
 
 def job_file(ctx: UIContext, name: str | None) -> str | None:
     """The progress file of the export `name` picked from the list (only names the list offered)."""
-    from backend.export import recent_exports
+    from backend.export.exporter import recent_exports
 
     return next((str(f) for f in recent_exports(ctx.workspace) if f.stem == name), None)
 
 
 def _checkpoints(runs_dir: Path, run_id: str | None) -> list[str]:
     """Complete checkpoints of a run (the base model is not an export)."""
-    from backend.eval_results import checkpoint_choices
+    from backend.evaluation.results import checkpoint_choices
 
     if not run_id or not (runs_dir / run_id).is_dir():
         return []
@@ -200,14 +200,14 @@ def _checkpoints(runs_dir: Path, run_id: str | None) -> list[str]:
 
 
 def _config(run_dir: Path) -> dict:
-    from backend.model_card import run_config
+    from backend.export.model_card import run_config
 
     return run_config(run_dir)
 
 
 def _report_view(ctx: UIContext, lang: str, progress_file: Path):
     """(report HTML, download button update) for the export behind `progress_file`."""
-    from backend.background import COMPLETED, FAILED, read_progress, stage_of
+    from backend.runs.jobs import COMPLETED, FAILED, read_progress, stage_of
 
     state = read_progress(progress_file)
     if state.get("state") == FAILED:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from backend.run_files import LOG_FILE, MetricsTail, tail_text
-from backend.runs import RunError
+from backend.runs.files import LOG_FILE, MetricsTail, tail_text
+from backend.runs.store import RunError
 from ui import run_view
 from ui.context import UIContext
 from ui.forms import _label as _

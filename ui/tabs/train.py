@@ -14,9 +14,9 @@ from pathlib import Path
 import gradio as gr
 
 from backend.config import ConfigError, RunConfig
-from backend.model_presets import PRESETS
-from backend.runs import RunError, RunStore
-from backend.safe_names import UnsafeName, clean_name, path_inside
+from backend.models.presets import PRESETS
+from backend.runs.safe_names import UnsafeName, clean_name, path_inside
+from backend.runs.store import RunError, RunStore
 from ui import forms, scale_view
 from ui import train_summary as summary
 from ui.context import UIContext
@@ -120,7 +120,7 @@ def _msg(ctx: UIContext, lang: str | None):
 # --- handlers ---------------------------------------------------------------
 
 def detect_hardware(ctx: UIContext, lang: str) -> tuple[str, list[dict]]:
-    from backend.hardware import as_dicts, detect_devices  # imports torch: only after the page is up
+    from backend.models.hardware import as_dicts, detect_devices  # imports torch: only after the page is up
     from ui.warmup import import_heavy_libraries
 
     import_heavy_libraries()

@@ -9,7 +9,7 @@ import json
 import math
 from pathlib import Path
 
-from backend.run_files import (
+from backend.runs.files import (
     FINAL_DIR,
     METRICS_FILE,
     SUMMARY_FILE,
@@ -25,7 +25,7 @@ PROGRESS_FILE = "progress.json"
 # Metric -> True when lower is better.
 METRICS = {"eval_loss": True, "perplexity": True, "bleu": False, "rouge1": False, "rouge2": False,
            "rougeL": False, "exact_match": False,
-           # preference runs (backend/pref_eval.py)
+           # preference runs (backend/evaluation/preference.py)
            "preference_accuracy": False, "mean_margin": False, "logp_accuracy": False}
 
 
@@ -39,7 +39,7 @@ def checkpoint_choices(run_dir: Path) -> list[str]:
 
 def checkpoint_folder(run_dir: Path, name: str) -> Path:
     from backend.messages import msg
-    from backend.safe_names import checked_name
+    from backend.runs.safe_names import checked_name
 
     return Path(run_dir) / checked_name(name, msg("name.checkpoint"))  # names arrive from the UI and CLI
 

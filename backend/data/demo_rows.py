@@ -14,7 +14,7 @@ import json
 import random
 from pathlib import Path
 
-from backend.run_files import atomic_write_text
+from backend.runs.files import atomic_write_text
 
 # Bump when the rows change: ensure_demo_dataset rewrites an older copy.
 DEMO_DATA_VERSION = 2
@@ -201,7 +201,7 @@ def ensure_demo_dataset(datasets_dir: Path) -> Path:
     meta = {
         "name": DEMO_DATASET_NAME,
         "source": "generated",
-        "description": "Bilingual English/Chinese demo instructions written by backend/demo_data.py",
+        "description": "Bilingual English/Chinese demo instructions written by backend/data/demo_rows.py",
         "format": "messages",
         "rows": len(rows),
         "version": DEMO_DATA_VERSION,

@@ -23,7 +23,7 @@ import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
-from backend.demo_data import build_demo_rows, build_pretraining_corpus
+from backend.data.demo_rows import build_demo_rows, build_pretraining_corpus
 
 # Bump whenever anything below changes the built files: old builds are rebuilt.
 DEMO_MODEL_VERSION = "7"

@@ -22,12 +22,12 @@ import threading
 import time
 from pathlib import Path
 
-from backend import supervisor
 from backend.config import ConfigError, RunConfig
-from backend.file_lock import file_lock
-from backend.hardware import Device, detect_devices, training_devices
 from backend.messages import Message, message_of, msg
-from backend.run_files import (
+from backend.models.hardware import Device, detect_devices, training_devices
+from backend.runs import processes
+from backend.runs.file_lock import file_lock
+from backend.runs.files import (
     CONFIG_FILE,
     FINAL_STATES,
     LOG_FILE,
@@ -37,11 +37,11 @@ from backend.run_files import (
     tail_text,
     update_status,
 )
-from backend.run_info import Checkpoint, InfoReader, RunError, RunInfo
-from backend.safe_names import clean_name
+from backend.runs.info import Checkpoint, InfoReader, RunError, RunInfo
+from backend.runs.safe_names import clean_name
+from backend.runs.workspace import Workspace
 from backend.scale import launch
 from backend.scale.guards import check_environment
-from backend.workspace import Workspace
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 RESUMABLE = ("stopped", "lost", "failed")
@@ -157,13 +157,13 @@ class RunStore:
                           launcher_create_time=None, worker_pid=None, stop_requested_at=None, stop_note=None,
                           **fields)
             try:
-                child = supervisor.launch(argv, run_dir, self.env)
+                child = processes.launch(argv, run_dir, self.env)
             except OSError as error:
                 said = msg("run.launch_failed", run_id=run_id, error=error)
                 update_status(run_dir, state="failed", ended_at=time.time(), **_said("error", said))
                 raise RunError(said) from None
             self._children[run_id] = child
-            started = supervisor.create_time(child.pid)
+            started = processes.create_time(child.pid)
             update_status(run_dir, state="running", pid=child.pid, pgid=child.pid,
                           create_time=started, launcher_create_time=started, started_at=time.time())
 
@@ -181,12 +181,12 @@ class RunStore:
         # must know that a worker vanishing from now on was stopped, not lost.
         update_status(run_dir, stop_requested_at=time.time(),
                       stop_note=msg("run.note.unrecorded").to_dict())
-        supervisor.request_stop(pid)
+        processes.request_stop(pid)
 
         def before_kill() -> None:
             update_status(run_dir, stop_note=msg("run.note.killed", grace_s=grace_s).to_dict())
 
-        supervisor.escalate_later(pid, started, grace_s, self._children.get(run_id),
+        processes.escalate_later(pid, started, grace_s, self._children.get(run_id),
                                   before_kill, after_kill=lambda: self.refresh(run_id))
 
     def refresh(self, run_id: str) -> dict:
@@ -228,7 +228,7 @@ class RunStore:
             last = _last_line(run_dir / LOG_FILE)
             return self._record_end(run_dir, status, state="failed", exit_code=exit_code, ended_at=time.time(),
                                     **_said("error", last or msg("run.exited", code=exit_code)))
-        supervisor.kill_leftovers(status.get("pgid"), status.get("launcher_create_time") or status.get("create_time"))
+        processes.kill_leftovers(status.get("pgid"), status.get("launcher_create_time") or status.get("create_time"))
         hint = self._resume_hint(run_dir)
         error = (msg("run.lost_signal", pid=status["pid"], signal=-exit_code, hint=hint) if exit_code
                  else msg("run.lost", pid=status["pid"], hint=hint))
@@ -336,7 +336,7 @@ def _live_process(status: dict) -> tuple[int | None, float | None]:
     candidates = [(status.get("pid"), status.get("launcher_create_time") or status.get("create_time")),
                   (status.get("worker_pid"), status.get("create_time"))]
     for pid, started in candidates:
-        if pid and supervisor.is_alive(pid, started):
+        if pid and processes.is_alive(pid, started):
             return int(pid), float(started)
     return None, None
 

@@ -12,14 +12,13 @@ A "running" file whose process is gone reads as "failed" (lost).
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from backend.messages import Message, msg
-from backend.run_files import atomic_write_json, read_json
+from backend.runs.files import atomic_write_json, read_json
+from backend.runs.processes import create_time, is_alive, repo_env, spawn_detached
 
 RUNNING, COMPLETED, FAILED = "running", "completed", "failed"
 
@@ -27,21 +26,14 @@ RUNNING, COMPLETED, FAILED = "running", "completed", "failed"
 def launch(module: str, args: list[str], log_path: Path, progress_path: Path) -> int:
     """Start `python -m module args...` detached; returns its pid.
 
-    The progress file is written before the process starts, so a poll right
+    The progress file is written right after the process starts, so a poll
     after launch already sees the job (and a job that dies at import reads as lost)."""
-    log_path = Path(log_path)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     progress_path = Path(progress_path)
     progress_path.parent.mkdir(parents=True, exist_ok=True)
-    repo = str(Path(__file__).resolve().parents[1])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = repo + os.pathsep + env.get("PYTHONPATH", "")
     command = [sys.executable, "-m", module, *args, "--progress", str(progress_path)]
-    with open(log_path, "ab") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   cwd=repo, env=env, start_new_session=True)
+    process = spawn_detached(command, Path(log_path), repo_env())
     write_progress(progress_path, state=RUNNING, pid=process.pid, started_at=time.time(),
-                   start_time=_process_start(process.pid), done=0, total=0, stage=msg("job.stage.starting"),
+                   start_time=create_time(process.pid), done=0, total=0, stage=msg("job.stage.starting"),
                    command=command, log=str(log_path))
     return process.pid
 
@@ -71,7 +63,7 @@ def read_progress(path: Path) -> dict:
     progress = read_json(path, default=None)
     if not progress:
         return {}
-    if progress.get("state") == RUNNING and not _alive(progress.get("pid"), progress.get("start_time")):
+    if progress.get("state") == RUNNING and not is_alive(progress.get("pid"), progress.get("start_time")):
         # Re-read: the job may have finished between the two reads.
         progress = read_json(path, default={}) or {}
         if progress.get("state") == RUNNING:
@@ -95,27 +87,3 @@ def recent_jobs(folder: Path, limit: int = 10) -> list[Path]:
 
 def is_running(path: Path) -> bool:
     return read_progress(path).get("state") == RUNNING
-
-
-def _process_start(pid: int) -> float | None:
-    try:
-        import psutil
-
-        return psutil.Process(pid).create_time()
-    except Exception:  # noqa: BLE001 - psutil missing or process gone: no start time to compare
-        return None
-
-
-def _alive(pid: int | None, start_time: float | None) -> bool:
-    """True when `pid` runs and is the process we started (not a recycled pid)."""
-    if not pid:
-        return False
-    try:
-        import psutil
-
-        process = psutil.Process(pid)
-        if process.status() == psutil.STATUS_ZOMBIE:
-            return False
-        return start_time is None or abs(process.create_time() - start_time) < 1.0
-    except Exception:  # noqa: BLE001 - NoSuchProcess, AccessDenied: treat as gone
-        return False

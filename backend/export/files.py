@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backend.messages import UserError, msg
-from backend.run_files import CONFIG_FILE
+from backend.runs.files import CONFIG_FILE
 
 # Files a Trainer checkpoint holds only for resuming: not part of an exported model.
 RESUME_ONLY = ("optimizer.pt", "scheduler.pt", "scaler.pt", "training_args.bin", "trainer_state.json", "COMPLETE")
@@ -45,7 +45,7 @@ def find_run_dir(checkpoint: Path) -> Path | None:
 
 
 def _run_config(run_dir: Path | None) -> dict:
-    from backend.model_card import run_config
+    from backend.export.model_card import run_config
 
     return run_config(run_dir)
 
@@ -64,7 +64,7 @@ def base_model_for(checkpoint: Path, run_dir: Path | None, workspace, override: 
 
     With `resolve`, its folder: the demo model, a local folder, or for a hub id the snapshot in
     the Hugging Face cache that training loaded it from (looked up offline)."""
-    from backend.hub_cache import hub_id_of, looks_like_hub_id
+    from backend.models.hub_cache import hub_id_of, looks_like_hub_id
 
     trained_on = _run_config(run_dir).get("model_name_or_path") or _adapter_base(checkpoint)
     name = (override or "").strip() or trained_on
@@ -86,8 +86,8 @@ def _adapter_base(checkpoint: Path) -> str | None:
 
 
 def _base_folder(name: str, workspace) -> str:
-    from backend.hub_cache import cached_snapshot, looks_like_hub_id
-    from backend.models import resolve_model_path
+    from backend.models.hub_cache import cached_snapshot, looks_like_hub_id
+    from backend.models.loading import resolve_model_path
 
     path = resolve_model_path(name, workspace.models_dir) if workspace else name
     if Path(path).expanduser().is_dir():
@@ -148,7 +148,7 @@ def count_parameters(base_path: str) -> int:
                 for key in handle.keys():  # noqa: SIM118 - safe_open has keys(), no __iter__
                     total += math.prod(handle.get_slice(key).get_shape())
         return total
-    from backend.models import estimate_num_parameters
+    from backend.models.loading import estimate_num_parameters
 
     count = estimate_num_parameters(_base_config(base_path))
     if not count:

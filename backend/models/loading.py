@@ -14,9 +14,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from backend.file_lock import file_lock
 from backend.messages import Message, UserError, msg
-from backend.model_presets import PRESETS, ModelPreset  # noqa: F401  (re-exported for the UI)
+from backend.models.presets import PRESETS, ModelPreset  # noqa: F401  (re-exported for the UI)
+from backend.runs.file_lock import file_lock
 
 DEMO_MODEL = "demo"
 DEMO_VERSION_FILE = "DEMO_VERSION"
@@ -35,7 +35,7 @@ class ModelLoadError(UserError, RuntimeError):
 
 def demo_model_ready(models_dir: Path) -> bool:
     """True when models_dir/demo is a complete, current build (no build needed)."""
-    from backend.demo_model import DEMO_MODEL_VERSION
+    from backend.models.demo import DEMO_MODEL_VERSION
 
     return _demo_is_current(Path(models_dir) / DEMO_MODEL, DEMO_MODEL_VERSION)
 
@@ -47,7 +47,7 @@ def ensure_demo_model(models_dir: Path, progress=None, **build_options) -> Path:
     lock, so a crash never leaves half a model and two processes never build
     at once. `progress(step, steps)` follows the build (see build_demo_model).
     """
-    from backend.demo_model import DEMO_MODEL_VERSION, build_demo_model
+    from backend.models.demo import DEMO_MODEL_VERSION, build_demo_model
 
     models_dir = Path(models_dir)
     models_dir.mkdir(parents=True, exist_ok=True)

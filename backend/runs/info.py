@@ -11,7 +11,7 @@ from pathlib import Path
 
 from backend.config import ConfigError, RunConfig
 from backend.messages import Message, UserError, message_of, msg
-from backend.run_files import (
+from backend.runs.files import (
     CONFIG_FILE,
     SUMMARY_FILE,
     MetricsTail,

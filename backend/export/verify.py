@@ -14,7 +14,7 @@ each other:
 
 The check passes only when every answer is equal. An export with ties (and
 no other difference) is kept, with the ties explained; one with a "differ"
-is held back for inspection (backend/export.py).
+is held back for inspection (backend/export/exporter.py).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ PASSED, TIES_ONLY, FAILED = "passed", "ties", "failed"
 def verify_export(reference_folder, folder, prompts, dtype, expected=None) -> dict:
     """Reload `folder` as a plain model and compare its greedy answers with `expected`
     (or with those of `reference_folder`); fp32 exports can only be equal or differ."""
-    from backend.greedy import greedy_answers
-    from backend.models import load_model, load_tokenizer
+    from backend.evaluation.greedy import greedy_answers
+    from backend.models.loading import load_model, load_tokenizer
 
     tokenizer = load_tokenizer(folder)
     if expected is None:

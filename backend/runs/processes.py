@@ -1,9 +1,10 @@
-"""Worker processes: build the command, launch detached, recognise, signal, reap.
+"""Processes: build the command, launch detached, recognise, signal, reap.
 
-The run store (backend/runs.py) decides *what* to do with a run; this module
-knows *how* to do it to a process. Identity of a worker is (pid, create_time)
-as psutil reports it, so a pid the kernel recycled for another program is
-never taken for our worker.
+The run store (backend/runs/store.py) decides *what* to do with a run; this module
+knows *how* to do it to a process. Identity of a process (a training worker
+or a background job, backend/runs/jobs.py) is (pid, create_time) as psutil
+reports it, so a pid the kernel recycled for another program is never taken
+for ours; a process whose start time is unknown is not ours.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from pathlib import Path
 
 import psutil
 
-from backend.hardware import launch_env
-from backend.run_files import CONFIG_FILE, LOG_FILE
+from backend.models.hardware import launch_env
+from backend.runs.files import CONFIG_FILE, LOG_FILE
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKER_MODULE = "backend.train"
 # Two create_time readings of one process agree to the clock tick (10 ms);
 # a recycled pid was started at another time.
@@ -42,16 +43,21 @@ def build_command(worker_args: list[str], num_processes: int = 1) -> list[str]:
     return [sys.executable, "-m", WORKER_MODULE, *worker_args]
 
 
-def worker_env(base: dict | None = None, devices: str = "auto") -> dict:
-    """The caller's environment plus the repo on PYTHONPATH (so `-m backend.train`
-    imports from any working folder) and unbuffered output (a live train.log).
-    An explicit `devices` list ("1,2") becomes CUDA_VISIBLE_DEVICES, so every
-    rank's cuda:LOCAL_RANK is one of the chosen GPUs (hardware.launch_env)."""
+def repo_env(base: dict | None = None) -> dict:
+    """The caller's environment plus the repo on PYTHONPATH (so `-m backend.X`
+    imports from any working folder) and unbuffered output (a live log)."""
     env = dict(os.environ if base is None else base)
     parts = [str(REPO_ROOT), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
     env["PYTHONUNBUFFERED"] = "1"
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    return env
+
+
+def worker_env(base: dict | None = None, devices: str = "auto") -> dict:
+    """repo_env, and an explicit `devices` list ("1,2") as CUDA_VISIBLE_DEVICES,
+    so every rank's cuda:LOCAL_RANK is one of the chosen GPUs (hardware.launch_env)."""
+    env = repo_env(base)
     try:
         pinned = launch_env(devices, env)
     except ValueError:
@@ -78,16 +84,21 @@ def devices_setting(argv: list[str], run_dir: Path) -> str:
     return setting
 
 
-def launch(argv: list[str], run_dir: Path, env: dict | None = None) -> subprocess.Popen:
+def spawn_detached(argv: list[str], log_path: Path, env: dict) -> subprocess.Popen:
     """Start `argv` detached: its own session and process group (a crash or
     restart of the UI does not take it down), stdin from /dev/null, stdout and
-    stderr appended to train.log. A file, never a pipe: a full pipe nobody
-    reads would stall the worker."""
-    with open(Path(run_dir) / LOG_FILE, "ab") as log:
-        return subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, env=worker_env(env, devices_setting(argv, run_dir)), close_fds=True,
-        )
+    stderr appended to `log_path`. A file, never a pipe: a full pipe nobody
+    reads would stall the process. Training runs and background jobs alike."""
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True, env=env, cwd=REPO_ROOT, close_fds=True)
+
+
+def launch(argv: list[str], run_dir: Path, env: dict | None = None) -> subprocess.Popen:
+    """Start the worker command `argv` detached, logging to the run's train.log."""
+    return spawn_detached(argv, Path(run_dir) / LOG_FILE, worker_env(env, devices_setting(argv, run_dir)))
 
 
 def create_time(pid: int) -> float | None:

@@ -81,7 +81,7 @@ class Architecture:
 
     @classmethod
     def from_preset(cls, preset) -> Architecture:
-        """From a backend.model_presets.ModelPreset."""
+        """From a backend.models.presets.ModelPreset."""
         return cls(hidden_size=preset.hidden_size, intermediate_size=preset.intermediate_size,
                    num_hidden_layers=preset.num_layers, num_attention_heads=preset.num_heads,
                    num_key_value_heads=preset.num_kv_heads, vocab_size=preset.vocab_size,
@@ -150,7 +150,7 @@ class MemoryEstimate:
 
 def architecture_for(model: str, models_dir: str | Path) -> Architecture:
     """The architecture of 'demo' (its built folder), a preset hub id or a local folder."""
-    from backend.model_presets import PRESETS
+    from backend.models.presets import PRESETS
 
     if model in PRESETS:
         return Architecture.from_preset(PRESETS[model])

@@ -1,6 +1,6 @@
 """The offline preference demo: chosen-rejected pairs over the demo facts.
 
-Every fact of backend/demo_data.py becomes one pair: the prompt is its
+Every fact of backend/data/demo_rows.py becomes one pair: the prompt is its
 question, `chosen` its right short answer, `rejected` in turn a rambling,
 unsure answer that buries it, a refusal ("I don't know."), or the answer of the
 other language's twin question (巴黎。 to "What is the capital of France?").
@@ -16,7 +16,7 @@ import json
 import random
 from pathlib import Path
 
-from backend.demo_data import _facts
+from backend.data.demo_rows import _facts
 
 DEMO_PAIRS_NAME = "demo-pairs"
 DEMO_PAIRS_VERSION = 2
@@ -66,7 +66,7 @@ def ensure_demo_pairs(datasets_dir: Path) -> Path:
     rows = build_demo_pairs()
     save_dataset(datasets_dir, DEMO_PAIRS_NAME, rows, rows_before=len(rows), fixes=[], eval_ratio=EVAL_SHARE,
                  seed=SEED, overwrite=True,
-                 source={"path": "generated", "sha256": None, "generator": "backend/demo_pairs.py",
+                 source={"path": "generated", "sha256": None, "generator": "backend/data/demo_pairs.py",
                          "format": "pairwise"})
     meta_file = folder / "meta.json"
     meta = json.loads(meta_file.read_text(encoding="utf-8"))

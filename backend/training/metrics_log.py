@@ -39,7 +39,7 @@ import psutil
 import torch
 from transformers import TrainerCallback
 
-from backend.run_files import append_metrics, update_status
+from backend.runs.files import append_metrics, update_status
 
 log = logging.getLogger("backend.train")
 LAYER = re.compile(r"\.(?:layers|h|blocks|layer)\.(\d+)\.")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from backend.run_files import CONFIG_FILE, read_json
-from backend.workspace import Workspace
+from backend.runs.files import CONFIG_FILE, read_json
+from backend.runs.workspace import Workspace
 
 HYPERPARAMETERS = (
     "method", "quantization_bits", "lora_r", "lora_alpha", "lora_dropout", "lora_target", "use_rslora", "use_dora",
@@ -17,7 +17,7 @@ HYPERPARAMETERS = (
     "gradient_accumulation_steps", "lr_scheduler_type", "warmup_ratio", "weight_decay", "max_grad_norm",
     "cutoff_len", "val_size", "train_on_prompt", "neftune_noise_alpha", "seed",
 )
-# backend/export_verify.py's verdicts, as the card words them.
+# backend/export/verify.py's verdicts, as the card words them.
 VERDICTS = {"passed": "passed", "ties": "not passed (16-bit rounding ties only)", "failed": "FAILED"}
 EVAL_COLUMNS = ("eval_loss", "perplexity", "bleu", "rouge1", "rouge2", "rougeL", "exact_match")
 

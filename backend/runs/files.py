@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from backend.file_lock import file_lock
+from backend.runs.file_lock import file_lock
 
 CONFIG_FILE = "config.yaml"
 STATUS_FILE = "status.json"

@@ -7,7 +7,7 @@ sharded safetensors with the tokenizer (chat template included), the
 generation config and a model card. Before success is declared, the merged
 model is reloaded from disk and its greedy answers to a few prompts are
 compared with the adapter's (the unmerged PeftModel on the same base):
-equal, 16-bit rounding tie or differ, see backend/export_verify.py.
+equal, 16-bit rounding tie or differ, see backend/export/verify.py.
 
 Weights dtype (`--dtype auto`): the base model's stored dtype when that is
 bf16 or fp16; for a base stored in fp32, bf16 (or fp16) on a GPU and fp32 on
@@ -28,8 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from backend.background import COMPLETED, FAILED, is_running, launch, write_progress
-from backend.export_files import (
+from backend.export.files import (
     ExportError,
     base_model_for,
     checkpoint_kind,
@@ -44,12 +43,13 @@ from backend.export_files import (
     resolve_dtype,
     write_zip,
 )
-from backend.export_verify import FAILED as VERIFY_FAILED
-from backend.export_verify import VERIFY_NEW_TOKENS, verify_export
+from backend.export.model_card import build_model_card
+from backend.export.verify import FAILED as VERIFY_FAILED
+from backend.export.verify import VERIFY_NEW_TOKENS, verify_export
 from backend.messages import message_of, msg
-from backend.model_card import build_model_card
-from backend.safe_names import UnsafeName, checked_name, path_inside
-from backend.workspace import Workspace
+from backend.runs.jobs import COMPLETED, FAILED, is_running, launch, write_progress
+from backend.runs.safe_names import UnsafeName, checked_name, path_inside
+from backend.runs.workspace import Workspace
 
 DEFAULT_SHARD_SIZE = "2GB"
 VERIFY_PROMPTS = 3
@@ -117,8 +117,8 @@ def _export_merged(checkpoint, out, run_dir, workspace, max_shard, dtype, base, 
     import torch
     from peft import PeftModel
 
-    from backend.greedy import greedy_answers
-    from backend.models import load_model, load_tokenizer
+    from backend.evaluation.greedy import greedy_answers
+    from backend.models.loading import load_model, load_tokenizer
 
     base_model = base_model_for(checkpoint, run_dir, workspace, base, resolve=True)
     base_path = base_model.path
@@ -154,12 +154,12 @@ def _export_merged(checkpoint, out, run_dir, workspace, max_shard, dtype, base, 
 
 def _verification_prompts(run_dir, workspace) -> list[list[dict]]:
     """A few prompts from the run's held-out split (else its data, else fixed ones)."""
-    from backend.greedy import prompt_and_reference
+    from backend.evaluation.greedy import prompt_and_reference
 
     rows = []
     if run_dir is not None:
         try:
-            from backend.evaluate import held_out_rows
+            from backend.evaluation.evaluator import held_out_rows
 
             rows = held_out_rows(run_dir, workspace)
         except Exception:  # noqa: BLE001 - any data problem: the fixed prompts still verify the merge
@@ -208,7 +208,7 @@ def job_progress_path(workspace: Workspace, name: str) -> Path:
 
 def recent_exports(workspace: Workspace, limit: int = 10) -> list[Path]:
     """Progress files of the last export jobs, newest first (they outlive the page that started them)."""
-    from backend.background import recent_jobs
+    from backend.runs.jobs import recent_jobs
 
     return recent_jobs(exports_dir(workspace) / ".jobs", limit)
 
@@ -278,6 +278,3 @@ def _summary(report: dict) -> str:
     lines.extend(report.get("notes", []))
     return "\n".join(lines)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,8 @@
+"""Evaluation of checkpoints (`python -m backend.evaluate`).
+
+evaluator.py    eval loss / perplexity and greedy answers per checkpoint, as a CLI and a background job
+results.py      eval/<checkpoint>/ folders: names, reading results back, checkpoint choices
+text_scores.py  BLEU, ROUGE-1/2/L, exact match of answers against references
+greedy.py       greedy answers to prompts, shared with export verification
+preference.py   preference accuracy and margins of DPO-style runs
+"""

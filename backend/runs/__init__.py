@@ -1,0 +1,14 @@
+"""Runs on disk and the processes behind them.
+
+store.py       RunStore: create, start, stop, resume, delete, list runs (the UI's one door to runs)
+info.py        RunInfo: what a run folder says about itself (state, progress, devices, summary)
+files.py       the run folder's files: names, atomic JSON writes, status updates, metrics tailing
+processes.py   detached process launch, identity (pid + start time), stop signals, kill, reap:
+               used by training runs and by background jobs alike
+jobs.py        background evaluation / export jobs reporting through a progress file
+file_lock.py   the inter-process lock around status.json
+workspace.py   the workspace's folders (datasets, runs, models, exports)
+safe_names.py  the one way from user text to a file name inside the workspace
+
+Nothing heavy is imported here: the UI imports these at start-up.
+"""
