@@ -64,7 +64,7 @@ def test_monitor_follows_a_real_run_that_is_killed_then_a_failed_one(ctx):
     rows, ids, watched = runs.list_runs(ctx)
     assert ids == [run_id] and watched == run_id and rows[0][3] == "lora"
 
-    store = train.run_store(ctx)
+    store = ctx.store
     run_dir = store.get(run_id).run_dir
     watch, seen = None, []
     while not list_checkpoints(run_dir):  # tick like the timer until the first checkpoint is complete

@@ -18,6 +18,11 @@ Shared components (`ctx.shared`), created by the shell before any tab is built:
   "tabs"     gr.Tabs               output gr.Tabs(selected="train") to switch tabs.
 "dataset" and "run_id" start from the last used values in settings.json.
 
+Services (one per app, shared by every tab; tests pass their own or get one):
+  ctx.store   RunStore of the workspace: it launches and reaps workers and
+              remembers their processes, so every tab uses this one instead of
+              making its own.
+
 Last used settings: `ctx.saved()` returns the workspace's settings.json as a
 dict (read fresh, so use it inside a handler or `demo.load`), and
 `ctx.remember(key=value, ...)` merges values into it (None removes a key).
@@ -34,6 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from backend.runs.store import RunStore
 from backend.runs.workspace import Workspace
 
 LANGUAGES = ("en", "zh")
@@ -48,6 +54,11 @@ class UIContext:
     # Components more than one tab reads or writes, e.g. "dataset" (workspace
     # dataset name chosen in Data, used by Train) and "run_id" (run chosen in Runs).
     shared: dict[str, Any] = field(default_factory=dict)
+    store: RunStore | None = None  # the app's one RunStore; made for `workspace` when not given
+
+    def __post_init__(self) -> None:
+        if self.store is None:
+            self.store = RunStore(self.workspace)
 
     def saved(self) -> dict[str, Any]:
         from ui.settings import load_settings

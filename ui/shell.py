@@ -17,6 +17,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
+from backend.runs.store import RunStore  # noqa: E402
 from backend.runs.workspace import Workspace  # noqa: E402
 from ui.components import CHAT_CSS  # noqa: E402
 from ui.context import UIContext  # noqa: E402
@@ -79,7 +80,7 @@ def build_app(workspace: Workspace) -> gr.Blocks:
                 elem_id="shell-language",
                 scale=0,
             )
-        ctx = UIContext(workspace=workspace, texts=texts, i18n=i18n, lang=lang)
+        ctx = UIContext(workspace=workspace, texts=texts, i18n=i18n, lang=lang, store=RunStore(workspace))
         ctx.shared["dataset"] = gr.State(saved.get("dataset"))
         ctx.shared["run_id"] = gr.State(saved.get("run_id"))
         # A RunConfig as a dict that Chat's "Train on these votes" hands to the Train form.

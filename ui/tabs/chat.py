@@ -237,9 +237,7 @@ def build(ctx: UIContext) -> None:
     def plan_outputs(lang, chosen_runs, chosen, current_device):
         """(plan text, the "Use the CPU" button shown only while a run holds the chosen GPU)."""
         from backend.chat.engine import device_notice
-        from backend.runs.store import RunStore
-
-        busy_devices = RunStore(ctx.workspace).busy_devices()
+        busy_devices = ctx.store.busy_devices()
         busy = device_notice(current_device or "cpu", busy_devices) is not None
         return _plan(lang, chosen_runs, chosen, current_device, busy_devices), gr.update(visible=busy)
 
@@ -287,8 +285,6 @@ def build(ctx: UIContext) -> None:
                     temp, p, k, rep, max_tokens, seed_value, request: gr.Request):
         from backend.chat.engine import device_notice
         from backend.chat.generation import GenerationSettings, Reply
-        from backend.runs.store import RunStore
-
         targets = catalog(runs_dir, chosen_runs or [], resolve)
         chosen = list(chosen or [])
         problem = None
@@ -305,7 +301,7 @@ def build(ctx: UIContext) -> None:
                                       repetition_penalty=float(rep), max_new_tokens=int(max_tokens),
                                       seed=int(seed_value or 0), system_prompt=system_prompt or "")
         problem = problem or " ".join(localize(p, lang) for p in settings.problems()) or localize(device_notice(
-            current_device or "cpu", RunStore(ctx.workspace).busy_devices()), lang)
+            current_device or "cpu", ctx.store.busy_devices()), lang)
         if problem:
             yield outputs_for(lang, state["keys"], targets, state, f"⚠️ {problem}")
             return

@@ -17,7 +17,7 @@ from ui import run_view
 from ui.context import UIContext
 from ui.forms import _label as _
 from ui.i18n import localize
-from ui.tabs.train import resume, run_store, stop
+from ui.run_actions import resume, stop
 
 TICK_S = 2.0
 TABLE_TICK_S = 5.0
@@ -105,7 +105,7 @@ def _msg(ctx: UIContext, lang: str | None):
 def list_runs(ctx: UIContext, selected: str | None = None) -> tuple[list[list], list[str], str | None]:
     """(table rows, run ids, run to watch): keeps `selected` when it still exists,
     else watches the newest live run, else the newest run."""
-    infos = run_store(ctx).list()
+    infos = ctx.store.list()
     ids = [i.run_id for i in infos]
     if selected not in ids:
         live = [i.run_id for i in infos if i.state in ("queued", "running")]
@@ -148,7 +148,7 @@ def tick(ctx: UIContext, lang: str | None, watch: run_view.Watch | None, run_id:
         watch.follow(None, None)
         return [watch, msg("runs.none"), "", gr.update(visible=False), "", *[gr.skip()] * len(CHART_KEYS)]
     try:
-        info = run_store(ctx).get(run_id)
+        info = ctx.store.get(run_id)
     except RunError as error:
         return [watch, msg("runs.msg.error", error=localize(error, lang)), "", gr.update(visible=False), "",
                 *[gr.skip()] * len(CHART_KEYS)]
@@ -167,7 +167,7 @@ def compare(ctx: UIContext, lang: str | None, run_ids: list[str] | None) -> tupl
     if not run_ids or len(run_ids) < 2:
         return msg("runs.compare.need_two"), None, None
     try:
-        infos = [run_store(ctx).get(r) for r in run_ids]
+        infos = [ctx.store.get(r) for r in run_ids]
     except RunError as error:
         return msg("runs.msg.error", error=localize(error, lang)), None, None
     # One full read per run, once per click: compare is not on the timer.

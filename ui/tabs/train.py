@@ -16,11 +16,12 @@ import gradio as gr
 from backend.config import ConfigError, RunConfig
 from backend.models.presets import PRESETS
 from backend.runs.safe_names import UnsafeName, clean_name, path_inside
-from backend.runs.store import RunError, RunStore
+from backend.runs.store import RunError
 from ui import forms, scale_view
 from ui import train_summary as summary
 from ui.context import UIContext
 from ui.i18n import localize
+from ui.run_actions import resume, stop
 
 _ = forms._label
 TEXT: dict[str, dict[str, str]] = {
@@ -97,20 +98,12 @@ TEXT: dict[str, dict[str, str]] = {
     "train.command": _("Command", "命令"),
     "train.yaml": _("run.yaml", "run.yaml"),
     "train.msg.started": _("✅ Started run **{run_id}**. Watch it in the Runs tab.", "✅ 已开始运行 **{run_id}**，可在“运行”页查看。"),
-    "train.msg.stopping": _("⏹ Stopping run **{run_id}**: it saves a checkpoint and exits.", "⏹ 正在停止 **{run_id}**：保存检查点后退出。"),
-    "train.msg.resumed": _("▶️ Resumed run **{run_id}**.", "▶️ 已继续运行 **{run_id}**。"),
-    "train.msg.no_run": _("No run to act on: start one here or select one in the Runs tab.", "没有可操作的运行：请在此开始一个，或在“运行”页选择。"),
     "train.msg.invalid": _("❌ {error}", "❌ {error}"),
     "train.msg.command": _("Save the YAML below as `run.yaml` and run this from the repository folder:",
                            "将下面的 YAML 保存为 `run.yaml`，并在仓库目录运行："),
     "train.msg.saved": _("Saved the config as {path}.", "配置已保存为 {path}。"),
     "train.msg.loaded": _("Loaded the config from {name}.", "已从 {name} 加载配置。"),
 }
-
-
-def run_store(ctx: UIContext) -> RunStore:
-    """One RunStore per app (it reaps the workers it launched), shared by the tabs."""
-    return ctx.shared.setdefault("run_store", RunStore(ctx.workspace))
 
 
 def _msg(ctx: UIContext, lang: str | None):
@@ -157,33 +150,11 @@ def start(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> tuple
     msg = _msg(ctx, lang)
     try:
         config = forms.config_from_values(list(values), model, dataset)
-        run_id = run_store(ctx).launch(config)
+        run_id = ctx.store.launch(config)
     except (ConfigError, RunError) as error:
         return msg("train.msg.invalid", error=localize(error, lang)), None
     ctx.remember(model=config.model_name_or_path, train=config.to_dict())
     return msg("train.msg.started", run_id=run_id), run_id
-
-
-def stop(ctx: UIContext, lang: str, run_id: str | None) -> str:
-    msg = _msg(ctx, lang)
-    if not run_id:
-        return msg("train.msg.no_run")
-    try:
-        run_store(ctx).stop(run_id)
-    except RunError as error:
-        return msg("train.msg.invalid", error=localize(error, lang))
-    return msg("train.msg.stopping", run_id=run_id)
-
-
-def resume(ctx: UIContext, lang: str, run_id: str | None) -> str:
-    msg = _msg(ctx, lang)
-    if not run_id:
-        return msg("train.msg.no_run")
-    try:
-        run_store(ctx).resume(run_id)
-    except RunError as error:
-        return msg("train.msg.invalid", error=localize(error, lang))
-    return msg("train.msg.resumed", run_id=run_id)
 
 
 def show_command(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> tuple[str, str, str]:
@@ -191,8 +162,8 @@ def show_command(ctx: UIContext, lang: str, model: str, dataset: str, *values) -
     msg = _msg(ctx, lang)
     try:
         config = forms.config_from_values(list(values), model, dataset)
-        argv, yaml_text = run_store(ctx).command_for(config)
-        others = run_store(ctx).node_commands(config)
+        argv, yaml_text = ctx.store.command_for(config)
+        others = ctx.store.node_commands(config)
     except (ConfigError, RunError) as error:
         return msg("train.msg.invalid", error=localize(error, lang)), "", ""
     return msg("train.msg.command"), scale_view.command_text(argv, others, msg), yaml_text

@@ -1,0 +1,47 @@
+"""Stop and Resume, shared by the Train and Runs tabs (both show the buttons).
+
+Plain functions over the UI context, the language and a run id, tested
+without a browser; the messages are this module's own, so a tab that wires
+the buttons needs no other tab's texts.
+"""
+
+from __future__ import annotations
+
+from backend.runs.store import RunError
+from ui.context import UIContext
+from ui.i18n import localize
+
+TEXT: dict[str, dict[str, str]] = {
+    "run_actions.no_run": {"en": "No run to act on: start one here or select one in the Runs tab.",
+                           "zh": "没有可操作的运行：请在此开始一个，或在“运行”页选择。"},
+    "run_actions.stopping": {"en": "⏹ Stopping run **{run_id}**: it saves a checkpoint and exits.",
+                             "zh": "⏹ 正在停止 **{run_id}**：保存检查点后退出。"},
+    "run_actions.resumed": {"en": "▶️ Resumed run **{run_id}**.", "zh": "▶️ 已继续运行 **{run_id}**。"},
+    "run_actions.refused": {"en": "❌ {error}", "zh": "❌ {error}"},
+}
+
+
+def _msg(lang: str | None, key: str, **values) -> str:
+    entry = TEXT[f"run_actions.{key}"]
+    return (entry.get(lang or "en") or entry["en"]).format(**values)
+
+
+def stop(ctx: UIContext, lang: str | None, run_id: str | None) -> str:
+    """Ask the run's worker to save and exit (the app's one RunStore escalates after the grace period)."""
+    if not run_id:
+        return _msg(lang, "no_run")
+    try:
+        ctx.store.stop(run_id)
+    except RunError as error:
+        return _msg(lang, "refused", error=localize(error, lang))
+    return _msg(lang, "stopping", run_id=run_id)
+
+
+def resume(ctx: UIContext, lang: str | None, run_id: str | None) -> str:
+    if not run_id:
+        return _msg(lang, "no_run")
+    try:
+        ctx.store.resume(run_id)
+    except RunError as error:
+        return _msg(lang, "refused", error=localize(error, lang))
+    return _msg(lang, "resumed", run_id=run_id)
