@@ -123,9 +123,12 @@ class ModelSet:
         folder = checkpoint_folder(self.run_dir, name)
         if not (folder / "adapter_config.json").is_file():  # a full fine-tuning checkpoint
             return self._load_plain(folder)
+        return self.adapter_model(folder, name.replace("-", "_"))
+
+    def adapter_model(self, folder: Path, adapter: str):
+        """The base with the LoRA adapter in `folder` attached as `adapter` (loaded once) and active."""
         from peft import PeftModel
 
-        adapter = name.replace("-", "_")
         if self.peft is None:
             self.peft = PeftModel.from_pretrained(self.base, str(folder), adapter_name=adapter).eval()
         elif adapter not in self.peft.peft_config:

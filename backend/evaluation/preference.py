@@ -75,12 +75,4 @@ def reference_model(models, init_adapter: Path | None):
     """The run's reference on the ModelSet's base: the base itself, or the init adapter attached by name."""
     if init_adapter is None:
         return models.model_for("base")
-    from peft import PeftModel
-
-    if models.peft is None:
-        models.peft = PeftModel.from_pretrained(models.base, str(init_adapter), adapter_name=REFERENCE).eval()
-    elif REFERENCE not in models.peft.peft_config:
-        models.peft.load_adapter(str(init_adapter), adapter_name=REFERENCE)
-    models.peft.base_model.enable_adapter_layers()
-    models.peft.set_adapter(REFERENCE)
-    return models.peft
+    return models.adapter_model(Path(init_adapter), REFERENCE)
