@@ -65,7 +65,7 @@ def test_check_dataset_explains_a_bad_file(client, tmp_path):
 
 def test_list_datasets(client, served, shared_data):
     from backend.data.load import load_rows
-    from backend.data.store import save_dataset
+    from backend.data.saved_datasets import save_dataset
 
     assert client.predict(api_name="/list_datasets") == []
     loaded = load_rows(shared_data / "identity.json")

@@ -15,7 +15,7 @@ from backend.data.checks import check_file, check_rows
 from backend.data.encode import count_tokens
 from backend.data.fixes import FixPlan, apply_fixes
 from backend.data.load import load_rows
-from backend.data.store import (
+from backend.data.saved_datasets import (
     list_workspace_datasets,
     load_dataset_rows,
     save_dataset,

@@ -12,7 +12,7 @@ import zipfile
 import pytest
 
 from backend.export.exporter import export_checkpoint
-from backend.export.files import ExportError, ensure_disk_space, parse_size
+from backend.export.outputs import ExportError, ensure_disk_space, parse_size
 from backend.runs.workspace import Workspace
 from tests.eval_export_runs import cached_run, checkpoint_names, copy_run, link_demo_model, one_torch_thread
 

@@ -17,7 +17,7 @@ import yaml
 
 from backend.config import RunConfig
 from backend.export.exporter import REPORT_FILE, start_export
-from backend.export.files import ExportError, base_model_for
+from backend.export.outputs import ExportError, base_model_for
 from backend.runs.files import read_status
 from backend.runs.jobs import COMPLETED, RUNNING, read_progress
 from backend.runs.workspace import Workspace

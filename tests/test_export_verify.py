@@ -8,7 +8,7 @@ import json
 import pytest
 
 from backend.export.exporter import REPORT_FILE, _finish
-from backend.export.files import BaseModel, ExportError
+from backend.export.outputs import BaseModel, ExportError
 from backend.export.verify import compare_row, judge
 
 EQUAL = compare_row("q1", "Paris.", "Paris.", None)

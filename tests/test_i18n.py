@@ -31,8 +31,8 @@ REPO = Path(__file__).resolve().parents[1]
 # Modules whose user-facing errors all go through backend/messages.py.
 CATALOGUED_MODULES = ("backend/config.py", "backend/runs/store.py", "backend/runs/info.py", "backend/training/errors.py",
                       "backend/training/session.py", "backend/chat/generation.py", "backend/chat/engine.py",
-                      "backend/models/loading.py", "backend/data/store.py", "backend/models/hardware.py", "backend/models/memory.py",
-                      "backend/export/exporter.py", "backend/export/files.py", "backend/evaluation/evaluator.py",
+                      "backend/models/loading.py", "backend/data/saved_datasets.py", "backend/models/hardware.py", "backend/models/memory.py",
+                      "backend/export/exporter.py", "backend/export/outputs.py", "backend/evaluation/evaluator.py",
                       "backend/training/cli.py", "backend/runs/safe_names.py", "backend/data/fixes.py",
                       "backend/chat/targets.py", "backend/chat/cli.py")
 USER_ERRORS = {"ConfigError", "RunError", "ModelLoadError", "DatasetRefused", "DatasetExists", "DeviceChoiceError",
@@ -206,7 +206,7 @@ def test_every_data_check_has_a_chinese_title():
 
 def test_evaluate_and_export_refusals_in_chinese(tmp_path):
     from backend.evaluation.evaluator import EvalError, start_evaluation
-    from backend.export.files import ExportError, parse_size
+    from backend.export.outputs import ExportError, parse_size
     from backend.runs.jobs import FAILED, read_progress, stage_of, write_progress
 
     with pytest.raises(EvalError) as info:
@@ -246,7 +246,7 @@ def test_resume_refusals_and_warnings_in_chinese(tmp_path):
 
 
 def test_unsafe_names_refused_in_chinese(workspace):
-    from backend.data.store import validate_name
+    from backend.data.saved_datasets import validate_name
     from backend.export.exporter import ExportError, export_folder
     from backend.runs.safe_names import UnsafeName, path_inside
     from ui.data_texts import TEXT as DATA_TEXT

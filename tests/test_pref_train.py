@@ -82,7 +82,7 @@ def assert_learns(run_dir: Path) -> None:
 
 def test_dpo_continues_the_sft_adapter_with_eval_metrics_and_preference_scores(workspace, subprocess_env,
                                                                                trained_demo_run):
-    from backend.data.store import save_dataset
+    from backend.data.saved_datasets import save_dataset
     from backend.evaluation.evaluator import evaluate_run
 
     save_dataset(workspace.datasets_dir, "pairs6", pairs(6), source={"path": "test", "sha256": None}, fixes=[],

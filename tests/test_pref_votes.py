@@ -55,7 +55,7 @@ def test_votes_become_pairs_with_skips_counted(voted_run):
 
 def test_saved_dataset_has_provenance_and_loads_as_pairs(voted_run):
     from backend.data.checks import check_file
-    from backend.data.store import load_dataset_rows
+    from backend.data.saved_datasets import load_dataset_rows
 
     ws, run = voted_run
     folder, provenance = save_votes_dataset(run, ws.datasets_dir, "votes-a")

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from backend.config import RunConfig
-from backend.data.store import save_dataset
+from backend.data.saved_datasets import save_dataset
 from backend.export.exporter import start_export
-from backend.export.files import ExportError
+from backend.export.outputs import ExportError
 from backend.models.hardware import Device
 from backend.runs.safe_names import UnsafeName, checked_name, clean_name, path_inside
 from backend.runs.store import RunStore

@@ -89,7 +89,7 @@ def test_alpaca_file_and_bad_rows(tmp_path, workspace):
 
 
 def test_workspace_dataset_uses_its_own_eval_split(tokenizer, workspace):
-    from backend.data.store import save_dataset
+    from backend.data.saved_datasets import save_dataset
 
     rows = [{"messages": [{"role": "user", "content": f"Hi {n}"}, {"role": "assistant", "content": "Hello."}]}
             for n in range(3)]

@@ -343,7 +343,7 @@ def test_trains_from_a_sharegpt_file(workspace, subprocess_env):
 
 def test_trains_from_a_workspace_dataset_with_its_eval_split(workspace, subprocess_env):
     from backend.data.demo_rows import build_demo_rows
-    from backend.data.store import save_dataset
+    from backend.data.saved_datasets import save_dataset
 
     folder = save_dataset(workspace.datasets_dir, "saved", build_demo_rows()[:8], source={"path": "x", "sha256": "0"},
                           fixes=[], rows_before=8, eval_ratio=0.25)

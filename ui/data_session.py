@@ -41,7 +41,7 @@ class Analysis:
 
 def dataset_source(workspace: Workspace, name: str) -> Path:
     """The folder of a workspace dataset, refusing names that leave datasets/."""
-    from backend.data.store import validate_name
+    from backend.data.saved_datasets import validate_name
 
     return workspace.datasets_dir / validate_name(name)
 
@@ -62,7 +62,7 @@ def analyse(workspace: Workspace, path: str, mapping: dict | None, plan: dict, m
     from backend.data.checks.run import check_rows
     from backend.data.fixes import FixPlan, apply_fixes
     from backend.data.load import load_rows
-    from backend.data.store import file_sha256
+    from backend.data.saved_datasets import file_sha256
 
     tokenizer = load_tokenizer(workspace, model)
     loaded = load_rows(path, mapping)
@@ -174,7 +174,7 @@ def parse_pairs(text: str, what: str) -> dict[str, str]:
 def save(workspace: Workspace, analysis: Analysis, name: str, eval_ratio: float, seed: int,
          overwrite: bool) -> Path:
     """Write the fixed rows as workspace dataset `name` with its train / eval split."""
-    from backend.data.store import save_dataset
+    from backend.data.saved_datasets import save_dataset
 
     steps = list(analysis.steps)
     if analysis.rejected:
@@ -184,7 +184,7 @@ def save(workspace: Workspace, analysis: Analysis, name: str, eval_ratio: float,
 
 
 def workspace_datasets(workspace: Workspace) -> list[str]:
-    from backend.data.store import list_workspace_datasets
+    from backend.data.saved_datasets import list_workspace_datasets
 
     return [meta["name"] for meta in list_workspace_datasets(workspace.datasets_dir)]
 

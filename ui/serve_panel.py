@@ -1,5 +1,5 @@
 """The Serve panel of the Chat tab: start / stop `python -m backend.serve` for one
-run as a background job (backend/serve/jobs.py) and show its base URL, model
+run as a background job (backend/serve/server_job.py) and show its base URL, model
 names and copyable curl / Python examples.
 
 The handlers are module-level functions over plain values (workspace, language,
@@ -68,7 +68,7 @@ def examples(url: str, model: str) -> tuple[str, str]:
 def view(workspace, lang: str | None) -> tuple[str, str, str, str]:
     """(status line, base URL, curl example, Python example) from the job's progress file."""
     from backend.runs.jobs import COMPLETED, FAILED, RUNNING
-    from backend.serve.jobs import log_path, status
+    from backend.serve.server_job import log_path, status
 
     progress = status(workspace)
     state = progress.get("state")
@@ -90,7 +90,7 @@ def view(workspace, lang: str | None) -> tuple[str, str, str, str]:
 
 
 def start_server(workspace, lang: str | None, run_id: str | None, port, device: str | None) -> str:
-    from backend.serve.jobs import ServeJobError, start
+    from backend.serve.server_job import ServeJobError, start
 
     if not run_id:
         return "⚠️ " + _msg(lang, "serve.msg_pick_run")
@@ -102,7 +102,7 @@ def start_server(workspace, lang: str | None, run_id: str | None, port, device: 
 
 
 def stop_server(workspace, lang: str | None) -> str:
-    from backend.serve.jobs import stop
+    from backend.serve.server_job import stop
 
     return _msg(lang, "serve.msg_stopped" if stop(workspace) else "serve.msg_not_running")
 

@@ -59,7 +59,7 @@ def voted_checkpoint(run_dir: Path) -> str | None:
 
 def save_votes_dataset(run_dir: Path, datasets_dir: Path, name: str, overwrite: bool = False) -> tuple[Path, dict]:
     """Write the votes of `run_dir` as workspace dataset `name`; returns (folder, provenance)."""
-    from backend.data.store import save_dataset, validate_name
+    from backend.data.saved_datasets import save_dataset, validate_name
 
     try:
         validate_name(name)

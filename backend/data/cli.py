@@ -106,7 +106,7 @@ def run_check(args) -> int:
 def run_fix(args) -> int:
     from backend.data.fixes import FixPlan, apply_fixes
     from backend.data.load import load_rows
-    from backend.data.store import file_sha256, save_dataset, validate_name
+    from backend.data.saved_datasets import file_sha256, save_dataset, validate_name
     from backend.runs.workspace import Workspace
 
     validate_name(args.out)

@@ -55,7 +55,7 @@ def build_demo_pairs() -> list[dict]:
 
 def ensure_demo_pairs(datasets_dir: Path) -> Path:
     """datasets_dir/demo-pairs/ (train + eval split, meta.json); rewritten on a new version."""
-    from backend.data.store import save_dataset
+    from backend.data.saved_datasets import save_dataset
 
     folder = Path(datasets_dir) / DEMO_PAIRS_NAME
     try:

@@ -4,5 +4,5 @@ evaluator.py    eval loss / perplexity and greedy answers per checkpoint, as a C
 results.py      eval/<checkpoint>/ folders: names, reading results back, checkpoint choices
 text_scores.py  BLEU, ROUGE-1/2/L, exact match of answers against references
 greedy.py       greedy answers to prompts, shared with export verification
-preference.py   preference accuracy and margins of DPO-style runs
+pair_scores.py  preference accuracy and margins of DPO-style runs
 """

@@ -71,7 +71,7 @@ def evaluation_rows(run_dir: Path, data: Path | None, max_samples: int | None) -
     else:
         rows, label = held_out_rows(run_dir), "the run's held-out split"
     if rows and "messages" not in rows[0]:  # preference data: pairs are scored, not answers
-        from backend.evaluation.preference import pair_rows
+        from backend.evaluation.pair_scores import pair_rows
 
         rows = pair_rows(rows)
         if not rows:
@@ -234,8 +234,8 @@ def evaluate_run(run_dir: Path, checkpoints: list[str] | None = None, data: Path
 
 
 def evaluate_pairs(run_dir: Path, checkpoints: list[str], rows: list[dict], settings: dict, progress) -> dict:
-    """Preference accuracy and mean margin per checkpoint (backend/evaluation/preference.py)."""
-    from backend.evaluation.preference import pair_logps, preference_scores, reference_model
+    """Preference accuracy and mean margin per checkpoint (backend/evaluation/pair_scores.py)."""
+    from backend.evaluation.pair_scores import pair_logps, preference_scores, reference_model
     from backend.training.preference import init_adapter_dir
 
     config = RunConfig.load(run_dir / CONFIG_FILE)

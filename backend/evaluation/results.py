@@ -25,7 +25,7 @@ PROGRESS_FILE = "progress.json"
 # Metric -> True when lower is better.
 METRICS = {"eval_loss": True, "perplexity": True, "bleu": False, "rouge1": False, "rouge2": False,
            "rougeL": False, "exact_match": False,
-           # preference runs (backend/evaluation/preference.py)
+           # preference runs (backend/evaluation/pair_scores.py)
            "preference_accuracy": False, "mean_margin": False, "logp_accuracy": False}
 
 

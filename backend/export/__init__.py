@@ -1,7 +1,7 @@
 """Export of a checkpoint (`python -m backend.export`).
 
 exporter.py    adapter copy or merged model, staged and renamed into place; CLI and background job
-files.py       output names inside the workspace, the base model of a run, sizes, the zip
+outputs.py     output names inside the workspace, the base model of a run, sizes, the zip
 model_card.py  README.md of an export (base model, data, settings, verification verdict)
 verify.py      the merged model's greedy answers against the adapter's: equal, tie or differ
 """

@@ -28,7 +28,8 @@ import sys
 import time
 from pathlib import Path
 
-from backend.export.files import (
+from backend.export.model_card import build_model_card
+from backend.export.outputs import (
     ExportError,
     base_model_for,
     checkpoint_kind,
@@ -43,7 +44,6 @@ from backend.export.files import (
     resolve_dtype,
     write_zip,
 )
-from backend.export.model_card import build_model_card
 from backend.export.verify import FAILED as VERIFY_FAILED
 from backend.export.verify import VERIFY_NEW_TOKENS, verify_export
 from backend.messages import message_of, msg

@@ -10,7 +10,7 @@ batching.py   waiting greedy requests answered by one generate call (--max-batch
 responses.py  completion bodies and server-sent event chunks
 names.py      served names: base, checkpoint-<step>, final (re-read from disk)
 vllm.py       --engine vllm: the `vllm serve --enable-lora --lora-modules` command
-jobs.py       start / stop / read a server as a background job (for the UI)
+server_job.py start / stop / read a server as a background job (for the UI)
 
-Nothing is imported here: the UI imports jobs.py without torch or FastAPI.
+Nothing is imported here: the UI imports server_job.py without torch or FastAPI.
 """

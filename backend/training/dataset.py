@@ -22,13 +22,13 @@ from backend.config import ConfigError, RunConfig, split_sizes
 from backend.data.encode import IGNORE_INDEX, encode_messages
 from backend.data.errors import DataError
 from backend.data.load import DATASET_INFO
-from backend.data.store import EVAL_FILE, is_workspace_dataset, load_dataset_rows, validate_name
+from backend.data.saved_datasets import EVAL_FILE, is_workspace_dataset, load_dataset_rows, validate_name
 from backend.messages import msg
 from backend.runs.workspace import Workspace
 
 log = logging.getLogger("backend.train")
 
-EVAL_FILES = (EVAL_FILE,)  # a workspace dataset's held-out split (backend/data/store.py)
+EVAL_FILES = (EVAL_FILE,)  # a workspace dataset's held-out split (backend/data/saved_datasets.py)
 SCHEMA_REASON = "unusable row (schema problem; see `python -m backend.data check`)"
 
 

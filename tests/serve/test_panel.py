@@ -28,7 +28,7 @@ def test_refusals_are_sentences(serve_workspace):
 
 
 def test_start_shows_url_and_names_then_stop(serve_workspace):
-    from backend.serve.jobs import status
+    from backend.serve.server_job import status
 
     assert serve_panel.view(serve_workspace, "en")[1] == ""
     port = free_port()

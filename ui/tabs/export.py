@@ -124,7 +124,7 @@ def build(ctx: UIContext) -> None:
 
     def start_job(lang, current, ckpt, export_kind, export_name, shard_size, dtype_name, replace, want_zip, base_model):
         from backend.export.exporter import export_folder, start_export
-        from backend.export.files import ExportError
+        from backend.export.outputs import ExportError
 
         if not current or not ckpt:
             return ctx.msg(lang, "export.msg_pick"), None

@@ -212,7 +212,7 @@ def _defaults(ctx: UIContext) -> RunConfig:
 
 def _dataset_choices(ctx: UIContext) -> list[str]:
     # The data backend's own listing: exactly the folders the worker accepts.
-    from backend.data.store import list_workspace_datasets
+    from backend.data.saved_datasets import list_workspace_datasets
 
     names = [d["name"] for d in list_workspace_datasets(ctx.workspace.datasets_dir)]
     return ["demo", *[n for n in names if n != "demo"]]
