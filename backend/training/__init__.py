@@ -9,10 +9,14 @@ speed.py      per-run choices: packed or padded batches, gradient checkpointing 
 model.py      base model + LoRA / QLoRA / full set-up
 arguments.py  RunConfig -> transformers TrainingArguments
 callbacks.py  checkpoint markers + rotation, graceful stop, disk check
-metrics.py    metrics.jsonl lines (the documented shape, grad-norm heatmap data)
+metrics_log.py metrics.jsonl lines (the documented shape, grad-norm heatmap data)
 cli.py        command line, run folder, resume reconciliation, logging, SIGTERM flag
 session.py    lifecycle: build (tokenizer, data, model, Trainer), train / resume, finish
 errors.py     exceptions -> one sentence + advice + exit code; failed status
 summary.py    summary.json
 demo_stage.py the demo model's first build as a stage of the run (and in the background at app start)
+preference.py the preference stages (dpo / orpo / simpo / kto) through TRL's trainers
+disk.py       a full disk recognised whatever raised it; partial folders removed
+threads.py    the worker's share of the CPU cores
+plan_check.py warnings for absurd plans (steps, then time after the first step)
 """
