@@ -315,13 +315,15 @@ def test_row_problems_of_the_schema_check_in_chinese(workspace, tmp_path):
 def test_a_chat_column_error_in_chinese(workspace):
     from backend.chat.generation import Reply, _explain
     from backend.chat.targets import ChatTarget
+    from ui.chat_session import ChatSession, column_notes
     from ui.tabs import chat
 
     reply = Reply()
     reply.fail(_explain(RuntimeError("CUDA out of memory. Tried to allocate 2 GiB")))
     assert reply.error.startswith("The device ran out of memory while generating")  # the command line
     ctx = UIContext(workspace=workspace, texts=merge_texts(chat.TEXT), i18n=None)
-    state = {"histories": {"a": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""}]}}
-    notes = chat._column_notes(ctx, "zh", ["a"], {"a": ChatTarget(model="demo")}, state, [reply], False)
+    session = ChatSession(histories={"a": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""}]})
+    say = chat.ChatServices(ctx).say("zh")
+    notes = column_notes(session, ["a"], {"a": ChatTarget(model="demo")}, [reply], say, "zh")
     assert any("生成时设备内存不足" in n for n in notes)
-    assert state["histories"]["a"][-1]["content"].startswith("⚠️ 生成时设备内存不足")
+    assert session.histories["a"][-1]["content"].startswith("⚠️ 生成时设备内存不足")

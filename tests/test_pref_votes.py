@@ -106,13 +106,13 @@ def test_handlers_save_and_prefill(voted_run):
 def test_vote_answers_take_the_winners_context_and_skip_failed_columns():
     from types import SimpleNamespace
 
-    from ui.tabs.chat import vote_answers
+    from ui.chat_session import ChatSession, vote_answers
 
     targets = {"a": SimpleNamespace(key="base"), "b": SimpleNamespace(key="run/final")}
-    state = {"prompt": "Q", "histories": {
+    session = ChatSession(keys=["a", "b"], prompt="Q", histories={
         "a": [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "A1"}],
-        "b": [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "⚠️ out of memory"}]}}
-    answers, context = vote_answers(state, ["a", "b"], targets, targets["a"])
+        "b": [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "⚠️ out of memory"}]})
+    answers, context = vote_answers(session, targets, targets["a"])
     assert answers == {"base": "A1"} and context == [{"role": "user", "content": "Q"}]
 
 
