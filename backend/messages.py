@@ -257,6 +257,8 @@ CATALOGUE: dict[str, str] = {
     "data.hint.split_shapes": "Split it into one file per shape",
     "data.no_usable_rows": "none of the {count} rows can be used; the first problem: {problem}",
     "data.hint.fix_rows": "Fix the rows (see the schema check) or give a column mapping",
+    "data.no_chat_template": "the tokenizer has no chat template",
+    "data.hint.chat_model": "Pick a chat / instruct model, or 'demo'",
     "data.not_workspace_dataset": "this folder is not a workspace dataset (no {meta} + {train})",
     "data.hint.workspace_dataset": "Pass a data file or a folder made by the Data tab / `python -m backend.data fix`",
     "data.no_shape": "no known shape: its columns are {columns}",

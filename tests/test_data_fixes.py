@@ -176,12 +176,3 @@ def test_cli_fix_saves_a_dataset_and_leaves_the_source(tmp_path, shared_data, su
     bad = subprocess.run([sys.executable, "-m", "backend.data", "fix", str(source), "--out", "../escape",
                           "--workspace", str(ws)], capture_output=True, text=True, env=subprocess_env, timeout=120)
     assert bad.returncode == 2 and "not allowed" in bad.stderr and "Traceback" not in bad.stderr
-
-
-def test_every_fix_named_for_a_check_is_a_plan_field():
-    import dataclasses
-
-    from backend.data.checks import BY_ID, FIX_FOR_CHECK
-
-    fields = {f.name for f in dataclasses.fields(FixPlan)}
-    assert set(FIX_FOR_CHECK) <= set(BY_ID) and set(FIX_FOR_CHECK.values()) <= fields

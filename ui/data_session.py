@@ -1,7 +1,13 @@
-"""What the Data tab works on, without gradio: one source file (or workspace
-dataset), the user's column mapping and chosen fixes, the token-counting
-model and cutoff. Every event recomputes the analysis from these few values,
-so the browser session holds no rows and the user's file is only ever read.
+"""What the Data tab keeps between events, without gradio: the data sessions
+(backend/data/session.py) of the files open in the tab, and small view helpers.
+
+The browser's state is a small dict (path, mapping, fix plan, model, cutoff and
+the token of its session here); the rows stay on the server. A file is read
+when it is opened or checked again; fixes work on the rows already read, and a
+page turn, a check's rows or a save reuse the last analysis: none of them
+parses or checks the file again. Only the last few sessions are kept (each
+holds a file's rows); a state whose session was let go (or a restarted server)
+reads its file again.
 
 Row numbers shown to the user are always rows of the source file (0-based,
 like `python -m backend.data check`).
@@ -9,34 +15,68 @@ like `python -m backend.data check`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+import secrets
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 
-from backend.data.errors import DataError
+from backend.data.session import PAGE_SIZE, Analysis, DataSession
 from backend.runs.workspace import Workspace
 
-PAGE_SIZE = 5
-FIX_FIELDS = ("remove_control_chars", "strip_html", "normalize", "fill", "drop_empty", "drop_duplicates",
-              "drop_near_duplicates", "conflicts", "over_cutoff", "drop_identical_pairs")
+__all__ = ["PAGE_SIZE", "Analysis"]
+KEEP = 3  # sessions held at once (a 100,000-row file holds a few hundred MB of rows)
 
 
 @dataclass
-class Analysis:
-    label: str  # the file or dataset, as shown
-    detected: str  # one sentence from the loader: type, encoding, shape
-    shape_columns: dict[str, str]  # canonical field -> the file's column (the mapping in use)
-    file_columns: list[str]  # the columns of the file's first row
-    report: dict  # backend Report.to_dict(all_rows=True), of the rows after the fixes
-    rows: list[dict]  # canonical rows after the fixes
-    indices: list[int]  # the file row of each of `rows`
-    rejected: list  # SourceRow items that could not be converted (schema problems)
-    steps: list[dict] = field(default_factory=list)  # applied fixes with their counts
-    total: int = 0  # rows in the file
-    source_meta: dict = field(default_factory=dict)  # provenance for meta.json
+class _Kept:
+    session: DataSession
+    key: tuple | None = None  # (plan, model, cutoff) of `analysis`
+    analysis: Analysis | None = None
 
-    @property
-    def fixed(self) -> bool:
-        return bool(self.steps)
+
+_kept: OrderedDict[str, _Kept] = OrderedDict()
+_lock = threading.Lock()
+
+
+def open_session(state: dict) -> dict:
+    """Read the state's file (the one read of it) and keep it; the state, carrying its session's token."""
+    session = DataSession(state["path"], state.get("mapping"))
+    token = state.get("session") or secrets.token_hex(8)
+    _keep(token, _Kept(session))
+    return {**state, "session": token}
+
+
+def _keep(token: str, kept: _Kept) -> None:
+    with _lock:
+        _kept[token] = kept
+        _kept.move_to_end(token)
+        while len(_kept) > KEEP:
+            _kept.popitem(last=False)
+
+
+def analyse(workspace: Workspace, state: dict) -> Analysis:
+    """The state's rows after its fixes with their report, from its kept session (the last
+    analysis again when nothing changed). Raises DataError / ValueError with a sentence for the user."""
+    from backend.data.fix_table import plan_values
+    from backend.data.fixes import FixPlan
+
+    token = state.get("session")
+    with _lock:
+        kept = _kept.get(token) if token else None
+        if kept is not None:
+            _kept.move_to_end(token)
+    if kept is None or kept.session.path != str(state["path"]) or kept.session.mapping != state.get("mapping"):
+        kept = _Kept(DataSession(state["path"], state.get("mapping")))  # let go or never opened: read it again
+        _keep(token or secrets.token_hex(8), kept)
+    plan, model, cutoff = state.get("plan") or {}, state.get("model"), int(state.get("cutoff", 256))
+    key = (json.dumps(plan, sort_keys=True), model, cutoff)
+    if kept.key != key:
+        tokenizer = load_tokenizer(workspace, model)
+        kept.analysis = kept.session.analyse(FixPlan(**plan_values(plan)), tokenizer, model, cutoff)
+        kept.key = key
+    return kept.analysis
 
 
 def dataset_source(workspace: Workspace, name: str) -> Path:
@@ -48,65 +88,11 @@ def dataset_source(workspace: Workspace, name: str) -> Path:
 
 def load_tokenizer(workspace: Workspace, model: str | None):
     """The tokenizer that counts tokens ('demo' or a local folder), or None for no token counts."""
-    from backend.data.cli import load_model_tokenizer
+    from backend.data.session import load_model_tokenizer
     from ui.warmup import import_heavy_libraries
 
     import_heavy_libraries()
     return load_model_tokenizer(model or None, workspace.root)
-
-
-def analyse(workspace: Workspace, path: str, mapping: dict | None, plan: dict, model: str | None,
-            cutoff: int) -> Analysis:
-    """Load, fix and check. Raises DataError / ValueError with a sentence for the user."""
-    from backend.data.checks import check_file
-    from backend.data.checks.run import check_rows
-    from backend.data.fixes import FixPlan, apply_fixes
-    from backend.data.load import load_rows
-    from backend.data.saved_datasets import file_sha256
-
-    tokenizer = load_tokenizer(workspace, model)
-    loaded = load_rows(path, mapping)
-    fix_plan = FixPlan(**{k: v for k, v in (plan or {}).items() if k in FIX_FIELDS})
-    fixed = apply_fixes(loaded.rows, loaded.indices, fix_plan, tokenizer, cutoff)
-    steps = [s.to_dict() for s in fixed.steps]
-    if steps:
-        report = check_rows(fixed.rows, tokenizer=tokenizer, model=model, cutoff_len=cutoff, label=loaded.source.label)
-        # check_rows numbers rows by position; show them as rows of the file.
-        report_dict = _renumber(report.to_dict(all_rows=True), fixed.indices)
-        report_dict["rows"], report_dict["schema_rejected"] = loaded.total, len(loaded.rejected)
-    else:
-        report_dict = check_file(path, tokenizer=tokenizer, model=model, cutoff_len=cutoff,
-                                 mapping=mapping).to_dict(all_rows=True)
-    first_raw = loaded.rejected[0].raw if loaded.rejected and not loaded.indices else None
-    source = loaded.source
-    return Analysis(
-        label=source.label, detected=source.describe(), shape_columns=dict(source.shape.columns),
-        file_columns=_columns(path, mapping, first_raw), report=report_dict, rows=fixed.rows,
-        indices=fixed.indices, rejected=loaded.rejected, steps=steps, total=loaded.total,
-        source_meta={"path": str(Path(source.path).resolve()), "sha256": file_sha256(source.path),
-                     "format": source.shape.name, "file_type": source.file_type,
-                     "encoding": source.encoding, "rows": loaded.total},
-    )
-
-
-def _renumber(report: dict, indices: list[int]) -> dict:
-    for check in report["checks"]:
-        check["rows"] = [indices[r] for r in check.get("rows", [])]
-        check["examples"] = [indices[r] for r in check["examples"]]
-        check["details"] = {str(indices[int(r)]): d for r, d in check.get("details", {}).items()}
-    return report
-
-
-def _columns(path: str, mapping: dict | None, raw) -> list[str]:
-    from backend.data.load import read_rows
-
-    if raw is None:
-        try:
-            first = read_rows(path, [0], mapping).get(0)
-        except DataError:
-            return []
-        raw = first.raw if first else None
-    return [str(k) for k in raw] if isinstance(raw, dict) else []
 
 
 def check_rows_view(analysis: Analysis, check_id: str, limit: int = 20,
@@ -129,11 +115,9 @@ def check_rows_view(analysis: Analysis, check_id: str, limit: int = 20,
 
 
 def page_view(analysis: Analysis, page: int, size: int = PAGE_SIZE) -> tuple[list[tuple[int, list]], int, int]:
-    """The rows of 1-based `page` as (file row, messages), the page actually shown, and the page count."""
-    pages = max(1, -(-len(analysis.rows) // size))
-    page = min(max(1, int(page or 1)), pages)
-    start = (page - 1) * size
-    return [(analysis.indices[i], _shown(analysis.rows[i])) for i in range(start, min(start + size, len(analysis.rows)))], page, pages
+    """The rows of 1-based `page` as (file row, what the preview draws), the page shown, and the page count."""
+    rows, page, pages = analysis.page(page, size)
+    return [(index, _shown(row)) for index, row in rows], page, pages
 
 
 def _shown(row: dict | None):
@@ -141,20 +125,6 @@ def _shown(row: dict | None):
     if row is None:
         return None
     return row.get("messages", row)
-
-
-def placeholder_names(analysis: Analysis) -> list[str]:
-    """Names of the {{placeholders}} left in the rows, in order of first appearance."""
-    from backend.data.textrules import placeholders
-
-    names: dict[str, None] = {}
-    for row in analysis.rows:
-        messages = row.get("messages") or [m for k in ("prompt", "chosen", "rejected", "completion")
-                                           for m in row.get(k, [])]
-        for message in messages:
-            for name in placeholders(message["content"]):
-                names.setdefault(name, None)
-    return list(names)
 
 
 def parse_pairs(text: str, what: str) -> dict[str, str]:
@@ -169,18 +139,6 @@ def parse_pairs(text: str, what: str) -> dict[str, str]:
         if value.strip():
             pairs[key.strip()] = value.strip()
     return pairs
-
-
-def save(workspace: Workspace, analysis: Analysis, name: str, eval_ratio: float, seed: int,
-         overwrite: bool) -> Path:
-    """Write the fixed rows as workspace dataset `name` with its train / eval split."""
-    from backend.data.saved_datasets import save_dataset
-
-    steps = list(analysis.steps)
-    if analysis.rejected:
-        steps.insert(0, {"id": "drop_schema_errors", "params": {}, "changed": 0, "removed": len(analysis.rejected)})
-    return save_dataset(workspace.datasets_dir, name, analysis.rows, source=analysis.source_meta, fixes=steps,
-                        rows_before=analysis.total, eval_ratio=float(eval_ratio), seed=int(seed), overwrite=overwrite)
 
 
 def workspace_datasets(workspace: Workspace) -> list[str]:

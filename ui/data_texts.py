@@ -1,25 +1,7 @@
-"""English / Chinese texts of the Data tab, and its fix buttons."""
+"""English / Chinese texts of the Data tab (the fix buttons' texts: `data.fix.*`,
+named by backend/data/fix_table.py)."""
 
 from __future__ import annotations
-
-# (button key, the check whose count it shows or None, (FixPlan field, value))
-FIXES = [
-    ("fill", "placeholder", ("fill", None)),
-    ("drop_empty", "empty_field", ("drop_empty", True)),
-    ("strip_html", "html", ("strip_html", True)),
-    ("remove_control", "control_chars", ("remove_control_chars", True)),
-    ("normalize", None, ("normalize", True)),
-    ("drop_duplicates", "duplicate", ("drop_duplicates", True)),
-    ("drop_near_duplicates", "near_duplicate", ("drop_near_duplicates", True)),
-    ("conflicts_keep_first", "conflicting_answers", ("conflicts", "keep-first")),
-    ("conflicts_drop", "conflicting_answers", ("conflicts", "drop")),
-    ("over_cutoff_drop", "over_cutoff", ("over_cutoff", "drop")),
-    ("over_cutoff_truncate", "over_cutoff", ("over_cutoff", "truncate")),
-    # preference pairs (backend/data/checks/pairs.py)
-    ("drop_empty_answers", "empty_answer", ("drop_empty", True)),
-    ("drop_identical_pairs", "same_answer", ("drop_identical_pairs", True)),
-    ("contradicting_drop", "contradicting_pair", ("conflicts", "drop")),
-]
 
 TEXT: dict[str, dict[str, str]] = {
     "data.source": {"en": "1. Your data", "zh": "1. 你的数据"},

@@ -223,6 +223,8 @@ ZH: dict[str, str] = {
     "data.hint.split_shapes": "请按结构拆成多个文件",
     "data.no_usable_rows": "{count} 条记录都无法使用；第一个问题：{problem}",
     "data.hint.fix_rows": "请修正这些记录（见 schema 检查），或给出列映射",
+    "data.no_chat_template": "该分词器没有对话模板",
+    "data.hint.chat_model": "请选择对话 / 指令模型，或 'demo'",
     "data.not_workspace_dataset": "此文件夹不是工作区数据集（没有 {meta} 和 {train}）",
     "data.hint.workspace_dataset": "请传入数据文件，或由数据页 / `python -m backend.data fix` 生成的文件夹",
     "data.no_shape": "无法识别的结构：它的列是 {columns}",

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 from backend.data.errors import DataError
+from backend.data.fix_table import add_cli_flags, plan_values
+from backend.data.session import load_model_tokenizer
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 
@@ -39,22 +41,6 @@ def parse_fill(items: list[str] | None) -> dict[str, str]:
     return values
 
 
-def load_model_tokenizer(model: str | None, workspace: Path):
-    """The tokenizer of 'demo' or a local model folder (None without --model)."""
-    if not model:
-        return None
-    from backend.models.loading import ModelLoadError, load_tokenizer, resolve_model_path
-    from backend.runs.workspace import Workspace
-
-    try:
-        tokenizer = load_tokenizer(resolve_model_path(model, Workspace(workspace).models_dir))
-    except ModelLoadError as e:
-        raise DataError("--model", str(e).rstrip(".")) from None
-    if not getattr(tokenizer, "chat_template", None):
-        raise DataError(model, "the tokenizer has no chat template", "Pick a chat / instruct model, or 'demo'")
-    return tokenizer
-
-
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="a .json/.jsonl/.csv/.tsv/.parquet file or a LLaMA-Factory data folder")
     p.add_argument("--model", help="'demo' or a local model folder: its tokenizer counts tokens")
@@ -74,17 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     fix = sub.add_parser("fix", help="apply fixes and save a workspace dataset (the file is not modified)")
     _common(fix)
     fix.add_argument("--out", required=True, help="name of the workspace dataset to write")
-    fix.add_argument("--drop-empty", action="store_true")
-    fix.add_argument("--strip-html", action="store_true")
-    fix.add_argument("--remove-control-chars", action="store_true")
-    fix.add_argument("--normalize", action="store_true", help="Unicode NFC + whitespace")
-    fix.add_argument("--drop-duplicates", action="store_true")
-    fix.add_argument("--drop-near-duplicates", action="store_true")
-    fix.add_argument("--conflicts", choices=("drop", "keep-first"),
-                     help="instruction rows: one prompt, different answers; pairs: contradicting preferences")
-    fix.add_argument("--drop-identical-pairs", action="store_true", help="preference pairs whose chosen equals rejected")
-    fix.add_argument("--over-cutoff", choices=("drop", "truncate"), help="needs --model")
-    fix.add_argument("--fill", action="append", metavar="NAME=VALUE", help="fill {{NAME}} placeholders")
+    add_cli_flags(fix)  # one flag per fix option, from the fix table
     fix.add_argument("--eval-ratio", type=float, default=0.0, help="share of rows held out as eval.jsonl")
     fix.add_argument("--seed", type=int, default=42, help="seed of the train / eval split")
     fix.add_argument("--overwrite", action="store_true")
@@ -104,42 +80,28 @@ def run_check(args) -> int:
 
 
 def run_fix(args) -> int:
-    from backend.data.fixes import FixPlan, apply_fixes
-    from backend.data.load import load_rows
-    from backend.data.saved_datasets import file_sha256, save_dataset, validate_name
+    from backend.data.fixes import FixPlan
+    from backend.data.session import DataSession
+    from backend.data.saved_datasets import validate_name
     from backend.runs.workspace import Workspace
 
     validate_name(args.out)
-    plan = FixPlan(
-        remove_control_chars=args.remove_control_chars, strip_html=args.strip_html, normalize=args.normalize,
-        fill=parse_fill(args.fill), drop_empty=args.drop_empty, drop_duplicates=args.drop_duplicates,
-        drop_near_duplicates=args.drop_near_duplicates, conflicts=args.conflicts, over_cutoff=args.over_cutoff,
-        drop_identical_pairs=args.drop_identical_pairs,
-    )
+    plan = FixPlan(**{**plan_values(vars(args)), "fill": parse_fill(args.fill)})
     if plan.over_cutoff and not args.model:
         raise ValueError("--over-cutoff counts tokens: add --model demo or --model PATH")
     tokenizer = load_model_tokenizer(args.model, Path(args.workspace))
-    loaded = load_rows(args.file, parse_mapping(args.mapping), args.dataset)
-    fixed = apply_fixes(loaded.rows, loaded.indices, plan, tokenizer, args.cutoff)
-    steps = [s.to_dict() for s in fixed.steps]
-    if loaded.rejected:
-        steps.insert(0, {"id": "drop_schema_errors", "params": {}, "changed": 0, "removed": len(loaded.rejected)})
-    source = {
-        "path": str(Path(loaded.source.path).resolve()), "sha256": file_sha256(loaded.source.path),
-        "format": loaded.source.shape.name, "file_type": loaded.source.file_type,
-        "encoding": loaded.source.encoding, "rows": loaded.total,
-    }
-    folder = save_dataset(
-        Workspace(Path(args.workspace)).datasets_dir, args.out, fixed.rows, source=source, fixes=steps,
-        rows_before=loaded.total, eval_ratio=args.eval_ratio, seed=args.seed, overwrite=args.overwrite,
-    )
-    result = {"dataset": str(folder), "rows_before": loaded.total, "rows_after": len(fixed.rows), "fixes": steps}
+    session = DataSession(args.file, parse_mapping(args.mapping), args.dataset)
+    fixed = session.analyse(plan, tokenizer, args.model, args.cutoff, check=False)
+    folder = fixed.save(Workspace(Path(args.workspace)).datasets_dir, args.out, eval_ratio=args.eval_ratio,
+                        seed=args.seed, overwrite=args.overwrite)
+    steps = fixed.saved_steps()
+    result = {"dataset": str(folder), "rows_before": fixed.total, "rows_after": len(fixed.rows), "fixes": steps}
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     else:
         for s in steps:
             print(f"{s['id']:22} changed {s['changed']:6}  removed {s['removed']:6}")
-        print(f"saved {folder}: {loaded.total} rows -> {len(fixed.rows)}")
+        print(f"saved {folder}: {fixed.total} rows -> {len(fixed.rows)}")
     return EXIT_OK
 
 

@@ -2,8 +2,10 @@
 read it as conversations, see what the checks found, fix it in a click and
 save it as a named workspace dataset with a train / eval split.
 
-The work is in ui/data_session.py (no gradio) over backend/data; this module
-builds components and turns results into component values. A file that cannot
+The work is in backend/data/session.py (a file read once, fixed, checked and
+saved from memory); ui/data_session.py keeps the sessions of open files between
+events; this module builds components and turns results into component values.
+Page turns, a check's rows and saving reuse the last analysis. A file that cannot
 be used leaves everything on screen as it was and says what is wrong.
 """
 
@@ -14,10 +16,12 @@ from typing import Any
 import gradio as gr
 
 from backend.data.errors import DataError
+from backend.data.fix_table import BY_KEY as FIX_BY_KEY
+from backend.data.fix_table import FIXES
 from ui import data_session as ds
 from ui.components import conversations_html, token_histogram
 from ui.context import UIContext
-from ui.data_texts import FIXES, TEXT  # noqa: F401  (TEXT is this tab's contract with the shell)
+from ui.data_texts import TEXT  # noqa: F401  (TEXT is this tab's contract with the shell)
 from ui.i18n import localize
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -30,36 +34,45 @@ def new_state(path: str, model: str, cutoff: int) -> dict:
 
 # ---------------------------------------------------------------- views (plain values)
 
-def render(ctx: UIContext, lang: str, state: dict, page: int = 1) -> dict[str, Any]:
-    """Everything the tab shows for `state`, keyed by component name. Raises DataError / ValueError."""
-    a = ds.analyse(ctx.workspace, state["path"], state.get("mapping"), state.get("plan", {}),
-                   state.get("model"), int(state.get("cutoff", 256)))
-    rows, page, pages = ds.page_view(a, page)
-    names = ds.placeholder_names(a)
+def render(ctx: UIContext, lang: str, state: dict, page: int = 1, read: bool = False) -> dict[str, Any]:
+    """Everything the tab shows for `state`, keyed by component name; `read`: read the file (again)
+    first, else work on the rows its session holds. Raises DataError / ValueError."""
+    if read:
+        state = ds.open_session(state)
+    a = ds.analyse(ctx.workspace, state)
+    names = a.placeholder_names()
     out = {
         "state": state,
-        "status": status_text(ctx, lang, a),
+        **page_values(ctx, lang, a, page),
         "mapping": ", ".join(f"{k}={v}" for k, v in a.shape_columns.items()),
         "columns": ctx.msg(lang, "data.columns_found", columns=", ".join(a.file_columns) or "-"),
         "summary": summary_table(ctx, lang, a.report),
         "histogram": histogram(ctx, lang, a.report),
         "fill": "\n".join(f"{n}={state.get('plan', {}).get('fill', {}).get(n, '')}" for n in names),
         "applied": applied_text(ctx, lang, a),
-        "preview": conversations_html([(ctx.msg(lang, "data.row", row=r), m, []) for r, m in rows],
-                                      ctx.msg(lang, "data.no_rows")),
-        "page": page,
-        "page_info": ctx.msg(lang, "data.page_of", page=page, pages=pages, rows=len(a.rows)),
         "check_rows": "",
         "save_name": default_name(a.label),
         "empty": gr.update(visible=False),
         "report_box": gr.update(visible=True),
     }
     counts = {c["id"]: c["count"] for c in a.report["checks"]}
-    for key, check_id, _value in FIXES:
-        n = counts.get(check_id, 0) if check_id else None
-        label = ctx.msg(lang, f"data.fix.{key}") + (f" ({n})" if n is not None else "")
-        out[f"fix:{key}"] = gr.update(value=label, interactive=n is None or n > 0)
+    for fix in FIXES:
+        n = counts.get(fix.checks[0], 0) if fix.checks else None
+        label = ctx.msg(lang, fix.text_key) + (f" ({n})" if n is not None else "")
+        out[f"fix:{fix.key}"] = gr.update(value=label, interactive=n is None or n > 0)
     return out
+
+
+def page_values(ctx: UIContext, lang: str, a: ds.Analysis, page: int) -> dict[str, Any]:
+    """The preview of one page and the status line: all a page turn shows, from the rows in memory."""
+    rows, page, pages = ds.page_view(a, page)
+    return {
+        "status": status_text(ctx, lang, a),
+        "preview": conversations_html([(ctx.msg(lang, "data.row", row=r), m, []) for r, m in rows],
+                                      ctx.msg(lang, "data.no_rows")),
+        "page": page,
+        "page_info": ctx.msg(lang, "data.page_of", page=page, pages=pages, rows=len(a.rows)),
+    }
 
 
 def status_text(ctx: UIContext, lang: str, a: ds.Analysis) -> str:
@@ -126,13 +139,14 @@ def error_text(ctx: UIContext, lang: str, error: Exception) -> str:
 def open_upload(ctx: UIContext, lang: str, file: str | None, model: str, cutoff: int, state: dict | None):
     if not file:
         return {"status": ctx.msg(lang, "data.pick_first")}
-    return _safe(ctx, lang, lambda: render(ctx, lang, new_state(file, model, cutoff)))
+    return _safe(ctx, lang, lambda: render(ctx, lang, new_state(file, model, cutoff), read=True))
 
 
 def open_dataset(ctx: UIContext, lang: str, name: str | None, model: str, cutoff: int, state: dict | None):
     if not name:
         return {"status": ctx.msg(lang, "data.pick_first")}
-    return _safe(ctx, lang, lambda: render(ctx, lang, new_state(ds.dataset_source(ctx.workspace, name), model, cutoff)))
+    return _safe(ctx, lang, lambda: render(ctx, lang, new_state(ds.dataset_source(ctx.workspace, name), model, cutoff),
+                                           read=True))
 
 
 def recheck(ctx: UIContext, lang: str, state: dict | None, model: str, cutoff: int, mapping_text: str):
@@ -142,8 +156,15 @@ def recheck(ctx: UIContext, lang: str, state: dict | None, model: str, cutoff: i
     def run():
         mapping = ds.parse_pairs(mapping_text, ctx.msg(lang, "data.mapping"))
         return render(ctx, lang, {**state, "model": model or "demo", "cutoff": int(cutoff or 256),
-                                  "mapping": mapping or None})
+                                  "mapping": mapping or None}, read=True)  # "Check again" sees an edited file
     return _safe(ctx, lang, run)
+
+
+def relabel(ctx: UIContext, lang: str, state: dict | None):
+    """The tab in another language: the same analysis, not read or checked again."""
+    if not state:
+        return {"state": gr.skip()}
+    return _safe(ctx, lang, lambda: render(ctx, lang, state))
 
 
 def apply_fix(ctx: UIContext, lang: str, state: dict | None, key: str, fill_text: str):
@@ -171,8 +192,7 @@ def show_check(ctx: UIContext, lang: str, state: dict | None, check_id: str) -> 
     if not state or not check_id:
         return ""
     try:
-        a = ds.analyse(ctx.workspace, state["path"], state.get("mapping"), state.get("plan", {}),
-                       state.get("model"), int(state.get("cutoff", 256)))
+        a = ds.analyse(ctx.workspace, state)
     except (DataError, ValueError) as error:
         return f"<p>{error_text(ctx, lang, error)}</p>"
     items = [(ctx.msg(lang, "data.row", row=r), m, notes) for r, m, notes in ds.check_rows_view(a, check_id, lang=lang)]
@@ -183,8 +203,7 @@ def show_check(ctx: UIContext, lang: str, state: dict | None, check_id: str) -> 
 def turn_page(ctx: UIContext, lang: str, state: dict | None, page: int):
     if not state:
         return {"status": ctx.msg(lang, "data.pick_first")}
-    out = _safe(ctx, lang, lambda: render(ctx, lang, state, page))
-    return {k: out[k] for k in ("preview", "page", "page_info", "status") if k in out}
+    return _safe(ctx, lang, lambda: page_values(ctx, lang, ds.analyse(ctx.workspace, state), page))
 
 
 def save_dataset(ctx: UIContext, lang: str, state: dict | None, name: str, eval_ratio: float, seed: int,
@@ -193,9 +212,8 @@ def save_dataset(ctx: UIContext, lang: str, state: dict | None, name: str, eval_
     if not state:
         return ctx.msg(lang, "data.pick_first"), None
     try:
-        a = ds.analyse(ctx.workspace, state["path"], state.get("mapping"), state.get("plan", {}),
-                       state.get("model"), int(state.get("cutoff", 256)))
-        folder = ds.save(ctx.workspace, a, (name or "").strip(), eval_ratio, seed, overwrite)
+        a = ds.analyse(ctx.workspace, state)
+        folder = a.save(ctx.workspace.datasets_dir, (name or "").strip(), eval_ratio, seed, overwrite)
     except (DataError, ValueError, FileExistsError) as error:
         return error_text(ctx, lang, error), None
     meta_split = (folder / "meta.json").read_text(encoding="utf-8")
@@ -208,7 +226,8 @@ def save_dataset(ctx: UIContext, lang: str, state: dict | None, name: str, eval_
 
 def _fix_target(key: str) -> tuple[str, Any]:
     """The FixPlan field and value a fix button sets."""
-    return next(target for k, _check, target in FIXES if k == key)
+    fix = FIX_BY_KEY[key]
+    return fix.option, fix.value
 
 
 def _safe(ctx: UIContext, lang: str, fn) -> dict:
@@ -237,7 +256,7 @@ def api_check(ctx: UIContext, file: str | None, model: str, cutoff: int) -> dict
 # ---------------------------------------------------------------- components and wiring
 
 OUT_KEYS = ("state", "status", "mapping", "columns", "summary", "histogram", "fill", "applied", "preview", "page",
-            "page_info", "check_rows", "save_name", "empty", "report_box", *(f"fix:{k}" for k, _c, _t in FIXES))
+            "page_info", "check_rows", "save_name", "empty", "report_box", *(f"fix:{fix.key}" for fix in FIXES))
 
 
 def build(ctx: UIContext) -> None:
@@ -287,9 +306,9 @@ def build(ctx: UIContext) -> None:
         c["applied"] = gr.Markdown(elem_id="data-applied")
     fix_buttons = {}
     with gr.Row(elem_id="data-fix-buttons"):
-        for key, _check_id, _target in FIXES:
-            fix_buttons[key] = c[f"fix:{key}"] = gr.Button(t(f"data.fix.{key}"), size="sm", interactive=False,
-                                                           elem_id=f"data-fix-{key}", min_width=120)
+        for fix in FIXES:
+            fix_buttons[fix.key] = c[f"fix:{fix.key}"] = gr.Button(t(fix.text_key), size="sm", interactive=False,
+                                                                   elem_id=f"data-fix-{fix.key}", min_width=120)
         undo = gr.Button(t("data.undo"), size="sm", variant="stop", elem_id="data-undo", min_width=120)
     gr.Markdown(t("data.save"))
     with gr.Row(equal_height=True):
@@ -322,8 +341,7 @@ def _wire(ctx, c, upload, pick, refresh, model, cutoff, check, prev, nxt, fix_bu
         trigger(lambda: gr.update(choices=ds.workspace_datasets(ctx.workspace)), None, pick, **PRIVATE)
     check.click(lambda lg, s, m, n, mp: to_components(recheck(ctx, lg, s, m, n, mp)),
                 [lang, state, model, cutoff, c["mapping"]], outs, **PRIVATE).then(remember, [model, cutoff], None, **PRIVATE)
-    lang.change(lambda lg, s, m, n, mp: to_components(recheck(ctx, lg, s, m, n, mp)) if s else {c["state"]: gr.skip()},
-                [lang, state, model, cutoff, c["mapping"]], outs, **PRIVATE)
+    lang.change(lambda lg, s: to_components(relabel(ctx, lg, s)), [lang, state], outs, **PRIVATE)
     for key, button in fix_buttons.items():
         button.click(lambda lg, s, fill, key=key: to_components(apply_fix(ctx, lg, s, key, fill)),
                      [lang, state, c["fill"]], outs, **PRIVATE)

@@ -2,6 +2,6 @@
 
 from backend.data.checks.report import CheckResult, CheckSpec, Report, TokenStats
 from backend.data.checks.run import check_file, check_rows
-from backend.data.checks.specs import BY_ID, FIX_FOR_CHECK, SPECS
+from backend.data.checks.specs import BY_ID, SPECS
 
-__all__ = ["BY_ID", "FIX_FOR_CHECK", "SPECS", "CheckResult", "CheckSpec", "Report", "TokenStats", "check_file", "check_rows"]
+__all__ = ["BY_ID", "SPECS", "CheckResult", "CheckSpec", "Report", "TokenStats", "check_file", "check_rows"]

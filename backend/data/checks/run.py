@@ -20,7 +20,7 @@ from backend.data.checks.report import CheckResult, Report, flag_row, rejected_d
 from backend.data.checks.specs import MIN_RESPONSE_CHARS, OUTLIER_IQR, SPECS, TOKEN_CHECKS
 from backend.data.checks.stats import token_stats, upper_fence
 from backend.data.encode import count_tokens, first_prompt
-from backend.data.load import SourceRow, iter_rows, no_usable_rows, open_source
+from backend.data.load import Source, SourceRow, iter_rows, no_usable_rows, open_source
 from backend.data.text_encoding import describe_encoding
 from backend.data.textrules import (
     CJK_WEIGHT,
@@ -216,9 +216,18 @@ def check_file(
 ) -> Report:
     """Stream the file once through every check. Raises DataError when it cannot be read."""
     source = open_source(path, mapping, dataset)
+    return check_source(source, iter_rows(source), tokenizer=tokenizer, model=model, cutoff_len=cutoff_len,
+                        progress=progress)
+
+
+def check_source(source: Source, items: Iterable[SourceRow], *, tokenizer=None, model: str | None = None,
+                 cutoff_len: int = 1024, progress: Callable[[int], None] | None = None,
+                 require_usable: bool = True) -> Report:
+    """Every check over `items` of `source`: streamed from the file by `check_file`, or rows
+    already read (and fixed) by a data session (backend/data/session.py)."""
     checker = _checker_for(source.shape.name, tokenizer, cutoff_len)
-    _feed(checker, iter_rows(source), progress)
-    if not checker.usable:
+    _feed(checker, items, progress)
+    if require_usable and not checker.usable:
         raise no_usable_rows(source, checker.first_rejected, checker.rows_seen)
     report = _report(checker, source.label, source.shape.name, source.file_type, source.encoding, model)
     report.detected = source.describe()

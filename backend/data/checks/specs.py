@@ -1,30 +1,35 @@
-"""The checks: id, severity, title and the fix that answers each one."""
+"""The checks: id, severity, title and what to do about each one. Where a fix
+answers a check, its hint names it as the fix table (backend/data/fix_table.py)
+spells it: `{fix}` in a hint becomes e.g. "fix --drop-duplicates"."""
 
 from __future__ import annotations
 
-from backend.data.checks.report import CheckSpec
+import dataclasses
 
-SPECS = [
+from backend.data.checks.report import CheckSpec
+from backend.data.fix_table import hint_fix
+
+_SPECS = [
     CheckSpec("schema", "error", "Rows that cannot be used (unreadable, missing field, wrong type)",
               "Fix these rows in the file; until then they are left out of training"),
     CheckSpec("empty_field", "error", "Empty or whitespace-only instruction, output or message",
-              "Drop them: fix --drop-empty"),
+              "Drop them: {fix}"),
     CheckSpec("placeholder", "error", "Unfilled template placeholders such as {{name}}",
-              "Fill them: fix --fill name=VALUE (one per placeholder)"),
+              "Fill them: {fix} (one per placeholder)"),
     CheckSpec("response_cut", "error", "The cutoff removes every response token: the row trains on nothing",
-              "Drop them (fix --over-cutoff drop) or raise cutoff_len"),
+              "Raise cutoff_len, or {fix}"),
     CheckSpec("over_cutoff", "warning", "Longer than cutoff_len tokens (cut in training)",
-              "Raise cutoff_len, or fix --over-cutoff drop|truncate"),
+              "Raise cutoff_len, or {fix}"),
     CheckSpec("duplicate", "warning", "Rows identical to an earlier row",
-              "Drop them, keeping the first: fix --drop-duplicates"),
+              "Drop them, keeping the first: {fix}"),
     CheckSpec("near_duplicate", "warning", "Rows identical to an earlier row after folding case, whitespace and punctuation",
-              "Drop them, keeping the first: fix --drop-near-duplicates"),
+              "Drop them, keeping the first: {fix}"),
     CheckSpec("conflicting_answers", "warning", "Same prompt, different answers",
-              "Keep one answer per prompt (fix --conflicts keep-first) or drop the groups (--conflicts drop)"),
-    CheckSpec("html", "warning", "HTML tags or entities", "Strip them: fix --strip-html (not for data about HTML)"),
+              "Keep one answer per prompt or drop the groups: {fix}"),
+    CheckSpec("html", "warning", "HTML tags or entities", "Strip them (not for data about HTML): {fix}"),
     CheckSpec("control_chars", "warning",
               "Control, zero-width or U+FFFD replacement characters, or lone surrogates",
-              "Remove them: fix --remove-control-chars"),
+              "Remove them: {fix}"),
     CheckSpec("short_response", "info", "Very short responses (under 3 characters)",
               "Check they are real answers; drop the row in the file otherwise"),
     CheckSpec("length_outlier", "info", "Far longer than the rest (characters above Q3 + 3 x IQR)",
@@ -36,39 +41,30 @@ SPECS = [
 ]
 
 # Preference data (backend/data/checks/pairs.py): its own list, in the same report.
-PAIR_SPECS = [
+_PAIR_SPECS = [
     CheckSpec("schema", "error", "Rows that cannot be used (unreadable, missing field, wrong type)",
               "Fix these rows in the file; until then they are left out of training"),
     CheckSpec("empty_answer", "error", "Empty chosen, rejected or completion answer",
-              "Drop them: fix --drop-empty"),
+              "Drop them: {fix}"),
     CheckSpec("same_answer", "error", "chosen is the same as rejected: the pair teaches nothing",
-              "Drop them: fix --drop-identical-pairs"),
+              "Drop them: {fix}"),
     CheckSpec("contradicting_pair", "warning", "Same prompt and answers, opposite preferences (A over B and B over A)",
-              "Drop the contradicting rows (fix --conflicts drop) or keep the first (--conflicts keep-first)"),
+              "Drop the contradicting rows: {fix}"),
     CheckSpec("over_cutoff", "warning", "Prompt + the longer answer over cutoff_len tokens (cut in training)",
               "Raise cutoff_len, or shorten the prompts"),
     CheckSpec("length_bias", "info", "Pairs whose chosen answer is longer than the rejected one",
               "Far above half: the model may learn that longer is better; balance the set"),
 ]
 
+
+def _with_fix(spec: CheckSpec) -> CheckSpec:
+    return dataclasses.replace(spec, hint=spec.hint.replace("{fix}", hint_fix(spec.id)))
+
+
+SPECS = [_with_fix(spec) for spec in _SPECS]
+PAIR_SPECS = [_with_fix(spec) for spec in _PAIR_SPECS]
 BY_ID = {spec.id: spec for spec in SPECS + PAIR_SPECS}
 TOKEN_CHECKS = ("over_cutoff", "response_cut")
 MIN_RESPONSE_CHARS = 3
 OUTLIER_IQR = 3.0
 
-# Check id -> the FixPlan field (and `fix` flag) that answers it, for the UI's fix buttons.
-FIX_FOR_CHECK = {
-    "empty_field": "drop_empty",
-    "placeholder": "fill",
-    "response_cut": "over_cutoff",
-    "over_cutoff": "over_cutoff",
-    "duplicate": "drop_duplicates",
-    "near_duplicate": "drop_near_duplicates",
-    "conflicting_answers": "conflicts",
-    "html": "strip_html",
-    "control_chars": "remove_control_chars",
-    # preference data (backend/data/checks/pairs.py)
-    "empty_answer": "drop_empty",
-    "same_answer": "drop_identical_pairs",
-    "contradicting_pair": "conflicts",
-}

@@ -1,0 +1,154 @@
+"""A data session: one data file read once, then fixed, checked and saved from
+the rows in memory. `python -m backend.data fix` and the Data tab both go
+through it, so the provenance, the schema-drop step and the check after fixes
+are computed in one place.
+
+    session = DataSession(path, mapping)              # parses the file (and hashes it) once
+    analysis = session.analyse(plan, tokenizer, ...)  # rows after the fixes, their report, provenance
+    analysis.page(2)                                  # from memory: the file is not touched again
+    analysis.save(datasets_dir, "name")
+
+Row numbers are always rows of the source file (0-based, as `check` prints them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from backend.data.errors import DataError
+from backend.data.fixes import FixPlan, apply_fixes
+from backend.data.load import SourceRow, iter_rows, no_usable_rows, open_source
+from backend.messages import msg
+
+PAGE_SIZE = 5
+
+
+@dataclass
+class Analysis:
+    label: str  # the file or dataset, as shown
+    detected: str  # one sentence from the loader: type, encoding, shape
+    shape_columns: dict[str, str]  # canonical field -> the file's column (the mapping in use)
+    file_columns: list[str]  # the columns of the file's first row
+    report: dict | None  # Report.to_dict(all_rows=True) of the rows after the fixes (None: not checked)
+    rows: list[dict]  # canonical rows after the fixes
+    indices: list[int]  # the file row of each of `rows`
+    rejected: list[SourceRow]  # rows that could not be converted (schema problems)
+    steps: list[dict] = field(default_factory=list)  # applied fixes with their counts
+    total: int = 0  # rows in the file
+    source_meta: dict = field(default_factory=dict)  # provenance for meta.json
+
+    @property
+    def fixed(self) -> bool:
+        return bool(self.steps)
+
+    def page(self, page: int, size: int = PAGE_SIZE) -> tuple[list[tuple[int, dict]], int, int]:
+        """The rows of 1-based `page` as (file row, row), the page actually shown, and the page count."""
+        pages = max(1, -(-len(self.rows) // size))
+        page = min(max(1, int(page or 1)), pages)
+        start = (page - 1) * size
+        return [(self.indices[i], self.rows[i]) for i in range(start, min(start + size, len(self.rows)))], page, pages
+
+    def placeholder_names(self) -> list[str]:
+        """Names of the {{placeholders}} left in the rows, in order of first appearance."""
+        from backend.data.textrules import placeholders
+
+        names: dict[str, None] = {}
+        for row in self.rows:
+            messages = row.get("messages") or [m for k in ("prompt", "chosen", "rejected", "completion")
+                                               for m in row.get(k, [])]
+            for message in messages:
+                for name in placeholders(message["content"]):
+                    names.setdefault(name, None)
+        return list(names)
+
+    def saved_steps(self) -> list[dict]:
+        """The fix steps as meta.json records them: rows with schema problems are dropped first."""
+        steps = list(self.steps)
+        if self.rejected:
+            steps.insert(0, {"id": "drop_schema_errors", "params": {}, "changed": 0, "removed": len(self.rejected)})
+        return steps
+
+    def save(self, datasets_dir: Path, name: str, eval_ratio: float = 0.0, seed: int = 42,
+             overwrite: bool = False) -> Path:
+        """Write the fixed rows as workspace dataset `name` with its train / eval split."""
+        from backend.data.saved_datasets import save_dataset
+
+        return save_dataset(datasets_dir, name, self.rows, source=self.source_meta, fixes=self.saved_steps(),
+                            rows_before=self.total, eval_ratio=float(eval_ratio), seed=int(seed), overwrite=overwrite)
+
+
+class DataSession:
+    """The rows of one file under one column mapping, read once. Raises DataError when unusable."""
+
+    def __init__(self, path: str | Path, mapping: dict[str, str] | None = None, dataset: str | None = None):
+        from backend.data.saved_datasets import file_sha256
+
+        self.path, self.mapping, self.dataset = str(path), mapping, dataset
+        self.source = open_source(path, mapping, dataset)
+        self.items = list(iter_rows(self.source))  # every row of the file, usable or not, in file order
+        self.rows = [item.row for item in self.items if item.row is not None]
+        self.indices = [item.index for item in self.items if item.row is not None]
+        self.rejected = [item for item in self.items if item.row is None]
+        if not self.rows:
+            raise no_usable_rows(self.source, self.rejected[0], len(self.rejected))
+        self.flags = {item.index: item.flags for item in self.items if item.flags}
+        first = self.items[0].raw
+        self.file_columns = [str(k) for k in first] if isinstance(first, dict) else []
+        for item in self.items:  # the raw records of usable rows are not shown again: do not hold them twice
+            if item.row is not None:
+                item.raw = None
+        source = self.source
+        self.provenance = {"path": str(Path(source.path).resolve()), "sha256": file_sha256(source.path),
+                           "format": source.shape.name, "file_type": source.file_type,
+                           "encoding": source.encoding, "rows": len(self.items)}
+
+    @property
+    def total(self) -> int:
+        return len(self.items)
+
+    def analyse(self, plan: FixPlan | None = None, tokenizer=None, model: str | None = None, cutoff: int = 1024,
+                check: bool = True) -> Analysis:
+        """The rows after `plan`, their check report (unless `check` is False) and the provenance."""
+        plan = plan or FixPlan()
+        fixed = apply_fixes(self.rows, self.indices, plan, tokenizer, cutoff)
+        steps = [s.to_dict() for s in fixed.steps]
+        report = self._report(fixed.rows, fixed.indices, bool(steps), tokenizer, model, cutoff) if check else None
+        source = self.source
+        return Analysis(
+            label=source.label, detected=source.describe(), shape_columns=dict(source.shape.columns),
+            file_columns=list(self.file_columns), report=report, rows=fixed.rows, indices=fixed.indices,
+            rejected=self.rejected, steps=steps, total=self.total, source_meta=dict(self.provenance),
+        )
+
+    def _report(self, rows: list[dict], indices: list[int], fixed: bool, tokenizer, model, cutoff) -> dict:
+        """The same checks `python -m backend.data check` runs, over the rows in memory. Without fixes
+        they see every row of the file (the schema check lists the rejected ones); after fixes, the
+        fixed rows only (rejected rows are already left out), still numbered as rows of the file."""
+        from backend.data.checks.run import check_source
+
+        if not fixed:
+            report = check_source(self.source, self.items, tokenizer=tokenizer, model=model, cutoff_len=cutoff)
+            return report.to_dict(all_rows=True)
+        items = (SourceRow(index, None, row, [], self.flags.get(index, set())) for index, row in zip(indices, rows))
+        report = check_source(self.source, items, tokenizer=tokenizer, model=model, cutoff_len=cutoff,
+                              require_usable=False)
+        out = report.to_dict(all_rows=True)
+        out["rows"], out["schema_rejected"] = self.total, len(self.rejected)
+        return out
+
+
+def load_model_tokenizer(model: str | None, workspace: Path):
+    """The tokenizer of 'demo' or a local model folder (None without a model)."""
+    if not model:
+        return None
+    from backend.models.loading import ModelLoadError, load_tokenizer, resolve_model_path
+    from backend.runs.workspace import Workspace
+
+    try:
+        tokenizer = load_tokenizer(resolve_model_path(model, Workspace(workspace).models_dir))
+    except ModelLoadError as e:
+        raise DataError("--model", str(e).rstrip(".")) from None
+    if not getattr(tokenizer, "chat_template", None):
+        raise DataError(model, msg("data.no_chat_template"), msg("data.hint.chat_model"))
+    return tokenizer
