@@ -25,7 +25,7 @@ DATA = REPO.parent / "shared" / "data" / "alpaca_en_demo.json"
 
 def batch(tokenizer, rows: int, cutoff: int):
     from backend.data.encode import encode_messages
-    from backend.training.dataset import load_rows
+    from backend.data.resolve import load_rows
     from backend.training.packing import PackedCollator
 
     loaded, _ = load_rows(DATA)

@@ -69,8 +69,8 @@ def plain_script(out: Path, steps: int, batch: int, cutoff: int, workspace: Path
     from transformers import DataCollatorForSeq2Seq, Trainer, TrainerCallback, TrainingArguments
 
     from backend.data.encode import encode_messages
+    from backend.data.resolve import load_rows
     from backend.models.loading import load_model, load_tokenizer, resolve_model_path
-    from backend.training.dataset import load_rows
 
     path = str(model_path) if model_path else resolve_model_path("demo", workspace / "models")
     tokenizer = load_tokenizer(path)

@@ -161,7 +161,7 @@ def plain_script(out: Path, model_path: Path, method: str, data: Path, args) -> 
     )
 
     from backend.data.encode import encode_messages
-    from backend.training.dataset import load_rows
+    from backend.data.resolve import load_rows
 
     s = settings(args)
     tokenizer = AutoTokenizer.from_pretrained(model_path)

@@ -121,8 +121,8 @@ def make_run(workspace, run_id: str, method: str = "lora", saves=(8, 16), lr: fl
     import torch
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 
+    from backend.data.resolve import load_rows, resolve_dataset, split_rows
     from backend.models.loading import load_model, load_tokenizer, resolve_model_path
-    from backend.training.dataset import load_rows, resolve_dataset, split_rows
 
     config = RunConfig(method=method, learning_rate=lr, lora_r=LORA["r"], lora_alpha=LORA["lora_alpha"],
                        lora_dropout=0.0, max_steps=max(saves), per_device_train_batch_size=8, cutoff_len=96,

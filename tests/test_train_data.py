@@ -11,10 +11,11 @@ import torch
 
 from backend.config import RunConfig
 from backend.data.encode import IGNORE_INDEX
+from backend.data.resolve import DatasetNotFound, load_rows, resolve_dataset
 from backend.runs.files import list_checkpoints, mark_complete
 from backend.training.callbacks import CheckpointCallback
 from backend.training.collator import PadToLongest
-from backend.training.dataset import DatasetNotFound, build_datasets, load_rows, resolve_dataset
+from backend.training.dataset import build_datasets
 from backend.training.errors import explain
 from backend.training.metrics_log import grouped_grad_norms
 
@@ -100,7 +101,7 @@ def test_workspace_dataset_uses_its_own_eval_split(tokenizer, workspace):
 
 
 def test_unusable_rows_are_skipped_and_counted(tokenizer, workspace, tmp_path):
-    from backend.training.dataset import SCHEMA_REASON
+    from backend.data.resolve import SCHEMA_REASON
 
     data = tmp_path / "chat.jsonl"
     turns = [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello."}]

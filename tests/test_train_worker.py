@@ -326,7 +326,7 @@ def devices():
 
 def test_trains_from_a_sharegpt_file(workspace, subprocess_env):
     from backend.data.demo_rows import build_demo_rows
-    from backend.training.dataset import SCHEMA_REASON
+    from backend.data.resolve import SCHEMA_REASON
 
     names = {"user": "human", "assistant": "gpt"}
     rows = [{"conversations": [{"from": names[m["role"]], "value": m["content"]} for m in row["messages"]]}

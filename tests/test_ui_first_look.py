@@ -13,8 +13,8 @@ import sys
 import pytest
 
 from backend.config import ConfigError, RunConfig
+from backend.data.resolve import DatasetUnreadable, check_dataset, load_rows
 from backend.runs.store import RunError, RunStore
-from backend.training.dataset import DatasetUnreadable, check_dataset, load_rows
 from ui import forms
 from ui.context import UIContext
 from ui.i18n import merge_texts

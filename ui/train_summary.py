@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 
 from backend.config import MANY_STEPS, ConfigError, RunConfig, derived_numbers, split_sizes
 from backend.models.hardware import Device, resolve_precision, training_devices
@@ -41,28 +40,13 @@ def dataset_rows(dataset: str, workspace: Workspace, dataset_name: str | None = 
     """{"rows": total rows, "has_eval": bool} of 'demo', a workspace dataset or a
     file; {"error": sentence} when it cannot be read. Rows are before the
     cutoff filter, so the step numbers are an upper bound."""
+    from backend.data.resolve import dataset_size
+
     try:
-        if dataset in ("", "demo"):
-            from backend.data.demo_rows import build_demo_rows
-
-            return {"rows": len(build_demo_rows()), "has_eval": False}
-        folder = workspace.datasets_dir / dataset
-        if "/" not in dataset and folder.is_dir():
-            from backend.training.dataset import EVAL_FILES
-
-            return {"rows": _count_lines(folder / "data.jsonl"),
-                    "has_eval": any((folder / n).is_file() for n in EVAL_FILES)}
-        from backend.training.dataset import load_rows, resolve_dataset
-
-        rows, eval_rows = load_rows(resolve_dataset(dataset, workspace), dataset_name=dataset_name)
-        return {"rows": len(rows), "has_eval": eval_rows is not None}
+        rows, has_eval = dataset_size(dataset, workspace, dataset_name)
     except (OSError, ValueError, KeyError, json.JSONDecodeError) as error:
         return {"error": str(error)}
-
-
-def _count_lines(path: Path) -> int:
-    with open(path, "rb") as handle:
-        return sum(1 for line in handle if line.strip())
+    return {"rows": rows, "has_eval": has_eval}
 
 
 def derived_text(msg: Msg, config: RunConfig, rows: dict | None, world_size: int = 1) -> str:

@@ -46,7 +46,7 @@ class EvalError(UserError, RuntimeError):
 
 def held_out_rows(run_dir: Path, workspace: Workspace | None = None) -> list[dict]:
     """The run's eval split, recomputed exactly as the worker does (same loader, seed and share)."""
-    from backend.training.dataset import load_rows, resolve_dataset, split_rows
+    from backend.data.resolve import load_rows, resolve_dataset, split_rows
 
     config = RunConfig.load(Path(run_dir) / CONFIG_FILE)
     workspace = workspace or Workspace.for_run_dir(run_dir)

@@ -91,7 +91,7 @@ def prepare(args: argparse.Namespace) -> Job:
     from backend.scale.guards import check_worker
 
     check_worker(job.config)  # FSDP / ZeRO / Ray / nodes on this machine: exit 2 with the fix
-    from backend.training.dataset import check_dataset
+    from backend.data.resolve import check_dataset
 
     check_dataset(job.config.dataset, job.workspace, job.config.dataset_name,
                   job.config.stage)  # an unreadable file: exit 2 in a second, not after loading

@@ -49,8 +49,8 @@ def _first_line(error: BaseException) -> str:
 
 
 def explain(error: BaseException, config: RunConfig | None = None, run_dir: Path | None = None) -> Explained:
+    from backend.data.resolve import DatasetNotFound
     from backend.models.loading import ModelLoadError
-    from backend.training.dataset import DatasetNotFound
 
     message = _first_line(error)
     own = message_of(error) if "\n" not in str(error).strip() else None  # one catalogued line: keep its id

@@ -20,23 +20,12 @@ import logging
 from pathlib import Path
 
 from backend.config import ConfigError, RunConfig
+from backend.data.resolve import load_rows, resolve_dataset, split_rows
 from backend.runs.workspace import Workspace
-from backend.training.dataset import RowCounts, load_rows, resolve_dataset, split_rows
+from backend.training.dataset import RowCounts
 
 log = logging.getLogger("backend.train")
 REFERENCE_ADAPTER = "ref"
-
-
-def check_shape(shape: str, stage: str, source: str) -> None:
-    """Refuses data of the wrong kind for the stage (kto also takes pairs) before anything loads."""
-    from backend.data.pairwise import is_preference
-
-    if not is_preference(shape):
-        raise ConfigError(f"stage {stage} needs preference data, but {source} holds instruction rows ({shape}); "
-                          f"give pairs (prompt, chosen, rejected) or use stage sft.")
-    if stage != "kto" and shape == "kto":
-        raise ConfigError(f"stage {stage} trains on chosen-rejected pairs, but {source} holds KTO rows "
-                          f"(prompt, completion, label); use stage kto.")
 
 
 def preference_rows(rows: list[dict], stage: str, source: str) -> list[dict]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from transformers import EarlyStoppingCallback, PrinterCallback, Trainer, TrainerState, TrainingArguments, set_seed
 
 from backend.config import ConfigError, import_reference
+from backend.data.resolve import resolve_dataset
 from backend.messages import message_of, msg
 from backend.models.hardware import training_devices
 from backend.runs.files import FINAL_DIR, append_metrics, mark_complete, read_json, read_status, update_status
@@ -19,7 +20,7 @@ from backend.scale.engines import decoder_layer_classes
 from backend.training.arguments import argument_values
 from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, GracefulStop, _barrier
 from backend.training.cli import Job, StopRequest
-from backend.training.dataset import RowCounts, build_datasets, resolve_dataset
+from backend.training.dataset import RowCounts, build_datasets
 from backend.training.demo_stage import prepare_demo_model
 from backend.training.disk import remove_partial_saves
 from backend.training.metrics_log import MetricsCallback

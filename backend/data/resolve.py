@@ -1,0 +1,143 @@
+"""From a run's `dataset` setting to rows: 'demo' / 'demo-pairs', a workspace
+dataset name (datasets/<name>/, with its own eval split when it has one), a
+file, or one dataset of a LLaMA-Factory folder (`dataset_name`); and the
+seeded train / eval split. The worker (backend/training/), the evaluator and
+the Train tab's step numbers all resolve datasets here, so they agree on what
+a name means and on which rows are held out.
+
+Rows are always read through the data backend (backend/data/load.py), so the
+trainer accepts exactly what the Data tab and `python -m backend.data check` accept.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from pathlib import Path
+
+from backend.config import ConfigError, split_sizes
+from backend.data.errors import DataError
+from backend.data.load import DATASET_INFO
+from backend.data.saved_datasets import EVAL_FILE, TRAIN_FILE, is_workspace_dataset, load_dataset_rows, validate_name
+from backend.messages import msg
+from backend.runs.workspace import Workspace
+
+log = logging.getLogger("backend.train")
+
+SCHEMA_REASON = "unusable row (schema problem; see `python -m backend.data check`)"
+
+
+class DatasetNotFound(FileNotFoundError):
+    """The configured dataset names no file, folder or workspace dataset."""
+
+
+class DatasetUnreadable(DatasetNotFound):
+    """The data backend cannot read the dataset at all (its DataError, one sentence)."""
+
+
+def resolve_dataset(name: str, workspace: Workspace) -> Path:
+    """The file or folder behind `dataset`: 'demo', a workspace dataset name, or a path."""
+    if name == "demo":
+        from backend.data.demo_rows import ensure_demo_dataset
+
+        return ensure_demo_dataset(workspace.datasets_dir)
+    if name == "demo-pairs":
+        from backend.data.demo_pairs import ensure_demo_pairs
+
+        return ensure_demo_pairs(workspace.datasets_dir)
+    named = workspace.datasets_dir / name
+    if _is_plain_name(name) and is_workspace_dataset(named):
+        return named
+    path = Path(name).expanduser()
+    if path.exists():
+        return path
+    raise DatasetNotFound(f"Dataset {name!r} not found: no file or folder {path.resolve()} "
+                          f"and no workspace dataset {named}.")
+
+
+def _is_plain_name(name: str) -> bool:
+    try:
+        validate_name(name)
+    except ValueError:
+        return False
+    return True
+
+
+def check_dataset(name: str, workspace: Workspace, dataset_name: str | None = None, stage: str = "sft") -> Path:
+    """Resolve the dataset and open it (cheap: the first record only), so a
+    file the data backend cannot read fails before torch is imported.
+    `dataset_name` picks one dataset of a LLaMA-Factory folder; a preference
+    `stage` refuses instruction rows (and kto-only rows for pair stages)."""
+    from backend.data.load import open_source
+
+    source = resolve_dataset(name, workspace)
+    if dataset_name and (is_workspace_dataset(source) or not source.is_dir()):
+        raise ConfigError(msg("config.dataset_name", dataset_name=dataset_name, dataset=name))
+    if not is_workspace_dataset(source) or stage != "sft":
+        try:
+            shape = open_source(source, dataset=dataset_name).shape.name
+        except DataError as error:
+            raise DatasetUnreadable(str(error)) from error
+        if stage != "sft":
+            check_shape(shape, stage, name)
+    return source
+
+
+def check_shape(shape: str, stage: str, source: str) -> None:
+    """Refuses data of the wrong kind for the stage (kto also takes pairs) before anything loads."""
+    from backend.data.pairwise import is_preference
+
+    if not is_preference(shape):
+        raise ConfigError(f"stage {stage} needs preference data, but {source} holds instruction rows ({shape}); "
+                          f"give pairs (prompt, chosen, rejected) or use stage sft.")
+    if stage != "kto" and shape == "kto":
+        raise ConfigError(f"stage {stage} trains on chosen-rejected pairs, but {source} holds KTO rows "
+                          f"(prompt, completion, label); use stage kto.")
+
+
+def load_rows(source: Path, counts=None, dataset_name: str | None = None) -> tuple[list[dict], list[dict] | None]:
+    """(rows, eval rows or None) in canonical form from a file, a workspace
+    dataset folder or one dataset (`dataset_name`) of a LLaMA-Factory folder.
+    Unusable rows are left out and, with `counts` (the worker's RowCounts), counted."""
+    source = Path(source)
+    try:
+        if is_workspace_dataset(source):
+            eval_rows = load_dataset_rows(source, split="eval") if (source / EVAL_FILE).is_file() else None
+            return load_dataset_rows(source, split="train"), eval_rows
+        if source.is_dir() and not (source / DATASET_INFO).is_file():
+            load_dataset_rows(source)  # a folder that is no dataset: the data backend's own refusal
+        from backend.data.load import load_rows as load_file
+
+        loaded = load_file(source, dataset=dataset_name)
+    except DataError as error:
+        raise DatasetUnreadable(str(error)) from error
+    if loaded.rejected:
+        log.warning("%d of %d rows of %s are unusable and skipped; `python -m backend.data check %s` lists them",
+                    len(loaded.rejected), loaded.total, source, source)
+        if counts is not None:
+            counts.total += len(loaded.rejected)
+            counts.drop(SCHEMA_REASON, len(loaded.rejected))
+    return loaded.rows, None
+
+
+def split_rows(rows: list[dict], val_size: float, seed: int) -> tuple[list[dict], list[dict]]:
+    """Seeded shuffle, then the last `val_size` share is the eval split."""
+    order = list(range(len(rows)))
+    random.Random(seed).shuffle(order)
+    n_train, _ = split_sizes(len(rows), val_size)
+    return [rows[i] for i in order[:n_train]], [rows[i] for i in order[n_train:]]
+
+
+def dataset_size(name: str, workspace: Workspace, dataset_name: str | None = None) -> tuple[int, bool]:
+    """(usable rows, whether it has its own eval split) of 'demo', a workspace dataset or a
+    file, before the cutoff filter. A workspace dataset's rows are counted, not parsed."""
+    if name in ("", "demo"):
+        from backend.data.demo_rows import build_demo_rows
+
+        return len(build_demo_rows()), False
+    source = resolve_dataset(name, workspace)
+    if is_workspace_dataset(source):
+        with open(source / TRAIN_FILE, "rb") as handle:
+            return sum(1 for line in handle if line.strip()), (source / EVAL_FILE).is_file()
+    rows, eval_rows = load_rows(source, dataset_name=dataset_name)
+    return len(rows), eval_rows is not None
