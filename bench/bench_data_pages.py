@@ -10,12 +10,15 @@ tokens), which is what every page turn did before the Data tab kept its
 prepared rows; page turns and full analyses alternate.
 
     OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python bench/bench_data_pages.py --rows 100000 --turns 5 --full 2
+
+(the demo model is built in .cache/test-models, or read from $FINETUNE_STUDIO_TEST_CACHE).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -58,7 +61,7 @@ def main() -> None:
     from backend.models.loading import ensure_demo_model
     from ui.tabs import data
 
-    demo = ensure_demo_model(REPO / ".cache" / "test-models")
+    demo = ensure_demo_model(Path(os.environ.get("FINETUNE_STUDIO_TEST_CACHE") or REPO / ".cache" / "test-models"))
     with tempfile.TemporaryDirectory() as tmp:
         ctx = context(Path(tmp), demo)
         path = Path(tmp) / "bench_alpaca.json"

@@ -40,7 +40,7 @@ def test_check_dataset_reports_what_the_backend_reports(client, shared_data, ser
     from gradio_client import handle_file
 
     from backend.data.checks import check_file
-    from backend.data.session import load_model_tokenizer
+    from backend.data.prepare import load_model_tokenizer
 
     identity = shared_data / "identity.json"
     report = client.predict(handle_file(str(identity)), "demo", 256, api_name="/check_dataset")

@@ -1,4 +1,4 @@
-"""The data session (backend/data/session.py) reads a file once; the Data tab
+"""The data session (backend/data/prepare.py) reads a file once; the Data tab
 turns pages, shows a check's rows, applies fixes and saves from the rows it
 holds, without reading or checking the file again."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from backend.data.checks import check_file
 from backend.data.fixes import FixPlan
-from backend.data.session import DataSession
+from backend.data.prepare import DataSession
 from ui import data_session as ds
 from ui.context import UIContext
 from ui.i18n import build_i18n, merge_texts

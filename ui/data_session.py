@@ -1,5 +1,5 @@
 """What the Data tab keeps between events, without gradio: the data sessions
-(backend/data/session.py) of the files open in the tab, and small view helpers.
+(backend/data/prepare.py) of the files open in the tab, and small view helpers.
 
 The browser's state is a small dict (path, mapping, fix plan, model, cutoff and
 the token of its session here); the rows stay on the server. A file is read
@@ -22,7 +22,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from backend.data.session import PAGE_SIZE, Analysis, DataSession
+from backend.data.prepare import PAGE_SIZE, Analysis, DataSession
 from backend.runs.workspace import Workspace
 
 __all__ = ["PAGE_SIZE", "Analysis"]
@@ -88,7 +88,7 @@ def dataset_source(workspace: Workspace, name: str) -> Path:
 
 def load_tokenizer(workspace: Workspace, model: str | None):
     """The tokenizer that counts tokens ('demo' or a local folder), or None for no token counts."""
-    from backend.data.session import load_model_tokenizer
+    from backend.data.prepare import load_model_tokenizer
     from ui.warmup import import_heavy_libraries
 
     import_heavy_libraries()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from backend.data.errors import DataError
 from backend.data.fix_table import add_cli_flags, plan_values
-from backend.data.session import load_model_tokenizer
+from backend.data.prepare import load_model_tokenizer
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 
@@ -81,7 +81,7 @@ def run_check(args) -> int:
 
 def run_fix(args) -> int:
     from backend.data.fixes import FixPlan
-    from backend.data.session import DataSession
+    from backend.data.prepare import DataSession
     from backend.data.saved_datasets import validate_name
     from backend.runs.workspace import Workspace
 

@@ -2,7 +2,7 @@
 read it as conversations, see what the checks found, fix it in a click and
 save it as a named workspace dataset with a train / eval split.
 
-The work is in backend/data/session.py (a file read once, fixed, checked and
+The work is in backend/data/prepare.py (a file read once, fixed, checked and
 saved from memory); ui/data_session.py keeps the sessions of open files between
 events; this module builds components and turns results into component values.
 Page turns, a check's rows and saving reuse the last analysis. A file that cannot

@@ -224,7 +224,7 @@ def check_source(source: Source, items: Iterable[SourceRow], *, tokenizer=None, 
                  cutoff_len: int = 1024, progress: Callable[[int], None] | None = None,
                  require_usable: bool = True) -> Report:
     """Every check over `items` of `source`: streamed from the file by `check_file`, or rows
-    already read (and fixed) by a data session (backend/data/session.py)."""
+    already read (and fixed) by a data session (backend/data/prepare.py)."""
     checker = _checker_for(source.shape.name, tokenizer, cutoff_len)
     _feed(checker, items, progress)
     if require_usable and not checker.usable:
