@@ -58,3 +58,9 @@ def test_module_names_are_unique_across_the_backend():
             continue  # per-package roles, the same job in each package
         assert path.name not in seen, f"two modules called {path.name}: {seen[path.name]} and {path.relative_to(REPO)}"
         seen[path.name] = str(path.relative_to(REPO))
+
+
+def test_only_the_worker_imports_its_encoding_and_only_the_entry_point_the_data_cli():
+    assert {f for f in importers("backend.training.dataset") if not f.startswith("backend/training/")} == set()
+    assert importers("backend.data.cli") == {"backend/data/__main__.py"}
+
