@@ -84,7 +84,7 @@ def test_train_on_votes_prefills_a_dpo_run_on_the_voted_checkpoint(voted_run):
 def test_handlers_save_and_prefill(voted_run):
     from ui.context import UIContext
     from ui.tabs import chat
-    from ui.vote_panel import save_votes, train_on_votes
+    from ui.vote_panel import save_votes, train_on_votes, train_outputs
 
     ws, run = voted_run
     ctx = UIContext(workspace=ws, texts=chat.TEXT, i18n=None)
@@ -101,6 +101,10 @@ def test_handlers_save_and_prefill(voted_run):
     RunConfig().save(empty / "config.yaml")
     text, values = train_on_votes(ctx, "en", ["run-empty"], "")
     assert values is None and text.startswith("⚠️") and "no votes that make a pair" in text
+    said, prefill, switch = train_outputs(ctx, "en", ["run-empty"], "")
+    assert said == text and prefill == switch == {"__type__": "update"}  # stay on Chat, Train form untouched
+    said, prefill, switch = train_outputs(ctx, "en", ["run-a"], "my-votes")
+    assert prefill["stage"] == "dpo" and switch.selected == "train"
 
 
 def test_vote_answers_take_the_winners_context_and_skip_failed_columns():

@@ -9,6 +9,7 @@ run id, port), so they are tested without a browser; build() only wires them.
 from __future__ import annotations
 
 import json
+from functools import partial
 
 from backend.runs.files import list_run_ids
 
@@ -112,6 +113,14 @@ def run_choices(workspace, current: str | None) -> tuple[list[str], str | None]:
     return ids, current if current in ids else (ids[0] if ids else None)
 
 
+def refresh(workspace, lang: str | None, current: str | None) -> tuple:
+    """(run list update, then view's four values): on page load and when the run list opens."""
+    import gradio as gr
+
+    ids, chosen = run_choices(workspace, current)
+    return (gr.update(choices=ids, value=chosen), *view(workspace, lang))
+
+
 def build(ctx) -> None:
     import gradio as gr
 
@@ -133,18 +142,11 @@ def build(ctx) -> None:
             curl = gr.Code(label=ctx.t("serve.curl"), language="shell", interactive=False, elem_id="serve-curl")
             python = gr.Code(label=ctx.t("serve.python"), language="python", interactive=False, elem_id="serve-python")
 
-    def refresh(lang, current):
-        ids, chosen = run_choices(workspace, current)
-        return (gr.update(choices=ids, value=chosen), *view(workspace, lang))
-
-    def show(lang):
-        return view(workspace, lang)
-
     shown = [line, url, curl, python]
-    gr.context.Context.root_block.load(refresh, [ctx.lang, run], [run, *shown], **private)
-    gr.Timer(POLL_EVERY_S).tick(show, ctx.lang, shown, show_progress="hidden", **private)
-    run.focus(refresh, [ctx.lang, run], [run, *shown], **private)
-    start.click(lambda lang, r, p, d: start_server(workspace, lang, r, p, d), [ctx.lang, run, port, device], notice,
-                **private).then(show, ctx.lang, shown, **private)
-    stop.click(lambda lang: stop_server(workspace, lang), ctx.lang, notice, **private).then(show, ctx.lang, shown,
-                                                                                        **private)
+    listing = {"fn": partial(refresh, workspace), "inputs": [ctx.lang, run], "outputs": [run, *shown], **private}
+    show = {"fn": partial(view, workspace), "inputs": ctx.lang, "outputs": shown, **private}
+    gr.context.Context.root_block.load(**listing)
+    gr.Timer(POLL_EVERY_S).tick(show_progress="hidden", **show)
+    run.focus(**listing)
+    start.click(partial(start_server, workspace), [ctx.lang, run, port, device], notice, **private).then(**show)
+    stop.click(partial(stop_server, workspace), ctx.lang, notice, **private).then(**show)

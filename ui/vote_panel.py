@@ -7,6 +7,7 @@ tests/test_pref_votes.py); `build` only places the components and wires them.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from ui.context import UIContext
@@ -63,6 +64,16 @@ def train_on_votes(ctx: UIContext, lang: str, run_ids: list[str] | None, name: s
     return message + "  \n" + ctx.msg(lang, "chat.msg_votes_train", name=name, checkpoint=checkpoint), values
 
 
+def train_outputs(ctx: UIContext, lang: str, run_ids: list[str] | None, name: str) -> tuple:
+    """(message, Train form prefill, tab switch): to the Train tab only when the votes made a run."""
+    import gradio as gr
+
+    text, values = train_on_votes(ctx, lang, run_ids, name)
+    if values is None:
+        return text, gr.update(), gr.update()
+    return text, values, gr.Tabs(selected="train")
+
+
 def build(ctx: UIContext, runs) -> None:
     import gradio as gr
 
@@ -74,15 +85,7 @@ def build(ctx: UIContext, runs) -> None:
             save = gr.Button(ctx.t("chat.votes_save"), scale=1, elem_id="chat-votes-save")
             train = gr.Button(ctx.t("chat.votes_train"), variant="primary", scale=1, elem_id="chat-votes-train")
         message = gr.Markdown(elem_id="chat-votes-message")
-    save.click(lambda lang, r, n: save_votes(ctx, lang, r, n), [ctx.lang, runs, name], message, **private)
+    save.click(partial(save_votes, ctx), [ctx.lang, runs, name], message, **private)
     prefill, tabs = ctx.shared.get("train_prefill"), ctx.shared.get("tabs")
-    if prefill is None or tabs is None:
-        return
-
-    def do_train(lang, run_list, dataset_name):
-        text, values = train_on_votes(ctx, lang, run_list, dataset_name)
-        if values is None:
-            return text, gr.update(), gr.update()
-        return text, values, gr.Tabs(selected="train")
-
-    train.click(do_train, [ctx.lang, runs, name], [message, prefill, tabs], **private)
+    if prefill is not None and tabs is not None:
+        train.click(partial(train_outputs, ctx), [ctx.lang, runs, name], [message, prefill, tabs], **private)

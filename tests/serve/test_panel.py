@@ -25,6 +25,8 @@ def test_refusals_are_sentences(serve_workspace):
     assert "not in this workspace" in serve_panel.start_server(serve_workspace, "en", "../../etc", 8000, "cpu")
     assert "1024 to 65535" in serve_panel.start_server(serve_workspace, "en", RUN_ID, 80, "cpu")
     assert serve_panel.stop_server(serve_workspace, "en") == "No server is running."
+    runs, line, *_ = serve_panel.refresh(serve_workspace, "en", "deleted-run")
+    assert runs["choices"] == [RUN_ID] and runs["value"] == RUN_ID and line.startswith("No server running")
 
 
 def test_start_shows_url_and_names_then_stop(serve_workspace):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import math
 import shutil
+from functools import partial
 from pathlib import Path
 
 import gradio as gr
@@ -66,12 +67,72 @@ TEXT: dict[str, dict[str, str]] = {
 }
 
 
+# --- handlers (plain values in, component values out) -------------------------
+
+def refresh_runs(ctx: UIContext, lang, current):
+    """(run list, checkpoint choices, status message, drawn-results signature reset)."""
+    ids = list_run_ids(ctx.workspace.runs_dir)
+    current = current if current in ids else (ids[0] if ids else None)
+    choices, chosen = _checkpoint_choices(ctx.workspace.runs_dir, current)
+    message = "" if ids else ctx.msg(lang, "evaluate.msg_no_runs")
+    return gr.update(choices=ids, value=current), gr.update(choices=choices, value=chosen), message, ""
+
+
+def on_load(ctx: UIContext, lang, remembered):
+    """The page opened: the run chosen elsewhere (Runs tab) or last time, if it still exists."""
+    ids = list_run_ids(ctx.workspace.runs_dir)
+    return refresh_runs(ctx, lang, remembered if remembered in ids else None)
+
+
+def on_run(ctx: UIContext, current):
+    choices, chosen = _checkpoint_choices(ctx.workspace.runs_dir, current)
+    return gr.update(choices=choices, value=chosen), ""
+
+
+def start_eval(ctx: UIContext, lang, current, chosen, source_kind, upload_path, samples, new_tokens) -> str:
+    """Start `python -m backend.evaluate` for the run in the background; the message to show."""
+    from backend.evaluation.evaluator import EvalError, start_evaluation
+
+    if not current:
+        return ctx.msg(lang, "evaluate.msg_pick_run")
+    run_dir = ctx.workspace.runs_dir / current
+    data = None
+    if source_kind == "file":
+        if not upload_path:
+            return ctx.msg(lang, "evaluate.msg_no_file")
+        suffix = Path(upload_path).suffix.lower()
+        if suffix not in UPLOAD_SUFFIXES:
+            return ctx.msg(lang, "evaluate.msg_bad_suffix", suffixes=", ".join(UPLOAD_SUFFIXES))
+        data = _keep_upload(run_dir, Path(upload_path), suffix)
+    try:
+        pid = start_evaluation(run_dir, list(chosen or []), data, int(samples or 0) or None, int(new_tokens))
+    except EvalError as error:
+        return ctx.msg(lang, "evaluate.msg_error", error=localize(error, lang))
+    ctx.remember(run_id=current)
+    return ctx.msg(lang, "evaluate.msg_started", pid=pid)
+
+
+def poll(ctx: UIContext, lang, current, only_disagree, signature):
+    """(progress bar, results table, chart, predictions, signature): the results are
+    redrawn only when their files changed since `signature` (a timer tick is cheap)."""
+    if not current:
+        return "", gr.skip(), gr.skip(), gr.skip(), signature
+    run_dir = ctx.workspace.runs_dir / current
+    bar = _progress_html(ctx, lang, run_dir)
+    new_signature = _signature(run_dir) + f"|{only_disagree}"
+    if new_signature == signature:
+        return bar, gr.skip(), gr.skip(), gr.skip(), signature
+    frame, figure, rows = _results(run_dir, only_disagree)
+    return bar, frame, figure, rows, new_signature
+
+
+def redraw(ctx: UIContext, lang, current, only_disagree):
+    return poll(ctx, lang, current, only_disagree, "")
+
+
+# --- layout -------------------------------------------------------------------
+
 def build(ctx: UIContext) -> None:
-    runs_dir = ctx.workspace.runs_dir
-
-    def run_ids() -> list[str]:
-        return list_run_ids(runs_dir)
-
     with gr.Row(equal_height=True):
         run = gr.Dropdown(label=ctx.t("evaluate.run"), choices=[], scale=3, elem_id="evaluate-run")
         refresh = gr.Button(ctx.t("evaluate.refresh"), scale=0, elem_id="evaluate-refresh")
@@ -96,82 +157,30 @@ def build(ctx: UIContext) -> None:
                                elem_id="evaluate-predictions")
     seen = gr.State("")  # signature of the result files last drawn: redraw only when they change
 
-    def refresh_runs(lang, current):
-        ids = run_ids()
-        current = current if current in ids else (ids[0] if ids else None)
-        choices, chosen = _checkpoint_choices(runs_dir, current)
-        message = "" if ids else ctx.msg(lang, "evaluate.msg_no_runs")
-        return gr.update(choices=ids, value=current), gr.update(choices=choices, value=chosen), message, ""
-
-    def on_run(current):
-        choices, chosen = _checkpoint_choices(runs_dir, current)
-        return gr.update(choices=choices, value=chosen), ""
-
-    def start_eval(lang, current, chosen, source_kind, upload_path, samples, new_tokens):
-        from backend.evaluation.evaluator import EvalError, start_evaluation
-
-        if not current:
-            return ctx.msg(lang, "evaluate.msg_pick_run")
-        run_dir = runs_dir / current
-        data = None
-        if source_kind == "file":
-            if not upload_path:
-                return ctx.msg(lang, "evaluate.msg_no_file")
-            suffix = Path(upload_path).suffix.lower()
-            if suffix not in UPLOAD_SUFFIXES:
-                return ctx.msg(lang, "evaluate.msg_bad_suffix", suffixes=", ".join(UPLOAD_SUFFIXES))
-            data = _keep_upload(run_dir, Path(upload_path), suffix)
-        try:
-            pid = start_evaluation(run_dir, list(chosen or []), data, int(samples or 0) or None, int(new_tokens))
-        except EvalError as error:
-            return ctx.msg(lang, "evaluate.msg_error", error=localize(error, lang))
-        ctx.remember(run_id=current)
-        return ctx.msg(lang, "evaluate.msg_started", pid=pid)
-
-    def poll(lang, current, only_disagree, signature):
-        if not current:
-            return "", gr.skip(), gr.skip(), gr.skip(), signature
-        run_dir = runs_dir / current
-        bar = _progress_html(ctx, lang, run_dir)
-        new_signature = _signature(run_dir) + f"|{only_disagree}"
-        if new_signature == signature:
-            return bar, gr.skip(), gr.skip(), gr.skip(), signature
-        frame, figure, rows = _results(run_dir, only_disagree)
-        return bar, frame, figure, rows, new_signature
-
-    def redraw(lang, current, only_disagree):
-        bar, frame, figure, rows, signature = poll(lang, current, only_disagree, "")
-        return bar, frame, figure, rows, signature
-
     private = {"api_visibility": "private"}
     outputs = [progress, table, chart, predictions, seen]
-    refresh.click(refresh_runs, [ctx.lang, run], [run, checkpoints, status, seen], **private).then(
-        redraw, [ctx.lang, run, disagree], outputs, **private)
-    run.input(on_run, run, [checkpoints, seen], **private).then(redraw, [ctx.lang, run, disagree], outputs, **private)
-    start.click(start_eval, [ctx.lang, run, checkpoints, source, upload, max_samples, max_new], status, **private)
-    disagree.change(redraw, [ctx.lang, run, disagree], outputs, **private)
-    gr.Timer(POLL_EVERY_S).tick(poll, [ctx.lang, run, disagree, seen], outputs, show_progress="hidden", **private)
+    listed = [run, checkpoints, status, seen]
+    view = {"fn": partial(redraw, ctx), "inputs": [ctx.lang, run, disagree], "outputs": outputs, **private}
+    refresh.click(partial(refresh_runs, ctx), [ctx.lang, run], listed, **private).then(**view)
+    run.input(partial(on_run, ctx), run, [checkpoints, seen], **private).then(**view)
+    start.click(partial(start_eval, ctx), [ctx.lang, run, checkpoints, source, upload, max_samples, max_new], status,
+                **private)
+    disagree.change(**view)
+    gr.Timer(POLL_EVERY_S).tick(partial(poll, ctx), [ctx.lang, run, disagree, seen], outputs, show_progress="hidden",
+                                **private)
     # The run chosen elsewhere (Runs tab) or last time.
     shared_run = ctx.shared.get("run_id")
-
-    def on_load(lang, remembered):
-        ids = run_ids()
-        current = remembered if remembered in ids else None
-        return refresh_runs(lang, current)
-
     load_inputs = [ctx.lang, shared_run] if shared_run is not None else [ctx.lang, run]
-    _on_page_load(on_load, load_inputs, [run, checkpoints, status, seen], redraw, [ctx.lang, run, disagree], outputs)
+    _on_page_load(partial(on_load, ctx), load_inputs, listed, view)
     if shared_run is not None:
-        shared_run.change(on_load, [ctx.lang, shared_run], [run, checkpoints, status, seen], **private).then(
-            redraw, [ctx.lang, run, disagree], outputs, **private)
+        shared_run.change(partial(on_load, ctx), [ctx.lang, shared_run], listed, **private).then(**view)
 
 
-def _on_page_load(fn, inputs, outputs, then_fn, then_inputs, then_outputs) -> None:
+def _on_page_load(fn, inputs, outputs, then: dict) -> None:
     """Fill the tab when the page loads (the Blocks is the enclosing context)."""
     from gradio.context import Context
 
-    Context.root_block.load(fn, inputs, outputs, api_visibility="private").then(then_fn, then_inputs, then_outputs,
-                                                                    api_visibility="private")
+    Context.root_block.load(fn, inputs, outputs, api_visibility="private").then(**then)
 
 
 def _checkpoint_choices(runs_dir: Path, run_id: str | None) -> tuple[list[str], list[str]]:

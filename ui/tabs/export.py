@@ -9,6 +9,7 @@ report (verification rows, notes) and the zip to download.
 from __future__ import annotations
 
 import html
+from functools import partial
 from pathlib import Path
 
 import gradio as gr
@@ -70,107 +71,121 @@ TEXT: dict[str, dict[str, str]] = {
 }
 
 
+# --- handlers (plain values in, component values out) -------------------------
+
+def refresh_runs(ctx: UIContext, current, current_ckpt):
+    """(run list, checkpoint list): the current choices kept while they exist, else the newest."""
+    ids = list_run_ids(ctx.workspace.runs_dir)
+    current = current if current in ids else (ids[0] if ids else None)
+    names = _checkpoints(ctx.workspace.runs_dir, current)
+    chosen = current_ckpt if current_ckpt in names else (names[-1] if names else None)
+    return gr.update(choices=ids, value=current), gr.update(choices=names, value=chosen)
+
+
+def pick_run(ctx: UIContext, current):
+    return refresh_runs(ctx, current, None)
+
+
+def describe(ctx: UIContext, lang, current, ckpt, export_kind):
+    """(default name, the notes that apply (QLoRA base, full run), base placeholder)."""
+    if not current or not ckpt:
+        return gr.skip(), "", gr.skip()
+    config = _config(ctx.workspace.runs_dir / current)
+    notes = []
+    if config.get("method") == "qlora" and export_kind == "merged":
+        notes.append(ctx.msg(lang, "export.note_qlora", bits=config.get("quantization_bits") or 4))
+    if config.get("method") == "full":
+        notes.append(ctx.msg(lang, "export.note_full"))
+    suffix = "merged" if export_kind == "merged" and config.get("method") != "full" else "adapter"
+    suffix = "model" if config.get("method") == "full" else suffix
+    trained_on = str(config.get("model_name_or_path") or "")
+    return f"{current}-{ckpt}-{suffix}", "\n\n".join(notes), gr.update(placeholder=trained_on)
+
+
+def start_job(ctx: UIContext, lang, current, ckpt, export_kind, export_name, shard_size, dtype_name, replace,
+              want_zip, base_model) -> tuple[str, str | None]:
+    """Start `python -m backend.export` in the background: (message, its progress file or None)."""
+    from backend.export.exporter import export_folder, start_export
+    from backend.export.outputs import ExportError
+
+    if not current or not ckpt:
+        return ctx.msg(lang, "export.msg_pick"), None
+    try:
+        out = export_folder(ctx.workspace, export_name)  # a typed name never probes outside exports/
+    except ExportError as error:
+        return ctx.msg(lang, "export.msg_error", error=localize(error, lang)), None
+    if (out.exists() or out.with_name(out.name + ".zip").exists()) and not replace:
+        return ctx.msg(lang, "export.msg_exists", path=out), None
+    try:
+        progress = start_export(ctx.workspace, ctx.workspace.runs_dir / current / ckpt, export_name,
+                                merge=export_kind == "merged", shard_size=shard_size, dtype=dtype_name,
+                                overwrite=bool(replace), make_zip=bool(want_zip), base=base_model or None)
+    except ExportError as error:
+        return ctx.msg(lang, "export.msg_error", error=localize(error, lang)), None
+    return ctx.msg(lang, "export.msg_started", path=out), str(progress)
+
+
+def poll(ctx: UIContext, lang, progress_file):
+    """(report HTML, download button) of the export shown; nothing to change when there is none."""
+    if not progress_file:
+        return gr.skip(), gr.skip()
+    return _report_view(ctx, lang, Path(progress_file))
+
+
+# --- layout -------------------------------------------------------------------
+
 def build(ctx: UIContext) -> None:
-    runs_dir = ctx.workspace.runs_dir
-
-    def run_ids() -> list[str]:
-        return list_run_ids(runs_dir)
-
+    c: dict = {}
     with gr.Row(equal_height=True):
-        run = gr.Dropdown(label=ctx.t("export.run"), choices=[], scale=3, elem_id="export-run")
-        checkpoint = gr.Dropdown(label=ctx.t("export.checkpoint"), choices=[], scale=2, elem_id="export-checkpoint")
-        refresh = gr.Button(ctx.t("export.refresh"), scale=0, elem_id="export-refresh")
-    kind = gr.Radio(label=ctx.t("export.kind"), value="merged", elem_id="export-kind",
-                    choices=[(ctx.t("export.kind_merged"), "merged"), (ctx.t("export.kind_adapter"), "adapter")])
-    note = gr.Markdown(elem_id="export-note")
+        c["run"] = gr.Dropdown(label=ctx.t("export.run"), choices=[], scale=3, elem_id="export-run")
+        c["checkpoint"] = gr.Dropdown(label=ctx.t("export.checkpoint"), choices=[], scale=2,
+                                      elem_id="export-checkpoint")
+        c["refresh"] = gr.Button(ctx.t("export.refresh"), scale=0, elem_id="export-refresh")
+    c["kind"] = gr.Radio(label=ctx.t("export.kind"), value="merged", elem_id="export-kind",
+                         choices=[(ctx.t("export.kind_merged"), "merged"), (ctx.t("export.kind_adapter"), "adapter")])
+    c["note"] = gr.Markdown(elem_id="export-note")
     with gr.Row(equal_height=True):
-        name = gr.Textbox(label=ctx.t("export.name"), scale=3, elem_id="export-name")
-        shard = gr.Dropdown(label=ctx.t("export.shard_size"), choices=list(SHARD_SIZES), value="2GB", scale=1,
-                            elem_id="export-shard")
-        dtype = gr.Dropdown(label=ctx.t("export.dtype"), choices=["auto", "bf16", "fp16", "fp32"], value="auto",
-                            scale=1, info=ctx.t("export.dtype_help"), elem_id="export-dtype")
-    base = gr.Textbox(label=ctx.t("export.base"), elem_id="export-base")
+        c["name"] = gr.Textbox(label=ctx.t("export.name"), scale=3, elem_id="export-name")
+        c["shard"] = gr.Dropdown(label=ctx.t("export.shard_size"), choices=list(SHARD_SIZES), value="2GB", scale=1,
+                                 elem_id="export-shard")
+        c["dtype"] = gr.Dropdown(label=ctx.t("export.dtype"), choices=["auto", "bf16", "fp16", "fp32"], value="auto",
+                                 scale=1, info=ctx.t("export.dtype_help"), elem_id="export-dtype")
+    c["base"] = gr.Textbox(label=ctx.t("export.base"), elem_id="export-base")
     with gr.Row():
-        overwrite = gr.Checkbox(label=ctx.t("export.overwrite"), value=False, elem_id="export-overwrite")
-        make_zip = gr.Checkbox(label=ctx.t("export.zip"), value=True, elem_id="export-zip")
-    start = gr.Button(ctx.t("export.start"), variant="primary", elem_id="export-start")
-    status = gr.Markdown(elem_id="export-status")
-    jobs = gr.Dropdown(label=ctx.t("export.jobs"), choices=[], elem_id="export-jobs")
-    report = gr.HTML(elem_id="export-report")
-    download = gr.DownloadButton(ctx.t("export.download"), visible=False, elem_id="export-download")
-    job = gr.State(None)  # the progress file of the export shown (one from exports/.jobs on disk)
+        c["overwrite"] = gr.Checkbox(label=ctx.t("export.overwrite"), value=False, elem_id="export-overwrite")
+        c["zip"] = gr.Checkbox(label=ctx.t("export.zip"), value=True, elem_id="export-zip")
+    c["start"] = gr.Button(ctx.t("export.start"), variant="primary", elem_id="export-start")
+    c["status"] = gr.Markdown(elem_id="export-status")
+    c["jobs"] = gr.Dropdown(label=ctx.t("export.jobs"), choices=[], elem_id="export-jobs")
+    c["report"] = gr.HTML(elem_id="export-report")
+    c["download"] = gr.DownloadButton(ctx.t("export.download"), visible=False, elem_id="export-download")
+    c["job"] = gr.State(None)  # the progress file of the export shown (one from exports/.jobs on disk)
+    _wire(ctx, c)
 
-    def refresh_runs(current, current_ckpt):
-        ids = run_ids()
-        current = current if current in ids else (ids[0] if ids else None)
-        names = _checkpoints(runs_dir, current)
-        chosen = current_ckpt if current_ckpt in names else (names[-1] if names else None)
-        return gr.update(choices=ids, value=current), gr.update(choices=names, value=chosen)
 
-    def describe(lang, current, ckpt, export_kind):
-        """Default name and the notes that apply (QLoRA base, full run)."""
-        if not current or not ckpt:
-            return gr.skip(), "", gr.skip()
-        config = _config(runs_dir / current)
-        notes = []
-        if config.get("method") == "qlora" and export_kind == "merged":
-            notes.append(ctx.msg(lang, "export.note_qlora", bits=config.get("quantization_bits") or 4))
-        if config.get("method") == "full":
-            notes.append(ctx.msg(lang, "export.note_full"))
-        suffix = "merged" if export_kind == "merged" and config.get("method") != "full" else "adapter"
-        suffix = "model" if config.get("method") == "full" else suffix
-        trained_on = str(config.get("model_name_or_path") or "")
-        return f"{current}-{ckpt}-{suffix}", "\n\n".join(notes), gr.update(placeholder=trained_on)
-
-    def start_job(lang, current, ckpt, export_kind, export_name, shard_size, dtype_name, replace, want_zip, base_model):
-        from backend.export.exporter import export_folder, start_export
-        from backend.export.outputs import ExportError
-
-        if not current or not ckpt:
-            return ctx.msg(lang, "export.msg_pick"), None
-        try:
-            out = export_folder(ctx.workspace, export_name)  # a typed name never probes outside exports/
-        except ExportError as error:
-            return ctx.msg(lang, "export.msg_error", error=localize(error, lang)), None
-        if (out.exists() or out.with_name(out.name + ".zip").exists()) and not replace:
-            return ctx.msg(lang, "export.msg_exists", path=out), None
-        try:
-            progress = start_export(ctx.workspace, runs_dir / current / ckpt, export_name, merge=export_kind == "merged",
-                                    shard_size=shard_size, dtype=dtype_name, overwrite=bool(replace),
-                                    make_zip=bool(want_zip), base=base_model or None)
-        except ExportError as error:
-            return ctx.msg(lang, "export.msg_error", error=localize(error, lang)), None
-        return ctx.msg(lang, "export.msg_started", path=out), str(progress)
-
-    def poll(lang, progress_file):
-        if not progress_file:
-            return gr.skip(), gr.skip()
-        return _report_view(ctx, lang, Path(progress_file))
-
-    def jobs_view(current):
-        return last_jobs(ctx, current)
-
-    private = {"api_visibility": "private"}
-    describe_io = {"inputs": [ctx.lang, run, checkpoint, kind], "outputs": [name, note, base], **private}
-    refresh.click(refresh_runs, [run, checkpoint], [run, checkpoint], **private).then(describe, **describe_io)
-    run.input(lambda r: refresh_runs(r, None), run, [run, checkpoint], **private).then(describe, **describe_io)
-    checkpoint.input(describe, **describe_io)
-    kind.input(describe, **describe_io)
-    start.click(start_job, [ctx.lang, run, checkpoint, kind, name, shard, dtype, overwrite, make_zip, base], [status, job],
-                **private).then(jobs_view, job, [jobs, job], **private).then(poll, [ctx.lang, job], [report, download],
-                                                                             **private)
-    jobs.input(lambda chosen: job_file(ctx, chosen), jobs, job, **private).then(
-        poll, [ctx.lang, job], [report, download], **private)
-    gr.Timer(POLL_EVERY_S).tick(poll, [ctx.lang, job], [report, download], show_progress="hidden", **private)
-
+def _wire(ctx: UIContext, c: dict) -> None:
     from gradio.context import Context
 
+    private = {"api_visibility": "private"}
+    picked = [c["run"], c["checkpoint"]]
+    describe_io = {"fn": partial(describe, ctx), "inputs": [ctx.lang, *picked, c["kind"]],
+                   "outputs": [c["name"], c["note"], c["base"]], **private}
+    show = {"fn": partial(poll, ctx), "inputs": [ctx.lang, c["job"]], "outputs": [c["report"], c["download"]],
+            **private}
+    listing = {"fn": partial(last_jobs, ctx), "inputs": c["job"], "outputs": [c["jobs"], c["job"]], **private}
+    c["refresh"].click(partial(refresh_runs, ctx), picked, picked, **private).then(**describe_io)
+    c["run"].input(partial(pick_run, ctx), c["run"], picked, **private).then(**describe_io)
+    c["checkpoint"].input(**describe_io)
+    c["kind"].input(**describe_io)
+    form = [ctx.lang, *picked, c["kind"], c["name"], c["shard"], c["dtype"], c["overwrite"], c["zip"], c["base"]]
+    c["start"].click(partial(start_job, ctx), form, [c["status"], c["job"]], **private).then(**listing).then(**show)
+    c["jobs"].input(partial(job_file, ctx), c["jobs"], c["job"], **private).then(**show)
+    gr.Timer(POLL_EVERY_S).tick(show_progress="hidden", **show)
     shared_run = ctx.shared.get("run_id")
-    first = [shared_run, checkpoint] if shared_run is not None else [run, checkpoint]
-    Context.root_block.load(refresh_runs, first, [run, checkpoint], **private).then(describe, **describe_io)
+    first = [shared_run, c["checkpoint"]] if shared_run is not None else picked
+    Context.root_block.load(partial(refresh_runs, ctx), first, picked, **private).then(**describe_io)
     # A refreshed page (or a restarted app) shows the last exports again, read from disk.
-    Context.root_block.load(jobs_view, job, [jobs, job], **private).then(
-        poll, [ctx.lang, job], [report, download], **private)
+    Context.root_block.load(**listing).then(**show)
 
 
 def last_jobs(ctx: UIContext, current: str | None = None):

@@ -1,0 +1,65 @@
+"""The Export tab's handlers called with the values a browser sends, on real
+LoRA and full runs of the demo model: lists, the default name and notes per
+method, every refusal, and a real background adapter export whose report and
+zip the tab shows (and shows again from disk, as after a page refresh)."""
+
+from __future__ import annotations
+
+import pytest
+
+from backend.runs.workspace import Workspace
+from tests.eval_export_runs import cached_run, link_demo_model
+from tests.polling import wait_for
+from ui.context import UIContext
+from ui.i18n import merge_texts
+from ui.tabs import export
+
+SKIP = {"__type__": "update"}
+
+
+@pytest.fixture(scope="module")
+def ctx(tmp_path_factory, demo_model_dir):
+    workspace = Workspace(tmp_path_factory.mktemp("export-tab") / "ws").ensure()
+    link_demo_model(workspace, demo_model_dir)
+    cached_run(workspace, demo_model_dir, "lora", "run-a")
+    cached_run(workspace, demo_model_dir, "full", "run-full")
+    return UIContext(workspace=workspace, texts=merge_texts(export.TEXT), i18n=None)
+
+
+def test_lists_keep_the_choice_and_default_to_the_newest_checkpoint(ctx):
+    run, checkpoint = export.refresh_runs(ctx, "run-a", None)
+    assert run["choices"] == ["run-a", "run-full"] and run["value"] == "run-a"
+    assert checkpoint["choices"] == ["checkpoint-8", "checkpoint-16", "final"] and checkpoint["value"] == "final"
+    assert export.refresh_runs(ctx, "run-a", "checkpoint-8")[1]["value"] == "checkpoint-8"
+    assert export.pick_run(ctx, "deleted")[0]["value"] == "run-a"
+    assert export.poll(ctx, "en", None) == (SKIP, SKIP)
+
+
+def test_default_name_and_notes_follow_the_method(ctx, demo_model_dir):
+    name, notes, base = export.describe(ctx, "en", "run-a", "checkpoint-16", "merged")
+    assert name == "run-a-checkpoint-16-merged" and notes == "" and base["placeholder"]
+    assert export.describe(ctx, "en", "run-a", "final", "adapter")[0] == "run-a-final-adapter"
+    name, notes, _ = export.describe(ctx, "zh", "run-full", "final", "merged")
+    assert name == "run-full-final-model" and "全参数微调" in notes
+    assert export.describe(ctx, "en", "run-a", None, "merged") == (SKIP, "", SKIP)
+
+
+def test_refusals_and_a_real_adapter_export_shown_again_from_disk(ctx):
+    def start(name, replace=False, ckpt="checkpoint-8"):
+        return export.start_job(ctx, "en", "run-a", ckpt, "adapter", name, "2GB", "auto", replace, True, "")
+
+    assert start("x", ckpt=None) == ("Pick a run and a checkpoint first.", None)
+    said, job = start("../outside")
+    assert said.startswith("Cannot export:") and job is None
+    said, job = start("run-a-adapter")
+    assert said.startswith("Export started in the background") and job
+    html, button = wait_for(lambda: (out := export.poll(ctx, "en", job)) and 'id="export-running"' not in out[0]
+                            and out, "the export job to end")
+    assert 'id="export-done"' in html, html
+    assert button["visible"] and button["value"].endswith("run-a-adapter.zip")
+    said, again = start("run-a-adapter")
+    assert "already exists" in said and again is None  # Overwrite not ticked: nothing replaced
+
+    listed, shown = export.last_jobs(ctx, None)   # a refreshed page finds the export on disk
+    assert listed["choices"] == ["run-a-adapter"] and shown == job
+    assert export.job_file(ctx, "run-a-adapter") == job and export.job_file(ctx, "../x") is None
