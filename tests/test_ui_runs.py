@@ -128,3 +128,14 @@ def test_eta_uses_the_current_session_only():
                {"kind": "system", "event": "resume", "time": 500, "step": 2},
                {"kind": "train", "time": 510, "step": 3}, {"kind": "train", "time": 530, "step": 5}]
     assert run_view.eta_seconds(records, 10) == pytest.approx(50)  # 10 s per step, 5 steps left
+
+
+def test_stop_and_resume_buttons_say_why_they_cannot_act(ctx):
+    """Train and Runs share these handlers (ui/run_actions.py) and the app's one store (ctx.store)."""
+    from ui import run_actions
+
+    assert "No run to act on" in run_actions.stop(ctx, "en", None)
+    assert "没有可操作的运行" in run_actions.resume(ctx, "zh", "")
+    run_id = ctx.store.create(RunConfig(devices="cpu"))
+    assert run_actions.stop(ctx, "en", run_id) == f"❌ Run {run_id} is not running (state: queued)."
+    assert run_actions.resume(ctx, "en", "../etc").startswith("❌ No run named '../etc'")

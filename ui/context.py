@@ -4,6 +4,11 @@ Each tab module `ui/tabs/<name>.py` exposes:
   TEXT: dict[str, dict[str, str]]   key -> {"en": ..., "zh": ...}; keys prefixed with the tab name
   build(ctx: UIContext) -> None     builds the tab's components inside the shell's gr.Tab
 
+Handlers are module-level functions over the context and the plain values a
+browser sends (tested without a browser, tests/test_ui_*.py); build() only
+creates components and wires events, within 80 lines (tests/test_ui_layout.py).
+What two tabs share lives in a ui module that is not a tab (e.g. ui/run_actions.py).
+
 Labels use `ctx.t(key)` (resolved in the browser by gr.I18n). Messages produced
 by handlers take `ctx.lang` (a component holding "en" or "zh") as an input and
 format them with `ctx.msg(lang, key, **values)`. Every event listener passes
