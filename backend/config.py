@@ -2,8 +2,12 @@
 
 The UI form, the YAML file in the run folder and the command line
 (`--config`, `--set key=value`) are all views of this dataclass. Each field
-carries its help text (and allowed choices) in its metadata; `validate()`
-turns impossible combinations into one sentence a user can act on.
+carries in its metadata its help text and its policy (backend/config_policy.py):
+its bounds or choices, its section of the Train form, how it reaches the
+Trainer and what a resume with a changed value does. The form's widgets, the
+Trainer's arguments and resume reconciliation are built from that metadata;
+`validate()` checks the bounds and turns impossible combinations into one
+sentence a user can act on.
 """
 
 from __future__ import annotations
@@ -19,17 +23,41 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 import yaml
 
-from backend.messages import UserError, msg
+from backend.config_policy import (
+    APP,
+    FILE_ONLY,
+    FREE,
+    MUST_MATCH,
+    PICKER,
+    PREFERENCE,
+    SCALE,
+    WARN,
+    Bounds,
+    ToTrainer,
+    above,
+    at_least,
+    between,
+    converted,
+    copied,
+    message_args,
+    policy_gaps,
+    share,
+)
+from backend.messages import CATALOGUE, UserError, msg
 
 
 class ConfigError(UserError, ValueError):
     """An invalid run configuration; the message is meant for the user (a catalogued Message)."""
 
 
-def _f(default: Any, help: str, choices: tuple | None = None, **kw: Any) -> Any:
-    meta = {"help": help}
+def _f(default: Any, help: str, choices: tuple | None = None, *, form: str, trainer: ToTrainer, resume: str,
+       bounds: Bounds | None = None, **kw: Any) -> Any:
+    """A field with its help, choices and policy (backend/config_policy.py says what each means)."""
+    meta = {"help": help, "form": form, "trainer": trainer, "resume": resume}
     if choices is not None:
         meta["choices"] = choices
+    if bounds is not None:
+        meta["bounds"] = bounds
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=meta, **kw)
     return field(default=default, metadata=meta, **kw)
@@ -66,107 +94,176 @@ CHECKPOINTING = ("auto", True, False)
 @dataclass
 class RunConfig:
     # --- model -------------------------------------------------------------
-    model_name_or_path: str = _f("demo", "Base model: 'demo' (the offline demo model), a local folder in Hugging Face format, or a hub id.")
-    trust_remote_code: bool = _f(False, "Run Python code shipped with this model, for this run only. Only for models you trust; the app never remembers it for another model or launch.")
+    model_name_or_path: str = _f("demo", "Base model: 'demo' (the offline demo model), a local folder in Hugging Face format, or a hub id.",
+        form=PICKER, trainer=APP, resume=MUST_MATCH)
+    trust_remote_code: bool = _f(False, "Run Python code shipped with this model, for this run only. Only for models you trust; the app never remembers it for another model or launch.",
+        form="model", trainer=APP, resume=FREE)
     # --- data --------------------------------------------------------------
-    dataset: str = _f("demo", "Training data: 'demo', a workspace dataset name, or a file (JSON, JSONL, CSV, Parquet).")
-    dataset_name: str | None = _f(None, "Which dataset of a LLaMA-Factory data folder (its dataset_info.json) to train on; empty when the folder holds only one.")
-    cutoff_len: int = _f(256, "Maximum tokens per example, after the chat template.")
-    overflow: str = _f("truncate", "What to do with examples longer than cutoff_len.", OVERFLOW)
-    val_size: float = _f(0.1, "Share of the data held out for evaluation (0 = no eval split), or the dataset's own eval split when it has one.")
-    train_on_prompt: bool = _f(False, "Also compute the loss on prompt tokens (default: assistant turns only).")
+    dataset: str = _f("demo", "Training data: 'demo', a workspace dataset name, or a file (JSON, JSONL, CSV, Parquet).",
+        form=PICKER, trainer=APP, resume=FREE)
+    dataset_name: str | None = _f(None, "Which dataset of a LLaMA-Factory data folder (its dataset_info.json) to train on; empty when the folder holds only one.",
+        form="data", trainer=APP, resume=FREE)
+    cutoff_len: int = _f(256, "Maximum tokens per example, after the chat template.",
+        form="training", trainer=APP, resume=FREE, bounds=at_least(1, "config.above_zero", step=1))
+    overflow: str = _f("truncate", "What to do with examples longer than cutoff_len.", OVERFLOW,
+        form="advanced", trainer=APP, resume=FREE)
+    val_size: float = _f(0.1, "Share of the data held out for evaluation (0 = no eval split), or the dataset's own eval split when it has one.",
+        form="training", trainer=APP, resume=FREE, bounds=share("config.val_size", step=0.01))
+    train_on_prompt: bool = _f(False, "Also compute the loss on prompt tokens (default: assistant turns only).",
+        form="training", trainer=APP, resume=FREE)
     group_by_length: bool = _f(True, "Batch examples of similar length together, so little compute is spent on padding "
-                                     "(padded batches only: packed batches have no padding and are drawn at random).")
+                                     "(padded batches only: packed batches have no padding and are drawn at random).",
+        form="advanced", trainer=converted("train_sampling_strategy"), resume=FREE)
     # --- method ------------------------------------------------------------
-    method: str = _f("lora", "lora: train small adapters; qlora: adapters on a 4/8-bit base; full: every weight.", METHODS)
-    quantization_bits: int | None = _f(None, "Base model bits for qlora (4 = NF4 with double quantisation, 8 = LLM.int8).", (None, 4, 8))
-    lora_r: int = _f(16, "LoRA rank: adapter capacity.")
-    lora_alpha: int = _f(32, "LoRA scaling numerator (scale = alpha / r, or alpha / sqrt(r) with rsLoRA).")
+    method: str = _f("lora", "lora: train small adapters; qlora: adapters on a 4/8-bit base; full: every weight.", METHODS,
+        form="method", trainer=converted("ddp_find_unused_parameters"), resume=MUST_MATCH)
+    quantization_bits: int | None = _f(None, "Base model bits for qlora (4 = NF4 with double quantisation, 8 = LLM.int8).", (None, 4, 8),
+        form="method", trainer=APP, resume=MUST_MATCH)
+    lora_r: int = _f(16, "LoRA rank: adapter capacity.",
+        form="lora", trainer=APP, resume=MUST_MATCH, bounds=at_least(1, "config.above_zero", step=1))
+    lora_alpha: int = _f(32, "LoRA scaling numerator (scale = alpha / r, or alpha / sqrt(r) with rsLoRA).",
+        form="lora", trainer=APP, resume=MUST_MATCH, bounds=at_least(1, "config.above_zero", step=1))
     lora_dropout: float = _f(0.0, "Dropout on the LoRA input. Above 0 peft keeps a dropped copy of every adapted "
                                   "layer's input: LoRA steps were 1.48x slower at 0.05 than at 0 on the demo model "
-                                  "(docs/BENCHMARKS.md has the 135M figure).")
-    lora_target: str | list[str] = _f("all-linear", "Modules that get adapters: 'all-linear' or a list of module names (q_proj, v_proj, ...).")
-    use_rslora: bool = _f(False, "Rank-stabilised LoRA scaling (alpha / sqrt(r)).")
-    use_dora: bool = _f(False, "Weight-decomposed LoRA (DoRA).")
+                                  "(docs/BENCHMARKS.md has the 135M figure).",
+        form="lora", trainer=APP, resume=FREE, bounds=share(step=0.01))
+    lora_target: str | list[str] = _f("all-linear", "Modules that get adapters: 'all-linear' or a list of module names (q_proj, v_proj, ...).",
+        form="lora", trainer=APP, resume=MUST_MATCH)
+    use_rslora: bool = _f(False, "Rank-stabilised LoRA scaling (alpha / sqrt(r)).",
+        form="lora", trainer=APP, resume=MUST_MATCH)
+    use_dora: bool = _f(False, "Weight-decomposed LoRA (DoRA).",
+        form="lora", trainer=APP, resume=MUST_MATCH)
     # --- precision and memory ----------------------------------------------
-    precision: str = _f("auto", "auto: bf16 where supported, else fp16 on a GPU, else fp32.", PRECISIONS)
+    precision: str = _f("auto", "auto: bf16 where supported, else fp16 on a GPU, else fp32.", PRECISIONS,
+        form="method", trainer=converted("bf16", "fp16"), resume=FREE)
     gradient_checkpointing: bool | str = _f("auto", "Recompute activations in the backward pass: less memory, about 30% "
                                                    "slower. auto: on only when the memory estimate says the run would "
-                                                   "not fit without it.", CHECKPOINTING)
+                                                   "not fit without it.", CHECKPOINTING,
+        form="training", trainer=converted("activation_checkpointing", "activation_checkpointing_kwargs"), resume=FREE)
     # --- speed (docs/BENCHMARKS.md measures each) ----------------------------
     packing: bool = _f(True, "Padding-free batches: a batch's rows joined into one sequence with no padding (each row "
                              "still sees only itself). Falls back to length-grouped padded batches, with a log line, "
-                             "where the model does not support it.")
-    torch_compile: bool = _f(False, "Compile the model with torch.compile: slower start, often faster steps on a GPU.")
+                             "where the model does not support it.",
+        form="advanced", trainer=APP, resume=FREE)
+    torch_compile: bool = _f(False, "Compile the model with torch.compile: slower start, often faster steps on a GPU.",
+        form="advanced", trainer=copied("torch_compile"), resume=FREE)
     use_liger_kernel: bool = _f(False, "Liger's fused Triton kernels (RMSNorm, RoPE, SwiGLU, linear cross-entropy): "
                                        "less memory and faster steps. CUDA only, needs the liger-kernel package "
-                                       "(requirements-gpu.txt).")
+                                       "(requirements-gpu.txt).",
+        form="advanced", trainer=copied("use_liger_kernel"), resume=FREE)
     # --- optimisation ------------------------------------------------------
-    learning_rate: float = _f(3e-3, "Peak learning rate.")
-    num_train_epochs: float = _f(12.0, "Passes over the training data (ignored when max_steps > 0).")
-    max_steps: int = _f(-1, "Stop after this many optimizer steps (-1: use num_train_epochs).")
-    per_device_train_batch_size: int = _f(8, "Examples per device per forward pass.")
-    per_device_eval_batch_size: int = _f(8, "Examples per device per evaluation pass.")
-    gradient_accumulation_steps: int = _f(1, "Forward passes per optimizer step.")
-    optim: str = _f("auto", "Optimizer. auto: AdamW, fused into one kernel on a CUDA GPU (plain on the CPU, where it measured faster).", OPTIMIZERS)
-    lr_scheduler_type: str = _f("cosine", "Learning-rate schedule.", SCHEDULERS)
-    warmup_ratio: float = _f(0.05, "Share of the total steps spent warming up the learning rate.")
-    weight_decay: float = _f(0.0, "AdamW weight decay.")
-    max_grad_norm: float = _f(1.0, "Gradient clipping norm (0 = no clipping).")
-    neftune_noise_alpha: float | None = _f(None, "NEFTune embedding noise (typical 5); empty = off.")
-    seed: int = _f(42, "Random seed for data order, splits and initialisation.")
+    learning_rate: float = _f(3e-3, "Peak learning rate.",
+        form="training", trainer=copied("learning_rate"), resume=FREE, bounds=above(0, step=1e-6))
+    num_train_epochs: float = _f(12.0, "Passes over the training data (ignored when max_steps > 0).",
+        form="training", trainer=copied("num_train_epochs"), resume=FREE, bounds=Bounds(step=0.5))
+    max_steps: int = _f(-1, "Stop after this many optimizer steps (-1: use num_train_epochs).",
+        form="training", trainer=copied("max_steps"), resume=FREE, bounds=Bounds(step=1))
+    per_device_train_batch_size: int = _f(8, "Examples per device per forward pass.",
+        form="training", trainer=copied("per_device_train_batch_size"), resume=WARN, bounds=at_least(1, "config.above_zero", step=1))
+    per_device_eval_batch_size: int = _f(8, "Examples per device per evaluation pass.",
+        form="advanced", trainer=copied("per_device_eval_batch_size"), resume=FREE, bounds=at_least(1, "config.above_zero", step=1))
+    gradient_accumulation_steps: int = _f(1, "Forward passes per optimizer step.",
+        form="training", trainer=copied("gradient_accumulation_steps"), resume=WARN, bounds=at_least(1, "config.above_zero", step=1))
+    optim: str = _f("auto", "Optimizer. auto: AdamW, fused into one kernel on a CUDA GPU (plain on the CPU, where it measured faster).", OPTIMIZERS,
+        form="advanced", trainer=converted("optim"), resume=FREE)
+    lr_scheduler_type: str = _f("cosine", "Learning-rate schedule.", SCHEDULERS,
+        form="training", trainer=copied("lr_scheduler_type"), resume=FREE)
+    warmup_ratio: float = _f(0.05, "Share of the total steps spent warming up the learning rate.",
+        form="training", trainer=copied("warmup_steps"), resume=FREE, bounds=share(step=0.01))
+    weight_decay: float = _f(0.0, "AdamW weight decay.",
+        form="advanced", trainer=copied("weight_decay"), resume=FREE, bounds=at_least(0, "config.not_negative", step=0.01))
+    max_grad_norm: float = _f(1.0, "Gradient clipping norm (0 = no clipping).",
+        form="advanced", trainer=copied("max_grad_norm"), resume=FREE, bounds=at_least(0, "config.not_negative", step=0.1))
+    neftune_noise_alpha: float | None = _f(None, "NEFTune embedding noise (typical 5); empty = off.",
+        form="advanced", trainer=copied("neftune_noise_alpha"), resume=FREE, bounds=at_least(0, "config.not_negative"))
+    seed: int = _f(42, "Random seed for data order, splits and initialisation.",
+        form="advanced", trainer=copied("seed", "data_seed"), resume=WARN, bounds=between(0, 2**32 - 1, step=1))
     # --- preference tuning (stage) -----------------------------------------
     stage: str = _f("sft", "sft: instruction data; dpo / orpo / simpo: chosen-rejected pairs; kto: labelled "
-                    "single answers (TRL's trainers).", STAGES)
+                    "single answers (TRL's trainers).", STAGES,
+        form="preference", trainer=PREFERENCE, resume=MUST_MATCH)
     init_adapter: str | None = _f(None, "Start from an SFT run's adapter (RUN/final or RUN/checkpoint-N) and "
                                   "continue training it; the reference is that adapter, frozen. Empty: a new adapter "
-                                  "on the base, whose reference is the base (adapter disabled).")
+                                  "on the base, whose reference is the base (adapter disabled).",
+        form="preference", trainer=APP, resume=MUST_MATCH)
     beta: float = _f(0.1, "TRL beta: dpo / kto: how far the model may move from the reference (higher = closer); "
-                     "orpo: weight of the odds-ratio term; simpo: reward scale (typical 2.0).")
+                     "orpo: weight of the odds-ratio term; simpo: reward scale (typical 2.0).",
+        form="preference", trainer=PREFERENCE, resume=FREE, bounds=above(0, step=0.01, preference_only=True))
     loss_type: str | None = _f(None, "TRL loss_type. dpo: sigmoid (default), hinge, ipo, robust, bco_pair, "
                                "sppo_hard, nca_pair, apo_zero, apo_down; kto: kto (default), apo_zero_unpaired.",
-                               (None, *PAIR_LOSSES, *KTO_LOSSES))
+                               (None, *PAIR_LOSSES, *KTO_LOSSES),
+        form="preference", trainer=PREFERENCE, resume=FREE)
     label_smoothing: float = _f(0.0, "TRL label_smoothing: the assumed share of flipped preference labels "
-                                "(robust / conservative DPO, SimPO), in [0, 0.5).")
-    simpo_gamma: float = _f(0.5, "TRL simpo_gamma: the target reward margin of SimPO.")
-    desirable_weight: float = _f(1.0, "TRL desirable_weight (kto): weight of the rows labelled true.")
-    undesirable_weight: float = _f(1.0, "TRL undesirable_weight (kto): weight of the rows labelled false.")
+                                "(robust / conservative DPO, SimPO), in [0, 0.5).",
+        form="preference", trainer=PREFERENCE, resume=FREE, bounds=share("config.label_smoothing", high=0.5, step=0.01, preference_only=True))
+    simpo_gamma: float = _f(0.5, "TRL simpo_gamma: the target reward margin of SimPO.",
+        form="preference", trainer=PREFERENCE, resume=FREE, bounds=Bounds(step=0.1))
+    desirable_weight: float = _f(1.0, "TRL desirable_weight (kto): weight of the rows labelled true.",
+        form="preference", trainer=PREFERENCE, resume=FREE, bounds=above(0, "config.kto_weights", step=0.1, preference_only=True))
+    undesirable_weight: float = _f(1.0, "TRL undesirable_weight (kto): weight of the rows labelled false.",
+        form="preference", trainer=PREFERENCE, resume=FREE, bounds=above(0, "config.kto_weights", step=0.1, preference_only=True))
     precompute_ref_log_probs: bool = _f(False, "TRL precompute_ref_log_probs (dpo): one reference pass over the "
-                                        "data before training instead of one per step.")
+                                        "data before training instead of one per step.",
+        form="preference", trainer=PREFERENCE, resume=FREE)
     # --- evaluation and checkpoints ----------------------------------------
-    logging_steps: int = _f(5, "Log train metrics every N optimizer steps.")
-    eval_steps: int | None = _f(None, "Evaluate every N steps (empty = at each save).")
-    save_steps: int = _f(50, "Save a checkpoint every N steps (and at the end).")
-    save_total_limit: int | None = _f(3, "Keep at most N checkpoints (the best is always kept); empty = all.")
-    early_stopping_patience: int | None = _f(None, "Stop after N evaluations without eval-loss improvement; empty = off.")
-    early_stopping_threshold: float = _f(0.0, "Smallest eval-loss improvement that counts.")
+    logging_steps: int = _f(5, "Log train metrics every N optimizer steps.",
+        form="advanced", trainer=copied("logging_steps"), resume=FREE, bounds=at_least(1, "config.above_zero", step=1))
+    eval_steps: int | None = _f(None, "Evaluate every N steps (empty = at each save).",
+        form="training", trainer=converted("eval_steps"), resume=FREE, bounds=at_least(1, "config.at_least_one"))
+    save_steps: int = _f(50, "Save a checkpoint every N steps (and at the end).",
+        form="training", trainer=copied("save_steps"), resume=FREE, bounds=at_least(1, "config.above_zero", step=1))
+    save_total_limit: int | None = _f(3, "Keep at most N checkpoints (the best is always kept); empty = all.",
+        form="training", trainer=APP, resume=FREE, bounds=at_least(1, "config.at_least_one"))
+    early_stopping_patience: int | None = _f(None, "Stop after N evaluations without eval-loss improvement; empty = off.",
+        form="advanced", trainer=APP, resume=FREE, bounds=at_least(1, "config.at_least_one"))
+    early_stopping_threshold: float = _f(0.0, "Smallest eval-loss improvement that counts.",
+        form="advanced", trainer=APP, resume=FREE, bounds=Bounds(step=0.001))
     # --- execution ---------------------------------------------------------
-    devices: str = _f("auto", "auto: every GPU (else the CPU); 'cpu'; or GPU indices such as '0,1'.")
-    num_processes: int | None = _f(None, "Worker processes (empty: one per device). >1 launches torchrun (DDP).")
-    dataloader_num_workers: int = _f(0, "Processes that prepare batches.")
-    report_to: str = _f("none", "Also log to TensorBoard (inside the run folder) or Weights & Biases.", REPORT_TO)
-    callbacks: list[str] = _f([], "Your own transformers TrainerCallback classes as 'module:Class'.")
-    loss_function: str | None = _f(None, "Optional 'module:function' that replaces the loss: fn(outputs, labels, num_items_in_batch) -> tensor.")
-    run_name: str | None = _f(None, "A label for the run (the run id is generated).")
+    devices: str = _f("auto", "auto: every GPU (else the CPU); 'cpu'; or GPU indices such as '0,1'.",
+        form="training", trainer=APP, resume=FREE)
+    num_processes: int | None = _f(None, "Worker processes (empty: one per device). >1 launches torchrun (DDP).",
+        form="training", trainer=APP, resume=FREE, bounds=at_least(1, "config.at_least_one"))
+    dataloader_num_workers: int = _f(0, "Processes that prepare batches.",
+        form="advanced", trainer=copied("dataloader_num_workers"), resume=FREE, bounds=at_least(0, "config.not_negative", step=1))
+    report_to: str = _f("none", "Also log to TensorBoard (inside the run folder) or Weights & Biases.", REPORT_TO,
+        form="advanced", trainer=converted("report_to"), resume=FREE)
+    callbacks: list[str] = _f([], "Your own transformers TrainerCallback classes as 'module:Class'.",
+        form=FILE_ONLY, trainer=APP, resume=FREE)
+    loss_function: str | None = _f(None, "Optional 'module:function' that replaces the loss: fn(outputs, labels, num_items_in_batch) -> tensor.",
+        form=FILE_ONLY, trainer=APP, resume=FREE)
+    run_name: str | None = _f(None, "A label for the run (the run id is generated).",
+        form="advanced", trainer=copied("run_name"), resume=FREE)
     # --- scale-out: sharding, several machines, Ray (backend/scale, docs/SCALE.md) ---
     distributed: str = _f("auto", "auto: one process, or DDP over several; ddp: the same, named; fsdp: FSDP2 shards "
                           "weights, gradients and optimizer state over the GPUs; deepspeed_zero2: DeepSpeed shards "
                           "gradients and optimizer state; deepspeed_zero3: the weights too. FSDP and ZeRO need CUDA.",
-                          DISTRIBUTED)
+                          DISTRIBUTED,
+        form="scale", trainer=SCALE, resume=FREE)
     cpu_offload: bool = _f(False, "Keep the optimizer state (with ZeRO-3 also the weights) in CPU memory: less GPU "
-                                  "memory, slower steps. DeepSpeed ZeRO only.")
+                                  "memory, slower steps. DeepSpeed ZeRO only.",
+        form="scale", trainer=SCALE, resume=FREE)
     deepspeed: str | None = _f(None, "Your own DeepSpeed JSON file instead of the generated one ('auto' values are "
-                                     "filled from this run's settings); empty: generated.")
-    nnodes: int = _f(1, "Machines in the run (torchrun). The app starts node 0 and shows the command for each other node.")
-    node_rank: int = _f(0, "This machine's place among nnodes: 0 hosts the rendezvous, 1..nnodes-1 join it.")
-    master_addr: str | None = _f(None, "Address of node 0 that every other node can reach (needed when nnodes > 1).")
-    master_port: int = _f(29500, "A free TCP port on node 0 for the rendezvous (nnodes > 1).")
-    node_join_timeout: int = _f(300, "Seconds the nodes wait for each other before the run fails with a message.")
+                                     "filled from this run's settings); empty: generated.",
+        form="scale", trainer=SCALE, resume=FREE)
+    nnodes: int = _f(1, "Machines in the run (torchrun). The app starts node 0 and shows the command for each other node.",
+        form="scale", trainer=APP, resume=FREE, bounds=at_least(1, "scale.nnodes", step=1))
+    node_rank: int = _f(0, "This machine's place among nnodes: 0 hosts the rendezvous, 1..nnodes-1 join it.",
+        form="scale", trainer=APP, resume=FREE, bounds=at_least(0, "scale.node_rank", step=1, joint=True))
+    master_addr: str | None = _f(None, "Address of node 0 that every other node can reach (needed when nnodes > 1).",
+        form="scale", trainer=APP, resume=FREE)
+    master_port: int = _f(29500, "A free TCP port on node 0 for the rendezvous (nnodes > 1).",
+        form="scale", trainer=APP, resume=FREE, bounds=between(1, 65535, "scale.port", step=1))
+    node_join_timeout: int = _f(300, "Seconds the nodes wait for each other before the run fails with a message.",
+        form="scale", trainer=APP, resume=FREE, bounds=at_least(1, "scale.join_timeout", step=1))
     ray_address: str | None = _f(None, "Train through Ray Train: empty (no Ray), 'local' (start Ray on this machine), "
-                                       "'auto' or 'ray://host:10001' (an existing cluster).")
-    ray_num_workers: int = _f(2, "Ray Train workers, one training process each.")
-    ray_use_gpu: bool = _f(False, "Give each Ray worker one GPU.")
-    ray_cpus_per_worker: float = _f(1.0, "CPUs Ray reserves for each worker.")
+                                       "'auto' or 'ray://host:10001' (an existing cluster).",
+        form="scale", trainer=APP, resume=FREE)
+    ray_num_workers: int = _f(2, "Ray Train workers, one training process each.",
+        form="scale", trainer=APP, resume=FREE, bounds=at_least(1, "scale.ray_workers", step=1))
+    ray_use_gpu: bool = _f(False, "Give each Ray worker one GPU.",
+        form="scale", trainer=APP, resume=FREE)
+    ray_cpus_per_worker: float = _f(1.0, "CPUs Ray reserves for each worker.",
+        form="scale", trainer=APP, resume=FREE, bounds=above(0, "scale.ray_cpus", step=0.5))
 
     def __post_init__(self) -> None:
         self.validate()
@@ -186,30 +283,13 @@ class RunConfig:
             self.quantization_bits = 4
         if self.quantization_bits is not None and self.method != "qlora":
             raise ConfigError(msg("config.bits_without_qlora", bits=self.quantization_bits))
-        _positive(self, "lora_r", "lora_alpha", "cutoff_len", "per_device_train_batch_size",
-                  "per_device_eval_batch_size", "gradient_accumulation_steps", "logging_steps", "save_steps")
-        if self.learning_rate <= 0:
-            raise ConfigError(msg("config.above_zero", name="learning_rate", value=self.learning_rate))
-        if not 0 <= self.lora_dropout < 1:
-            raise ConfigError(msg("config.share", name="lora_dropout", value=self.lora_dropout))
+        self._check_bounds(preference=False)
         if self.max_steps <= 0 and self.num_train_epochs <= 0:
             raise ConfigError(msg("config.no_length"))
-        if not 0 <= self.val_size < 1:
-            raise ConfigError(msg("config.val_size", value=self.val_size))
-        if not 0 <= self.warmup_ratio < 1:
-            raise ConfigError(msg("config.share", name="warmup_ratio", value=self.warmup_ratio))
-        if self.max_grad_norm < 0 or self.weight_decay < 0:
-            raise ConfigError(msg("config.not_negative", names="max_grad_norm and weight_decay"))
         if self.val_size == 0 and self.early_stopping_patience:
             raise ConfigError(msg("config.needs_eval_split", name="early_stopping_patience"))
         if self.val_size == 0 and self.eval_steps:
             raise ConfigError(msg("config.needs_eval_split", name="eval_steps"))
-        for name in ("eval_steps", "save_total_limit", "early_stopping_patience", "num_processes"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ConfigError(msg("config.at_least_one", name=name, value=value))
-        if self.neftune_noise_alpha is not None and self.neftune_noise_alpha < 0:
-            raise ConfigError(msg("config.not_negative", names="neftune_noise_alpha"))
         if self.dataset_name is not None and not self.dataset_name.strip():
             self.dataset_name = None  # a cleared box
         if isinstance(self.lora_target, list) and not self.lora_target:
@@ -231,18 +311,24 @@ class RunConfig:
                 raise ConfigError(msg("config.loss_type_stage", loss_type=self.loss_type, stage=self.stage,
                                       allowed=", ".join(allowed)) if allowed
                                   else msg("config.loss_type_fixed", loss_type=self.loss_type, stage=self.stage))
-        if self.beta <= 0:
-            raise ConfigError(msg("config.above_zero", name="beta", value=self.beta))
-        if not 0 <= self.label_smoothing < 0.5:
-            raise ConfigError(msg("config.label_smoothing", value=self.label_smoothing))
-        if self.desirable_weight <= 0 or self.undesirable_weight <= 0:
-            raise ConfigError(msg("config.kto_weights"))
+        self._check_bounds(preference=True)  # beta, label_smoothing, the KTO weights
         if self.init_adapter and self.method == "full":
             raise ConfigError(msg("config.init_adapter_full"))
         if self.loss_function:
             raise ConfigError(msg("config.loss_function_stage"))
         if self.precompute_ref_log_probs and self.stage != "dpo":
             raise ConfigError(msg("config.precompute_stage"))
+
+    def _check_bounds(self, preference: bool) -> None:
+        """Each number inside its field's bounds (metadata "bounds"; the form's widgets use the
+        same); `preference`: the bounds of the preference-stage settings, which sft ignores."""
+        for f in dataclasses.fields(self):
+            bounds, value = f.metadata.get("bounds"), getattr(self, f.name)
+            if bounds is None or value is None or bounds.joint or bounds.preference_only != preference:
+                continue
+            if not bounds.contains(value):
+                template = CATALOGUE[bounds.message]
+                raise ConfigError(msg(bounds.message, **message_args(template, f.name, value, bounds)))
 
     def check_model_context(self, context_length: int) -> None:
         if self.cutoff_len > context_length:
@@ -356,6 +442,10 @@ class RunConfig:
         return {f.name: f.metadata.get("choices") for f in dataclasses.fields(RunConfig)}[name]
 
 
+if policy_gaps(RunConfig):  # a field added without its policy fails here, naming what it lacks
+    raise TypeError("RunConfig field policy incomplete (backend/config_policy.py):\n" + "\n".join(policy_gaps(RunConfig)))
+
+
 def stage_switch(values: dict, stage: str) -> dict:
     """`values` (a config as a dict) moved to `stage`: each setting still at the
     old stage's default takes the new stage's default; changed ones are kept."""
@@ -367,13 +457,6 @@ def stage_switch(values: dict, stage: str) -> dict:
         if values.get(name) == old.get(name, defaults[name]):
             out[name] = new.get(name, defaults[name])
     return out
-
-
-def _positive(config: RunConfig, *names: str) -> None:
-    for name in names:
-        value = getattr(config, name)
-        if value <= 0:
-            raise ConfigError(msg("config.above_zero", name=name, value=value))
 
 
 def _example(default: Any) -> str:

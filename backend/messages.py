@@ -24,6 +24,7 @@ CATALOGUE: dict[str, str] = {
                                  "choose method qlora or clear quantization_bits.",
     "config.above_zero": "{name} must be above 0 (got {value}).",
     "config.share": "{name} must be in [0, 1) (got {value}).",
+    "config.range": "{name} must be from {low} to {high} (got {value}).",
     "config.val_size": "val_size is a share of the data in [0, 1) (got {value}).",
     "config.no_length": "Set num_train_epochs above 0 or max_steps above 0.",
     "config.not_negative": "{names} cannot be negative.",

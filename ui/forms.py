@@ -1,7 +1,8 @@
 """Gradio inputs built from RunConfig's field metadata, and back.
 
-The Train tab's form is a view of RunConfig: each field below names the
-widget and its bounds; the help text and choices come from the dataclass, so
+The Train tab's form is a view of RunConfig: each field's metadata names its
+section of the form and its bounds (backend/config_policy.py), the widget
+follows from its type; the help text and choices come from the dataclass, so
 the form, the YAML and the command line never disagree. Values travel as one
 ordered list (gradio passes inputs positionally); `config_from_values`
 rebuilds the RunConfig through `RunConfig.from_dict`, which validates it.
@@ -10,113 +11,81 @@ rebuilds the RunConfig through `RunConfig.from_dict`, which validates it.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, get_args, get_origin, get_type_hints
 
 from backend.config import RunConfig
+from backend.config_policy import FORM_GROUPS, Bounds, is_number
 from backend.models.memory import LINEAR_NAMES
 
 
 @dataclass(frozen=True)
 class FieldSpec:
     name: str                 # RunConfig field (or "method_choice", see below)
-    widget: str               # number | slider | checkbox | dropdown | radio | text | multiselect
-    minimum: float | None = None
+    widget: str               # number | slider | checkbox | dropdown | radio | text | multiselect | optional_number
+    minimum: float | None = None  # the field's bounds (RunConfig metadata), as RunConfig.validate checks them
     maximum: float | None = None
     step: float | None = None
-    advanced: bool = False     # folded away in the "Advanced" accordion
 
 
 # "method" and "quantization_bits" are one choice for a user.
 METHOD_CHOICES = {"lora": ("lora", None), "qlora4": ("qlora", 4), "qlora8": ("qlora", 8), "full": ("full", None)}
+JOINED = {"method": "method_choice", "quantization_bits": "method_choice"}
 # gradient_checkpointing is "auto" | True | False; the form shows auto / on / off.
 CHECKPOINTING_CHOICES = {True: "on", False: "off", "auto": "auto"}
 METHOD_LABELS = {"lora": "LoRA", "qlora4": "QLoRA 4-bit", "qlora8": "QLoRA 8-bit", "full": "Full"}
+# How a field looks, where its type and bounds leave a choice: a few choices read best as a row of
+# radio buttons (else a dropdown); a share of something in [0, 1) as a slider (else a number box).
+RADIOS = {"method_choice", "precision", "gradient_checkpointing", "stage", "overflow"}
+SLIDERS = {"lora_dropout", "warmup_ratio", "val_size"}
 
-MODEL_FIELDS = [FieldSpec("trust_remote_code", "checkbox")]
-DATA_FIELDS = [FieldSpec("dataset_name", "text")]
-METHOD_FIELDS = [FieldSpec("method_choice", "radio"), FieldSpec("precision", "radio")]
-LORA_FIELDS = [
-    FieldSpec("lora_r", "slider", 1, 256, 1),
-    FieldSpec("lora_alpha", "slider", 1, 512, 1),
-    FieldSpec("lora_dropout", "slider", 0, 0.5, 0.01),
-    FieldSpec("lora_target", "multiselect"),
-    FieldSpec("use_rslora", "checkbox"),
-    FieldSpec("use_dora", "checkbox"),
-]
-TRAIN_FIELDS = [
-    FieldSpec("learning_rate", "number", 1e-7, 1.0, 1e-6),
-    FieldSpec("num_train_epochs", "number", 0, 100, 0.5),
-    FieldSpec("max_steps", "number", -1, 1_000_000, 1),
-    FieldSpec("per_device_train_batch_size", "slider", 1, 128, 1),
-    FieldSpec("gradient_accumulation_steps", "slider", 1, 256, 1),
-    FieldSpec("cutoff_len", "slider", 16, 32768, 16),
-    FieldSpec("lr_scheduler_type", "dropdown"),
-    FieldSpec("warmup_ratio", "slider", 0, 0.5, 0.01),
-    FieldSpec("val_size", "slider", 0, 0.5, 0.01),
-    FieldSpec("eval_steps", "optional_number"),
-    FieldSpec("save_steps", "number", 1, 1_000_000, 1),
-    FieldSpec("save_total_limit", "optional_number"),
-    FieldSpec("gradient_checkpointing", "radio"),
-    FieldSpec("train_on_prompt", "checkbox"),
-    FieldSpec("devices", "text"),
-    FieldSpec("num_processes", "optional_number"),
-]
-# Preference tuning (TRL's field names); stage switches the form's stage defaults (stage_form_values).
-PREFERENCE_FIELDS = [
-    FieldSpec("stage", "radio"),
-    FieldSpec("init_adapter", "text"),
-    FieldSpec("beta", "number", 0.0, 100.0, 0.01),
-    FieldSpec("loss_type", "dropdown"),
-    FieldSpec("label_smoothing", "number", 0.0, 0.49, 0.01),
-    FieldSpec("simpo_gamma", "number", 0.0, 10.0, 0.1),
-    FieldSpec("desirable_weight", "number", 0.0, 100.0, 0.1),
-    FieldSpec("undesirable_weight", "number", 0.0, 100.0, 0.1),
-    FieldSpec("precompute_ref_log_probs", "checkbox"),
-]
-ADVANCED_FIELDS = [
-    FieldSpec("weight_decay", "number", 0, 1, 0.01, advanced=True),
-    FieldSpec("max_grad_norm", "number", 0, 100, 0.1, advanced=True),
-    FieldSpec("early_stopping_patience", "optional_number", advanced=True),
-    FieldSpec("early_stopping_threshold", "number", 0, 10, 0.001, advanced=True),
-    FieldSpec("neftune_noise_alpha", "optional_number", advanced=True),
-    FieldSpec("seed", "number", 0, 2**31 - 1, 1, advanced=True),
-    FieldSpec("optim", "dropdown", advanced=True),
-    FieldSpec("per_device_eval_batch_size", "slider", 1, 128, 1, advanced=True),
-    FieldSpec("logging_steps", "number", 1, 10_000, 1, advanced=True),
-    FieldSpec("overflow", "radio", advanced=True),
-    FieldSpec("group_by_length", "checkbox", advanced=True),
-    FieldSpec("packing", "checkbox", advanced=True),
-    FieldSpec("torch_compile", "checkbox", advanced=True),
-    FieldSpec("use_liger_kernel", "checkbox", advanced=True),
-    FieldSpec("dataloader_num_workers", "number", 0, 64, 1, advanced=True),
-    FieldSpec("report_to", "dropdown", advanced=True),
-    FieldSpec("run_name", "text", advanced=True),
-]
-# Beyond one GPU and one machine (backend/scale, docs/SCALE.md).
-SCALE_FIELDS = [
-    FieldSpec("distributed", "dropdown", advanced=True),
-    FieldSpec("cpu_offload", "checkbox", advanced=True),
-    FieldSpec("deepspeed", "text", advanced=True),
-    FieldSpec("nnodes", "number", 1, 1024, 1, advanced=True),
-    FieldSpec("node_rank", "number", 0, 1023, 1, advanced=True),
-    FieldSpec("master_addr", "text", advanced=True),
-    FieldSpec("master_port", "number", 1, 65535, 1, advanced=True),
-    FieldSpec("node_join_timeout", "number", 1, 86400, 1, advanced=True),
-    FieldSpec("ray_address", "text", advanced=True),
-    FieldSpec("ray_num_workers", "number", 1, 1024, 1, advanced=True),
-    FieldSpec("ray_use_gpu", "checkbox", advanced=True),
-    FieldSpec("ray_cpus_per_worker", "number", 0.1, 256, 0.5, advanced=True),
-]
-ALL_FIELDS = (MODEL_FIELDS + DATA_FIELDS + METHOD_FIELDS + LORA_FIELDS + TRAIN_FIELDS + PREFERENCE_FIELDS
-              + ADVANCED_FIELDS + SCALE_FIELDS)
+
+def _widget(name: str, hint: Any, meta: dict) -> str:
+    args = set(get_args(hint)) or {hint}
+    if name in RADIOS or meta.get("choices"):
+        return "radio" if name in RADIOS else "dropdown"
+    if bool in args:
+        return "checkbox"
+    if any(get_origin(a) is list for a in args):
+        return "multiselect"
+    if is_number(hint):
+        if type(None) in args:
+            return "optional_number"  # a text box: empty means unset (see OPTIONAL_NUMBERS)
+        return "slider" if name in SLIDERS else "number"
+    return "text"
+
+
+def form_specs(cls: type = RunConfig) -> dict[str, list[FieldSpec]]:
+    """The form's sections (RunConfig metadata "form"), each a list of FieldSpec in field order,
+    with the bounds RunConfig.validate checks."""
+    hints = get_type_hints(cls)
+    sections: dict[str, list[FieldSpec]] = {group: [] for group in FORM_GROUPS}
+    for f in fields(cls):
+        if f.metadata["form"] not in sections:
+            continue  # the tab's own model / dataset pickers, or YAML only
+        name = JOINED.get(f.name, f.name)
+        if any(spec.name == name for spec in sections[f.metadata["form"]]):
+            continue
+        bounds = f.metadata.get("bounds") or Bounds()
+        kind = "radio" if name == "method_choice" else _widget(name, hints[f.name], f.metadata)
+        if kind in ("number", "slider"):
+            sections[f.metadata["form"]].append(FieldSpec(name, kind, bounds.low, bounds.high, bounds.step))
+        else:
+            sections[f.metadata["form"]].append(FieldSpec(name, kind))
+    return sections
+
+
+SECTIONS = form_specs()
+MODEL_FIELDS, DATA_FIELDS, METHOD_FIELDS = SECTIONS["model"], SECTIONS["data"], SECTIONS["method"]
+LORA_FIELDS, TRAIN_FIELDS, PREFERENCE_FIELDS = SECTIONS["lora"], SECTIONS["training"], SECTIONS["preference"]
+ADVANCED_FIELDS, SCALE_FIELDS = SECTIONS["advanced"], SECTIONS["scale"]
+ALL_FIELDS = [spec for group in FORM_GROUPS for spec in SECTIONS[group]]
 NAMES = [spec.name for spec in ALL_FIELDS]
 # Optional numbers are text boxes, empty when unset with a placeholder saying what empty means:
 # gradio 6.31's number box cannot be empty (its frontend turns a missing value into 0). A typed
 # 0 also means empty; RunConfig refuses text that is not a number.
 OPTIONAL_NUMBERS = {spec.name for spec in ALL_FIELDS if spec.widget == "optional_number"}
-# Settings the form leaves to YAML / the command line keep their loaded or default value.
-HIDDEN = {"model_name_or_path", "dataset", "method", "quantization_bits", "callbacks", "loss_function"}
-assert {f.name for f in fields(RunConfig)} == (set(NAMES) - {"method_choice"}) | HIDDEN, "form out of sync with RunConfig"
+# Sliders need both ends; a field whose bounds leave one open is a number box.
+assert all(s.minimum is not None and s.maximum is not None for s in ALL_FIELDS if s.widget == "slider"), SLIDERS
 
 
 def help_text(name: str, lang: str = "en") -> str:

@@ -12,6 +12,7 @@ ZH: dict[str, str] = {
     "config.bits_without_qlora": "quantization_bits = {bits} 只适用于 qlora 方法；请选择 qlora 或清空 quantization_bits。",
     "config.above_zero": "{name} 必须大于 0（当前为 {value}）。",
     "config.share": "{name} 必须在 [0, 1) 之间（当前为 {value}）。",
+    "config.range": "{name} 必须在 {low} 到 {high} 之间（当前为 {value}）。",
     "config.val_size": "val_size 是数据的比例，必须在 [0, 1) 之间（当前为 {value}）。",
     "config.no_length": "请把 num_train_epochs 或 max_steps 设为大于 0。",
     "config.not_negative": "{names} 不能为负数。",

@@ -1,6 +1,7 @@
-"""Every refusal of a scale-out setting, in one place.
+"""Every scale-out rule that reads more than one setting (or the machine), in one place.
 
-`check_config` needs the config only (RunConfig.validate calls it);
+`check_config` needs the config only (RunConfig.validate calls it, after each
+number was checked against its field's own bounds);
 `check_environment` also looks at this machine: CUDA, installed packages,
 the selected GPUs. Each raises ConfigError with one sentence that names the
 fix; the worker turns it into exit code 2, the run store into a refusal.
@@ -52,14 +53,9 @@ def _check_sharding(config) -> None:
 
 
 def _check_nodes(config) -> None:
-    if config.nnodes < 1:
-        raise ConfigError(msg("scale.nnodes", value=config.nnodes))
+    # nnodes, master_port and node_join_timeout alone: their bounds (RunConfig field metadata).
     if not 0 <= config.node_rank < config.nnodes:
         raise ConfigError(msg("scale.node_rank", rank=config.node_rank, nnodes=config.nnodes, last=config.nnodes - 1))
-    if not 1 <= config.master_port <= 65535:
-        raise ConfigError(msg("scale.port", value=config.master_port))
-    if config.node_join_timeout < 1:
-        raise ConfigError(msg("scale.join_timeout", value=config.node_join_timeout))
     if config.nnodes > 1 and not (config.master_addr or "").strip():
         raise ConfigError(msg("scale.master_addr", nnodes=config.nnodes))
 
@@ -67,10 +63,6 @@ def _check_nodes(config) -> None:
 def _check_ray(config) -> None:
     if config.ray_address == "":
         config.ray_address = None  # an empty box means "no Ray"
-    if config.ray_num_workers < 1:
-        raise ConfigError(msg("scale.ray_workers", value=config.ray_num_workers))
-    if config.ray_cpus_per_worker <= 0:
-        raise ConfigError(msg("scale.ray_cpus", value=config.ray_cpus_per_worker))
     if config.ray_address is None:
         return
     if not RAY_ADDRESS.match(config.ray_address.strip()):

@@ -1,6 +1,8 @@
 """RunConfig -> transformers TrainingArguments.
 
-Deliberate choices:
+Each field's metadata says how it gets here (backend/config_policy.py): copied
+under a TrainingArguments name, or converted by CONVERTERS below; the rest are
+fixed choices of the app. Deliberate choices:
 * save_total_limit is *not* handed to the Trainer: CheckpointCallback rotates
   after the completion marker is written, so a crash mid-save never deletes
   the last complete checkpoint first.
@@ -17,13 +19,17 @@ Deliberate choices:
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from transformers import TrainingArguments
 
 from backend.config import RunConfig
+from backend.config_policy import CONVERTED, COPIED
 from backend.scale.engines import parallel_arguments
 
 
@@ -42,60 +48,63 @@ def training_arguments(config: RunConfig, run_dir: Path, precision: str, has_eva
                                                checkpointing))
 
 
+@dataclass(frozen=True)
+class RunFacts:
+    """What the session resolved before the arguments are built."""
+    precision: str        # auto resolved against the devices: bf16 | fp16 | fp32
+    has_eval: bool
+    on_cpu: bool
+    world_size: int
+    checkpointing: bool   # gradient_checkpointing resolved (auto -> bool)
+
+
+# The fields whose metadata says `converted(...)`: each turns into the TrainingArguments named there.
+CONVERTERS: dict[str, Callable[[RunConfig, RunFacts], dict]] = {
+    "group_by_length": lambda c, run: {"train_sampling_strategy": "group_by_length" if c.group_by_length else "random"},
+    # DDP: the frozen base of an adapter run has no gradients by design, not by mistake.
+    "method": lambda c, run: {"ddp_find_unused_parameters": False if c.method != "full" else None},
+    "precision": lambda c, run: {"bf16": run.precision == "bf16", "fp16": run.precision == "fp16"},
+    # transformers 5 names gradient checkpointing "activation checkpointing".
+    "gradient_checkpointing": lambda c, run: {
+        "activation_checkpointing": run.checkpointing,
+        "activation_checkpointing_kwargs": {"use_reentrant": False} if run.checkpointing else None},
+    "optim": lambda c, run: {"optim": resolve_optimizer(c.optim, run.on_cpu)},
+    "eval_steps": lambda c, run: {"eval_steps": (c.eval_steps or c.save_steps) if run.has_eval else None},
+    "report_to": lambda c, run: {"report_to": [] if c.report_to == "none" else [c.report_to]},
+}
+
+
 def argument_values(config: RunConfig, run_dir: Path, precision: str, has_eval: bool,
                     on_cpu: bool, world_size: int = 1, layer_classes: list[str] | None = None,
                     checkpointing: bool = False) -> dict:
-    """The TrainingArguments keywords of a run, sharding engine included (backend.scale.engines:
-    FSDP2 needs `layer_classes`, the decoder-layer class names); the preference stages hand
-    them to TRL's config classes. `checkpointing`: gradient_checkpointing resolved (auto -> bool)."""
-    eval_steps = config.eval_steps or config.save_steps
+    """The TrainingArguments keywords of a run, built from each field's metadata (copied or
+    CONVERTERS), sharding engine included (backend.scale.engines: FSDP2 needs `layer_classes`,
+    the decoder-layer class names); the preference stages hand them to TRL's config classes."""
+    run = RunFacts(precision, has_eval, on_cpu, world_size, checkpointing)
     kwargs = dict(
         output_dir=str(run_dir),
-        seed=config.seed,
-        data_seed=config.seed,
-        learning_rate=config.learning_rate,
-        num_train_epochs=config.num_train_epochs,
-        max_steps=config.max_steps,
-        per_device_train_batch_size=config.per_device_train_batch_size,
-        per_device_eval_batch_size=config.per_device_eval_batch_size,
-        gradient_accumulation_steps=config.gradient_accumulation_steps,
-        optim=resolve_optimizer(config.optim, on_cpu),
-        torch_compile=config.torch_compile,
-        use_liger_kernel=config.use_liger_kernel,
-        lr_scheduler_type=config.lr_scheduler_type,
-        warmup_steps=config.warmup_ratio,  # transformers 5: a float < 1 is a ratio of the total steps
-        weight_decay=config.weight_decay,
-        max_grad_norm=config.max_grad_norm,
-        # transformers 5 names gradient checkpointing "activation checkpointing".
-        activation_checkpointing=checkpointing,
-        activation_checkpointing_kwargs={"use_reentrant": False} if checkpointing else None,
-        neftune_noise_alpha=config.neftune_noise_alpha,
-        bf16=precision == "bf16",
-        fp16=precision == "fp16",
         use_cpu=on_cpu,
         # DDP across CPU processes needs gloo; set only under torchrun (a lone process must not init one).
         ddp_backend="gloo" if world_size > 1 and (on_cpu or not torch.cuda.is_available()) else None,
-        ddp_find_unused_parameters=False if config.method != "full" else None,
-        logging_steps=config.logging_steps,
         logging_first_step=True,
         save_strategy="steps",
-        save_steps=config.save_steps,
         save_total_limit=None,
         eval_strategy="steps" if has_eval else "no",
-        eval_steps=eval_steps if has_eval else None,
         metric_for_best_model="eval_loss" if has_eval else None,
         greater_is_better=False if has_eval else None,
         load_best_model_at_end=False,
-        train_sampling_strategy="group_by_length" if config.group_by_length else "random",
         length_column_name="length",
         remove_unused_columns=False,  # the collator drops "length" itself; the sampler reads it
         include_num_input_tokens_seen="non_padding",
-        dataloader_num_workers=config.dataloader_num_workers,
-        report_to=[] if config.report_to == "none" else [config.report_to],
-        run_name=config.run_name,
         disable_tqdm=True,  # train.log gets one readable line per logging step instead
     )
-    kwargs.update(parallel_arguments(config, layer_classes or []))
+    for f in dataclasses.fields(config):
+        way = f.metadata["trainer"]
+        if way.way == COPIED:  # e.g. warmup_ratio -> warmup_steps: transformers 5 reads a float < 1 as a ratio
+            kwargs.update((name, getattr(config, f.name)) for name in way.names)
+        elif way.way == CONVERTED:
+            kwargs.update(CONVERTERS[f.name](config, run))
+    kwargs.update(parallel_arguments(config, layer_classes or []))  # the SCALE fields
     if kwargs.get("fsdp"):  # FSDP checkpoints activations itself (fsdp_config)
         kwargs.update(activation_checkpointing=False, activation_checkpointing_kwargs=None)
     if config.report_to == "tensorboard":

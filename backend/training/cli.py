@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import secrets
@@ -19,21 +20,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from backend.config import ConfigError, RunConfig
+from backend.config_policy import MUST_MATCH, WARN
 from backend.messages import Message, message_of, msg
 from backend.models.hardware import LAUNCHED_DEVICES_ENV, launch_env
 from backend.runs.files import CONFIG_FILE, LOG_FILE, list_checkpoints
 from backend.runs.workspace import DEFAULT_WORKSPACE, Workspace
 
 log = logging.getLogger("backend.train")
-
-# Changing these on resume would load a checkpoint into a different model or adapter shape, or
-# rescale a trained adapter (scale = lora_alpha / r, or / sqrt(r) with rsLoRA): the resumed
-# model would answer differently from the checkpoint before its first step. Refused, not warned.
-RESUME_MUST_MATCH = ("model_name_or_path", "method", "quantization_bits", "lora_r", "lora_target", "use_dora",
-                     "lora_alpha", "use_rslora", "stage", "init_adapter")
-# Allowed, but the run is then not the same run any more.
-RESUME_WARN = ("seed", "per_device_train_batch_size", "gradient_accumulation_steps")
-
 
 @dataclass
 class Job:
@@ -131,16 +124,26 @@ def _prepare_resume(args: argparse.Namespace) -> Job:
     run_dir = args.resume.resolve()
     saved = RunConfig.load(run_dir / CONFIG_FILE)
     config = saved.with_overrides(args.overrides)
-    changed = [n for n in RESUME_MUST_MATCH if getattr(config, n) != getattr(saved, n)]
-    if changed:
-        detail = ", ".join(f"{n} {getattr(saved, n)!r} -> {getattr(config, n)!r}" for n in changed)
-        raise ConfigError(msg("resume.must_match", detail=detail))
-    warnings: list[Message | str] = [msg("resume.changed", name=n, old=getattr(saved, n), new=getattr(config, n))
-                                     for n in RESUME_WARN if getattr(config, n) != getattr(saved, n)]
+    warnings = reconcile_resume(saved, config)
     complete = list_checkpoints(run_dir)
     workspace = Workspace(args.workspace) if args.workspace else Workspace.for_run_dir(run_dir)
     return Job(config=config, run_dir=run_dir, workspace=workspace, resuming=True,
                resume_from=complete[-1] if complete else None, warnings=warnings)
+
+
+def reconcile_resume(saved: RunConfig, config: RunConfig) -> list[Message | str]:
+    """The warnings of resuming `saved` with `config`, by each field's resume policy (its metadata):
+    a changed must_match field would load the checkpoint into a different model or adapter shape,
+    or rescale a trained adapter (scale = lora_alpha / r, or / sqrt(r) with rsLoRA): the resumed
+    model would answer differently from the checkpoint before its first step, so it is refused.
+    A changed warn field is allowed, but the run is then not the same run any more."""
+    changed = [f for f in dataclasses.fields(saved) if getattr(config, f.name) != getattr(saved, f.name)]
+    refused = [f.name for f in changed if f.metadata["resume"] == MUST_MATCH]
+    if refused:
+        detail = ", ".join(f"{n} {getattr(saved, n)!r} -> {getattr(config, n)!r}" for n in refused)
+        raise ConfigError(msg("resume.must_match", detail=detail))
+    return [msg("resume.changed", name=f.name, old=getattr(saved, f.name), new=getattr(config, f.name))
+            for f in changed if f.metadata["resume"] == WARN]
 
 
 def create_run_dir(job: Job) -> None:
