@@ -72,6 +72,7 @@ def test_page_turns_checks_and_save_never_read_the_file_again(ctx, sample):
     assert "Question 5?" in page["preview"] and "Question 4?" not in page["preview"]
     assert data.turn_page(ctx, "en", state, 99)["page"] == 3
     assert "Question 3?" in data.show_check(ctx, "en", state, "duplicate")
+    assert "文件共 14 行" in data.relabel(ctx, "zh", state)["status"]  # the language switch: same rows, new words
     fixed = data.apply_fix(ctx, "en", state, "drop_duplicates", "")
     assert "12 usable now" in fixed["status"]
     message, name = data.save_dataset(ctx, "en", fixed["state"], "sample-clean", 0.0, 1, False)
