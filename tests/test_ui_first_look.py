@@ -5,6 +5,7 @@ with several datasets."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import subprocess
@@ -125,3 +126,13 @@ def test_the_worker_trains_on_the_named_dataset(workspace, tmp_path):
     config = RunConfig(dataset=str(folder), dataset_name="chat", val_size=0.0)
     train_data, eval_data, counts = build_datasets(load_tokenizer(workspace.models_dir / "demo"), config, workspace)
     assert counts.total == 6 and len(train_data) == 6 and eval_data is None
+
+
+def test_the_train_tab_shows_every_form_field_with_its_bounds(page):
+    """The page as built: each field of each metadata section has its widget, and a number's
+    widget has the limits RunConfig.validate checks (tests/test_config_policy.py checks the ends)."""
+    bounds = {f.name: f.metadata.get("bounds") for f in dataclasses.fields(RunConfig)}
+    for spec in forms.ALL_FIELDS:
+        widget = page[f"train-{spec.name.replace('_', '-')}"]
+        if spec.widget in ("number", "slider"):
+            assert (widget.minimum, widget.maximum) == (bounds[spec.name].low, bounds[spec.name].high), spec.name
