@@ -55,8 +55,8 @@ def _widget(name: str, hint: Any, meta: dict) -> str:
 
 
 def form_specs(cls: type = RunConfig) -> dict[str, list[FieldSpec]]:
-    """The form's sections (RunConfig metadata "form"), each a list of FieldSpec in field order,
-    with the bounds RunConfig.validate checks."""
+    """The form's sections (RunConfig metadata "form"), each a list of FieldSpec in field order
+    (checkboxes last), with the bounds RunConfig.validate checks."""
     hints = get_type_hints(cls)
     sections: dict[str, list[FieldSpec]] = {group: [] for group in FORM_GROUPS}
     for f in fields(cls):
@@ -71,7 +71,8 @@ def form_specs(cls: type = RunConfig) -> dict[str, list[FieldSpec]]:
             sections[f.metadata["form"]].append(FieldSpec(name, kind, bounds.low, bounds.high, bounds.step))
         else:
             sections[f.metadata["form"]].append(FieldSpec(name, kind))
-    return sections
+    # Checkboxes last in their section: short toggles with long help read best side by side.
+    return {group: sorted(specs, key=lambda spec: spec.widget == "checkbox") for group, specs in sections.items()}
 
 
 SECTIONS = form_specs()
