@@ -159,9 +159,15 @@ def refresh_choices(chat: ChatServices, lang, chosen_runs, chosen, current_devic
         message = chat.ctx.msg(lang, "chat.msg_no_runs")
     if now == known:
         return gr.skip(), gr.skip(), gr.skip(), message, offer_cpu, known
+    # A list is set only when its choices changed or a chosen item left them: a tick
+    # carries the picks of the moment it fired, and setting them back would undo a
+    # pick the user made while it ran.
+    known = known or {}
+    same_runs = ids == known.get("runs") and kept_runs == list(chosen_runs or [])
+    same_picks = now["options"] == known.get("options") and kept == list(chosen or [])
     devices = gr.update(choices=detected_devices(chat), value=current_device or "cpu")
-    return (gr.update(choices=ids, value=kept_runs), gr.update(choices=options, value=kept), devices, message,
-            offer_cpu, now)
+    return (gr.skip() if same_runs else gr.update(choices=ids, value=kept_runs),
+            gr.skip() if same_picks else gr.update(choices=options, value=kept), devices, message, offer_cpu, now)
 
 
 def detected_devices(chat: ChatServices) -> list[str]:
