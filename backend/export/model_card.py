@@ -40,7 +40,7 @@ def dataset_meta(config: dict, workspace: Workspace | None) -> dict | None:
 
 def build_model_card(*, title: str, base_model, kind: str, checkpoint: Path, run_dir: Path | None,
                      workspace: Workspace | None, export_info: dict) -> str:
-    """`base_model`: export_files.BaseModel (or None). The card's `base_model` is its hub id, never a
+    """`base_model`: outputs.BaseModel (or None). The card's `base_model` is its hub id, never a
     local path (a folder on this machine means nothing to a reader); a local-only base is named in the text."""
     config = run_config(run_dir)
     library = "peft" if kind == "adapter" else "transformers"
