@@ -15,6 +15,15 @@ linear layers, batch 8, cutoff 512, fp32 on the CPU, the same number of steps.
   lf-packing  the same with LLaMA-Factory's own packing (rows joined up to cutoff_len;
               batch 3 packed rows, about the 8 rows of the others per step)
 
+LLaMA-Factory turns gradient checkpointing on by default; the worker's "auto"
+leaves it off where the run fits. Two more variants compare each at the
+other's setting (not run unless named with --only):
+
+  worker-ckpt         the worker with gradient_checkpointing: true
+  lf-packing-no-ckpt  lf-packing with disable_gradient_checkpointing: true
+  worker-compile      the worker with torch_compile: true (first_step_s, from the
+                      start of training to the end of step 1, holds the compile)
+
 Runs alternate (the order is reversed every repetition), each in its own
 process. tokens/s = non-padding tokens trained between the end of step 1 and
 the end of the last step over that wall time, as each script counts them
@@ -41,6 +50,7 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "alpaca_en_demo.json"
 sys.path.insert(0, str(REPO))
 SCRIPTS = ("worker", "plain", "lf", "lf-packing")
+EXTRA = ("worker-ckpt", "lf-packing-no-ckpt", "worker-compile")
 # Runs one command and prints the peak RSS (KiB) of the process tree it waited for.
 PEAK = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(r.returncode)")
@@ -56,21 +66,26 @@ def measured(command: list[str], env: dict, log: Path) -> float:
     return int(result.stdout.strip().splitlines()[-1]) / 2**20
 
 
-def run_worker(ws: Path, model: Path, steps: int) -> dict:
+def run_worker(ws: Path, model: Path, steps: int, **settings) -> dict:
     from backend.config import RunConfig
 
     run_dir = ws / "runs" / f"worker-{time.time_ns()}"
     config = ws / "worker.yaml"
+    settings = {"logging_steps": steps, **settings}
     RunConfig(model_name_or_path=str(model), dataset=str(DATA), max_steps=steps, per_device_train_batch_size=8,
-              cutoff_len=512, val_size=0, learning_rate=2e-4, logging_steps=steps, save_steps=100_000,
-              save_total_limit=1).save(config)
+              cutoff_len=512, val_size=0, learning_rate=2e-4, save_steps=100_000,
+              save_total_limit=1, **settings).save(config)
     peak = measured([sys.executable, "-m", "backend.train", "--config", str(config), "--run-dir", str(run_dir),
                      "--workspace", str(ws)], _env(), ws / "worker.log")
-    train = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    train = [r for r in train if r["kind"] == "train"]
+    records = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    train = [r for r in records if r["kind"] == "train"]
     first, last = train[0], train[-1]
+    start = next(r["time"] for r in records if r.get("event") == "start")
     return {"tokens_per_second": (last["tokens_seen"] - first["tokens_seen"]) / (last["time"] - first["time"]),
-            "peak_rss_gb": peak}
+            "peak_rss_gb": peak, "first_step_s": round(first["time"] - start, 1),
+            # With logging_steps 1: each step's seconds and tokens (compiled steady state, recompiles).
+            "step_times": [[round(b["time"] - a["time"], 1), b["tokens_seen"] - a["tokens_seen"]]
+                      for a, b in zip(train, train[1:])] if settings["logging_steps"] == 1 else None}
 
 
 def run_plain(ws: Path, model: Path, steps: int) -> dict:
@@ -81,7 +96,7 @@ def run_plain(ws: Path, model: Path, steps: int) -> dict:
     return {**json.loads(out.read_text()), "peak_rss_gb": peak}
 
 
-def lf_yaml(ws: Path, model: Path, steps: int, packing: bool) -> Path:
+def lf_yaml(ws: Path, model: Path, steps: int, packing: bool, checkpointing: bool = True) -> Path:
     (ws / "lf-data").mkdir(exist_ok=True)
     (ws / "lf-data" / "dataset_info.json").write_text(json.dumps({"bench_alpaca": {"file_name": str(DATA)}}))
     out = ws / f"lf-out-{time.time_ns()}"
@@ -96,6 +111,7 @@ def lf_yaml(ws: Path, model: Path, steps: int, packing: bool) -> Path:
         "max_steps": steps, "lr_scheduler_type": "cosine", "warmup_ratio": 0.05, "use_cpu": True,
         "report_to": "none", "include_num_input_tokens_seen": "non_padding", "plot_loss": False,
         "val_size": 0, "seed": 42, "disable_tqdm": True,
+        "disable_gradient_checkpointing": not checkpointing,  # LLaMA-Factory's default: checkpointing on
     }
     path = ws / f"lf-{'packing' if packing else 'plain'}.yaml"
     import yaml
@@ -104,8 +120,8 @@ def lf_yaml(ws: Path, model: Path, steps: int, packing: bool) -> Path:
     return path
 
 
-def run_lf(ws: Path, model: Path, steps: int, venv: Path, packing: bool) -> dict:
-    config = lf_yaml(ws, model, steps, packing)
+def run_lf(ws: Path, model: Path, steps: int, venv: Path, packing: bool, checkpointing: bool = True) -> dict:
+    config = lf_yaml(ws, model, steps, packing, checkpointing)
     env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", DISABLE_VERSION_CHECK="1",
                PYTHONPATH="")
     peak = measured([str(venv / "bin" / "llamafactory-cli"), "train", str(config)], env,
@@ -130,7 +146,8 @@ def main() -> None:
     parser.add_argument("--model", type=Path, default=REPO / ".cache" / "smollm2-135m-arch")
     parser.add_argument("--lf-venv", type=Path, help="LLaMA-Factory's virtual environment (left out when absent)")
     parser.add_argument("--results", type=Path, help="JSON lines, one per run, written as runs finish")
-    parser.add_argument("--only", nargs="*", choices=SCRIPTS, help="a subset of the scripts")
+    parser.add_argument("--only", nargs="*", choices=SCRIPTS + EXTRA,
+                        help="the scripts to run (default: the first four)")
     args = parser.parse_args()
     from bench.real_size_model import build
 
@@ -140,7 +157,11 @@ def main() -> None:
     names = [n for n in (args.only or SCRIPTS) if args.lf_venv or not n.startswith("lf")]
     runners = {"worker": lambda: run_worker(ws, model, args.steps), "plain": lambda: run_plain(ws, model, args.steps),
                "lf": lambda: run_lf(ws, model, args.steps, args.lf_venv, False),
-               "lf-packing": lambda: run_lf(ws, model, args.steps, args.lf_venv, True)}
+               "lf-packing": lambda: run_lf(ws, model, args.steps, args.lf_venv, True),
+               "worker-ckpt": lambda: run_worker(ws, model, args.steps, gradient_checkpointing=True),
+               "lf-packing-no-ckpt": lambda: run_lf(ws, model, args.steps, args.lf_venv, True, checkpointing=False),
+               "worker-compile": lambda: run_worker(ws, model, args.steps, torch_compile=True,
+                                                     logging_steps=1)}
     results = {name: [] for name in names}
     for rep in range(args.reps):
         for name in (names if rep % 2 == 0 else names[::-1]):
@@ -161,12 +182,14 @@ def report(results: dict, reps: int, steps: int) -> None:
     median = {n: {k: statistics.median(r[k] for r in runs) for k in ("tokens_per_second", "peak_rss_gb")}
               for n, runs in results.items() if runs}
     print(f"\n{reps} repetitions x {steps} steps, batch 8, cutoff 512, LoRA r16 all-linear, SmolLM2-135M architecture, fp32 CPU")
-    print("| script | non-padding tokens/s (median) | peak RSS GiB (median) | worker speed ratio | worker memory ratio | runs (tokens/s) |")
+    print("| script | non-padding tokens/s (median) | peak RSS GiB (median) | worker speed ratio | worker memory ratio "
+          "| runs (tokens/s) |")
     print("|---|---|---|---|---|---|")
+    base = median.get("worker") or median.get("worker-ckpt")  # ratios against the first worker variant
     for name, m in median.items():
         each = ", ".join(f"{r['tokens_per_second']:.1f}" for r in results[name])
-        speed = median["worker"]["tokens_per_second"] / m["tokens_per_second"] if "worker" in median else float("nan")
-        memory = median["worker"]["peak_rss_gb"] / m["peak_rss_gb"] if "worker" in median else float("nan")
+        speed = base["tokens_per_second"] / m["tokens_per_second"] if base else float("nan")
+        memory = base["peak_rss_gb"] / m["peak_rss_gb"] if base else float("nan")
         print(f"| {name} | {m['tokens_per_second']:.1f} | {m['peak_rss_gb']:.2f} | {speed:.2f}x | {memory:.2f}x | {each} |")
 
 

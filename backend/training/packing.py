@@ -72,6 +72,9 @@ def _packed_mask(*args, attention_mask=None, config=None, **kwargs):
     return sdpa_mask(*args, attention_mask=attention_mask, config=config, **kwargs)
 
 
+# Not compiled (torch_compile): the row bounds are data, so a traced loop would be specialised on each
+# batch's row lengths and recompiled for every batch until dynamo gives up; the layers around it compile.
+@torch.compiler.disable
 def _packed_sdpa(module, query, key, value, attention_mask, dropout=0.0, scaling=None, is_causal=None, **kwargs):
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
