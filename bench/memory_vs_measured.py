@@ -44,8 +44,8 @@ CASES = [  # settings on the demo model; rows are long, so every batch is batch 
     {"method": "lora", "per_device_train_batch_size": 32, "cutoff_len": 256, "gradient_checkpointing": True},
     {"method": "full", "per_device_train_batch_size": 32, "cutoff_len": 256},
 ]
-CASES_135M = [  # SmolLM2-135M's architecture, batch 4 x cutoff 512 = 2,048 tokens a step
-    {"method": method, "per_device_train_batch_size": 4, "cutoff_len": 512, "gradient_checkpointing": ckpt,
+CASES_135M = [  # SmolLM2-135M's architecture, batch 2 x cutoff 512 = 1,024 tokens a step
+    {"method": method, "per_device_train_batch_size": 2, "cutoff_len": 512, "gradient_checkpointing": ckpt,
      **({"quantization_bits": 4} if method == "qlora" else {})}
     for method in ("lora", "qlora", "full") for ckpt in (False, True)
 ]
