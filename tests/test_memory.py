@@ -6,6 +6,7 @@ import pytest
 
 from backend.models.memory import (
     ACTIVATION_FACTOR,
+    CHECKPOINTED_FACTOR,
     GIB,
     NF4_BYTES,
     RUNTIME_GB,
@@ -57,6 +58,23 @@ def test_checkpointing_keeps_layer_inputs_and_one_layer():
     e = estimate_memory(TINY, method="lora", precision="fp32", batch_size=3, cutoff_len=5, lora_r=2,
                         gradient_checkpointing=True)
     assert b(e.activations_gb) == 2 * 8 * 4 * 15 + ACT * 4 * 15 + 15 * 10 * 8
+
+
+def test_cpu_heap_factors_follow_checkpointing():
+    """On the CPU the heap keeps more beyond the live tensors with checkpointing (measured, docs/MEMORY.md)."""
+    kwargs = dict(method="lora", precision="fp32", batch_size=3, cutoff_len=5, lora_r=2)
+    for checkpointing, factor in ((False, ACTIVATION_FACTOR), (True, CHECKPOINTED_FACTOR)):
+        gpu = estimate_memory(TINY, gradient_checkpointing=checkpointing, device_kind="cuda", **kwargs)
+        cpu = estimate_memory(TINY, gradient_checkpointing=checkpointing, device_kind="cpu", **kwargs)
+        assert cpu.activations_gb == pytest.approx(gpu.activations_gb * factor["cpu"])
+    assert CHECKPOINTED_FACTOR["cuda"] == 1.0 and CHECKPOINTED_FACTOR["cpu"] > ACTIVATION_FACTOR["cpu"]
+
+
+def test_qlora_on_the_cpu_keeps_the_read_linear_weights():
+    gpu = estimate_memory(TINY, method="qlora", quantization_bits=4, precision="fp32", batch_size=1, cutoff_len=1)
+    cpu = estimate_memory(TINY, method="qlora", quantization_bits=4, precision="fp32", batch_size=1, cutoff_len=1,
+                          device_kind="cpu")
+    assert (cpu.weights_gb - gpu.weights_gb) * GIB == pytest.approx(LINEAR * 4)
 
 
 def test_lora_dropout_keeps_a_copy_of_each_adapted_input():

@@ -38,6 +38,10 @@ RUNTIME_GB = {"cuda": 0.6, "cpu": 0.5}
 # tensors counted below (glibc keeps freed blocks, backward temporaries):
 # measured with bench/memory_vs_measured.py, see docs/MEMORY.md. Unmeasured on GPUs: 1.
 ACTIVATION_FACTOR = {"cuda": 1.0, "cpu": 1.75}
+# With gradient checkpointing the CPU heap keeps much more beyond the live tensors (each
+# recomputed layer is freed and reallocated once per step): 4.5x on the SmolLM2-135M
+# architecture (bench/memory_vs_measured.py --size 135m, docs/MEMORY.md). Unmeasured on GPUs: 1.
+CHECKPOINTED_FACTOR = {"cuda": 1.0, "cpu": 4.5}
 # Keep this share of the device free: allocator fragmentation, other processes.
 HEADROOM = 0.10
 LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -221,6 +225,9 @@ def estimate_memory(arch: Architecture, *, method: str, precision: str, batch_si
             row_scales = 4 * layers * sum(out for _, out in arch.linear_shapes().values()) if quantization_bits == 8 else 0
             # prepare_model_for_kbit_training casts the unquantised rest (embeddings, norms) to fp32.
             weights = linear * per_weight + row_scales + rest * 4
+            if device_kind == "cpu":
+                # The checkpoint's linear weights, read (memory-mapped) to be quantised, stay resident.
+                weights += linear * compute
         else:
             weights = arch.num_parameters() * compute
         trainable = lora_params(arch, lora_r, lora_target)
@@ -228,7 +235,8 @@ def estimate_memory(arch: Architecture, *, method: str, precision: str, batch_si
     gradients = trainable * 4
     optimizer = trainable * OPTIMIZER_BYTES.get(optim, 8)
     kind = "cpu" if device_kind == "cpu" else "cuda"
-    activations = ACTIVATION_FACTOR[kind] * _activation_bytes(
+    factor = (CHECKPOINTED_FACTOR if gradient_checkpointing else ACTIVATION_FACTOR)[kind]
+    activations = factor * _activation_bytes(
         arch, method, compute, batch_size, cutoff_len, gradient_checkpointing, lora_target, lora_dropout,
         chunked_loss)
     reference = 0
