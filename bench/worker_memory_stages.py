@@ -20,6 +20,7 @@ import argparse
 import ctypes
 import os
 import resource
+import shutil
 import sys
 import tempfile
 import threading
@@ -162,6 +163,7 @@ def main() -> None:
     print(f"exit {code}; settings {args.set or 'defaults'}; ru_maxrss "
           f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
     print(Path(workspace / "run" / "train.log").read_text())
+    shutil.rmtree(workspace, ignore_errors=True)
     print("| stage | RSS at start GiB | peak RSS GiB | peak malloc in use GiB |")
     print("|---|---|---|---|")
     for stage in sampler.order:
