@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def mark_running(job) -> None:
-    """status.json at start; keeps what the supervisor wrote (pid, command, devices...)."""
+    """status.json at start; keeps what the run store wrote (pid, command, devices...)."""
     for warning in job.warnings:
         logging.getLogger("backend.train").warning(str(warning))
     if not job.is_main:

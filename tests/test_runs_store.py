@@ -1,4 +1,4 @@
-"""RunStore and supervisor on real processes that are not the worker: the
+"""RunStore and backend/runs/processes.py on real processes that are not the worker: the
 process mechanics (identity, lost detection, device locking, stop
 escalation, reaping) hold whatever program runs. The worker itself is
 exercised in test_runs_worker.py."""

@@ -235,7 +235,7 @@ def test_sigterm_saves_and_resume_finishes(workspace, subprocess_env, quick):
     while not any(r["kind"] == "train" and r["step"] >= 2 for r in _safe_metrics(run)):
         assert process.poll() is None and time.time() < deadline, (run.parent / "stopped.out").read_text()[-3000:]
         time.sleep(0.3)
-    os.killpg(process.pid, signal.SIGTERM)  # what the supervisor does: the whole process group
+    os.killpg(process.pid, signal.SIGTERM)  # a whole process group, as a user or a service manager may send it
     assert process.wait(timeout=300) == 0
     status = read_status(run)
     assert status["state"] == "stopped" and status["exit_code"] == 0

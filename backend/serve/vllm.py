@@ -81,7 +81,7 @@ def device_env(device: str) -> dict:
 
 
 def exec_vllm(command: list[str], device: str) -> None:
-    """Replace this process by vLLM (the pid a UI or supervisor holds stays the server's)."""
+    """Replace this process by vLLM (the pid a UI or a service manager holds stays the server's)."""
     executable = vllm_executable() or "vllm"
     env = {**os.environ, **device_env(device)}
     os.execvpe(executable, [executable, *command[1:]], env)

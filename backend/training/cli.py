@@ -147,7 +147,7 @@ def reconcile_resume(saved: RunConfig, config: RunConfig) -> list[Message | str]
 
 
 def create_run_dir(job: Job) -> None:
-    """The folder and config.yaml (the supervisor may have written it already). A resume
+    """The folder and config.yaml (the run store may have written it already). A resume
     with changed settings rewrites it: config.yaml always describes what the run trains
     with now (the earlier values stay in train.log and status.json's resume_overrides)."""
     job.run_dir.mkdir(parents=True, exist_ok=True)
@@ -163,7 +163,7 @@ def create_run_dir(job: Job) -> None:
 
 def setup_logging(job: Job, to_file: bool = True) -> None:
     """Log lines to stderr, and into train.log unless stderr already is train.log
-    (the supervisor redirects the worker's output there: no duplicate lines).
+    (the run store redirects the worker's output there: no duplicate lines).
     `to_file=False`: a Ray worker, whose stderr Ray forwards to the driver's train.log."""
     level = logging.INFO if job.is_main else logging.WARNING
     formatter = logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%d %H:%M:%S")
