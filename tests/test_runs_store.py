@@ -143,6 +143,16 @@ def test_recycled_pid_is_not_the_worker(store):
     assert store.busy_devices() == {}
 
 
+def test_a_worker_starts_in_the_callers_folder(tmp_path, monkeypatch):
+    # A relative path typed in the form (a dataset file) means what it meant to the app.
+    monkeypatch.chdir(tmp_path)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    child = processes.launch([sys.executable, "-c", "import os; print(os.getcwd())"], run_dir)
+    assert child.wait(timeout=120) == 0
+    assert (run_dir / "train.log").read_text().strip() == str(tmp_path)
+
+
 def test_new_store_reattaches_and_stop_escalates_to_kill(store, devices):
     run_id = store.create(cpu_config())
     run_dir = store.runs_dir / run_id

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from backend.messages import Message, msg
 from backend.runs.files import atomic_write_json, read_json
-from backend.runs.processes import create_time, is_alive, repo_env, spawn_detached
+from backend.runs.processes import REPO_ROOT, create_time, is_alive, repo_env, spawn_detached
 
 RUNNING, COMPLETED, FAILED = "running", "completed", "failed"
 
@@ -31,7 +31,7 @@ def launch(module: str, args: list[str], log_path: Path, progress_path: Path) ->
     progress_path = Path(progress_path)
     progress_path.parent.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", module, *args, "--progress", str(progress_path)]
-    process = spawn_detached(command, Path(log_path), repo_env())
+    process = spawn_detached(command, Path(log_path), repo_env(), cwd=REPO_ROOT)
     write_progress(progress_path, state=RUNNING, pid=process.pid, started_at=time.time(),
                    start_time=create_time(process.pid), done=0, total=0, stage=msg("job.stage.starting"),
                    command=command, log=str(log_path))

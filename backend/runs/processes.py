@@ -84,16 +84,17 @@ def devices_setting(argv: list[str], run_dir: Path) -> str:
     return setting
 
 
-def spawn_detached(argv: list[str], log_path: Path, env: dict) -> subprocess.Popen:
+def spawn_detached(argv: list[str], log_path: Path, env: dict, cwd: Path | None = None) -> subprocess.Popen:
     """Start `argv` detached: its own session and process group (a crash or
     restart of the UI does not take it down), stdin from /dev/null, stdout and
     stderr appended to `log_path`. A file, never a pipe: a full pipe nobody
-    reads would stall the process. Training runs and background jobs alike."""
+    reads would stall the process. Training runs and background jobs alike;
+    `cwd` None keeps the caller's folder (relative paths a user typed mean the same)."""
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
         return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True, env=env, cwd=REPO_ROOT, close_fds=True)
+                                start_new_session=True, env=env, cwd=cwd, close_fds=True)
 
 
 def launch(argv: list[str], run_dir: Path, env: dict | None = None) -> subprocess.Popen:
