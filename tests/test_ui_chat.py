@@ -76,6 +76,7 @@ def test_columns_answer_and_the_conversation_continues_then_clear(services):
     last = outputs[-1]
     session = last[SESSION]
     assert last[STATUS].startswith("**Done.**") and "tokens/s" in last[STATUS]
+    assert session.id not in services.stops  # the answer's Stop signal is let go when it ends
     assert [u["visible"] for u in last[:5]] == [True, True, False, False, False]
     assert last[HEADERS].startswith("**base**") and "step 20" in last[HEADERS + 1]
     for key, shown in ((BASE, last[BOTS]), (CKPT, last[BOTS + 1])):

@@ -38,10 +38,6 @@ class Analysis:
     total: int = 0  # rows in the file
     source_meta: dict = field(default_factory=dict)  # provenance for meta.json
 
-    @property
-    def fixed(self) -> bool:
-        return bool(self.steps)
-
     def page(self, page: int, size: int = PAGE_SIZE) -> tuple[list[tuple[int, dict]], int, int]:
         """The rows of 1-based `page` as (file row, row), the page actually shown, and the page count."""
         pages = max(1, -(-len(self.rows) // size))

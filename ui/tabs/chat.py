@@ -270,6 +270,9 @@ def send_prompt(chat: ChatServices, lang, chosen_runs, chosen, current_device, t
     except Exception as error:  # noqa: BLE001 - said in every column that has no answer yet
         for reply in replies:
             reply.error = reply.error or (None if reply.finish else localize(error, lang))
+    finally:  # nothing left to stop: one signal per answer in flight, not one per session ever seen
+        if chat.stops.get(session.id) is stop_event:
+            del chat.stops[session.id]
     notes = column_notes(session, keys, targets, replies, chat.say(lang), lang)
     done = chat.ctx.msg(lang, "chat.msg_stopped" if stop_event.is_set() else "chat.msg_done")
     letters = [blind_letter(i) for i in range(len(chosen))] if blind_on else []
