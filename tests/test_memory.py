@@ -134,3 +134,49 @@ def test_unusable_folders_say_why(tmp_path):
         architecture_for(str(tmp_path), tmp_path)
     with pytest.raises(ValueError, match="not built yet"):
         architecture_for("demo", tmp_path / "models")
+
+
+def parts_sum(e):
+    """Every part the Train tab lists (cpu_offload_gb is CPU memory, outside the total)."""
+    return sum(v for k, v in e.as_dict().items() if k.endswith("_gb") and k not in ("total_gb", "cpu_offload_gb"))
+
+
+def test_full_fine_tuning_counts_gradients_and_activations_overlapping_in_backward():
+    """Backward frees a layer's activations as its gradients appear: A + G less all but one
+    layer's share of the smaller one (TINY has 2 layers, so half of it)."""
+    kwargs = dict(method="full", precision="fp32", device_kind="cuda")
+    # Activations larger: A = 2 layers * 132 * 4 bytes * 15 tokens + logits 15 * 10 * 8 = 17,040; G = 5,088.
+    e = estimate_memory(TINY, batch_size=3, cutoff_len=5, **kwargs)
+    assert b(e.activations_gb) == 17_040 and b(e.gradients_gb) == PARAMS * 4 == 5_088
+    assert b(e.overlap_gb) == -5_088 // 2
+    weights, optimizer = PARAMS * 4, PARAMS * 8
+    assert b(e.total_gb - e.runtime_gb) == weights + optimizer + 17_040 + 5_088 // 2  # = W + O + max(A, G) + G/2
+    # Gradients larger: one token, A = 2 * 132 * 4 + 10 * 8 = 1,136: half of A overlaps.
+    small = estimate_memory(TINY, batch_size=1, cutoff_len=1, **kwargs)
+    assert b(small.activations_gb) == 1_136 and b(small.overlap_gb) == -568
+    for estimate in (e, small):
+        assert estimate.total_gb == pytest.approx(parts_sum(estimate))
+    # With accumulation the previous micro-batch's gradients are there all through the next forward.
+    accumulated = estimate_memory(TINY, batch_size=3, cutoff_len=5, gradient_accumulation_steps=2, **kwargs)
+    assert accumulated.overlap_gb == 0 and accumulated.total_gb == pytest.approx(e.total_gb - e.overlap_gb)
+
+
+def test_lora_keeps_its_gradients_counted_whole():
+    for method in ("lora", "qlora"):
+        e = estimate_memory(TINY, method=method, precision="fp32", batch_size=3, cutoff_len=5, lora_r=2,
+                            device_kind="cpu")
+        assert e.overlap_gb == 0
+        assert e.total_gb == pytest.approx(e.weights_gb + e.adapters_gb + e.gradients_gb + e.optimizer_gb
+                                           + e.activations_gb + e.runtime_gb) == pytest.approx(parts_sum(e))
+
+
+def test_overlap_at_the_smollm2_135m_size():
+    """The case of docs/MEMORY.md: 30 layers, gradients (0.50 GiB) smaller than the activations."""
+    arch = Architecture(hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
+                        num_key_value_heads=3, vocab_size=49152, head_dim=64, tie_word_embeddings=True)
+    for checkpointing in (False, True):
+        e = estimate_memory(arch, method="full", precision="fp32", batch_size=2, cutoff_len=512, device_kind="cpu",
+                            chunked_loss=True, gradient_checkpointing=checkpointing)
+        assert e.activations_gb > e.gradients_gb == pytest.approx(134_515_008 * 4 / GIB)
+        assert e.overlap_gb == pytest.approx(-e.gradients_gb * 29 / 30)
+        assert e.total_gb == pytest.approx(parts_sum(e))

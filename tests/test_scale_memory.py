@@ -48,3 +48,16 @@ def test_zero3_offload_moves_optimizer_and_weights_to_cpu():
     assert s.cpu_offload_gb == pytest.approx((e.optimizer_gb + e.weights_gb) / 8)
     # A 7B full fine-tune: about 112 GiB of state on one GPU, a few GiB per GPU of 8 with ZeRO-3 + offload.
     assert e.total_gb > 100 and s.total_gb < e.total_gb / 8 + e.activations_gb
+
+
+def test_overlap_follows_the_sharded_gradients():
+    e = full()
+    assert e.overlap_gb < 0 and shard(e, QWEN_7B, "ddp", 8).overlap_gb == e.overlap_gb
+    s = shard(e, QWEN_7B, "fsdp", 8, precision="bf16")
+    smaller = min(e.activations_gb, e.gradients_gb / 8)
+    layers = QWEN_7B.num_hidden_layers
+    assert s.overlap_gb == pytest.approx(-smaller * (layers - 1) / layers)
+    # DeepSpeed keeps its gradient buffers between steps: nothing subtracted.
+    assert shard(e, QWEN_7B, "deepspeed_zero2", 8).overlap_gb == 0
+    accumulated = full(gradient_accumulation_steps=4)
+    assert shard(accumulated, QWEN_7B, "fsdp", 8, precision="bf16").overlap_gb == 0

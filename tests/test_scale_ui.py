@@ -71,3 +71,25 @@ def test_show_command_gives_the_command_for_each_other_node(ctx):
     assert lines[2] == "# on node 1 (same run folder, shared storage):" and "--node-rank=1" in lines[3]
     assert lines[5] == "# on node 2 (same run folder, shared storage):" and "--node-rank=2" in lines[6]
     assert lines[3] == lines[0].replace("--node-rank=0", "--node-rank=1")
+
+
+def test_estimate_table_shows_the_backward_overlap_and_adds_up(ctx):
+    """Full fine-tuning lists the (negative) overlap of gradients and activations; LoRA does not."""
+    def table(config):
+        _, text = train.plan(ctx, "en", "Qwen/Qwen2.5-0.5B-Instruct", "demo", {"rows": 1000, "has_eval": False},
+                             as_dicts(GPUS), *browser_values(config))
+        rows = [line.strip("|").split("|") for line in text.splitlines() if line.startswith("| ") and "GiB |" not in line]
+        return {name.strip().strip("*"): float(value.strip().strip("*")) for name, value in rows}
+
+    config = RunConfig(method="full", devices="0", per_device_train_batch_size=2, cutoff_len=512,
+                       gradient_checkpointing=False)
+    rows = table(config)
+    arch = Architecture.from_preset(PRESETS["Qwen/Qwen2.5-0.5B-Instruct"])
+    expected = estimate_memory(arch, gradient_checkpointing=False, **config_estimate_kwargs(config, "bf16", "cuda"))
+    overlap = rows.pop("Gradients reuse freed activations (backward)")
+    assert overlap == round(expected.overlap_gb, 2) < 0
+    total = rows.pop("Total")
+    assert total == round(expected.total_gb, 2)
+    assert sum(rows.values()) + overlap == pytest.approx(total, abs=0.01 * (len(rows) + 1))  # rounding per row
+    lora = table(RunConfig(method="lora", devices="0", gradient_checkpointing=False))
+    assert not any("reuse" in name for name in lora)

@@ -87,6 +87,7 @@ def estimate_text(msg: Msg, config: RunConfig, workspace: Workspace, devices: li
     estimate = shard(estimate, arch, config.distributed, world_size(config, devices), config.cpu_offload, precision)
     parts = ("weights", "adapters", "gradients", "optimizer", "activations", "runtime")
     parts += ("reference",) if estimate.reference_gb else ()
+    parts += ("overlap",) if estimate.overlap_gb else ()  # negative: the rows still add up to the total
     rows = [(msg(f"train.estimate.{part}"), getattr(estimate, f"{part}_gb")) for part in parts]
     table = "\n".join(f"| {name} | {value:.2f} |" for name, value in rows)
     verdict_key = "train.estimate.fits" if estimate.fits(device.memory_gb) else "train.estimate.too_big"

@@ -139,11 +139,13 @@ class MemoryEstimate:
     sharding: str = "none"   # none (one replica per GPU) | zero2 | zero3 | fsdp
     world_size: int = 1      # GPUs the shards are spread over
     reference_gb: float = 0.0  # preference stages: the reference model's copy and its no-grad forward
+    # Zero or negative: gradients and activations are never both whole at once (`backward_overlap`).
+    overlap_gb: float = 0.0
 
     @property
     def total_gb(self) -> float:
         return (self.weights_gb + self.adapters_gb + self.gradients_gb + self.optimizer_gb
-                + self.activations_gb + self.runtime_gb + self.reference_gb)
+                + self.activations_gb + self.runtime_gb + self.reference_gb + self.overlap_gb)
 
     def fits(self, device_memory_gb: float) -> bool:
         return self.total_gb <= device_memory_gb * (1 - HEADROOM)
@@ -196,7 +198,7 @@ def estimate_memory(arch: Architecture, *, method: str, precision: str, batch_si
                     gradient_checkpointing: bool = False, quantization_bits: int | None = None,
                     lora_r: int = 16, lora_target: str | list[str] = "all-linear", lora_dropout: float = 0.0,
                     optim: str = "adamw_torch", device_kind: str = "cuda", stage: str = "sft",
-                    chunked_loss: bool = False) -> MemoryEstimate:
+                    chunked_loss: bool = False, gradient_accumulation_steps: int = 1) -> MemoryEstimate:
     """Peak memory of one training device. `precision` is the resolved one
     (bf16 / fp16 / fp32, never auto); `batch_size` is per device. `chunked_loss`:
     the worker's loss (backend/training/loss.py), which keeps no full logits.
@@ -239,6 +241,11 @@ def estimate_memory(arch: Architecture, *, method: str, precision: str, batch_si
     activations = factor * _activation_bytes(
         arch, method, compute, batch_size, cutoff_len, gradient_checkpointing, lora_target, lora_dropout,
         chunked_loss)
+    # LoRA / QLoRA: the adapters' gradients are under 1% of the activations and the
+    # CPU factor was fitted with them counted whole, so only full fine-tuning gets it.
+    overlap = 0.0
+    if method == "full" and gradient_accumulation_steps <= 1:
+        overlap = backward_overlap(activations, gradients, layers)
     reference = 0
     if stage in ("dpo", "kto"):
         reference = batch_size * cutoff_len * arch.vocab_size * 4  # the reference logits (fp32 log-softmax)
@@ -248,10 +255,26 @@ def estimate_memory(arch: Architecture, *, method: str, precision: str, batch_si
         reference_gb=reference / GIB,
         weights_gb=weights / GIB, adapters_gb=adapters / GIB, gradients_gb=gradients / GIB,
         optimizer_gb=optimizer / GIB, activations_gb=activations / GIB,
-        runtime_gb=RUNTIME_GB[kind],
+        runtime_gb=RUNTIME_GB[kind], overlap_gb=-overlap / GIB if overlap else 0.0,
         total_params=arch.num_parameters() + (trainable if method != "full" else 0),
         trainable_params=trainable,
     )
+
+
+def backward_overlap(activations: float, gradients: float, layers: int) -> float:
+    """How much of activations + gradients is never held at once (bytes or GiB, as given).
+
+    The Trainer frees the gradients after each optimizer step (zero_grad sets
+    them to None), so they are allocated again in backward, layer by layer,
+    while each layer's activations are freed once its gradients exist. Their
+    sum moves in a straight line from A (backward starts) to G (it ends), and
+    the layer in flight holds both its activations and its gradients, so the
+    peak is max(A, G) plus one layer's share of the smaller one: all but one
+    layer's share of the smaller one is counted twice by A + G. With gradient
+    accumulation the gradients of the previous micro-batch are there during the
+    next forward: the callers pass nothing then."""
+    smaller = min(activations, gradients)
+    return smaller * (layers - 1) / max(layers, 1)
 
 
 def _activation_bytes(arch: Architecture, method: str, compute: int, batch_size: int, cutoff_len: int,
@@ -298,6 +321,12 @@ def shard(estimate: MemoryEstimate, arch: Architecture, distributed: str, world_
     if mode == "none":
         return replace(estimate, world_size=n)
     gradients, optimizer = estimate.gradients_gb / n, estimate.optimizer_gb / n
+    # FSDP frees its gradient shards like the Trainer does: the overlap follows the
+    # smaller shards. DeepSpeed keeps its own gradient buffers between steps
+    # (unmeasured here): no overlap counted, which errs on the safe side.
+    overlap = 0.0
+    if estimate.overlap_gb and mode == "fsdp":
+        overlap = -backward_overlap(estimate.activations_gb, gradients, arch.num_hidden_layers)
     weights, adapters = estimate.weights_gb, estimate.adapters_gb
     if mode in ("zero3", "fsdp"):
         gathered = 2 * arch.layer_linear_params() * BYTES.get(precision, 2) / GIB
@@ -309,7 +338,7 @@ def shard(estimate: MemoryEstimate, arch: Architecture, distributed: str, world_
             cpu += weights - gathered + adapters
             weights, adapters = gathered, 0.0
     return replace(estimate, weights_gb=weights, adapters_gb=adapters, gradients_gb=gradients,
-                   optimizer_gb=optimizer, cpu_offload_gb=cpu, sharding=mode, world_size=n)
+                   optimizer_gb=optimizer, cpu_offload_gb=cpu, sharding=mode, world_size=n, overlap_gb=overlap)
 
 
 def choose_checkpointing(setting: str | bool, device_memory_gb: float, **estimate_kwargs) -> tuple[bool, str]:
@@ -332,4 +361,5 @@ def config_estimate_kwargs(config, precision: str, device_kind: str) -> dict:
                 cutoff_len=config.cutoff_len, quantization_bits=config.quantization_bits, lora_r=config.lora_r,
                 lora_target=config.lora_target, lora_dropout=config.lora_dropout, optim=config.optim,
                 device_kind=device_kind, stage=getattr(config, "stage", "sft"),
-                chunked_loss=config.loss_function is None)
+                chunked_loss=config.loss_function is None,
+                gradient_accumulation_steps=config.gradient_accumulation_steps)

@@ -73,6 +73,7 @@ TEXT: dict[str, dict[str, str]] = {
     "train.estimate.activations": _("Activations", "激活值"),
     "train.estimate.runtime": _("Runtime overhead", "运行时开销"),
     "train.estimate.reference": _("Reference model (preference stage)", "参考模型（偏好阶段）"),
+    "train.estimate.overlap": _("Gradients reuse freed activations (backward)", "反向传播时梯度复用已释放的激活值"),
     "train.estimate.total": _("Total", "合计"),
     "train.estimate.fits": _("✅ Fits on {device}: about {total:.2f} GiB of {memory:.1f} GiB.",
                              "✅ {device} 放得下：约 {total:.2f} GiB / {memory:.1f} GiB。"),
