@@ -4,7 +4,8 @@ the memory estimate (backend/models/memory.py, docs/MEMORY.md "Sharding").
     python bench/scale_table.py [--gpu-gb 80] [--cutoff 2048] [--batch 1]
 
 For each model size, method and GPU count it picks the first setting that
-fits one GPU: auto (DDP) -> deepspeed_zero2 -> fsdp (= ZeRO-3 for memory) ->
+fits one GPU: auto (DDP) -> deepspeed_zero2 -> fsdp (ZeRO-3 counts the same, less
+the backward overlap of full fine-tuning, docs/MEMORY.md "Sharding") ->
 deepspeed_zero3 + cpu_offload, and prints the per-GPU GiB (offload: + CPU GiB
 per GPU process). bf16, gradient checkpointing on, AdamW. QLoRA never uses
 ZeRO-3 / FSDP (refused by backend/scale/guards.py).
@@ -32,7 +33,7 @@ MODELS = {
 METHODS = {"LoRA": ("lora", None), "QLoRA": ("qlora", 4), "full": ("full", None)}
 GPUS = (1, 2, 4, 8)
 SETTINGS = (("auto", False), ("deepspeed_zero2", False), ("fsdp", False), ("deepspeed_zero3", True))
-SHORT = {"auto": "DDP", "deepspeed_zero2": "ZeRO-2", "fsdp": "FSDP/ZeRO-3", "deepspeed_zero3": "ZeRO-3+offload"}
+SHORT = {"auto": "DDP", "deepspeed_zero2": "ZeRO-2", "fsdp": "FSDP", "deepspeed_zero3": "ZeRO-3+offload"}
 
 
 def architecture(numbers: tuple) -> Architecture:
