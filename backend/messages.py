@@ -37,7 +37,8 @@ CATALOGUE: dict[str, str] = {
     "config.wandb_missing": "report_to = 'wandb' needs the wandb package, which is not installed here: run "
                             "`pip install wandb` and `wandb login` (or set WANDB_MODE=offline), or choose "
                             "report_to none or tensorboard.",
-    "config.bf16": "bf16 is not supported on {devices}; choose precision auto, fp16 (GPU) or fp32.",
+    "config.bf16": "bf16 is not supported on {devices} (a GPU needs compute capability 8.0, a CPU AVX512-BF16 "
+                   "or AMX); choose precision auto, fp16 (GPU) or fp32.",
     "config.fp16": "fp16 training needs a GPU ({devices} has none); choose precision auto or fp32.",
     "config.liger_cpu": "use_liger_kernel needs a CUDA GPU (Liger's kernels are written in Triton); "
                         "turn it off to train on the CPU.",

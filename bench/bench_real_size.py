@@ -23,6 +23,10 @@ other's setting (not run unless named with --only):
   lf-packing-no-ckpt  lf-packing with disable_gradient_checkpointing: true
   worker-compile      the worker with torch_compile: true (first_step_s, from the
                       start of training to the end of step 1, holds the compile)
+  worker-bf16         the worker with precision: bf16 (a CPU with AVX512-BF16 or AMX;
+                      "worker" itself is precision: fp32, the CPU's auto)
+  lf-packing-bf16     lf-packing-no-ckpt with bf16: true
+  worker-bf16-compile worker-bf16 with torch_compile: true
 
 Runs alternate (the order is reversed every repetition), each in its own
 process. tokens/s = non-padding tokens trained between the end of step 1 and
@@ -50,7 +54,8 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "alpaca_en_demo.json"
 sys.path.insert(0, str(REPO))
 SCRIPTS = ("worker", "plain", "lf", "lf-packing")
-EXTRA = ("worker-ckpt", "lf-packing-no-ckpt", "worker-compile")
+EXTRA = ("worker-ckpt", "lf-packing-no-ckpt", "worker-compile", "worker-bf16", "lf-packing-bf16",
+         "worker-bf16-compile")
 # Runs one command and prints the peak RSS (KiB) of the process tree it waited for.
 PEAK = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(r.returncode)")
@@ -96,7 +101,7 @@ def run_plain(ws: Path, model: Path, steps: int) -> dict:
     return {**json.loads(out.read_text()), "peak_rss_gb": peak}
 
 
-def lf_yaml(ws: Path, model: Path, steps: int, packing: bool, checkpointing: bool = True) -> Path:
+def lf_yaml(ws: Path, model: Path, steps: int, packing: bool, checkpointing: bool = True, bf16: bool = False) -> Path:
     (ws / "lf-data").mkdir(exist_ok=True)
     (ws / "lf-data" / "dataset_info.json").write_text(json.dumps({"bench_alpaca": {"file_name": str(DATA)}}))
     out = ws / f"lf-out-{time.time_ns()}"
@@ -112,6 +117,7 @@ def lf_yaml(ws: Path, model: Path, steps: int, packing: bool, checkpointing: boo
         "report_to": "none", "include_num_input_tokens_seen": "non_padding", "plot_loss": False,
         "val_size": 0, "seed": 42, "disable_tqdm": True,
         "disable_gradient_checkpointing": not checkpointing,  # LLaMA-Factory's default: checkpointing on
+        "bf16": bf16,
     }
     path = ws / f"lf-{'packing' if packing else 'plain'}.yaml"
     import yaml
@@ -120,8 +126,9 @@ def lf_yaml(ws: Path, model: Path, steps: int, packing: bool, checkpointing: boo
     return path
 
 
-def run_lf(ws: Path, model: Path, steps: int, venv: Path, packing: bool, checkpointing: bool = True) -> dict:
-    config = lf_yaml(ws, model, steps, packing, checkpointing)
+def run_lf(ws: Path, model: Path, steps: int, venv: Path, packing: bool, checkpointing: bool = True,
+           bf16: bool = False) -> dict:
+    config = lf_yaml(ws, model, steps, packing, checkpointing, bf16)
     env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", DISABLE_VERSION_CHECK="1",
                PYTHONPATH="")
     peak = measured([str(venv / "bin" / "llamafactory-cli"), "train", str(config)], env,
@@ -155,7 +162,13 @@ def main() -> None:
     ws = Path(tempfile.mkdtemp(prefix="bench-real-"))
     (ws / "models").mkdir()
     names = [n for n in (args.only or SCRIPTS) if args.lf_venv or not n.startswith("lf")]
-    runners = {"worker": lambda: run_worker(ws, model, args.steps), "plain": lambda: run_plain(ws, model, args.steps),
+    runners = {"worker": lambda: run_worker(ws, model, args.steps, precision="fp32"),
+               "worker-bf16": lambda: run_worker(ws, model, args.steps, precision="bf16"),
+               "worker-bf16-compile": lambda: run_worker(ws, model, args.steps, precision="bf16", torch_compile=True,
+                                                         logging_steps=1),
+               "lf-packing-bf16": lambda: run_lf(ws, model, args.steps, args.lf_venv, True, checkpointing=False,
+                                                 bf16=True),
+               "plain": lambda: run_plain(ws, model, args.steps),
                "lf": lambda: run_lf(ws, model, args.steps, args.lf_venv, False),
                "lf-packing": lambda: run_lf(ws, model, args.steps, args.lf_venv, True),
                "worker-ckpt": lambda: run_worker(ws, model, args.steps, gradient_checkpointing=True),

@@ -7,6 +7,7 @@
 `--size 135m`: SmolLM2-135M's architecture (bench/real_size_model.py, random
 weights; built into MODEL_DIR when absent), LoRA, QLoRA 4-bit and full, each
 with gradient checkpointing off and on, at the worker's defaults otherwise.
+`--precision bf16` runs the same cases in bf16 (a CPU with AVX512-BF16 or AMX).
 
 Runs the real worker (`python -m backend.train`) a few steps for each case on
 this machine and reads `peak_rss_gb` (and, on a GPU, `peak_allocated_gb`)
@@ -91,6 +92,7 @@ def main() -> None:
     parser.add_argument("--size", choices=("demo", "135m"), default="demo")
     parser.add_argument("--model", type=Path, default=REPO / ".cache" / "smollm2-135m-arch",
                         help="with --size 135m: the model folder (built when absent)")
+    parser.add_argument("--precision", choices=("auto", "bf16", "fp32"), default="auto")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="memory-bench-"))
     data = long_rows(root / "long.jsonl")
@@ -102,6 +104,7 @@ def main() -> None:
 
         model = args.model if (args.model / "config.json").is_file() else build(args.model)
         cases, defaults = CASES_135M, {}
+    defaults = {**defaults, "precision": args.precision}
     results = []
     for n, settings in enumerate(cases):
         result = {"model": args.size, **run_case(model, settings, data, root, n, defaults)}

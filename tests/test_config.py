@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -59,6 +61,21 @@ def test_precision_against_devices():
     with pytest.raises(ConfigError, match="DoRA on an 8-bit base fails on the CPU"):
         RunConfig(method="qlora", quantization_bits=8, use_dora=True).check_devices([CPU])
     assert RunConfig(method="qlora", quantization_bits=8, use_dora=True).check_devices([H100]) == "bf16"
+
+
+def test_bf16_on_the_cpu_is_a_choice_where_the_cpu_has_it():
+    bf16_cpu = Device("cpu", "CPU", 24.0, True, False)
+    assert RunConfig().check_devices([bf16_cpu]) == "fp32"  # auto keeps CPU runs exact
+    assert RunConfig(precision="bf16").check_devices([bf16_cpu]) == "bf16"
+    with pytest.raises(ConfigError, match="bf16 is not supported on CPU .*AVX512-BF16 or AMX"):
+        RunConfig(precision="bf16").check_devices([CPU])
+
+
+def test_the_cpu_reports_bf16_from_its_own_flags():
+    from backend.models.hardware import detect_devices
+
+    flags = next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")), [])
+    assert detect_devices()[-1].supports_bf16 == bool({"avx512_bf16", "amx_bf16"} & set(flags))
 
 
 def test_derived_numbers():

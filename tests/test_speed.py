@@ -15,7 +15,7 @@ import torch
 
 from backend.config import ConfigError, RunConfig, derived_numbers
 from backend.data.encode import IGNORE_INDEX
-from backend.models.hardware import Device
+from backend.models.hardware import Device, cpu_supports_bf16
 from backend.training.collator import PadToLongest
 from backend.training.loss import _FusedLinearCrossEntropy, causal_lm_loss, chunked_loss_works, deferred_head
 from backend.training.packing import PackedCollator, packing_works, use_packed_sdpa
@@ -75,6 +75,33 @@ def test_packed_batch_gives_the_padded_loss_and_gradients(attn):
         for name, grad in grads.items():
             assert torch.allclose(grad, reference_grads[name], atol=1e-6, rtol=1e-4), (chunked, name)
     assert packing_works(model) and chunked_loss_works(model, model.lm_head)
+
+
+def test_short_bf16_rows_attend_in_fp32_on_the_cpu():
+    """packed_sdpa computes a half-precision run's short rows in fp32 (faster on the CPU), even under
+    autocast, and gives the fp32 per-row result rounded once; long rows stay in bf16."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    from backend.training.packing import FP32_ATTENTION_BELOW, _packed_sdpa
+
+    attention = tiny_llama("sdpa").model.layers[0].self_attn  # 4 query heads over 2 key/value heads
+    lengths = (5, FP32_ATTENTION_BELOW + 3)
+    generator = torch.Generator().manual_seed(0)
+    q = torch.randn(1, 4, sum(lengths), 8, generator=generator).bfloat16().requires_grad_()
+    k, v = (torch.randn(1, 2, sum(lengths), 8, generator=generator).bfloat16() for _ in range(2))
+    positions = torch.tensor([[*range(lengths[0]), *range(lengths[1])]])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out, _ = _packed_sdpa(attention, q, k, v, None, position_ids=positions)
+    assert out.dtype == torch.bfloat16 and out.shape == (1, sum(lengths), 4, 8)
+    short = slice(0, lengths[0])
+    in_fp32 = sdpa_attention_forward(attention, q[:, :, short].float(), k[:, :, short].float(),
+                                     v[:, :, short].float(), None, is_causal=True)[0].bfloat16()
+    assert torch.equal(out[:, short], in_fp32)
+    long = slice(lengths[0], None)
+    in_bf16 = sdpa_attention_forward(attention, q[:, :, long], k[:, :, long], v[:, :, long], None, is_causal=True)[0]
+    assert torch.equal(out[:, long], in_bf16)
+    out.float().sum().backward()
+    assert q.grad.dtype == torch.bfloat16 and q.grad[:, :, short].abs().sum() > 0
 
 
 def test_packed_rows_see_each_other_with_the_cache_on():
@@ -182,6 +209,41 @@ def test_worker_first_step_is_the_same_packed_or_padded(workspace, subprocess_en
     assert abs(train[True][0]["loss"] - train[False][0]["loss"]) < 1e-4
     # Non-padding tokens: every packed token is real, so both count the same.
     assert train[True][-1]["tokens_seen"] == train[False][-1]["tokens_seen"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not cpu_supports_bf16(), reason="this CPU has neither AVX512-BF16 nor AMX")
+def test_bf16_on_the_cpu_trains_lora_like_fp32(workspace, subprocess_env):
+    """precision bf16 on a CPU that multiplies bf16: the frozen base loads in bf16, the adapter
+    keeps fp32 weights (the Trainer's master copy), and the steps follow fp32's."""
+    from safetensors import safe_open
+
+    config_file = workspace.root / "run.yaml"
+    RunConfig(max_steps=4, logging_steps=1, val_size=0, save_steps=100, lora_dropout=0.0).save(config_file)
+    losses = {}
+    for precision in ("bf16", "fp32"):
+        run = workspace.runs_dir / precision
+        result = subprocess.run([sys.executable, "-m", "backend.train", "--workspace", str(workspace.root),
+                                 "--config", str(config_file), "--run-dir", str(run), "--set",
+                                 f"precision={precision}"], cwd=REPO, env=subprocess_env, capture_output=True,
+                                text=True)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert json.loads((run / "summary.json").read_text())["precision"] == precision
+        assert f"precision {precision}" in (run / "train.log").read_text()
+        losses[precision] = [r["loss"] for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
+                             if r["kind"] == "train"]
+    with safe_open(str(workspace.runs_dir / "bf16" / "final" / "adapter_model.safetensors"), "pt") as adapter:
+        assert {adapter.get_tensor(k).dtype for k in adapter.keys()} == {torch.float32}  # noqa: SIM118 (safe_open is not a dict)
+    assert len(losses["bf16"]) == len(losses["fp32"]) == 4
+    # bf16 rounds the frozen weights and the activations (8 bits of mantissa): close, not equal.
+    assert all(abs(a - b) <= 0.02 * b for a, b in zip(losses["bf16"], losses["fp32"])), losses
+    assert losses["bf16"] != losses["fp32"]  # it did run in bf16
+    qlora = workspace.runs_dir / "qlora-bf16"  # bitsandbytes' 4-bit layers computing in bf16 on the CPU
+    result = subprocess.run([sys.executable, "-m", "backend.train", "--workspace", str(workspace.root), "--config",
+                             str(config_file), "--run-dir", str(qlora), "--set", "precision=bf16", "--set",
+                             "method=qlora"], cwd=REPO, env=subprocess_env, capture_output=True, text=True)
+    assert result.returncode == 0 and json.loads((qlora / "summary.json").read_text())["state"] == "completed", (
+        result.stderr[-3000:])
 
 
 @pytest.mark.slow

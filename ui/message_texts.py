@@ -23,7 +23,7 @@ ZH: dict[str, str] = {
     "config.context": "cutoff_len = {cutoff} 超过了模型 {context} token 的上下文长度；请把 cutoff_len 降到 {context} 或以下。",
     "config.wandb_missing": "report_to = 'wandb' 需要 wandb 包，但本机未安装：请运行 `pip install wandb` 并执行 "
                             "`wandb login`（或设置 WANDB_MODE=offline），或把 report_to 改为 none 或 tensorboard。",
-    "config.bf16": "{devices} 不支持 bf16；请选择精度 auto、fp16（GPU）或 fp32。",
+    "config.bf16": "{devices} 不支持 bf16（GPU 需要计算能力 8.0，CPU 需要 AVX512-BF16 或 AMX）；请选择精度 auto、fp16（GPU）或 fp32。",
     "config.fp16": "fp16 训练需要 GPU（{devices} 没有）；请选择精度 auto 或 fp32。",
     "config.liger_cpu": "use_liger_kernel 需要 CUDA GPU（Liger 内核用 Triton 编写）；在 CPU 上训练请关闭它。",
     "config.liger_missing": "use_liger_kernel 需要 liger-kernel 包：运行 pip install -r requirements-gpu.txt，或关闭它。",

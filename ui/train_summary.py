@@ -28,7 +28,7 @@ def hardware_text(msg: Msg, devices: list[Device] | None) -> str:
         return msg("train.hardware.detecting")
     lines = [msg("train.hardware.header")]
     for d in devices:
-        flags = ", ".join(p for p, ok in (("bf16", d.supports_bf16), ("fp16", d.supports_fp16)) if ok) or "fp32"
+        flags = ", ".join(p for p, ok in (("fp32", True), ("bf16", d.supports_bf16), ("fp16", d.supports_fp16)) if ok)
         lines.append(f"- **{d.name}** (`{d.id}`): {d.memory_gb:.1f} GiB, {flags}")
     picked = training_devices("auto", devices)
     lines.append(msg("train.hardware.auto", precision=resolve_precision("auto", picked),

@@ -43,8 +43,9 @@ def detect_devices() -> list[Device]:
         id="cpu",
         name="CPU",
         memory_gb=round(psutil.virtual_memory().total / 2**30, 2),
-        # The Trainer's mixed precision needs CUDA; on the CPU it trains in fp32.
-        supports_bf16=False,
+        # The Trainer's bf16 on the CPU is torch's CPU autocast; it pays only where the CPU
+        # multiplies bf16 natively (AVX512-BF16, AMX), and elsewhere it is slower than fp32.
+        supports_bf16=cpu_supports_bf16(),
         supports_fp16=False,
     ))
     return devices
@@ -126,14 +127,28 @@ def training_devices(devices_setting: str, devices: list[Device] | None = None,
 
 
 def resolve_precision(precision: str, devices: list[Device]) -> str:
-    """`auto` → bf16 where every device supports it, else fp16 on a GPU, else fp32."""
+    """`auto` → bf16 on GPUs that support it, else fp16 on GPUs; fp32 on the CPU.
+
+    On the CPU bf16 is a choice, not the default: fp32 keeps CPU runs exact and
+    reproducible (the tests' and the demo's numbers), and bf16's gain depends on the
+    model's size (docs/BENCHMARKS.md, "bf16 on the CPU")."""
     if precision != "auto":
         return precision
+    if any(d.id == "cpu" for d in devices):
+        return "fp32"
     if devices and all(d.supports_bf16 for d in devices):
         return "bf16"
     if devices and all(d.id.startswith("cuda:") for d in devices):
         return "fp16"
     return "fp32"
+
+
+def cpu_supports_bf16() -> bool:
+    """True where the CPU multiplies bf16 natively (AVX512-BF16 or AMX tiles)."""
+    import torch
+
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")  # torch's own probes (oneDNN uses them)
+    return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
 
 
 def as_dicts(devices: list[Device]) -> list[dict]:
