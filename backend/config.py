@@ -135,7 +135,7 @@ class RunConfig:
         form="lora", trainer=APP, resume=MUST_MATCH)
     # --- precision and memory ----------------------------------------------
     precision: str = _f("auto", "auto: bf16 on a GPU that supports it, else fp16 on a GPU; fp32 on the CPU. "
-                        "bf16 on a CPU with AVX512-BF16 or AMX trains a 135M model about 1.9x faster in 0.73x the "
+                        "bf16 on a CPU with AVX512-BF16 or AMX trained a 135M model 1.4-1.9x faster in 0.73x the "
                         "memory (docs/BENCHMARKS.md).", PRECISIONS,
         form="method", trainer=converted("bf16", "fp16"), resume=FREE)
     gradient_checkpointing: bool | str = _f("auto", "Recompute activations in the backward pass: less memory, about 30% "
