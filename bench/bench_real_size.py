@@ -27,6 +27,7 @@ other's setting (not run unless named with --only):
                       "worker" itself is precision: fp32, the CPU's auto)
   lf-packing-bf16     lf-packing-no-ckpt with bf16: true
   worker-bf16-compile worker-bf16 with torch_compile: true
+  plain-dropout-0     plain with lora_dropout 0, the worker's default (the same settings)
 
 Runs alternate (the order is reversed every repetition), each in its own
 process. tokens/s = non-padding tokens trained between the end of step 1 and
@@ -55,7 +56,7 @@ DATA = REPO.parent / "shared" / "data" / "alpaca_en_demo.json"
 sys.path.insert(0, str(REPO))
 SCRIPTS = ("worker", "plain", "lf", "lf-packing")
 EXTRA = ("worker-ckpt", "lf-packing-no-ckpt", "worker-compile", "worker-bf16", "lf-packing-bf16",
-         "worker-bf16-compile")
+         "worker-bf16-compile", "plain-dropout-0")
 # Runs one command and prints the peak RSS (KiB) of the process tree it waited for.
 PEAK = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(r.returncode)")
@@ -71,14 +72,14 @@ def measured(command: list[str], env: dict, log: Path) -> float:
     return int(result.stdout.strip().splitlines()[-1]) / 2**20
 
 
-def run_worker(ws: Path, model: Path, steps: int, **settings) -> dict:
+def run_worker(ws: Path, model: Path, steps: int, cutoff: int = 512, **settings) -> dict:
     from backend.config import RunConfig
 
     run_dir = ws / "runs" / f"worker-{time.time_ns()}"
     config = ws / "worker.yaml"
     settings = {"logging_steps": steps, **settings}
     RunConfig(model_name_or_path=str(model), dataset=str(DATA), max_steps=steps, per_device_train_batch_size=8,
-              cutoff_len=512, val_size=0, learning_rate=2e-4, save_steps=100_000,
+              cutoff_len=cutoff, val_size=0, learning_rate=2e-4, save_steps=100_000,
               save_total_limit=1, **settings).save(config)
     peak = measured([sys.executable, "-m", "backend.train", "--config", str(config), "--run-dir", str(run_dir),
                      "--workspace", str(ws)], _env(), ws / "worker.log")
@@ -93,10 +94,10 @@ def run_worker(ws: Path, model: Path, steps: int, **settings) -> dict:
                       for a, b in zip(train, train[1:])] if settings["logging_steps"] == 1 else None}
 
 
-def run_plain(ws: Path, model: Path, steps: int) -> dict:
+def run_plain(ws: Path, model: Path, steps: int, cutoff: int = 512, lora_dropout: float = 0.05) -> dict:
     out = ws / f"plain-{time.time_ns()}.json"
     peak = measured([sys.executable, str(REPO / "bench" / "bench_train_throughput.py"), "--plain", str(out),
-                     "--steps", str(steps), "--batch", "8", "--cutoff", "512", "--workspace", str(ws),
+                     "--steps", str(steps), "--batch", "8", "--cutoff", str(cutoff), "--workspace", str(ws), "--lora-dropout", str(lora_dropout),
                      "--model-path", str(model)], _env(), ws / "plain.log")
     return {**json.loads(out.read_text()), "peak_rss_gb": peak}
 
@@ -151,6 +152,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--model", type=Path, default=REPO / ".cache" / "smollm2-135m-arch")
+    parser.add_argument("--cutoff", type=int, default=512, help="worker and plain only (LLaMA-Factory: 512)")
     parser.add_argument("--lf-venv", type=Path, help="LLaMA-Factory's virtual environment (left out when absent)")
     parser.add_argument("--results", type=Path, help="JSON lines, one per run, written as runs finish")
     parser.add_argument("--only", nargs="*", choices=SCRIPTS + EXTRA,
@@ -162,13 +164,14 @@ def main() -> None:
     ws = Path(tempfile.mkdtemp(prefix="bench-real-"))
     (ws / "models").mkdir()
     names = [n for n in (args.only or SCRIPTS) if args.lf_venv or not n.startswith("lf")]
-    runners = {"worker": lambda: run_worker(ws, model, args.steps, precision="fp32"),
+    runners = {"worker": lambda: run_worker(ws, model, args.steps, args.cutoff, precision="fp32"),
                "worker-bf16": lambda: run_worker(ws, model, args.steps, precision="bf16"),
                "worker-bf16-compile": lambda: run_worker(ws, model, args.steps, precision="bf16", torch_compile=True,
                                                          logging_steps=1),
                "lf-packing-bf16": lambda: run_lf(ws, model, args.steps, args.lf_venv, True, checkpointing=False,
                                                  bf16=True),
-               "plain": lambda: run_plain(ws, model, args.steps),
+               "plain": lambda: run_plain(ws, model, args.steps, args.cutoff),
+               "plain-dropout-0": lambda: run_plain(ws, model, args.steps, args.cutoff, lora_dropout=0.0),
                "lf": lambda: run_lf(ws, model, args.steps, args.lf_venv, False),
                "lf-packing": lambda: run_lf(ws, model, args.steps, args.lf_venv, True),
                "worker-ckpt": lambda: run_worker(ws, model, args.steps, gradient_checkpointing=True),
@@ -188,13 +191,14 @@ def main() -> None:
             if args.results:
                 with open(args.results, "a") as handle:
                     handle.write(line + "\n")
-    report(results, args.reps, args.steps)
+    report(results, args.reps, args.steps, args.cutoff)
 
 
-def report(results: dict, reps: int, steps: int) -> None:
+def report(results: dict, reps: int, steps: int, cutoff: int) -> None:
     median = {n: {k: statistics.median(r[k] for r in runs) for k in ("tokens_per_second", "peak_rss_gb")}
               for n, runs in results.items() if runs}
-    print(f"\n{reps} repetitions x {steps} steps, batch 8, cutoff 512, LoRA r16 all-linear, SmolLM2-135M architecture, fp32 CPU")
+    print(f"\n{reps} repetitions x {steps} steps, batch 8, cutoff {cutoff}, LoRA r16 all-linear, "
+          "SmolLM2-135M architecture, fp32 CPU unless named")
     print("| script | non-padding tokens/s (median) | peak RSS GiB (median) | worker speed ratio | worker memory ratio "
           "| runs (tokens/s) |")
     print("|---|---|---|---|---|---|")

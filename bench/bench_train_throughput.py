@@ -62,7 +62,8 @@ def run_plain(workspace: Path, steps: int, batch: int, cutoff: int) -> dict:
     return json.loads(out.read_text())
 
 
-def plain_script(out: Path, steps: int, batch: int, cutoff: int, workspace: Path, model_path: Path | None = None) -> None:
+def plain_script(out: Path, steps: int, batch: int, cutoff: int, workspace: Path, model_path: Path | None = None,
+                 lora_dropout: float = 0.05) -> None:
     """The tutorial: Dataset.map tokenisation, DataCollatorForSeq2Seq, default random sampler."""
     from datasets import Dataset
     from peft import LoraConfig, get_peft_model
@@ -82,7 +83,7 @@ def plain_script(out: Path, steps: int, batch: int, cutoff: int, workspace: Path
 
     data = Dataset.from_list(rows).map(tokenize, remove_columns=["messages"])
     model = get_peft_model(load_model(path), LoraConfig(task_type="CAUSAL_LM", r=16, lora_alpha=32,
-                                                        lora_dropout=0.05, target_modules="all-linear"))
+                                                        lora_dropout=lora_dropout, target_modules="all-linear"))
     marks = []
 
     class Clock(TrainerCallback):
@@ -115,9 +116,11 @@ def main() -> None:
                         help="Where the demo model is built / cached.")
     parser.add_argument("--plain", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--model-path", type=Path, help=argparse.SUPPRESS)  # bench_real_size.py: another model
+    parser.add_argument("--lora-dropout", type=float, default=0.05, help=argparse.SUPPRESS)  # the tutorial's 0.05
     args = parser.parse_args()
     if args.plain:
-        plain_script(args.plain, args.steps, args.batch, args.cutoff, args.workspace, args.model_path)
+        plain_script(args.plain, args.steps, args.batch, args.cutoff, args.workspace, args.model_path,
+                     args.lora_dropout)
         return
     from backend.models.loading import ensure_demo_model
 

@@ -4,7 +4,7 @@ byte-level BPE trained with `tokenizers` on the shared instruction files
 (../shared/data/*.json). The demo tokenizer (3,072 entries, trained on the demo
 corpus) makes English rows about 3x longer than a real one.
 
-    .venv/bin/python bench/real_size_model.py OUT_FOLDER
+    .venv/bin/python bench/real_size_model.py OUT_FOLDER [--tokenizer-from MODEL_FOLDER]
 
 Used by bench/bench_real_size.py; built once and reused (a BUILT marker).
 """
@@ -63,19 +63,21 @@ def train_tokenizer(vocab_size: int = 49152):
     return tokenizer
 
 
-def build(folder: Path, seed: int = 0) -> Path:
-    """Build (once) and return the folder."""
+def build(folder: Path, seed: int = 0, tokenizer_from: Path | None = None) -> Path:
+    """Build (once) and return the folder. `tokenizer_from`: another model folder's tokenizer
+    (e.g. the demo model's, which makes rows about 3x longer) in place of the 49k BPE."""
     import torch
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+    from transformers import AutoTokenizer, GenerationConfig, LlamaConfig, LlamaForCausalLM
 
     folder = Path(folder)
     if (folder / "BUILT").is_file():
         return folder
     folder.mkdir(parents=True, exist_ok=True)
-    tokenizer = train_tokenizer()
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_from) if tokenizer_from else train_tokenizer()
     torch.manual_seed(seed)
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
-    config = LlamaConfig(**SMOLLM2_135M, bos_token_id=tokenizer.convert_tokens_to_ids("<|im_start|>"),
+    config = LlamaConfig(**{**SMOLLM2_135M, "vocab_size": len(tokenizer)},
+                         bos_token_id=tokenizer.convert_tokens_to_ids("<|im_start|>"),
                          eos_token_id=eos, pad_token_id=tokenizer.pad_token_id)
     model = LlamaForCausalLM(config)
     model.generation_config = GenerationConfig(eos_token_id=eos, pad_token_id=tokenizer.pad_token_id)
@@ -86,5 +88,10 @@ def build(folder: Path, seed: int = 0) -> Path:
 
 
 if __name__ == "__main__":
-    out = build(Path(sys.argv[1]))
-    print(out)
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--tokenizer-from", type=Path, help="a model folder whose tokenizer to use")
+    args = parser.parse_args()
+    print(build(args.out, tokenizer_from=args.tokenizer_from))
