@@ -130,8 +130,8 @@ def resolve_precision(precision: str, devices: list[Device]) -> str:
     """`auto` → bf16 on GPUs that support it, else fp16 on GPUs; fp32 on the CPU.
 
     On the CPU bf16 is a choice, not the default: fp32 keeps CPU runs exact and
-    reproducible (the tests' and the demo's numbers), and bf16's gain depends on the
-    model's size (docs/BENCHMARKS.md, "bf16 on the CPU")."""
+    reproducible (the tests' and the demo's numbers), and bf16 needs a CPU that
+    multiplies it natively (docs/BENCHMARKS.md, "bf16 on the CPU")."""
     if precision != "auto":
         return precision
     if any(d.id == "cpu" for d in devices):

@@ -88,18 +88,8 @@ def _packed_sdpa(module, query, key, value, attention_mask, dropout=0.0, scaling
     if not starts or starts[0] != 0:
         starts = [0, *starts]
     bounds = [*starts, length]
-    parts = []
-    for a, b in zip(bounds, bounds[1:]):
-        if b <= a:
-            continue
-        q, k, v = query[:, :, a:b], key[:, :, a:b], value[:, :, a:b]
-        upcast = _short_half_row_on_cpu(q)
-        with torch.autocast("cpu", enabled=False) if upcast else contextlib.nullcontext():
-            if upcast:
-                q, k, v = q.float(), k.float(), v.float()
-            out = sdpa_attention_forward(module, q, k, v, None, dropout=dropout, scaling=scaling, is_causal=True,
-                                         **kwargs)[0]
-        parts.append(out.to(query.dtype))
+    parts = [_attend_row(module, query[:, :, a:b], key[:, :, a:b], value[:, :, a:b], dropout=dropout,
+                         scaling=scaling, **kwargs) for a, b in zip(bounds, bounds[1:]) if b > a]
     return torch.cat(parts, dim=1), None  # (batch, tokens, heads, head_dim), as sdpa returns it
 
 
@@ -110,9 +100,18 @@ def _packed_sdpa(module, query, key, value, attention_mask, dropout=0.0, scaling
 FP32_ATTENTION_BELOW = 320
 
 
-def _short_half_row_on_cpu(query: torch.Tensor) -> bool:
-    return (query.device.type == "cpu" and query.dtype in (torch.bfloat16, torch.float16)
-            and query.shape[2] < FP32_ATTENTION_BELOW)
+def _attend_row(module, query, key, value, **kwargs) -> torch.Tensor:
+    """One row's causal attention, (1, tokens, heads, head_dim)."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    short_half_on_cpu = (query.device.type == "cpu" and query.dtype in (torch.bfloat16, torch.float16)
+                         and query.shape[2] < FP32_ATTENTION_BELOW)
+    if not short_half_on_cpu:
+        return sdpa_attention_forward(module, query, key, value, None, is_causal=True, **kwargs)[0]
+    with torch.autocast("cpu", enabled=False):  # autocast would cast the fp32 inputs back to bf16
+        out = sdpa_attention_forward(module, query.float(), key.float(), value.float(), None, is_causal=True,
+                                     **kwargs)[0]
+    return out.to(query.dtype)
 
 
 def use_packed_sdpa(model) -> bool:
