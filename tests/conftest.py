@@ -17,31 +17,16 @@ CACHE = Path(os.environ.get("FINETUNE_STUDIO_TEST_CACHE", REPO / ".cache" / "tes
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tests import early_build  # noqa: E402  (needs the repository on sys.path)
-
-_BUILD = None  # the background demo-model build (tests/early_build.py), if one was needed
-
 
 def pytest_collection_modifyitems(config, items):
     import torch
 
-    # Tests that need the demo model last, so that a fresh clone builds it while the others run.
-    early_build.demo_last(items)
-    if not config.option.collectonly and any(early_build.needs_demo_model(item) for item in items):
-        global _BUILD
-        env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                   HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
-        _BUILD = early_build.start(CACHE, REPO, env)
     if torch.cuda.is_available():
         return
     skip_gpu = pytest.mark.skip(reason="needs a CUDA device; none here")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)
-
-
-def pytest_sessionfinish(session, exitstatus):
-    early_build.stop(_BUILD)
 
 
 @pytest.fixture(scope="session")
