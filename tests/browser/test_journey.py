@@ -1,22 +1,19 @@
 """The newcomer journey in a real browser against the real app process:
-upload ../shared/data/identity.json, read the Data tab's report (placeholder
-and conflicting-answer counts, histogram, a check's rows), apply two fixes and
-save; start a short demo run on the saved dataset; see chart points appear;
-restart app.py in the middle of the run and see the chart keep its earlier
-points and grow; stop it; resume it to completion. Screenshots of every tab go
-to test-artifacts/, and the Data, Train and Runs ones to docs/screenshots/.
-(The Data tab's steps are part of the journey, not a test of their own: one
-app start and one first analysis serve both.)"""
+upload ../shared/data/identity.json, see its placeholder and conflicting-answer
+counts, apply a fix and save; start a short demo run; see chart points
+appear; restart app.py in the middle of the run and see the chart keep its
+earlier points and grow; stop it; resume it to completion. Screenshots of
+every tab go to test-artifacts/, and the Train and Runs ones to
+docs/screenshots/."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 
-from tests.browser.harness import REPO, screenshot, wait_app_loaded
-from tests.browser.identity import ANALYSIS_MS, expected_counts
+from tests.browser.harness import REPO, screenshot
+from tests.browser.test_data_tab import ANALYSIS_MS, expected_counts
 from tests.polling import wait_for as wait_until
 
 DOCS = REPO / "docs" / "screenshots"
@@ -53,7 +50,7 @@ def run_state(page) -> str:
     return page.locator("#runs-table").inner_text()
 
 
-def data_steps(page, workspace, shared_data) -> str:
+def data_steps(page, shared_data) -> str:
     """Upload, read the report, fix, save; returns the saved dataset's name."""
     identity = shared_data / "identity.json"
     placeholder, conflicting = expected_counts(identity)
@@ -61,44 +58,24 @@ def data_steps(page, workspace, shared_data) -> str:
     page.locator("#data-upload input[type=file]").set_input_files(str(identity))
     page.locator("#data-status").get_by_text("alpaca", exact=False).wait_for(timeout=ANALYSIS_MS)
     # The fix buttons carry the counts of the checks they fix.
-    fill_button = page.locator("#data-fix-fill")
-    assert fill_button.inner_text() == f"Fill placeholders ({placeholder})"
+    assert page.locator("#data-fix-fill").inner_text() == f"Fill placeholders ({placeholder})"
     assert page.locator("#data-fix-conflicts_keep_first").inner_text().endswith(f"({conflicting})")
-    assert page.locator("#data-fix-conflicts_drop").inner_text().endswith(f"({conflicting})")
-    page.locator("#data-histogram .js-plotly-plot").wait_for()
     page.locator("#data-summary span").get_by_text("placeholder", exact=True).first.wait_for()
-
-    # Click a check in the summary table: its rows appear as conversations.
-    page.locator("#data-summary span").get_by_text("conflicting_answers", exact=True).first.click()
-    page.locator("#data-check-rows").get_by_text("conflicting_answers").wait_for()
-    assert page.locator("#data-check-rows .ft-conv").count() == conflicting
-    screenshot(page, "data-report", also_to=DOCS / "data.png")
-
-    page.locator("#data-fill textarea").fill("name=Aria\nauthor=Open Lab")
-    fill_button.click()
+    screenshot(page, "journey-data-report")
+    page.locator("#data-fill textarea").fill("name=Aria\nauthor=FineTune Studio")
+    page.locator("#data-fix-fill").click()
     page.locator("#data-fix-fill").get_by_text("Fill placeholders (0)").wait_for(timeout=ANALYSIS_MS)
-    page.locator("#data-fix-conflicts_drop").click()
-    page.locator("#data-applied").get_by_text("conflicts", exact=False).wait_for(timeout=ANALYSIS_MS)
-    assert "Aria" in page.locator("#data-preview").inner_text()
-
-    page.locator("#data-save-name textarea, #data-save-name input").first.fill("identity-clean")
+    page.locator("#data-save-name textarea, #data-save-name input").first.fill("identity-fixed")
     page.locator("#data-save").click()
-    page.locator("#data-saved").get_by_text("Saved workspace dataset", exact=False).wait_for(timeout=ANALYSIS_MS)
-    page.locator("#data-saved").get_by_text("identity-clean").wait_for(timeout=ANALYSIS_MS)
-    screenshot(page, "data-saved")
-
-    meta = json.loads((workspace / "datasets" / "identity-clean" / "meta.json").read_text())
-    assert [f["id"] for f in meta["fixes"]] == ["fill_placeholders", "conflicts"]
-    assert meta["rows_after"] == meta["rows_before"] - conflicting
-    assert json.loads((workspace / "settings.json").read_text())["dataset"] == "identity-clean"
-    return "identity-clean"
+    page.locator("#data-saved").get_by_text("identity-fixed").wait_for(timeout=ANALYSIS_MS)
+    screenshot(page, "journey-data-saved")
+    return "identity-fixed"
 
 
 @pytest.mark.slow
 def test_newcomer_journey(app, page, shared_data):
     open_app(page, app)
-    wait_app_loaded(page)
-    dataset = data_steps(page, app.workspace, shared_data)
+    dataset = data_steps(page, shared_data)
 
     tab(page, "Train")
     dataset_box = page.locator("#train-dataset input").first
