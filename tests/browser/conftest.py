@@ -42,6 +42,9 @@ def page(chromium, request):
     """A fresh English page; a screenshot of its last state lands in test-artifacts/ when the test ends."""
     context = chromium.new_context(locale="en-US", viewport={"width": 1400, "height": 1000})
     context.set_default_timeout(30_000)
+    # A page opened right after an app (re)start sometimes waited over 30 s for its "load" event on a
+    # busy machine; the tests navigate to "domcontentloaded" and then wait for the app's own elements.
+    context.set_default_navigation_timeout(120_000)
     page = context.new_page()
     yield page
     ARTIFACTS.mkdir(exist_ok=True)

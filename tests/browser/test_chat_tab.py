@@ -47,7 +47,7 @@ def _send_and_wait(page, text: str) -> None:
 
 @pytest.mark.browser
 def test_three_columns_answer_and_blind_vote_is_saved(chat_run, app, page):
-    page.goto(app.url)
+    page.goto(app.url, wait_until="domcontentloaded")
     # Not networkidle: the tabs' timers keep the network busy.
     page.wait_for_selector("#shell-tabs", timeout=60_000)
     page.get_by_role("tab", name="Chat").click()

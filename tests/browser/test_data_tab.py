@@ -28,7 +28,7 @@ def expected_counts(path) -> tuple[int, int]:
 def test_upload_report_fix_and_save(app, page, shared_data):
     identity = shared_data / "identity.json"
     placeholder, conflicting = expected_counts(identity)
-    page.goto(app.url)
+    page.goto(app.url, wait_until="domcontentloaded")
     wait_app_loaded(page)
 
     page.locator("#data-upload input[type=file]").set_input_files(str(identity))

@@ -21,7 +21,7 @@ def test_evaluate_two_checkpoints_then_export_merged(workspace, short_demo_run, 
     run_dir = copy_run(short_demo_run, workspace, "demo-run")
     first, last = checkpoint_names(run_dir)[0], checkpoint_names(run_dir)[-1]
     with AppProcess(workspace.root) as app:
-        page.goto(app.url)
+        page.goto(app.url, wait_until="domcontentloaded")
         wait_app_loaded(page)
 
         page.get_by_role("tab", name="Evaluate").click()

@@ -22,7 +22,7 @@ STEPS = 160  # long enough to restart the app and stop in the middle (the demo m
 
 def open_app(page, app) -> None:
     # Not networkidle: the monitor's timers poll every few seconds.
-    page.goto(app.url)
+    page.goto(app.url, wait_until="domcontentloaded")
     page.wait_for_selector("#shell-tabs")
 
 

@@ -31,7 +31,7 @@ def _pick(page, text: str) -> None:
 
 @pytest.mark.browser
 def test_votes_become_a_dataset_and_a_dpo_run(voted_run, workspace, app, page):
-    page.goto(app.url)
+    page.goto(app.url, wait_until="domcontentloaded")
     page.wait_for_selector("#shell-tabs", timeout=60_000)
     page.get_by_role("tab", name="Chat").click()
     page.locator("#chat-refresh").click()

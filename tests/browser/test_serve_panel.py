@@ -22,7 +22,7 @@ def served_run(workspace, demo_model_dir):
 def test_serve_panel_starts_answers_and_stops(served_run, app, page):
     port = free_port()
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
-    page.goto(app.url)
+    page.goto(app.url, wait_until="domcontentloaded")
     page.wait_for_selector("#shell-tabs", timeout=60_000)
     page.get_by_role("tab", name="Chat").click()
     page.get_by_text("Serve as an OpenAI-compatible API").click()

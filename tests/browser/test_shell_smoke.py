@@ -8,7 +8,7 @@ from tests.browser.harness import screenshot, wait_app_loaded
 
 @pytest.mark.browser
 def test_language_switch_translates_and_is_remembered(app, page):
-    page.goto(app.url)
+    page.goto(app.url, wait_until="domcontentloaded")
     wait_app_loaded(page)
     title = page.locator("#shell-title")
     assert "Fine-tune language models on your own data" in title.inner_text()
@@ -40,6 +40,6 @@ def test_language_switch_translates_and_is_remembered(app, page):
     screenshot(page, "shell-zh")
     # The choice is saved: a new page (and a restarted app) opens in Chinese.
     app.restart()
-    page.goto(app.url)
+    page.goto(app.url, wait_until="domcontentloaded")
     wait_app_loaded(page)
     page.locator("#shell-title").get_by_text("在本机用你自己的数据微调语言模型").wait_for()
