@@ -48,9 +48,22 @@ def test_votes_become_pairs_with_skips_counted(voted_run):
     ]
     assert counts["votes"] == 5 and counts["pairs"] == 2
     assert (counts["skipped_ties"], counts["skipped_single"], counts["skipped_no_answers"]) == (1, 1, 1)
+    assert counts["skipped_answers"] == 1  # snow: the losing answer is empty
     assert counts["checkpoints"] == ["base", "checkpoint-4", "final"]
     tally = read_preferences(run)["tally"]
     assert tally["final"] == {"wins": 2, "shown": 4}  # a tie is shown, not won
+
+
+def test_a_vote_between_identical_answers_makes_no_pair_and_says_so(tmp_path):
+    """Two checkpoints can answer alike; the vote is kept, but chosen == rejected teaches nothing."""
+    run = Workspace(tmp_path / "ws").ensure().runs_dir / "run-same"
+    run.mkdir()
+    PreferenceStore().record([run], ["checkpoint-10", "checkpoint-20"], "checkpoint-20", "Capital of France?",
+                             {"checkpoint-10": "Paris.", "checkpoint-20": "Paris."})
+    rows, counts = votes_to_pairs(run)
+    assert rows == [] and counts["votes"] == 1 and counts["skipped_answers"] == 1
+    with pytest.raises(VoteDataError, match="1 losing answers empty or the same as the winner's"):
+        save_votes_dataset(run, tmp_path / "datasets", "same")
 
 
 def test_saved_dataset_has_provenance_and_loads_as_pairs(voted_run):
@@ -92,7 +105,7 @@ def test_handlers_save_and_prefill(voted_run):
     assert "Pick the run" in save_votes(ctx, "en", ["run-a", "run-b"], "x")
     message = save_votes(ctx, "en", ["run-a"], "")
     assert "Saved 2 pairs from 5 votes of run-a as dataset 'votes-run-a'" in message
-    assert "1 ties, 1 single-column, 1 without answers" in message
+    assert "1 ties, 1 single-column, 1 without answers, 1 losing answers empty or the same" in message
     text, values = train_on_votes(ctx, "zh", ["run-a"], "my-votes")
     assert values["dataset"] == "my-votes" and values["stage"] == "dpo" and "checkpoint-4" in text
     assert (ws.datasets_dir / "my-votes" / "meta.json").is_file()

@@ -84,7 +84,8 @@ def save_votes_dataset(run_dir: Path, datasets_dir: Path, name: str, overwrite: 
 
 def _skips(counts: dict) -> str:
     return (f"{counts.get('votes', 0)} votes, {counts.get('skipped_ties', 0)} ties, "
-            f"{counts.get('skipped_single', 0)} single-column, {counts.get('skipped_no_answers', 0)} without answers")
+            f"{counts.get('skipped_single', 0)} single-column, {counts.get('skipped_no_answers', 0)} without answers, "
+            f"{counts.get('skipped_answers', 0)} losing answers empty or the same as the winner's")
 
 
 def preference_run_values(run_dir: Path, dataset: str) -> dict:
