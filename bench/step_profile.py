@@ -41,15 +41,13 @@ MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::lin
 
 
 def encoded_rows(tokenizer, count: int, cutoff: int) -> list[dict]:
+    """The first `count` rows, read and encoded the way the worker does it."""
     from backend.data.encode import encode_messages
+    from backend.data.resolve import load_rows
 
-    rows = []
-    for item in json.loads(DATA.read_text())[:count]:
-        prompt = "\n".join(p for p in (item["instruction"], item.get("input", "")) if p)
-        row = encode_messages(tokenizer, [{"role": "user", "content": prompt},
-                                          {"role": "assistant", "content": item["output"]}], cutoff)
-        rows.append({"input_ids": row.input_ids, "labels": row.labels})
-    return rows
+    rows, _ = load_rows(DATA)
+    encoded = [encode_messages(tokenizer, row["messages"], cutoff) for row in rows[:count]]
+    return [{"input_ids": row.input_ids, "labels": row.labels} for row in encoded]
 
 
 def worker_batches(rows: list[dict], batch: int) -> list[dict]:
