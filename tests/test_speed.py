@@ -220,14 +220,19 @@ def test_bf16_on_the_cpu_trains_lora_like_fp32(workspace, subprocess_env):
 
     config_file = workspace.root / "run.yaml"
     RunConfig(max_steps=4, logging_steps=1, val_size=0, save_steps=100, lora_dropout=0.0).save(config_file)
+
+    def train(name: str, *settings: str) -> Path:
+        run = workspace.runs_dir / name
+        sets = [a for setting in settings for a in ("--set", setting)]
+        result = subprocess.run([sys.executable, "-m", "backend.train", "--workspace", str(workspace.root),
+                                 "--config", str(config_file), "--run-dir", str(run), *sets], cwd=REPO,
+                                env=subprocess_env, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr[-3000:]
+        return run
+
     losses = {}
     for precision in ("bf16", "fp32"):
-        run = workspace.runs_dir / precision
-        result = subprocess.run([sys.executable, "-m", "backend.train", "--workspace", str(workspace.root),
-                                 "--config", str(config_file), "--run-dir", str(run), "--set",
-                                 f"precision={precision}"], cwd=REPO, env=subprocess_env, capture_output=True,
-                                text=True)
-        assert result.returncode == 0, result.stderr[-3000:]
+        run = train(precision, f"precision={precision}")
         assert json.loads((run / "summary.json").read_text())["precision"] == precision
         assert f"precision {precision}" in (run / "train.log").read_text()
         losses[precision] = [r["loss"] for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
@@ -238,12 +243,8 @@ def test_bf16_on_the_cpu_trains_lora_like_fp32(workspace, subprocess_env):
     # bf16 rounds the frozen weights and the activations (8 bits of mantissa): close, not equal.
     assert all(abs(a - b) <= 0.02 * b for a, b in zip(losses["bf16"], losses["fp32"])), losses
     assert losses["bf16"] != losses["fp32"]  # it did run in bf16
-    qlora = workspace.runs_dir / "qlora-bf16"  # bitsandbytes' 4-bit layers computing in bf16 on the CPU
-    result = subprocess.run([sys.executable, "-m", "backend.train", "--workspace", str(workspace.root), "--config",
-                             str(config_file), "--run-dir", str(qlora), "--set", "precision=bf16", "--set",
-                             "method=qlora"], cwd=REPO, env=subprocess_env, capture_output=True, text=True)
-    assert result.returncode == 0 and json.loads((qlora / "summary.json").read_text())["state"] == "completed", (
-        result.stderr[-3000:])
+    qlora = train("qlora-bf16", "precision=bf16", "method=qlora")  # bitsandbytes' 4-bit layers in bf16 on the CPU
+    assert json.loads((qlora / "summary.json").read_text())["state"] == "completed"
 
 
 @pytest.mark.slow
