@@ -90,6 +90,8 @@ STAGE_DEFAULTS = {
 DISTRIBUTED = ("auto", "ddp", "fsdp", "deepspeed_zero2", "deepspeed_zero3")
 CHECKPOINTING = ("auto", True, False)
 
+# backend/models/chat_templates.py: the model's own, a known one, or ChatML with its tokens added.
+CHAT_TEMPLATES = ("auto", "own", "gemma", "llama3", "chatml")
 
 @dataclass
 class RunConfig:
@@ -101,6 +103,12 @@ class RunConfig:
     # --- data --------------------------------------------------------------
     dataset: str = _f("demo", "Training data: 'demo', a workspace dataset name, or a file (JSON, JSONL, CSV, Parquet).",
         form=PICKER, trainer=APP, resume=FREE)
+    chat_template: str = _f("auto", "Chat template the rows are rendered with. auto: the model's own; for a base "
+                            "model without one, a known template that fits its tokenizer (Gemma's, Llama 3's, "
+                            "ChatML), else ChatML with its tokens added (embeddings resized, the new rows trained). "
+                            "The template's end of turn becomes the EOS; both are saved with every checkpoint.",
+                            CHAT_TEMPLATES,
+        form="model", trainer=APP, resume=MUST_MATCH)
     dataset_name: str | None = _f(None, "Which dataset of a LLaMA-Factory data folder (its dataset_info.json) to train on; empty when the folder holds only one.",
         form="data", trainer=APP, resume=FREE)
     cutoff_len: int = _f(256, "Maximum tokens per example, after the chat template.",

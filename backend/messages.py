@@ -391,6 +391,19 @@ class Message:
     def from_dict(data: Any) -> Message | None:
         """The Message written by to_dict; None for anything else (or an id this version lacks)."""
         if not isinstance(data, dict) or data.get("id") not in CATALOGUE or not isinstance(data.get("args"), dict):
+    # --- chat templates and EOS (backend/models/chat_templates.py) -------------------------------------------------
+    "template.no_own": "chat_template = own, but this model's tokenizer has no chat template: choose auto (a known template that fits, else ChatML with its tokens added) or one of gemma, llama3, chatml.",
+    "template.misfit": "chat_template = {template} does not fit this tokenizer: its vocabulary lacks {tokens}. Choose auto (a template that fits), or chatml (its tokens are added and trained).",
+    "template.plan.own": "Chat template: the model's own; each answer ends with {eos}.",
+    "template.plan.known": "Chat template: {template} ({why}); each answer ends with {eos}, set as the EOS and saved with every checkpoint.",
+    "template.plan.added": "Chat template: {template} with {tokens} added to the vocabulary (the embeddings grow by as many rows, trained with the adapter); each answer ends with {eos}, set as the EOS and saved with every checkpoint.",
+    "template.why.asked": "chosen in chat_template",
+    "template.why.architecture": "the model has none; matched by its architecture",
+    "template.why.tokens": "the model has none; its tokenizer holds this template's tokens",
+    "template.why.added": "the model has none",
+    "template.eos_not_at_turn_end": "The EOS id(s) {ids} never appear at the end of the template's assistant turn, which ends with {terminator} (id {terminator_id}): generation that stops only on them runs to the token limit. Training makes {terminator} the EOS; to chat with this folder as it is, add {terminator_id} to eos_token_id in generation_config.json.",
+    "template.no_terminator": "The chat template ends an assistant turn with no special token, so no EOS can stop an answer: choose chat_template gemma, llama3 or chatml.",
+    "template.show.row": "row {row} is not in the file ({count} rows): give --show-template a row number from 1 to {count}.",
             return None
         return Message(data["id"], {k: _from_plain(v) for k, v in data["args"].items()})
 

@@ -64,7 +64,8 @@ def test_resume_reconciliation_follows_each_fields_policy():
     assert [(w.id, w.args["name"]) for w in warned] == [("resume.changed", "gradient_accumulation_steps"),
                                                         ("resume.changed", "seed")]
     changes = {"model_name_or_path": "other", "method": "full", "quantization_bits": 8, "lora_r": 4, "lora_alpha": 8,
-               "lora_target": ["q_proj"], "use_rslora": True, "use_dora": True, "stage": "dpo", "init_adapter": "x"}
+               "lora_target": ["q_proj"], "use_rslora": True, "use_dora": True, "stage": "dpo", "init_adapter": "x",
+               "chat_template": "chatml"}
     assert set(changes) == set(fields_with(RunConfig, "resume", MUST_MATCH))
     for name, value in changes.items():
         base = RunConfig(method="qlora") if name == "quantization_bits" else saved
@@ -164,7 +165,7 @@ def test_a_value_a_yaml_file_may_hold_fits_the_form(widgets):
                        gradient_accumulation_steps=1024, num_train_epochs=500, max_steps=5_000_000, seed=4_000_000_000)
     values = [widgets[name].preprocess(value) if name in widgets and isinstance(widgets[name], (gr.Number, gr.Slider))
               else value for name, value in zip(forms.NAMES, forms.form_values(config))]
-    assert forms.config_from_values(values, "demo", "demo") == config
+    assert forms.config_from_values(values, config.model_name_or_path, config.dataset) == config
 
 
 def test_a_new_field_takes_its_place_in_the_form():

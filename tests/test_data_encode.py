@@ -41,10 +41,11 @@ def prompt_text(tokenizer, encoded) -> str:
 
 def test_only_assistant_turns_and_their_end_marker_are_trained_chatml(chatml):
     encoded = encode_messages(chatml, MULTI, cutoff_len=1000)
-    assert trained_text(chatml, encoded) == "Eat well, sleep.<|im_end|>\n我是助手<|im_end|>\n"
+    # The newline after <|im_end|> is the next turn's layout: masked, as a {% generation %} block marks it.
+    assert trained_text(chatml, encoded) == "Eat well, sleep.<|im_end|>我是助手<|im_end|>"
     prompt = prompt_text(chatml, encoded)
     assert "Hello world" in prompt and "你好" in prompt and "Be brief." in prompt
-    assert prompt.endswith("<|im_start|>assistant\n") and "<|im_start|>assistant\nEat" not in prompt
+    assert prompt.endswith("<|im_start|>assistant\n\n") and "<|im_start|>assistant\nEat" not in prompt
     assert chatml.decode(encoded.input_ids) == chatml.apply_chat_template(MULTI, tokenize=False)
     assert encoded.length == len(encoded.input_ids) and not encoded.truncated and not encoded.response_cut
 
@@ -126,7 +127,7 @@ def test_alpaca_round_trip_to_training_tokens(tmp_path, chatml):
         {"role": "assistant", "content": "Good morning"},
     ]
     encoded = encode_messages(chatml, row["messages"], 1000)
-    assert trained_text(chatml, encoded) == "Hello!<|im_end|>\nGood morning<|im_end|>\n"
+    assert trained_text(chatml, encoded) == "Hello!<|im_end|>Good morning<|im_end|>"
 
 
 def test_sharegpt_tool_turns_round_trip(shared_data, chatml):
@@ -141,7 +142,7 @@ def test_sharegpt_tool_turns_round_trip(shared_data, chatml):
     assert row["messages"][3]["content"] == OBSERVATION_PREFIX + turns[2]["value"]
     encoded = encode_messages(chatml, row["messages"], 100_000)
     trained = trained_text(chatml, encoded)
-    assert trained == f"{turns[1]['value']}<|im_end|>\n{turns[3]['value']}<|im_end|>\n"
+    assert trained == f"{turns[1]['value']}<|im_end|>{turns[3]['value']}<|im_end|>"
     assert turns[2]["value"] not in trained
 
 
@@ -155,7 +156,7 @@ def test_messages_with_a_system_prompt(tmp_path, chatml):
     assert canonical[0] == {"role": "system", "content": "Answer in French."}
     assert canonical[1] == {"role": "user", "content": "Hello"}
     encoded = encode_messages(chatml, canonical, 1000)
-    assert trained_text(chatml, encoded) == "Bonjour<|im_end|>\n"
+    assert trained_text(chatml, encoded) == "Bonjour<|im_end|>"
     assert prompt_text(chatml, encoded).startswith("<|im_start|>system\nAnswer in French.<|im_end|>")
 
 

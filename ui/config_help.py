@@ -11,6 +11,9 @@ from __future__ import annotations
 HELP_ZH: dict[str, str] = {
     "model_name_or_path": "基础模型：'demo'（离线演示模型）、Hugging Face 格式的本地文件夹，或 Hub ID。",
     "trust_remote_code": "运行此模型自带的 Python 代码，仅限本次运行。只对可信的模型开启；应用不会为其他模型或下次启动记住它。",
+    "chat_template": "渲染训练数据所用的对话模板。auto：模型自带的；没有自带模板的基础模型，使用与其分词器相符的已知模板"
+                     "（Gemma、Llama 3、ChatML），否则使用 ChatML 并添加它的 token（扩展嵌入层并训练新增的行）。"
+                     "模板的回合结束符会成为 EOS；两者都随每个检查点保存。",
     "dataset": "训练数据：'demo'、工作区数据集名称，或文件（JSON、JSONL、CSV、Parquet）。",
     "stage": "sft：指令数据；dpo / orpo / simpo：chosen-rejected 样本对；kto：带标签的单个回答（TRL 的训练器）。",
     "init_adapter": "从 SFT 运行的适配器开始（RUN/final 或 RUN/checkpoint-N）并继续训练它；参考模型是冻结的该适配器。"

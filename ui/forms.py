@@ -223,6 +223,7 @@ def _label(en: str, zh: str) -> dict[str, str]:
 # Labels of the form's fields (help texts come from RunConfig, in English).
 FIELD_TEXT: dict[str, dict[str, str]] = {f"train.field.{name}": text for name, text in {
     "trust_remote_code": _label("Trust this model's remote code", "信任此模型的远程代码"),
+    "chat_template": _label("Chat template", "对话模板"),
     "dataset_name": _label("Dataset in the folder (LLaMA-Factory)", "文件夹中的数据集（LLaMA-Factory）"),
     "method_choice": _label("Method", "方法"),
     "precision": _label("Precision", "精度"),

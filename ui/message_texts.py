@@ -336,3 +336,16 @@ ZH: dict[str, str] = {
     'scale.file_bad': 'deepspeed = {path!r} 不是可读的 JSON 文件（{error}）；请修正，或清空 deepspeed。',
     'scale.file_not_object': 'deepspeed = {path!r} 必须是一个 JSON 对象（DeepSpeed 配置）。',
 }
+    # --- 对话模板与 EOS ---
+    "template.no_own": "chat_template = own，但该模型的分词器没有对话模板：请选择 auto（匹配的已知模板，否则添加 ChatML 的 token），或 gemma、llama3、chatml 之一。",
+    "template.misfit": "chat_template = {template} 与该分词器不符：词表中没有 {tokens}。请选择 auto（自动选匹配的模板），或 chatml（添加并训练它的 token）。",
+    "template.plan.own": "对话模板：模型自带的；每个回答以 {eos} 结束。",
+    "template.plan.known": "对话模板：{template}（{why}）；每个回答以 {eos} 结束，它被设为 EOS 并随每个检查点保存。",
+    "template.plan.added": "对话模板：{template}，并向词表添加 {tokens}（嵌入层增加相应行数，随适配器一起训练）；每个回答以 {eos} 结束，它被设为 EOS 并随每个检查点保存。",
+    "template.why.asked": "在 chat_template 中选择",
+    "template.why.architecture": "模型没有自带模板；按架构匹配",
+    "template.why.tokens": "模型没有自带模板；其分词器含有该模板的 token",
+    "template.why.added": "模型没有自带模板",
+    "template.eos_not_at_turn_end": "EOS id {ids} 从未出现在模板助手回合的末尾，该回合以 {terminator}（id {terminator_id}）结束：只在这些 id 上停止的生成会一直写到 token 上限。训练会把 {terminator} 设为 EOS；若要直接用此文件夹对话，请把 {terminator_id} 加入 generation_config.json 的 eos_token_id。",
+    "template.no_terminator": "该对话模板的助手回合不以特殊 token 结束，没有 EOS 能让回答停下：请把 chat_template 选为 gemma、llama3 或 chatml。",
+    "template.show.row": "文件中没有第 {row} 行（共 {count} 行）：请给 --show-template 一个 1 到 {count} 的行号。",

@@ -68,8 +68,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def build_targets(args: argparse.Namespace) -> list[ChatTarget]:
     model = loading.resolve_model_path(args.model, Workspace(Path(args.workspace)).models_dir)
-    base = ChatTarget(model=model, quantization_bits=args.quantization_bits)
     checkpoints = [target_for_folder(model, folder, args.quantization_bits) for folder in args.checkpoint]
+    # The base answers through the checkpoints' run template (a base model has none of its own).
+    template = checkpoints[0].chat_template if checkpoints else "auto"
+    base = ChatTarget(model=model, quantization_bits=args.quantization_bits, chat_template=template)
     if args.no_base and not checkpoints:
         raise TargetError(msg("chat.no_base_nothing"))
     return ([] if args.no_base else [base]) + checkpoints

@@ -95,22 +95,30 @@ def _release_freed_memory() -> None:
 class ChatEngine:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._bases: dict[tuple, _Loaded] = {}    # (model, device, bits) -> base (+ adapters)
+        self._bases: dict[tuple, _Loaded] = {}    # (model, device, bits, chat_template) -> base (+ adapters)
         self._full: dict[tuple, _Loaded] = {}     # (checkpoint, device) -> full model
 
     # ------------------------------------------------------------ loading
 
     def _base(self, target: ChatTarget, device: str) -> _Loaded:
-        key = (target.model, device, target.quantization_bits)
+        key = _base_key(target, device)
         if key not in self._bases:
-            self._bases[key] = self._load(target.model, device, target.quantization_bits, target.trust_remote_code)
+            self._bases[key] = self._load(target.model, device, target.quantization_bits, target.trust_remote_code,
+                                          chat_template=target.chat_template)
         return self._bases[key]
 
-    def _load(self, path: str, device: str, bits: int | None, trust_remote_code: bool, tokenizer_from: str | None = None) -> _Loaded:
+    def _load(self, path: str, device: str, bits: int | None, trust_remote_code: bool, tokenizer_from: str | None = None,
+              chat_template: str = "auto") -> _Loaded:
+        from backend.models.chat_templates import apply_for_model, fit_model
+
+        tokenizer = loading.load_tokenizer(tokenizer_from or path, trust_remote_code=trust_remote_code)
+        # The run's template, as it trained (a base model without one gets the same known template;
+        # tokens the template added grow the base before its adapters attach); a misfit raises here.
+        plan = apply_for_model(tokenizer, chat_template, path)
         model = loading.load_model(path, quantization_bits=bits, dtype=default_dtype(device),
                                   device_map=device, trust_remote_code=trust_remote_code)
         model.eval()
-        tokenizer = loading.load_tokenizer(tokenizer_from or path, trust_remote_code=trust_remote_code)
+        fit_model(model, plan, tokenizer)
         return _Loaded(model, tokenizer, _context_length(model, tokenizer))
 
     def _ensure(self, target: ChatTarget, device: str) -> _Loaded:
@@ -278,9 +286,9 @@ class ChatEngine:
                 key = ("full", target.checkpoint)
                 loaded = (target.checkpoint, device) in self._full
                 what = f"{target.label}: full fine-tuned model, loaded as its own copy"
-            elif target.kind == "base" or (target.model, device, target.quantization_bits) not in self._bases:
+            elif target.kind == "base" or _base_key(target, device) not in self._bases:
                 key = ("base", target.model)
-                loaded = (target.model, device, target.quantization_bits) in self._bases
+                loaded = _base_key(target, device) in self._bases
                 what = f"base model {Path(target.model).name}" + (f" ({target.quantization_bits}-bit)" if target.quantization_bits else "")
             else:
                 continue
@@ -304,7 +312,7 @@ class ChatEngine:
     def loaded(self) -> list[str]:
         lines = [f"{Path(model).name}" + (f" ({bits}-bit)" if bits else "") + f" on {device}"
                  + (f" + {len(entry.adapters)} adapter(s)" if entry.adapters else "")
-                 for (model, device, bits), entry in self._bases.items()]
+                 for (model, device, bits, _), entry in self._bases.items()]
         lines += [f"{Path(ckpt).parent.name}/{Path(ckpt).name} (full) on {device}" for (ckpt, device) in self._full]
         return lines
 
@@ -317,6 +325,10 @@ class ChatEngine:
             self._full.clear()
             _release_freed_memory()
             return {"models": count, "before": before, "after": memory_now(device)}
+
+
+def _base_key(target: ChatTarget, device: str) -> tuple:
+    return (target.model, device, target.quantization_bits, target.chat_template)
 
 
 def _context_length(model, tokenizer) -> int:

@@ -13,6 +13,7 @@ import torch
 from transformers import StoppingCriteria, StoppingCriteriaList, TextIteratorStreamer
 
 from backend.messages import Message, message_of, msg
+from backend.models.chat_templates import stop_token_ids
 
 # Hard ceiling on new tokens whatever the user asks: a chat answer, not a book.
 MAX_NEW_TOKENS_CAP = 4096
@@ -138,8 +139,7 @@ class _EventStop(StoppingCriteria):
 def generation_config_for(model, tokenizer, settings: GenerationSettings, max_new_tokens: int):
     """The model's own generation config with the user's settings on top."""
     config = copy.deepcopy(model.generation_config)
-    if config.eos_token_id is None:
-        config.eos_token_id = tokenizer.eos_token_id
+    config.eos_token_id = stop_token_ids(tokenizer, config) or None  # the one rule (backend/models/chat_templates.py)
     if config.pad_token_id is None:
         config.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     config.max_new_tokens = max_new_tokens
@@ -229,6 +229,7 @@ def generate_stream(model, tokenizer, prompt: Prompt, settings: GenerationSettin
 
 
 def _eos_ids(config) -> set[int]:
+    """The ids generation_config_for set: the tokenizer's EOS and the generation config's."""
     eos = config.eos_token_id
     return set(eos) if isinstance(eos, (list, tuple)) else {eos}
 

@@ -44,6 +44,7 @@ class ChatTarget:
     eval_loss: float | None = None
     quantization_bits: int | None = None
     trust_remote_code: bool = False
+    chat_template: str = "auto"     # the run's RunConfig.chat_template: base and checkpoints render alike
 
     @property
     def key(self) -> str:
@@ -109,6 +110,7 @@ def run_model_settings(run_dir: Path) -> dict:
         "model_name_or_path": str(config.get("model_name_or_path", "demo")),
         "quantization_bits": config.get("quantization_bits"),
         "trust_remote_code": bool(config.get("trust_remote_code", False)),
+        "chat_template": str(config.get("chat_template") or "auto"),
     }
 
 
@@ -119,7 +121,7 @@ def run_choices(run_dir: Path, resolve_model) -> RunChoices:
     settings = run_model_settings(run_dir)
     model = resolve_model(settings["model_name_or_path"])
     common = {"model": model, "run_id": run_dir.name, "quantization_bits": settings["quantization_bits"],
-              "trust_remote_code": settings["trust_remote_code"]}
+              "trust_remote_code": settings["trust_remote_code"], "chat_template": settings["chat_template"]}
     targets = [ChatTarget(**{**common, "run_id": None})]
     folders = [(p, p.name, int(p.name.rsplit("-", 1)[1])) for p in list_checkpoints(run_dir, complete_only=True)]
     final = run_dir / FINAL_DIR
@@ -160,5 +162,8 @@ def target_for_folder(model: str, folder: str | Path, quantization_bits: int | N
     kind = checkpoint_kind(folder)
     step = int(folder.name.rsplit("-", 1)[1]) if re.fullmatch(r"checkpoint-\d+", folder.name) else None
     run_id = folder.resolve().parent.name if in_run_folder(folder) else None
+    config_file = folder.resolve().parent / CONFIG_FILE
+    template = run_model_settings(folder.resolve().parent)["chat_template"] if config_file.is_file() else "auto"
     return ChatTarget(model=model, checkpoint=str(folder), kind=kind, run_id=run_id, name=folder.name,
-                      step=step, eval_loss=eval_loss_at(folder, step), quantization_bits=quantization_bits)
+                      step=step, eval_loss=eval_loss_at(folder, step), quantization_bits=quantization_bits,
+                      chat_template=template)

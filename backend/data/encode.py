@@ -51,7 +51,8 @@ def _plain(messages: list[dict]) -> list[dict]:
 
 
 def assistant_spans(tokenizer, messages: list[dict], full: str, tools: list | None = None) -> list[tuple[int, int]]:
-    """Character spans [start, end) of every assistant turn in `full`, end-of-turn marker included."""
+    """Character spans [start, end) of every assistant turn in `full`, end-of-turn marker included
+    (and the whitespace after it not)."""
     spans: list[tuple[int, int]] = []
     search_from = 0
     for i, message in enumerate(messages):
@@ -60,7 +61,9 @@ def assistant_spans(tokenizer, messages: list[dict], full: str, tools: list | No
         before = render(tokenizer, messages[:i], tools, add_generation_prompt=True) if i else ""
         through = render(tokenizer, messages[: i + 1], tools)
         if i and full.startswith(before) and full.startswith(through) and len(through) > len(before):
-            spans.append((len(before), len(through)))
+            # The whitespace a template writes after the end-of-turn marker ('<|im_end|>\n') is the
+            # next turn's layout, never generated: not trained, as {% generation %} marks it.
+            spans.append((len(before), len(before) + len(through[len(before):].rstrip())))
         else:
             spans.append(_search_span(full, message["content"], search_from))
         search_from = spans[-1][1]

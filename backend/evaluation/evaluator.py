@@ -97,6 +97,7 @@ class ModelSet:
     def __init__(self, run_dir: Path, config: RunConfig):
         import torch
 
+        from backend.models.chat_templates import apply_for_model, fit_model
         from backend.models.loading import load_model, load_tokenizer, resolve_model_path
 
         self.run_dir, self.config = run_dir, config
@@ -104,8 +105,10 @@ class ModelSet:
         self.dtype = torch.bfloat16 if self.device == "cuda" and torch.cuda.is_bf16_supported() else torch.float32
         self.base_path = resolve_model_path(config.model_name_or_path, Workspace.for_run_dir(run_dir).models_dir)
         self.tokenizer = load_tokenizer(self.base_path, trust_remote_code=config.trust_remote_code)
+        self.template = apply_for_model(self.tokenizer, config.chat_template, self.base_path)  # as the run trained
         self._load = load_model
         self.base = self._load_plain(self.base_path, config.quantization_bits)
+        fit_model(self.base, self.template, self.tokenizer)
         self.peft = None
 
     def _load_plain(self, path, bits=None):

@@ -5,6 +5,7 @@ checked against the adapter)."""
 from __future__ import annotations
 
 from backend.data.encode import render
+from backend.models.chat_templates import stop_token_ids
 
 
 def prompt_and_reference(messages: list[dict]) -> tuple[list[dict], str]:
@@ -28,6 +29,7 @@ def greedy_answers(model, tokenizer, prompts: list[list[dict]], max_new_tokens: 
     tokenizer.padding_side = tokenizer.truncation_side = "left"
     answers: list[str] = []
     device = next(model.parameters()).device
+    stops = stop_token_ids(tokenizer, getattr(model, "generation_config", None))
     try:
         for start in range(0, len(prompts), batch_size):
             texts = [render(tokenizer, p, add_generation_prompt=True) for p in prompts[start:start + batch_size]]
@@ -36,7 +38,7 @@ def greedy_answers(model, tokenizer, prompts: list[list[dict]], max_new_tokens: 
             batch = {k: v.to(device) for k, v in batch.items()}
             with torch.no_grad():
                 output = model.generate(**batch, do_sample=False, max_new_tokens=max_new_tokens,
-                                        pad_token_id=tokenizer.pad_token_id)
+                                        pad_token_id=tokenizer.pad_token_id, eos_token_id=stops)
             new_tokens = output[:, batch["input_ids"].shape[1]:]
             answers.extend(t.strip() for t in tokenizer.batch_decode(new_tokens, skip_special_tokens=True))
             if on_batch:

@@ -118,6 +118,7 @@ def _export_merged(checkpoint, out, run_dir, workspace, max_shard, dtype, base, 
     from peft import PeftModel
 
     from backend.evaluation.greedy import greedy_answers
+    from backend.models.chat_templates import resize_embeddings, set_stop_ids
     from backend.models.loading import load_model, load_tokenizer
 
     base_model = base_model_for(checkpoint, run_dir, workspace, base, resolve=True)
@@ -129,7 +130,12 @@ def _export_merged(checkpoint, out, run_dir, workspace, max_shard, dtype, base, 
     started = time.time()
     write_progress(progress, stage=msg("export.stage.load_base", dtype=dtype_name))
     tokenizer = load_tokenizer(checkpoint if (checkpoint / "tokenizer_config.json").is_file() else base_path)
-    model = PeftModel.from_pretrained(load_model(base_path, dtype=torch_dtype), str(checkpoint)).eval()
+    base_weights = load_model(base_path, dtype=torch_dtype)
+    # The checkpoint's tokenizer holds the run's template (and any tokens it added): the base grows to
+    # match before the adapter attaches, and the merged model stops on the template's EOS too.
+    resize_embeddings(base_weights, len(tokenizer))
+    set_stop_ids(base_weights, tokenizer)
+    model = PeftModel.from_pretrained(base_weights, str(checkpoint)).eval()
     prompts = _verification_prompts(run_dir, workspace)
     write_progress(progress, stage=msg("export.stage.check_prompts"))
     adapter_answers = greedy_answers(model, tokenizer, prompts, max_new_tokens=VERIFY_NEW_TOKENS)

@@ -14,6 +14,7 @@ from transformers import EarlyStoppingCallback, PrinterCallback, Trainer, Traine
 from backend.config import ConfigError, import_reference
 from backend.data.resolve import resolve_dataset
 from backend.messages import message_of, msg
+from backend.models.chat_templates import apply_for_model
 from backend.models.hardware import training_devices
 from backend.runs.files import FINAL_DIR, append_metrics, mark_complete, read_json, read_status, update_status
 from backend.scale.engines import decoder_layer_classes
@@ -100,13 +101,17 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
         train_data, eval_data, counts = build_datasets(tokenizer, config, job.workspace)
     log.info("rows: %d total, %d train, %d eval, %d truncated, %d dropped %s", counts.total, counts.train,
              counts.eval, counts.truncated, counts.dropped, counts.reasons or "")
+    template = apply_for_model(tokenizer, config.chat_template, model_path)  # before any row is encoded
+    log.info("%s", template.describe())
+    if job.is_main:  # what `auto` became, beside the choice config.yaml names
+        update_status(job.run_dir, chat_template=template.as_dict())
     quantized_on_gpu = config.method == "qlora" and not on_cpu
     device_map = {"": int(os.environ.get("LOCAL_RANK", "0"))} if quantized_on_gpu else None
     checkpointing = checkpointing_for(config, model_path, precision, devices)
     # Seed before the adapters exist: LoRA A starts random, and the Trainer seeds only later.
     set_seed(config.seed)
     model = build_model(config, model_path, precision, device_map, adapter, checkpointing,
-                        attention_implementation(not on_cpu))
+                        attention_implementation(not on_cpu), template=template, tokenizer=tokenizer)
     parameters = parameter_counts(model)
     log.info("method %s, precision %s, %d of %d parameters trainable", config.method, precision,
              parameters["trainable_parameters"], parameters["total_parameters"])

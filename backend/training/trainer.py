@@ -38,6 +38,17 @@ class StudioTrainer(Trainer):
         super().__init__(*args, **kwargs)
         self.loss_head = loss_head
 
+    def save_model(self, output_dir: str | None = None, _internal_call: bool = False):
+        """Every checkpoint and final/ also get the base's generation_config.json (the template's EOS
+        among its eos_token_id): peft saves only the adapter, and a reader of the folder alone
+        (another tool, an export) then still stops where the run's answers end."""
+        super().save_model(output_dir, _internal_call)
+        folder = output_dir or self.args.output_dir
+        model = self.accelerator.unwrap_model(self.model)
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        if self.args.should_save and getattr(base, "generation_config", None) is not None:
+            base.generation_config.save_pretrained(folder)
+
     def _track_num_input_tokens(self, inputs):
         # A packed batch has no attention mask and no padding: every input id is a real token
         # (counting ids != pad_token_id would miss real tokens where pad is also eos).
