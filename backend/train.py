@@ -20,7 +20,7 @@ import psutil
 from backend.messages import Message
 from backend.runs.files import read_status, update_status
 from backend.training.cli import StopRequest, create_run_dir, parse_args, prepare, setup_logging
-from backend.training.demo_stage import BuildStopped, stopped_during_build
+from backend.training.model_stage import BuildStopped, stopped_during_build
 from backend.training.errors import fail
 
 

@@ -43,6 +43,25 @@ def demo_model_dir() -> Path:
     return ensure_demo_model(CACHE)
 
 
+@pytest.fixture(scope="session")
+def starter_model_dir() -> Path:
+    """SmolLM2-135M-Instruct, converted once from the GGUF file its package ships (cached like the demo model)."""
+    return _offline_model("smollm2-135m-instruct")
+
+
+@pytest.fixture(scope="session")
+def gemma_model_dir() -> Path:
+    """The gemma-3-270m base (no chat template), converted once from its packaged GGUF file."""
+    return _offline_model("gemma-3-270m")
+
+
+def _offline_model(name: str) -> Path:
+    from backend.models.offline import ensure_offline_model
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    return ensure_offline_model(name, CACHE)
+
+
 @pytest.fixture
 def workspace(tmp_path, demo_model_dir):
     """A fresh workspace whose models/demo is the cached demo model."""
@@ -70,10 +89,11 @@ def trained_demo_run(tmp_path_factory, demo_model_dir) -> Path:
     CLI (`python -m backend.train`); returns the run folder. The one full-length
     run of the suite: for the tests that prove the demo learns (its answers).
     save_steps leaves at least 2 complete checkpoints plus final/."""
-    from backend.config import RunConfig, derived_numbers, split_sizes
+    from backend.config import derived_numbers, split_sizes
+    from backend.config_recipes import tiny_config
     from backend.data.demo_rows import build_demo_rows
 
-    config = RunConfig()
+    config = tiny_config()
     train_rows, _ = split_sizes(len(build_demo_rows()), config.val_size)
     total = derived_numbers(config, train_rows)["total_steps"]
     return _train_demo(tmp_path_factory, demo_model_dir, "demo-default", [f"save_steps={max(1, total // 3)}"])
@@ -90,14 +110,14 @@ def short_demo_run(tmp_path_factory, demo_model_dir) -> Path:
 def _train_demo(tmp_path_factory, demo_model_dir, name: str, sets: list[str]) -> Path:
     import subprocess
 
-    from backend.config import RunConfig
+    from backend.config_recipes import tiny_config
     from backend.runs.files import list_checkpoints, read_status
     from backend.runs.workspace import Workspace
 
     ws = Workspace(tmp_path_factory.mktemp(name) / "workspace").ensure()
     (ws.models_dir / "demo").symlink_to(demo_model_dir, target_is_directory=True)
     config_file = ws.root / "default.yaml"
-    RunConfig().save(config_file)
+    tiny_config().save(config_file)
     run_dir = ws.runs_dir / name
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.config import RunConfig
+from backend.config_recipes import tiny_config
 from backend.runs.file_lock import file_lock
 from backend.runs.files import append_metrics, mark_complete
 from backend.runs.workspace import Workspace
@@ -124,7 +124,7 @@ def make_run(workspace, run_id: str, method: str = "lora", saves=(8, 16), lr: fl
     from backend.data.resolve import load_rows, resolve_dataset, split_rows
     from backend.models.loading import load_model, load_tokenizer, resolve_model_path
 
-    config = RunConfig(method=method, learning_rate=lr, lora_r=LORA["r"], lora_alpha=LORA["lora_alpha"],
+    config = tiny_config(method=method, learning_rate=lr, lora_r=LORA["r"], lora_alpha=LORA["lora_alpha"],
                        lora_dropout=0.0, max_steps=max(saves), per_device_train_batch_size=8, cutoff_len=96,
                        run_name=run_id)
     run_dir = workspace.runs_dir / run_id

@@ -9,7 +9,7 @@ import logging
 
 from backend.runs.files import read_status, update_status
 from backend.runs.info import InfoReader
-from backend.training.demo_stage import prepare_demo_model
+from backend.training.model_stage import prepare_demo_model
 from ui import run_view
 
 
@@ -74,7 +74,7 @@ def test_runs_tab_shows_the_stage_as_its_own_progress(tmp_path):
 
 
 def test_background_build_is_skipped_when_the_model_is_ready(workspace):
-    from backend.training.demo_stage import start_background_build
+    from backend.training.model_stage import start_background_build
 
     assert start_background_build(workspace.models_dir) is None  # the cached build is linked in
 
@@ -82,7 +82,7 @@ def test_background_build_is_skipped_when_the_model_is_ready(workspace):
 def test_a_stop_during_the_build_ends_it_at_once_and_leaves_no_half_model(tmp_path):
     import pytest
 
-    from backend.training.demo_stage import BuildStopped, stopped_during_build
+    from backend.training.model_stage import BuildStopped, stopped_during_build
 
     run_dir, models = tmp_path / "runs" / "r1", tmp_path / "models"
     run_dir.mkdir(parents=True)
@@ -100,13 +100,13 @@ def test_a_stop_during_the_build_ends_it_at_once_and_leaves_no_half_model(tmp_pa
 def test_a_real_first_run_shows_the_build_then_stops_inside_it(tmp_path):
     """A worker on a fresh workspace (no demo model): the stage appears in status.json and the
     Runs tab, train.log says what happens, and Stop ends the run during the build, cleanly."""
-    from backend.config import RunConfig
+    from backend.config_recipes import tiny_config
     from backend.runs.store import RunStore
     from backend.runs.workspace import Workspace
     from tests.polling import wait_for
 
     store = RunStore(Workspace(tmp_path / "ws").ensure())
-    run_id = store.launch(RunConfig(devices="cpu", max_steps=2))
+    run_id = store.launch(tiny_config(devices="cpu", max_steps=2))
     info = wait_for(lambda: (i := store.get(run_id)).stage and i.stage.get("total") and i, "the build stage")
     assert info.state == "running" and run_view.table_rows([info])[0][4].startswith("🔧")
     store.stop(run_id, grace_s=600)  # the build notices the stop at its next step: no escalation needed

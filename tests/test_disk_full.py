@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.config import RunConfig
+from backend.config_recipes import tiny_config
 from backend.models.hardware import Device
 from backend.runs.files import FINAL_DIR, list_checkpoints, mark_complete, read_status, update_status
 from backend.runs.store import RunStore
@@ -39,6 +39,7 @@ import json, sys, torch
 from pathlib import Path
 from safetensors.torch import save_file
 from backend.config import RunConfig
+from backend.config_recipes import tiny_config
 from backend.models.loading import load_tokenizer
 from backend.training.disk import is_disk_full
 from backend.training.errors import explain
@@ -57,7 +58,7 @@ for name, write in writes.items():
         write()
         print(json.dumps({"library": name, "raised": None}))
     except Exception as error:
-        explained = explain(error, RunConfig(), disk)
+        explained = explain(error, tiny_config(), disk)
         print(json.dumps({"library": name, "raised": type(error).__name__, "full": is_disk_full(error),
                           "error": explained.error, "advice": explained.advice}))
 """
@@ -86,12 +87,12 @@ def test_partial_saves_are_removed_and_advice_names_only_a_kept_checkpoint(tmp_p
         (run / f"checkpoint-{step}").mkdir(parents=True)
         (run / f"checkpoint-{step}" / "adapter_model.safetensors").write_bytes(b"x" * 100)
     (run / FINAL_DIR).mkdir()
-    no_kept = explain(OSError(28, "No space left on device"), RunConfig(), run)
+    no_kept = explain(OSError(28, "No space left on device"), tiny_config(), run)
     assert "no checkpoint was completed" in no_kept.advice and "kept" not in no_kept.advice
     mark_complete(run / "checkpoint-3")
     assert sorted(remove_partial_saves(run)) == ["checkpoint-6", "final"]
     assert [c.name for c in list_checkpoints(run, complete_only=False)] == ["checkpoint-3"]
-    kept = explain(OSError(28, "No space left on device"), RunConfig(), run)
+    kept = explain(OSError(28, "No space left on device"), tiny_config(), run)
     assert "continues from checkpoint-3, which was kept" in kept.advice
 
 
@@ -111,7 +112,7 @@ def test_store_says_the_disk_is_full_when_status_json_cannot_be_written(tmp_path
 
     store = RunStore(__import__("backend.runs.workspace", fromlist=["Workspace"]).Workspace(tmp_path / "ws").ensure(),
                      devices=[CPU])
-    run_id = store.create(RunConfig(devices="cpu"))
+    run_id = store.create(tiny_config(devices="cpu"))
     run_dir = store.runs_dir / run_id
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
@@ -164,7 +165,7 @@ def test_disk_full_before_final_then_resume_finishes_without_training(workspace,
     data = workspace.root / "forty.jsonl"
     data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in build_demo_rows()[:40]))
     config = workspace.root / "run.yaml"
-    RunConfig(dataset=str(data), max_steps=6, save_steps=3, per_device_train_batch_size=4,
+    tiny_config(dataset=str(data), max_steps=6, save_steps=3, per_device_train_batch_size=4,
               gradient_accumulation_steps=3, val_size=0, cutoff_len=64, logging_steps=1, devices="cpu",
               callbacks=["tests.test_runs_callbacks:FillDiskAtTrainEnd"]).save(config)
     out = tmp_path / "out"

@@ -15,7 +15,7 @@ import sys
 import pytest
 import yaml
 
-from backend.config import RunConfig
+from backend.config_recipes import tiny_config
 from backend.export.exporter import REPORT_FILE, start_export
 from backend.export.outputs import ExportError, base_model_for
 from backend.runs.files import read_status
@@ -55,7 +55,7 @@ def hub_run(tmp_path_factory, demo_model_dir):
     snapshot = place_in_hub_cache(demo_model_dir, cache, HUB_ID)
     hf_env = {"HF_HOME": str(root / "hf-home"), "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
     workspace = Workspace(root / "workspace").ensure()
-    config = RunConfig(model_name_or_path=HUB_ID, max_steps=2, save_steps=2, per_device_train_batch_size=4,
+    config = tiny_config(model_name_or_path=HUB_ID, max_steps=2, save_steps=2, per_device_train_batch_size=4,
                        cutoff_len=64, lora_dropout=0.0, run_name="hub")
     config.save(root / "hub.yaml")
     run_dir = workspace.runs_dir / "hub-run"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.config import RunConfig
+from backend.config_recipes import tiny_config
 from backend.models.hardware import LAUNCHED_DEVICES_ENV, Device, launch_env, local_indices, training_devices
 from backend.runs.processes import devices_setting, launch, wait_gone, worker_env
 
@@ -65,14 +65,14 @@ def test_worker_env_and_the_run_setting(tmp_path):
     assert (env["CUDA_VISIBLE_DEVICES"], env[LAUNCHED_DEVICES_ENV]) == ("1,2", "1,2")
     env = worker_env({"PATH": "/bin", LAUNCHED_DEVICES_ENV: "7"}, "auto")
     assert "CUDA_VISIBLE_DEVICES" not in env and LAUNCHED_DEVICES_ENV not in env
-    RunConfig(devices="1,2").save(tmp_path / "config.yaml")
+    tiny_config(devices="1,2").save(tmp_path / "config.yaml")
     assert devices_setting(["-m", "backend.train", "--resume", str(tmp_path)], tmp_path) == "1,2"
     assert devices_setting(["--resume", str(tmp_path), "--set", "devices=3"], tmp_path) == "3"
     assert devices_setting([], tmp_path / "missing") == "auto"
 
 
 def test_launched_process_gets_the_chosen_gpus(tmp_path):
-    RunConfig(devices="1,2").save(tmp_path / "config.yaml")
+    tiny_config(devices="1,2").save(tmp_path / "config.yaml")
     show = "import os; print('PINNED', os.environ.get('CUDA_VISIBLE_DEVICES'), os.environ.get('FINETUNE_STUDIO_DEVICES'))"
     child = launch([sys.executable, "-c", show], tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert wait_gone(child.pid, 0.0, 60, child) and child.returncode == 0

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from backend.config import ConfigError, RunConfig
+from backend.config_recipes import tiny_config
 from backend.messages import CATALOGUE, Message, message_of, msg
 from backend.runs.files import read_status, update_status
 from backend.runs.info import InfoReader
@@ -85,12 +86,12 @@ def test_user_errors_of_catalogued_modules_have_message_ids():
 
 def test_errors_render_in_english_for_the_cli_and_in_chinese_for_the_ui():
     with pytest.raises(ConfigError) as info:
-        RunConfig(val_size=1.5)
+        tiny_config(val_size=1.5)
     assert str(info.value) == "val_size is a share of the data in [0, 1) (got 1.5)."  # the CLI prints this
     assert localize(info.value, "zh") == "val_size 是数据的比例，必须在 [0, 1) 之间（当前为 1.5）。"
     assert localize(info.value, "en") == str(info.value)
     assert localize("a library's own words", "zh") == "a library's own words"
-    advice = oom_advice(RunConfig())
+    advice = oom_advice(tiny_config())
     assert Message.from_dict(json.loads(json.dumps(advice.to_dict()))) == advice
     assert localize(advice, "zh").startswith("可尝试：调低 per_device_train_batch_size（当前 8）")
     assert message_of(msg("train.advice.log")) == msg("train.advice.log")
@@ -99,9 +100,9 @@ def test_errors_render_in_english_for_the_cli_and_in_chinese_for_the_ui():
 def test_a_failed_run_shows_error_and_advice_in_chinese(tmp_path):
     run_dir = tmp_path / "20260101-000000-x"
     run_dir.mkdir()
-    (run_dir / "config.yaml").write_text(RunConfig().to_yaml(), encoding="utf-8")
+    (run_dir / "config.yaml").write_text(tiny_config().to_yaml(), encoding="utf-8")
     try:
-        RunConfig(lora_target=[])
+        tiny_config(lora_target=[])
     except ConfigError as error:
         explained = explain(error)
     update_status(run_dir, state="failed", **explained.status_fields())
@@ -124,7 +125,7 @@ def test_a_lost_run_tells_its_story_in_chinese(tmp_path):
     store = RunStore(Workspace(tmp_path / "ws").ensure())
     run_dir = store.runs_dir / "20260101-000000-lost"
     run_dir.mkdir(parents=True)
-    (run_dir / "config.yaml").write_text(RunConfig().to_yaml(), encoding="utf-8")
+    (run_dir / "config.yaml").write_text(tiny_config().to_yaml(), encoding="utf-8")
     update_status(run_dir, state="running", pid=2**22 + 12345, create_time=1.0, started_at=1.0)  # no such process
     info = store.get(run_dir.name)
     assert info.state == "lost" and "ended without recording a final state" in info.error  # English on disk
@@ -188,10 +189,10 @@ def test_train_plan_says_why_there_is_no_estimate_in_chinese(tmp_path):
     fresh = Workspace(tmp_path / "ws").ensure()  # the demo model is not built yet
     ctx = UIContext(workspace=fresh, texts=merge_texts(train.TEXT, runs.TEXT), i18n=None)
     devices = as_dicts(detect_devices())
-    _, estimate = train.plan(ctx, "zh", "demo", "demo", {"rows": 10}, devices, *forms.form_values(RunConfig()))
+    _, estimate = train.plan(ctx, "zh", "demo", "demo", {"rows": 10}, devices, *forms.form_values(tiny_config()))
     assert "演示模型尚未构建" in estimate
     _, estimate = train.plan(ctx, "zh", "Qwen/Qwen2.5-0.5B-Instruct", "demo", {"rows": 10}, devices,
-                             *forms.form_values(RunConfig(devices="7")))
+                             *forms.form_values(tiny_config(devices="7")))
     assert "没有 GPU cuda:7" in estimate
 
 
@@ -231,7 +232,7 @@ def test_resume_refusals_and_warnings_in_chinese(tmp_path):
 
     run_dir = tmp_path / "20260101-000000-r"
     run_dir.mkdir()
-    (run_dir / "config.yaml").write_text(RunConfig().to_yaml(), encoding="utf-8")
+    (run_dir / "config.yaml").write_text(tiny_config().to_yaml(), encoding="utf-8")
     with pytest.raises(ConfigError) as info:
         _prepare_resume(parse_args(["--resume", str(run_dir), "--set", "lora_alpha=64"]))
     assert "different model or adapter shape or scale (lora_alpha 32 -> 64)" in str(info.value)
@@ -288,7 +289,7 @@ def test_a_stopped_run_explains_its_stop_in_chinese(tmp_path):
     store = RunStore(Workspace(tmp_path / "ws").ensure())
     run_dir = store.runs_dir / "20260101-000000-stop"
     run_dir.mkdir(parents=True)
-    (run_dir / "config.yaml").write_text(RunConfig().to_yaml(), encoding="utf-8")
+    (run_dir / "config.yaml").write_text(tiny_config().to_yaml(), encoding="utf-8")
     update_status(run_dir, state="running", pid=2**22 + 12345, create_time=1.0, started_at=1.0,  # no such process
                   stop_requested_at=2.0, stop_note=msg("run.note.killed", grace_s=1.0).to_dict())
     info = store.get(run_dir.name)

@@ -12,6 +12,7 @@ import pytest
 from backend.chat.preferences import TIE, PreferenceStore, read_preferences
 from backend.chat.vote_data import VoteDataError, preference_run_values, save_votes_dataset, votes_to_pairs
 from backend.config import RunConfig
+from backend.config_recipes import tiny_config
 from backend.runs.workspace import Workspace
 
 
@@ -22,7 +23,7 @@ def voted_run(tmp_path):
     for folder in ("checkpoint-4", "final"):
         (run / folder).mkdir(parents=True)
         (run / folder / "adapter_config.json").write_text("{}")
-    RunConfig().save(run / "config.yaml")
+    tiny_config().save(run / "config.yaml")
     store = PreferenceStore()
     context = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Capital of France?"}]
     store.record([run], ["base", "checkpoint-4", "final"], "checkpoint-4", "Capital of France?",
@@ -111,7 +112,7 @@ def test_handlers_save_and_prefill(voted_run):
     assert (ws.datasets_dir / "my-votes" / "meta.json").is_file()
     empty = ws.runs_dir / "run-empty"
     empty.mkdir()
-    RunConfig().save(empty / "config.yaml")
+    tiny_config().save(empty / "config.yaml")
     text, values = train_on_votes(ctx, "en", ["run-empty"], "")
     assert values is None and text.startswith("⚠️") and "no votes that make a pair" in text
     said, prefill, switch = train_outputs(ctx, "en", ["run-empty"], "")
@@ -136,10 +137,10 @@ def test_vote_answers_take_the_winners_context_and_skip_failed_columns():
 def test_train_form_stage_switch_and_prefill():
     from ui import forms
 
-    values = forms.form_values(RunConfig(learning_rate=1e-5))
+    values = forms.form_values(tiny_config(learning_rate=1e-5))
     values[forms.NAMES.index("stage")] = "dpo"
     moved = dict(zip(forms.NAMES, forms.stage_form_values(values, "sft")))
     assert moved["stage"] == "dpo" and moved["cutoff_len"] == 64 and moved["per_device_train_batch_size"] == 4
     assert moved["learning_rate"] == 1e-5  # changed by the user: kept
-    model, dataset, *form = forms.prefill_values(RunConfig().with_overrides(["stage=kto", "dataset=votes"]).to_dict())
+    model, dataset, *form = forms.prefill_values(tiny_config().with_overrides(["stage=kto", "dataset=votes"]).to_dict())
     assert (model, dataset) == ("demo", "votes") and dict(zip(forms.NAMES, form))["stage"] == "kto"

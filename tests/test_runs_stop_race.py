@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from backend.config import RunConfig
+from backend.config_recipes import tiny_config
 from backend.models.hardware import detect_devices
 from backend.runs.files import read_status
 from backend.runs.store import RunStore
@@ -43,7 +43,7 @@ def devices():
 def test_a_refresh_by_a_store_that_did_not_stop_says_stopped_not_lost(tmp_path, devices):
     workspace = Workspace(tmp_path / "ws").ensure()
     launcher = RunStore(workspace, devices=devices)
-    run_id = launcher.create(RunConfig(devices="cpu", max_steps=4, save_steps=2))
+    run_id = launcher.create(tiny_config(devices="cpu", max_steps=4, save_steps=2))
     run_dir = launcher.runs_dir / run_id
     release = tmp_path / "release"
     launcher._launch(run_id, [sys.executable, "-c", SAVER, str(release)], {})

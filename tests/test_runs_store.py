@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from backend.config import RunConfig
+from backend.config_recipes import tiny_config
 from backend.models.hardware import detect_devices
 from backend.runs import processes
 from backend.runs.files import COMPLETE_MARKER, mark_complete, read_status, update_status
@@ -37,7 +38,7 @@ def store(tmp_path, devices):
 
 
 def cpu_config(**kw) -> RunConfig:
-    return RunConfig(devices="cpu", max_steps=4, save_steps=2, **kw)
+    return tiny_config(devices="cpu", max_steps=4, save_steps=2, **kw)
 
 
 def run_program(store: RunStore, run_id: str, code: str) -> subprocess.Popen:
@@ -86,7 +87,7 @@ def test_command_for_reproduces_the_run(store):
 
 def test_unknown_gpu_is_refused_at_create(store):
     with pytest.raises(RunError, match="no such GPU cuda:7"):
-        store.create(RunConfig(devices="7"))
+        store.create(tiny_config(devices="7"))
     assert list(store.runs_dir.iterdir()) == []
 
 

@@ -11,6 +11,7 @@ import signal
 import pytest
 
 from backend.config import RunConfig
+from backend.config_recipes import tiny_config
 from backend.models.hardware import detect_devices
 from backend.runs.files import COMPLETE_MARKER, FINAL_STATES, read_status
 from backend.runs.store import RunError, RunInfo, RunStore
@@ -36,7 +37,7 @@ def small_config(**kw) -> RunConfig:
     # fp32 on the CPU: a resumed run can match an uninterrupted one closely.
     settings = dict(devices="cpu", precision="fp32", max_steps=MAX_STEPS, save_steps=2, logging_steps=1,
                     per_device_train_batch_size=4, cutoff_len=128, lora_r=8, seed=7, save_total_limit=None)
-    return RunConfig(**{**settings, **kw})
+    return tiny_config(**{**settings, **kw})
 
 
 def wait_final(store: RunStore, run_id: str) -> RunInfo:

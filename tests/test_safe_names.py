@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.config import RunConfig
+from backend.config_recipes import tiny_config
 from backend.data.saved_datasets import save_dataset
 from backend.export.exporter import start_export
 from backend.export.outputs import ExportError
@@ -54,7 +54,7 @@ def test_clean_name_is_a_plain_child(text, tmp_path):
 @pytest.mark.parametrize("run_name", HOSTILE)
 def test_train_tab_save_config_stays_in_configs(run_name, workspace, outside):
     ctx = UIContext(workspace=workspace, texts=merge_texts(train.TEXT), i18n=None)
-    values = dict(zip(forms.NAMES, forms.form_values(RunConfig())))
+    values = dict(zip(forms.NAMES, forms.form_values(tiny_config())))
     values["run_name"] = run_name
     before = files_under(outside)
     message, path = train.save_yaml(ctx, "en", "demo", "demo", *values.values())
@@ -67,7 +67,7 @@ def test_train_tab_save_config_stays_in_configs(run_name, workspace, outside):
 def test_run_folder_from_run_name_stays_in_runs(run_name, workspace, outside):
     before = files_under(outside)
     store = RunStore(workspace, devices=[CPU])
-    run_id = store.create(RunConfig(devices="cpu", run_name=run_name))
+    run_id = store.create(tiny_config(devices="cpu", run_name=run_name))
     assert (workspace.runs_dir / run_id).resolve().parent == workspace.runs_dir.resolve()
     assert_only_inside(outside, workspace, before)
 

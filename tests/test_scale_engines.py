@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from backend.config import ConfigError, RunConfig
+from backend.config import ConfigError
+from backend.config_recipes import tiny_config
 from backend.models.hardware import Device
 from backend.scale.engines import decoder_layer_classes, uses_torchrun
 from backend.scale.guards import check_environment
@@ -23,7 +24,7 @@ H200 = Device(id="cuda:0", name="NVIDIA H200", memory_gb=139.8, supports_bf16=Tr
 
 
 def values(**kw) -> dict:
-    config = RunConfig(**{**NUMBERS, **kw})
+    config = tiny_config(**{**NUMBERS, **kw})
     return argument_values(config, REPO / "unused-run", "bf16", has_eval=False, on_cpu=False, world_size=2,
                            layer_classes=["Qwen2DecoderLayer"])
 
@@ -77,8 +78,8 @@ def test_own_deepspeed_file_is_passed_through(tmp_path):
     own = tmp_path / "ds.json"
     own.write_text('{"zero_optimization": {"stage": 2}}')
     assert values(deepspeed=str(own))["deepspeed"] == str(own)
-    assert uses_torchrun(RunConfig(deepspeed=str(own)), 1) and uses_torchrun(RunConfig(distributed="fsdp"), 1)
-    assert not uses_torchrun(RunConfig(), 1) and uses_torchrun(RunConfig(), 2)
+    assert uses_torchrun(tiny_config(deepspeed=str(own)), 1) and uses_torchrun(tiny_config(distributed="fsdp"), 1)
+    assert not uses_torchrun(tiny_config(), 1) and uses_torchrun(tiny_config(), 2)
 
 
 def test_decoder_layer_class_found_through_peft(demo_model_dir):
@@ -90,11 +91,11 @@ def test_decoder_layer_class_found_through_peft(demo_model_dir):
     model = load_model(str(demo_model_dir))
     classes = decoder_layer_classes(model)
     assert classes and classes == sorted(model._no_split_modules)
-    assert decoder_layer_classes(get_peft_model(model, lora_config(RunConfig()))) == classes
+    assert decoder_layer_classes(get_peft_model(model, lora_config(tiny_config()))) == classes
 
 
 def test_more_processes_than_selected_gpus_is_refused():
-    config = RunConfig(distributed="fsdp")
+    config = tiny_config(distributed="fsdp")
     with pytest.raises(ConfigError, match=r"num_processes = 3 is more than the 2 selected GPU\(s\) "
                                           r"\(cuda:0, cuda:1\): one process per GPU; set num_processes to 2"):
         check_environment(config, [H200, Device("cuda:1", "NVIDIA H200", 139.8, True, True)], processes=3)
@@ -119,7 +120,7 @@ REFUSALS = [
 
 def test_every_guard_exits_2_with_its_sentence(tmp_path, subprocess_env):
     config_file = tmp_path / "run.yaml"
-    RunConfig(max_steps=2).save(config_file)
+    tiny_config(max_steps=2).save(config_file)
     # A `ray` package that fails to import, first on the path: Ray "not installed".
     (tmp_path / "no_ray" / "ray").mkdir(parents=True)
     (tmp_path / "no_ray" / "ray" / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
@@ -146,15 +147,15 @@ def test_launch_commands_for_each_way_of_running():
     from backend.scale.launch import held_devices, other_node_commands, worker_command
 
     args = ["--config", "run.yaml"]
-    assert worker_command(args, RunConfig(), 1)[1:] == ["-m", "backend.train", *args]
-    assert worker_command(args, RunConfig(distributed="fsdp"), 1)[1:5] == [
+    assert worker_command(args, tiny_config(), 1)[1:] == ["-m", "backend.train", *args]
+    assert worker_command(args, tiny_config(distributed="fsdp"), 1)[1:5] == [
         "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=1"]
-    assert worker_command(args, RunConfig(ray_address="local"), 4)[1:] == ["-m", "backend.train", *args]
-    nodes = RunConfig(nnodes=2, master_addr="10.0.0.1", master_port=29400, node_join_timeout=60)
+    assert worker_command(args, tiny_config(ray_address="local"), 4)[1:] == ["-m", "backend.train", *args]
+    nodes = tiny_config(nnodes=2, master_addr="10.0.0.1", master_port=29400, node_join_timeout=60)
     assert worker_command(args, nodes, 8)[1:10] == [
         "-m", "backend.scale.torchrun", "--nnodes=2", "--node-rank=0", "--nproc-per-node=8",
         "--master-addr=10.0.0.1", "--master-port=29400", "--rdzv-conf=timeout=60", "-m"]
     assert [c[4] for c in other_node_commands(args, nodes, 8)] == ["--node-rank=1"]
-    assert other_node_commands(args, RunConfig(), 1) == []
-    assert held_devices(RunConfig(ray_address="ray://head:10001"), [H200]) == []
-    assert held_devices(RunConfig(ray_address="local"), [H200]) == held_devices(RunConfig(), [H200]) == ["cuda:0"]
+    assert other_node_commands(args, tiny_config(), 1) == []
+    assert held_devices(tiny_config(ray_address="ray://head:10001"), [H200]) == []
+    assert held_devices(tiny_config(ray_address="local"), [H200]) == held_devices(tiny_config(), [H200]) == ["cuda:0"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from backend.config import RunConfig
+from backend.config_recipes import tiny_config
 from backend.models.hardware import Device, as_dicts
 from backend.models.memory import Architecture, config_estimate_kwargs, estimate_memory, shard
 from backend.models.presets import PRESETS
@@ -38,15 +38,15 @@ def test_picker_lists_gpus_and_its_ticks_are_the_devices_setting():
 
 
 def test_processes_follow_the_picked_gpus_nodes_and_ray():
-    assert scale_view.world_size(RunConfig(devices="0,1,2"), GPUS) == 3
-    assert scale_view.world_size(RunConfig(), GPUS) == 8
-    assert scale_view.world_size(RunConfig(nnodes=2, master_addr="10.0.0.1", devices="0,1"), GPUS) == 4
-    assert scale_view.world_size(RunConfig(ray_address="auto", ray_num_workers=5), GPUS) == 5
-    assert scale_view.world_size(RunConfig(devices="cpu"), GPUS) == 1
+    assert scale_view.world_size(tiny_config(devices="0,1,2"), GPUS) == 3
+    assert scale_view.world_size(tiny_config(), GPUS) == 8
+    assert scale_view.world_size(tiny_config(nnodes=2, master_addr="10.0.0.1", devices="0,1"), GPUS) == 4
+    assert scale_view.world_size(tiny_config(ray_address="auto", ray_num_workers=5), GPUS) == 5
+    assert scale_view.world_size(tiny_config(devices="cpu"), GPUS) == 1
 
 
 def test_estimate_is_per_gpu_with_sharding(ctx):
-    config = RunConfig(method="full", distributed="deepspeed_zero3", cpu_offload=True, devices="0,1,2,3",
+    config = tiny_config(method="full", distributed="deepspeed_zero3", cpu_offload=True, devices="0,1,2,3",
                        per_device_train_batch_size=1, cutoff_len=1024, gradient_checkpointing=False)
     values = browser_values(config)
     derived, text = train.plan(ctx, "en", QWEN_7B, "demo", {"rows": 1000, "has_eval": False}, as_dicts(GPUS), *values)
@@ -57,13 +57,13 @@ def test_estimate_is_per_gpu_with_sharding(ctx):
     assert f"Fits on NVIDIA H100: about {expected.total_gb:.2f} GiB" in text
     assert "Per GPU: deepspeed_zero3 shards the state over 4 GPUs." in text
     assert f"Offloaded to CPU memory: about {expected.cpu_offload_gb:.2f} GiB per GPU process." in text
-    ddp = browser_values(RunConfig(method="full", devices="0,1,2,3", per_device_train_batch_size=1, cutoff_len=1024))
+    ddp = browser_values(tiny_config(method="full", devices="0,1,2,3", per_device_train_batch_size=1, cutoff_len=1024))
     _, text = train.plan(ctx, "en", QWEN_7B, "demo", {"rows": 1000, "has_eval": False}, as_dicts(GPUS), *ddp)
     assert "Fits" not in text and "Does not fit on NVIDIA H100" in text  # DDP: a full replica per GPU
 
 
 def test_show_command_gives_the_command_for_each_other_node(ctx):
-    values = browser_values(RunConfig(nnodes=3, master_addr="10.0.0.1", master_port=29511, devices="cpu"))
+    values = browser_values(tiny_config(nnodes=3, master_addr="10.0.0.1", master_port=29511, devices="cpu"))
     _, command, _ = train.show_command(ctx, "en", "demo", "demo", *values)
     lines = command.splitlines()
     assert "-m backend.scale.torchrun --nnodes=3 --node-rank=0 --nproc-per-node=1 --master-addr=10.0.0.1 " \
@@ -81,7 +81,7 @@ def test_estimate_table_shows_the_backward_overlap_and_adds_up(ctx):
         rows = [line.strip("|").split("|") for line in text.splitlines() if line.startswith("| ") and "GiB |" not in line]
         return {name.strip().strip("*"): float(value.strip().strip("*")) for name, value in rows}
 
-    config = RunConfig(method="full", devices="0", per_device_train_batch_size=2, cutoff_len=512,
+    config = tiny_config(method="full", devices="0", per_device_train_batch_size=2, cutoff_len=512,
                        gradient_checkpointing=False)
     rows = table(config)
     arch = Architecture.from_preset(PRESETS["Qwen/Qwen2.5-0.5B-Instruct"])
@@ -91,5 +91,5 @@ def test_estimate_table_shows_the_backward_overlap_and_adds_up(ctx):
     total = rows.pop("Total")
     assert total == round(expected.total_gb, 2)
     assert sum(rows.values()) + overlap == pytest.approx(total, abs=0.01 * (len(rows) + 1))  # rounding per row
-    lora = table(RunConfig(method="lora", devices="0", gradient_checkpointing=False))
+    lora = table(tiny_config(method="lora", devices="0", gradient_checkpointing=False))
     assert not any("reuse" in name for name in lora)

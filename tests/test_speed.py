@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from backend.config import ConfigError, RunConfig, derived_numbers
+from backend.config_recipes import tiny_config
 from backend.data.encode import IGNORE_INDEX
 from backend.models.hardware import Device, cpu_supports_bf16
 from backend.training.collator import PadToLongest
@@ -150,7 +151,7 @@ def test_speed_settings_refuse_bad_values(data, words):
 
 def test_speed_settings_against_the_device():
     config = RunConfig.from_dict({"use_liger_kernel": "true", "gradient_checkpointing": "true"})
-    assert config.gradient_checkpointing is True and RunConfig().gradient_checkpointing == "auto"
+    assert config.gradient_checkpointing is True and tiny_config().gradient_checkpointing == "auto"
     with pytest.raises(ConfigError, match="use_liger_kernel needs a CUDA GPU"):
         config.check_devices([CPU])
     gpu = Device("cuda:0", "GPU", 80.0, True, True)
@@ -159,14 +160,14 @@ def test_speed_settings_against_the_device():
     if importlib.util.find_spec("liger_kernel") is None:
         with pytest.raises(ConfigError, match="pip install -r requirements-gpu.txt"):
             config.check_devices([gpu])
-    assert RunConfig(torch_compile=True).check_devices([CPU]) == "fp32"
+    assert tiny_config(torch_compile=True).check_devices([CPU]) == "fp32"
 
 
 def test_gradient_checkpointing_auto_follows_the_estimate():
     from backend.models.memory import Architecture, choose_checkpointing, config_estimate_kwargs, estimate_memory
 
     arch = Architecture(576, 1536, 30, 9, 3, 49152, 64, True)  # SmolLM2-135M
-    kwargs = config_estimate_kwargs(RunConfig(cutoff_len=2048, per_device_train_batch_size=16), "fp32", "cpu")
+    kwargs = config_estimate_kwargs(tiny_config(cutoff_len=2048, per_device_train_batch_size=16), "fp32", "cpu")
     without = estimate_memory(arch, gradient_checkpointing=False, **kwargs).total_gb
     with_it = estimate_memory(arch, gradient_checkpointing=True, **kwargs).total_gb
     assert with_it < without
@@ -188,7 +189,7 @@ def test_worker_first_step_is_the_same_packed_or_padded(workspace, subprocess_en
 
     data = workspace.root / "five.jsonl"
     data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in build_demo_rows()[:5]))
-    config = RunConfig(dataset=str(data), cutoff_len=64, per_device_train_batch_size=2, num_train_epochs=1,
+    config = tiny_config(dataset=str(data), cutoff_len=64, per_device_train_batch_size=2, num_train_epochs=1,
                        logging_steps=1, val_size=0, save_steps=100, group_by_length=False)
     config_file = workspace.root / "run.yaml"
     config.save(config_file)
@@ -219,7 +220,7 @@ def test_bf16_on_the_cpu_trains_lora_like_fp32(workspace, subprocess_env):
     from safetensors import safe_open
 
     config_file = workspace.root / "run.yaml"
-    RunConfig(max_steps=4, logging_steps=1, val_size=0, save_steps=100, lora_dropout=0.0).save(config_file)
+    tiny_config(max_steps=4, logging_steps=1, val_size=0, save_steps=100, lora_dropout=0.0).save(config_file)
 
     def train(name: str, *settings: str) -> Path:
         run = workspace.runs_dir / name

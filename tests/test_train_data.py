@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from backend.config import RunConfig
+from backend.config_recipes import tiny_config
 from backend.data.encode import IGNORE_INDEX
 from backend.data.resolve import DatasetNotFound, load_rows, resolve_dataset
 from backend.runs.files import list_checkpoints, mark_complete
@@ -28,7 +28,7 @@ def tokenizer(demo_model_dir):
 
 
 def test_loss_only_on_assistant_tokens(tokenizer, workspace):
-    config = RunConfig(val_size=0.1)
+    config = tiny_config(val_size=0.1)
     train, evaluation, counts = build_datasets(tokenizer, config, workspace)
     assert counts.train == len(train) and counts.eval == len(evaluation) and counts.dropped == 0
     rows, _ = load_rows(resolve_dataset("demo", workspace))
@@ -43,7 +43,7 @@ def test_loss_only_on_assistant_tokens(tokenizer, workspace):
 
 
 def test_train_on_prompt_labels_everything(tokenizer, workspace):
-    train, _, _ = build_datasets(tokenizer, RunConfig(val_size=0, train_on_prompt=True), workspace)
+    train, _, _ = build_datasets(tokenizer, tiny_config(val_size=0, train_on_prompt=True), workspace)
     assert all(e["labels"] == e["input_ids"] for e in train.select(range(10)))
 
 
@@ -56,8 +56,8 @@ def test_overflow_truncates_or_drops(tokenizer, workspace, tmp_path):
             row("Hi", "word " * 200),  # the answer runs past the cutoff: cut, the start is kept
             row("word " * 200, "Hello.")]  # the prompt alone is past the cutoff: nothing to learn
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    _, _, cut = build_datasets(tokenizer, RunConfig(dataset=str(data), val_size=0, cutoff_len=64), workspace)
-    _, _, drop = build_datasets(tokenizer, RunConfig(dataset=str(data), val_size=0, cutoff_len=64, overflow="drop"),
+    _, _, cut = build_datasets(tokenizer, tiny_config(dataset=str(data), val_size=0, cutoff_len=64), workspace)
+    _, _, drop = build_datasets(tokenizer, tiny_config(dataset=str(data), val_size=0, cutoff_len=64, overflow="drop"),
                                 workspace)
     assert (cut.train, cut.truncated, cut.dropped) == (2, 1, 1)
     assert cut.reasons == {"answer cut away by cutoff_len": 1}
@@ -96,7 +96,7 @@ def test_workspace_dataset_uses_its_own_eval_split(tokenizer, workspace):
             for n in range(3)]
     save_dataset(workspace.datasets_dir, "mine", rows, source={"path": "x", "sha256": "0"}, fixes=[],
                  rows_before=3, eval_ratio=0.34)
-    train, evaluation, counts = build_datasets(tokenizer, RunConfig(dataset="mine", val_size=0.5), workspace)
+    train, evaluation, counts = build_datasets(tokenizer, tiny_config(dataset="mine", val_size=0.5), workspace)
     assert (counts.train, counts.eval) == (2, 1)
 
 
@@ -107,7 +107,7 @@ def test_unusable_rows_are_skipped_and_counted(tokenizer, workspace, tmp_path):
     turns = [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello."}]
     data.write_text("\n".join(json.dumps(r) for r in [{"conversations": turns}, {"conversations": "oops"},
                                                        {"conversations": turns}]) + "\n")
-    train, _, counts = build_datasets(tokenizer, RunConfig(dataset=str(data), val_size=0), workspace)
+    train, _, counts = build_datasets(tokenizer, tiny_config(dataset=str(data), val_size=0), workspace)
     assert (counts.total, counts.train, counts.dropped) == (3, 2, 1)
     assert counts.reasons == {SCHEMA_REASON: 1}
 
@@ -139,7 +139,7 @@ def test_grad_norms_grouped_per_layer(demo_model_dir):
 
 
 def test_errors_are_one_sentence_with_advice():
-    config = RunConfig(per_device_train_batch_size=16, cutoff_len=1024)
+    config = tiny_config(per_device_train_batch_size=16, cutoff_len=1024)
     oom = explain(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), config)
     for knob in ("per_device_train_batch_size (now 16)", "cutoff_len (now 1024)", "gradient_checkpointing",
                  "qlora"):
@@ -162,7 +162,7 @@ def test_disk_check_refuses_a_save_that_cannot_fit(tmp_path):
     (tmp_path / "fresh-run").mkdir()
     with pytest.raises(DiskFullError, match="a checkpoint needs about"):
         DiskSpaceCallback(tmp_path / "fresh-run", first_estimate_bytes=10**18).check()
-    explained = explain(OSError(28, "No space left on device"), RunConfig(), tmp_path)
+    explained = explain(OSError(28, "No space left on device"), tiny_config(), tmp_path)
     assert "disk space on the disk mounted at" in explained.error
     assert "continues from checkpoint-5, which was kept" in explained.advice
 
@@ -198,11 +198,11 @@ def test_an_absurd_plan_is_warned_with_its_estimated_time(tmp_path):
     from backend.training.plan_check import PlanCheck, human_duration, steps_warning
     from tests.test_config import _TinyLM
 
-    config = RunConfig(max_steps=10**12, val_size=0)
+    config = tiny_config(max_steps=10**12, val_size=0)
     assert "1,000,000,000,000 optimizer steps (max_steps=1000000000000)" in steps_warning(10**12, config)
-    epochs = RunConfig(num_train_epochs=1e30)
+    epochs = tiny_config(num_train_epochs=1e30)
     assert "num_train_epochs=1e+30" in steps_warning(derived_numbers(epochs, 241)["total_steps"], epochs)
-    assert steps_warning(derived_numbers(RunConfig(), 241)["total_steps"], RunConfig()) is None  # the demo plan
+    assert steps_warning(derived_numbers(tiny_config(), 241)["total_steps"], tiny_config()) is None  # the demo plan
 
     class StopAfterTwo(TrainerCallback):
         def on_step_end(self, args, state, control, **kwargs):

@@ -18,6 +18,7 @@ import torch
 from safetensors.torch import load_file
 
 from backend.config import RunConfig
+from backend.config_recipes import tiny_config
 from backend.runs.files import list_checkpoints, read_status
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,7 +41,7 @@ def quick(workspace) -> list[str]:
 def worker(workspace, env, *sets: str, run_dir: Path | None = None, args=(), wait=True):
     config = workspace.root / "run.yaml"
     if not config.exists():
-        RunConfig().save(config)
+        tiny_config().save(config)
     command = [sys.executable, "-m", "backend.train", "--workspace", str(workspace.root)]
     command += list(args) or ["--config", str(config), "--run-dir", str(run_dir)]
     for item in sets:
@@ -273,11 +274,11 @@ def _safe_metrics(run: Path) -> list[dict]:
 def test_resume_refuses_a_different_adapter_shape_or_scale(workspace, subprocess_env, setting, words):
     run = workspace.runs_dir / "shape"
     run.mkdir()
-    RunConfig().save(run / "config.yaml")
+    tiny_config().save(run / "config.yaml")
     result = worker(workspace, subprocess_env, setting, args=["--resume", str(run)])
     assert result.returncode == 2
     assert words in result.stderr and read_status(run)["state"] == "failed"
-    assert RunConfig.load(run / "config.yaml") == RunConfig()  # a refused resume leaves the config as it was
+    assert RunConfig.load(run / "config.yaml") == tiny_config()  # a refused resume leaves the config as it was
 
 
 def test_command_line_run_holds_its_devices_and_a_resume_records_its_settings(workspace, subprocess_env, quick,
@@ -298,7 +299,7 @@ def test_command_line_run_holds_its_devices_and_a_resume_records_its_settings(wo
         time.sleep(0.3)
     assert read_status(run)["devices"] == ["cpu"]
     with pytest.raises(RunError, match="cpu is busy with run by-hand"):
-        RunStore(workspace, devices=devices).launch(RunConfig(devices="cpu"))
+        RunStore(workspace, devices=devices).launch(tiny_config(devices="cpu"))
     os.killpg(process.pid, signal.SIGTERM)
     (run / ".hold").unlink()
     assert process.wait(timeout=300) == 0 and read_status(run)["state"] == "stopped"

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from backend.config import ConfigError, RunConfig
+from backend.config_recipes import tiny_config
 from backend.data.resolve import DatasetUnreadable, check_dataset, load_rows
 from backend.runs.store import RunError, RunStore
 from ui import forms
@@ -30,7 +31,7 @@ def page(tmp_path_factory, demo_model_dir):
     from ui.shell import build_app
 
     ws = Workspace(tmp_path_factory.mktemp("first") / "ws").ensure()
-    save_settings(ws, train=RunConfig(trust_remote_code=True, eval_steps=None).to_dict())  # an old settings file
+    save_settings(ws, train=tiny_config(trust_remote_code=True, eval_steps=None).to_dict())  # an old settings file
     blocks = build_app(ws)
     return {getattr(b, "elem_id", None): b for b in blocks.blocks.values() if getattr(b, "elem_id", None)}
 
@@ -50,11 +51,11 @@ def test_fresh_data_tab_says_what_to_do_instead_of_an_empty_table(page):
 
 def test_optional_numbers_are_shown_empty(page):
     for name in ("eval_steps", "num_processes", "save_total_limit", "early_stopping_patience", "neftune_noise_alpha"):
-        config = RunConfig(save_total_limit=None)
+        config = tiny_config(save_total_limit=None)
         assert dict(zip(forms.NAMES, forms.form_values(config)))[name] == ""
         assert "0 = empty" not in forms.help_text(name)
     assert page["train-eval-steps"].value == "" and page["train-num-processes"].value == ""
-    values = dict(zip(forms.NAMES, forms.form_values(RunConfig())))
+    values = dict(zip(forms.NAMES, forms.form_values(tiny_config())))
     values.update(eval_steps=" 7 ", num_processes="0", neftune_noise_alpha="5")
     config = forms.config_from_values(list(values.values()), "demo", "demo")
     assert (config.eval_steps, config.num_processes, config.neftune_noise_alpha) == (7, None, 5.0)
@@ -65,7 +66,7 @@ def test_optional_numbers_are_shown_empty(page):
 
 def test_trust_remote_code_is_never_remembered(page, workspace):
     assert page["train-trust-remote-code"].value is False  # the old settings file had it on
-    save_settings(workspace, train=RunConfig(trust_remote_code=True, lora_r=4).to_dict())
+    save_settings(workspace, train=tiny_config(trust_remote_code=True, lora_r=4).to_dict())
     saved = load_settings(workspace)["train"]
     assert "trust_remote_code" not in saved and saved["lora_r"] == 4
     assert "trust_remote_code" not in json.loads(workspace.settings_file.read_text(encoding="utf-8"))["train"]
@@ -73,7 +74,7 @@ def test_trust_remote_code_is_never_remembered(page, workspace):
 
 @pytest.mark.skipif(importlib.util.find_spec("wandb") is not None, reason="wandb is installed here")
 def test_wandb_without_the_package_says_how_to_install_it(workspace, subprocess_env, tmp_path):
-    config = RunConfig(report_to="wandb", max_steps=1)
+    config = tiny_config(report_to="wandb", max_steps=1)
     with pytest.raises(ConfigError, match="pip install wandb"):
         config.check_packages()
     ctx = UIContext(workspace=workspace, texts=merge_texts(train.TEXT, runs.TEXT), i18n=None)
@@ -123,7 +124,7 @@ def test_the_worker_trains_on_the_named_dataset(workspace, tmp_path):
     from backend.training.dataset import build_datasets
 
     folder = _llama_factory_folder(tmp_path / "lf")
-    config = RunConfig(dataset=str(folder), dataset_name="chat", val_size=0.0)
+    config = tiny_config(dataset=str(folder), dataset_name="chat", val_size=0.0)
     train_data, eval_data, counts = build_datasets(load_tokenizer(workspace.models_dir / "demo"), config, workspace)
     assert counts.total == 6 and len(train_data) == 6 and eval_data is None
 

@@ -13,7 +13,7 @@ import time
 import gradio as gr
 import pytest
 
-from backend.config import RunConfig
+from backend.config_recipes import tiny_config
 from backend.runs.files import METRICS_FILE, list_checkpoints
 from tests.polling import wait_for
 from ui import charts, forms, run_view
@@ -31,7 +31,7 @@ def ctx(workspace):
 
 
 def start(ctx, **settings) -> str:
-    config = RunConfig(devices="cpu", per_device_train_batch_size=4, logging_steps=1, **settings)
+    config = tiny_config(devices="cpu", per_device_train_batch_size=4, logging_steps=1, **settings)
     message, run_id = train.start(ctx, "en", config.model_name_or_path, config.dataset, *forms.form_values(config))
     assert run_id, message
     return run_id
@@ -59,7 +59,7 @@ def test_smoothing_and_heatmap_shapes_by_hand():
 @pytest.mark.slow
 def test_monitor_follows_a_real_run_that_is_killed_then_a_failed_one(ctx):
     run_id = start(ctx, max_steps=12, save_steps=2, eval_steps=2, val_size=0.2, run_name="watched")
-    refused, other = train.start(ctx, "en", "demo", "demo", *forms.form_values(RunConfig(devices="cpu")))
+    refused, other = train.start(ctx, "en", "demo", "demo", *forms.form_values(tiny_config(devices="cpu")))
     assert other is None and f"busy with run {run_id}" in refused  # one job per device
     rows, ids, watched = runs.list_runs(ctx)
     assert ids == [run_id] and watched == run_id and rows[0][3] == "lora"
@@ -136,6 +136,6 @@ def test_stop_and_resume_buttons_say_why_they_cannot_act(ctx):
 
     assert "No run to act on" in run_actions.stop(ctx, "en", None)
     assert "没有可操作的运行" in run_actions.resume(ctx, "zh", "")
-    run_id = ctx.store.create(RunConfig(devices="cpu"))
+    run_id = ctx.store.create(tiny_config(devices="cpu"))
     assert run_actions.stop(ctx, "en", run_id) == f"❌ Run {run_id} is not running (state: queued)."
     assert run_actions.resume(ctx, "en", "../etc").startswith("❌ No run named '../etc'")

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from backend.config import RunConfig
+from backend.config_recipes import tiny_config
 from backend.data.demo_rows import build_demo_rows
 from backend.models.hardware import Device, as_dicts, detect_devices
 from ui import forms
@@ -40,10 +41,10 @@ def browser_values(config: RunConfig) -> list:
 
 
 def test_form_values_round_trip_through_runconfig():
-    config = RunConfig(method="qlora", quantization_bits=8, lora_target=["q_proj", "v_proj"], eval_steps=10,
+    config = tiny_config(method="qlora", quantization_bits=8, lora_target=["q_proj", "v_proj"], eval_steps=10,
                        max_steps=30, per_device_train_batch_size=4, neftune_noise_alpha=5.0, devices="cpu")
     assert forms.config_from_values(browser_values(config), "demo", "demo") == config
-    values = dict(zip(forms.NAMES, browser_values(RunConfig())))
+    values = dict(zip(forms.NAMES, browser_values(tiny_config())))
     # Cleared boxes mean "empty"; a cleared devices box means auto; 'all-linear' wins over names.
     values.update(save_total_limit="", run_name="", devices="", lora_target=["all-linear", "q_proj"],
                   method_choice="full")
@@ -55,7 +56,7 @@ def test_form_values_round_trip_through_runconfig():
 def test_plan_shows_derived_numbers_and_a_fitting_estimate(ctx, devices):
     rows = train.count_rows(ctx, "demo")
     assert rows == {"rows": len(build_demo_rows()), "has_eval": False}
-    config = RunConfig(per_device_train_batch_size=4, gradient_accumulation_steps=2, num_train_epochs=3,
+    config = tiny_config(per_device_train_batch_size=4, gradient_accumulation_steps=2, num_train_epochs=3,
                        val_size=0.1, warmup_ratio=0.1, devices="cpu")
     derived, estimate = train.plan(ctx, "en", "demo", "demo", rows, devices, *browser_values(config))
     n_train = rows["rows"] - round(rows["rows"] * 0.1)
@@ -73,14 +74,14 @@ def test_plan_warns_about_an_absurd_number_of_steps(ctx, devices, tmp_path):
     from ui import run_view
 
     rows = {"rows": 268}
-    sane, _ = train.plan(ctx, "en", "demo", "demo", rows, devices, *browser_values(RunConfig(devices="cpu")))
+    sane, _ = train.plan(ctx, "en", "demo", "demo", rows, devices, *browser_values(tiny_config(devices="cpu")))
     assert "⚠" not in sane
-    absurd = RunConfig(max_steps=10**12, devices="cpu")
+    absurd = tiny_config(max_steps=10**12, devices="cpu")
     for lang, words in (("en", "Lower max_steps"), ("zh", "请调低 max_steps")):
         derived, _ = train.plan(ctx, lang, "demo", "demo", rows, devices, *browser_values(absurd))
         assert "1,000,000,000,000" in derived and words in derived
     epochs, _ = train.plan(ctx, "en", "demo", "demo", rows, devices,
-                           *browser_values(RunConfig(num_train_epochs=1e30, devices="cpu")))
+                           *browser_values(tiny_config(num_train_epochs=1e30, devices="cpu")))
     assert "Lower num_train_epochs" in epochs
     # The worker's own warning (written after its first step) is shown above a running run's charts.
     run_dir = tmp_path / "20260101-000000-long"
@@ -92,18 +93,18 @@ def test_plan_warns_about_an_absurd_number_of_steps(ctx, devices, tmp_path):
 
 
 def test_verdict_says_what_does_not_fit(ctx, devices):
-    big = RunConfig(method="full", per_device_train_batch_size=8, cutoff_len=2048, devices="cpu")
+    big = tiny_config(method="full", per_device_train_batch_size=8, cutoff_len=2048, devices="cpu")
     _, estimate = train.plan(ctx, "en", "Qwen/Qwen2.5-7B-Instruct", "demo", {"rows": 10}, devices,
                              *browser_values(big))
     assert estimate.startswith("❌ Does not fit on CPU") and "gradient checkpointing" in estimate
-    small = RunConfig(method="qlora", gradient_checkpointing=True, per_device_train_batch_size=2, cutoff_len=1024)
+    small = tiny_config(method="qlora", gradient_checkpointing=True, per_device_train_batch_size=2, cutoff_len=1024)
     _, estimate = train.plan(ctx, "zh", "Qwen/Qwen2.5-7B-Instruct", "demo", {"rows": 10}, as_dicts([H100]),
                              *browser_values(small))
     assert estimate.startswith("✅ NVIDIA H100 放得下") and "bf16" in estimate
 
 
 def test_invalid_settings_show_the_config_sentence(ctx, devices):
-    values = dict(zip(forms.NAMES, browser_values(RunConfig())))
+    values = dict(zip(forms.NAMES, browser_values(tiny_config())))
     values.update(val_size=0.0, early_stopping_patience=2.0)
     derived, estimate = train.plan(ctx, "en", "demo", "demo", {"rows": 10}, devices, *values.values())
     assert "early_stopping_patience needs an eval split" in derived and estimate == ""
@@ -121,7 +122,7 @@ def test_local_model_folder_is_checked_as_typed(ctx, tmp_path, demo_model_dir):
 
 
 def test_show_command_and_yaml_reproduce_the_config(ctx, tmp_path):
-    config = RunConfig(max_steps=7, lora_r=4, devices="cpu")
+    config = tiny_config(max_steps=7, lora_r=4, devices="cpu")
     message, command, text = train.show_command(ctx, "en", "demo", "demo", *browser_values(config))
     argv = shlex.split(command)
     assert argv[argv.index("-m"):argv.index("-m") + 4] == ["-m", "backend.train", "--config", "run.yaml"]

@@ -60,6 +60,7 @@ class UIContext:
     # dataset name chosen in Data, used by Train) and "run_id" (run chosen in Runs).
     shared: dict[str, Any] = field(default_factory=dict)
     store: RunStore | None = None  # the app's one RunStore; made for `workspace` when not given
+    recipe: str = "starter"  # the Train form's defaults before anything was saved (backend/config_recipes.py)
 
     def __post_init__(self) -> None:
         if self.store is None:

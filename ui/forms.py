@@ -139,7 +139,7 @@ def _optional_number(value: Any) -> Any:
 def config_from_values(values: list[Any], model: str, dataset: str, base: RunConfig | None = None) -> RunConfig:
     """A validated RunConfig from the form values (NAMES order); raises ConfigError."""
     data = (base or RunConfig()).to_dict()
-    data.update(model_name_or_path=model or "demo", dataset=dataset or "demo")
+    data.update(model_name_or_path=model or data["model_name_or_path"], dataset=dataset or data["dataset"])
     for name, value in zip(NAMES, values):
         if name == "method_choice":
             data["method"], data["quantization_bits"] = METHOD_CHOICES.get(value, ("lora", None))
@@ -247,6 +247,10 @@ FIELD_TEXT: dict[str, dict[str, str]] = {f"train.field.{name}": text for name, t
     "save_total_limit": _label("Keep at most N checkpoints", "最多保留 N 个检查点"),
     "gradient_checkpointing": _label("Gradient checkpointing", "梯度检查点"),
     "train_on_prompt": _label("Train on prompt", "在提示词上训练"),
+    "identity_name": _label("Name for {{name}}", "{{name}} 填入的名字"),
+    "identity_author": _label("Maker for {{author}}", "{{author}} 填入的开发者"),
+    "replay": _label("Replay (keep what the model knew)", "回放（保留模型原有能力）"),
+    "replay_share": _label("Replay share of the rows", "回放数据占比"),
     "devices": _label("Devices", "设备"),
     "stage": _label("Stage", "训练阶段"),
     "init_adapter": _label("Start from adapter (SFT run's final/ or checkpoint)", "从适配器继续（SFT 运行的 final/ 或检查点）"),

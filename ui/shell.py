@@ -64,7 +64,7 @@ def load_tab_modules() -> dict[str, ModuleType]:
     return modules
 
 
-def build_app(workspace: Workspace) -> gr.Blocks:
+def build_app(workspace: Workspace, recipe: str = "starter") -> gr.Blocks:
     """The whole UI for `workspace` (not launched)."""
     modules = load_tab_modules()
     texts = merge_texts(TEXT, *(getattr(m, "TEXT", {}) for m in modules.values()))
@@ -80,7 +80,8 @@ def build_app(workspace: Workspace) -> gr.Blocks:
                 elem_id="shell-language",
                 scale=0,
             )
-        ctx = UIContext(workspace=workspace, texts=texts, i18n=i18n, lang=lang, store=RunStore(workspace))
+        ctx = UIContext(workspace=workspace, texts=texts, i18n=i18n, lang=lang, store=RunStore(workspace),
+                        recipe=recipe)
         ctx.shared["dataset"] = gr.State(saved.get("dataset"))
         ctx.shared["run_id"] = gr.State(saved.get("run_id"))
         # A RunConfig as a dict that Chat's "Train on these votes" hands to the Train form.

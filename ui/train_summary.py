@@ -49,12 +49,19 @@ def dataset_rows(dataset: str, workspace: Workspace, dataset_name: str | None = 
     return {"rows": rows, "has_eval": has_eval}
 
 
-def derived_text(msg: Msg, config: RunConfig, rows: dict | None, world_size: int = 1) -> str:
+def derived_text(msg: Msg, config: RunConfig, rows: dict | None, world_size: int = 1,
+                 has_template: bool = True) -> str:
+    """The step numbers of the Plan; `has_template`: the model has its own chat template (replay's auto rule)."""
+    from backend.training.replay import replay_applies, replay_count
+
     if not rows or "rows" not in rows:
         return msg("train.derived.no_rows", error=(rows or {}).get("error", ""))
     train_rows = rows["rows"] if rows.get("has_eval") else split_sizes(rows["rows"], config.val_size)[0]
-    numbers = derived_numbers(config, train_rows, world_size)
-    text = msg("train.derived", rows=train_rows, **numbers)
+    replay = replay_count(config, train_rows) if replay_applies(config, train_rows, has_template) else 0
+    numbers = derived_numbers(config, train_rows + replay, world_size)
+    text = msg("train.derived", rows=train_rows + replay, **numbers)
+    if replay:
+        text += "\n\n" + msg("train.derived.replay", replay=replay, rows=train_rows, setting=config.replay)
     if numbers["total_steps"] > MANY_STEPS:  # the same threshold the worker warns at
         knob = "max_steps" if config.max_steps > 0 else "num_train_epochs"
         text += "\n\n" + msg("train.derived.many_steps", total_steps=numbers["total_steps"], knob=knob)
@@ -116,12 +123,56 @@ def model_text(msg: Msg, model: str, workspace: Workspace, lang: str = "en") -> 
         return msg("train.model.preset", label=preset.label, params=preset.num_parameters / 1e9,
                    context=preset.context_length)
     from backend.models.loading import inspect_model_folder
-
-    report = inspect_model_folder(model)
-    if report["ok"]:
-        params = (report["num_parameters"] or 0) / 1e6
-        return msg("train.model.ok", architecture=report["architecture"], params=params,
-                   context=report["context_length"])
     from ui.i18n import localize
 
+    report = inspect_model_folder(model)
+    # The template the run gets (the Plan names the form's choice) and what would keep answers from stopping.
+    notes = [localize(report["template"], lang)] if report["template"] else []
+    notes += [f"⚠️ {localize(w, lang)}" for w in report["warning_messages"]]
+    if report["ok"]:
+        params = (report["num_parameters"] or 0) / 1e6
+        return "\n\n".join([msg("train.model.ok", architecture=report["architecture"], params=params,
+                                  context=report["context_length"]), *notes])
     return msg("train.model.problems") + "\n" + "\n".join(f"- {localize(p, lang)}" for p in report["problem_messages"])
+
+
+def template_text(config: RunConfig, workspace: Workspace, lang: str = "en") -> str:
+    """The Plan's chat template line for the form's model and chat_template: the sentence the worker
+    logs, or why the choice does not fit. Empty for a model not on disk yet (a hub id, or an offline
+    model before its conversion): the worker says it in train.log."""
+    from backend.models.chat_templates import folder_template_check
+    from ui.i18n import localize
+
+    folder = local_model_folder(config.model_name_or_path, workspace)
+    if folder is None:
+        return ""
+    check = folder_template_check(folder, config.chat_template)
+    if check["problem"] is not None:
+        return f"❌ {localize(check['problem'], lang)}"
+    return localize(check["plan"], lang) if check["plan"] else ""
+
+
+def check_template(config: RunConfig, workspace: Workspace) -> None:
+    """Start refuses a chat_template that does not fit, with the worker's own sentence."""
+    from backend.models.chat_templates import folder_template_check
+
+    folder = local_model_folder(config.model_name_or_path, workspace)
+    problem = folder_template_check(folder, config.chat_template)["problem"] if folder else None
+    if problem is not None:
+        raise ConfigError(problem)
+
+
+def local_model_folder(model: str, workspace: Workspace):
+    """The folder `model` names when it is already on disk (a folder, or the demo / an offline model
+    built or converted in the workspace); None otherwise (nothing is built here)."""
+    from pathlib import Path
+
+    from backend.models.loading import DEMO_MODEL, needs_build, resolve_model_path
+
+    try:
+        if needs_build(model, workspace.models_dir):
+            return None
+        path = Path(resolve_model_path(model or DEMO_MODEL, workspace.models_dir))
+    except Exception:  # noqa: BLE001 - a wrong name: the model check above says why
+        return None
+    return path if path.is_dir() else None

@@ -1,4 +1,4 @@
-"""From a run's `dataset` setting to rows: 'demo' / 'demo-pairs', a workspace
+"""From a run's `dataset` setting to rows: 'identity' / 'demo' / 'demo-pairs', a workspace
 dataset name (datasets/<name>/, with its own eval split when it has one), a
 file, or one dataset of a LLaMA-Factory folder (`dataset_name`); and the
 seeded train / eval split. The worker (backend/training/), the evaluator and
@@ -36,11 +36,15 @@ class DatasetUnreadable(DatasetNotFound):
 
 
 def resolve_dataset(name: str, workspace: Workspace) -> Path:
-    """The file or folder behind `dataset`: 'demo', a workspace dataset name, or a path."""
+    """The file or folder behind `dataset`: 'identity', 'demo', a workspace dataset name, or a path."""
     if name == "demo":
         from backend.data.demo_rows import ensure_demo_dataset
 
         return ensure_demo_dataset(workspace.datasets_dir)
+    if name == "identity":
+        from backend.data.identity_rows import ensure_identity_dataset
+
+        return ensure_identity_dataset(workspace.datasets_dir)
     if name == "demo-pairs":
         from backend.data.demo_pairs import ensure_demo_pairs
 

@@ -19,6 +19,7 @@ from backend.models.presets import PRESETS, ModelPreset  # noqa: F401  (re-expor
 from backend.runs.file_lock import file_lock
 
 DEMO_MODEL = "demo"
+DEMO_NAMES = (DEMO_MODEL, "demo-tiny")  # the tiny demo model: the test suite's fast model
 DEMO_VERSION_FILE = "DEMO_VERSION"
 BITSANDBYTES_PIN = "bitsandbytes==0.50.2"
 
@@ -80,14 +81,70 @@ def _demo_is_current(folder: Path, version: str) -> bool:
         return False
 
 
-def resolve_model_path(name_or_path: str, models_dir: Path) -> str:
-    """'demo' -> the built demo folder; a local folder -> its path; else the hub id unchanged."""
-    if name_or_path == DEMO_MODEL:
-        return str(ensure_demo_model(models_dir))
+def resolve_model_path(name_or_path: str, models_dir: Path, progress=None) -> str:
+    """'demo' -> the built demo folder; an offline model's name or a GGUF file -> its converted
+    folder in models_dir (converted on first use, `progress(step, steps)` following it); a
+    local folder -> its path; else the hub id unchanged."""
+    from backend.models.gguf_source import GGUFSourceError
+
+    if name_or_path in DEMO_NAMES:
+        return str(ensure_demo_model(models_dir, progress=progress))
+    try:
+        folder = converted_folder(name_or_path, models_dir, progress)
+    except GGUFSourceError as error:
+        raise ModelLoadError(error.catalogued or str(error)) from error
+    if folder is not None:
+        return str(folder)
     candidate = Path(name_or_path).expanduser()
     if candidate.is_dir():
         return str(candidate)
     return name_or_path
+
+
+def converted_folder(name_or_path: str, models_dir: Path, progress=None) -> Path | None:
+    """The Hugging Face folder for an offline model's name or a GGUF file (or a folder holding
+    one), converted first when needed; None for any other name."""
+    from backend.models.gguf_source import ensure_converted, find_gguf, gguf_model_name
+    from backend.models.offline import OFFLINE_MODELS, ensure_offline_model
+
+    if name_or_path in OFFLINE_MODELS:
+        return ensure_offline_model(name_or_path, models_dir, progress=progress)
+    gguf_file = find_gguf(name_or_path)
+    if gguf_file is None:
+        return None
+    return ensure_converted(gguf_file, Path(models_dir) / gguf_model_name(gguf_file), progress=progress)
+
+
+def needs_build(name_or_path: str, models_dir: Path) -> bool:
+    """True when using this model first builds or converts it (minutes): a stage of the run."""
+    from backend.models.gguf_source import GGUFSourceError, converted_is_current, find_gguf, gguf_model_name
+    from backend.models.offline import OFFLINE_MODELS, offline_model_ready
+
+    if name_or_path in DEMO_NAMES:
+        return not demo_model_ready(models_dir)
+    if name_or_path in OFFLINE_MODELS:
+        return not offline_model_ready(name_or_path, models_dir)
+    try:
+        gguf_file = find_gguf(name_or_path)
+    except GGUFSourceError:
+        return False  # resolving says why
+    return gguf_file is not None and not converted_is_current(
+        Path(models_dir) / gguf_model_name(gguf_file), gguf_file.resolve())
+
+
+def has_own_chat_template(name_or_path: str, models_dir: Path) -> bool:
+    """Whether the model ships a chat template, without loading it: the demo model and the offline
+    instruct model do, a folder says so in its files, a hub id is taken to (the presets are chat models)."""
+    from backend.models.offline import OFFLINE_MODELS
+
+    if name_or_path in DEMO_NAMES:
+        return True
+    if name_or_path in OFFLINE_MODELS:
+        return OFFLINE_MODELS[name_or_path].kind == "instruct"
+    folder = Path(name_or_path).expanduser()
+    if folder.is_dir():
+        return _has_chat_template(folder)
+    return not folder.suffix.lower() == ".gguf"
 
 
 # ---------------------------------------------------------------- folder checks
@@ -153,12 +210,15 @@ def model_context_length(path: str | Path) -> int:
     raise ModelLoadError(msg("model.no_context", config=Path(path) / "config.json", keys=", ".join(CONTEXT_KEYS)))
 
 
-def inspect_model_folder(path: str | Path) -> dict:
+def inspect_model_folder(path: str | Path, chat_template: str = "auto") -> dict:
     """Check a local model folder; `problems` holds one sentence per thing to fix (English),
-    `problem_messages` the same as catalogued messages (translated by the UI)."""
+    `problem_messages` the same as catalogued messages (translated by the UI). `template`: the
+    chat template `chat_template` gives it (a sentence; a choice that does not fit is a problem),
+    `warning_messages`: what does not block training but would stop answers from stopping."""
     folder = Path(path).expanduser()
     report = {"ok": False, "problems": [], "problem_messages": [], "architecture": None, "context_length": None,
-              "num_parameters": None, "has_chat_template": False, "has_tokenizer": False}
+              "num_parameters": None, "has_chat_template": False, "has_tokenizer": False,
+              "template": None, "warnings": [], "warning_messages": []}
     problems = report["problem_messages"]
     if not folder.is_dir():
         problems.append(msg("model.not_folder", folder=folder))
@@ -177,8 +237,14 @@ def inspect_model_folder(path: str | Path) -> dict:
     if not report["has_tokenizer"]:
         problems.append(msg("model.no_tokenizer", files=", ".join(TOKENIZER_FILES), folder=folder))
     report["has_chat_template"] = _has_chat_template(folder)
-    if not report["has_chat_template"]:
-        problems.append(msg("model.no_chat_template"))
+    if report["has_tokenizer"]:  # a base model without a template trains with the one chosen for it
+        from backend.models.chat_templates import folder_template_check
+
+        check = folder_template_check(folder, chat_template)
+        report["template"], report["warning_messages"] = check["plan"], list(check["warnings"])
+        if check["problem"] is not None:
+            problems.append(check["problem"])
+        report["warnings"] = [str(w) for w in report["warning_messages"]]
     if not _has_weights(folder):
         problems.append(msg("model.no_weights", folder=folder))
     report["problems"] = [str(p) for p in problems]

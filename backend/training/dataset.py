@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 from backend.config import RunConfig
 from backend.data.encode import IGNORE_INDEX, encode_messages
+from backend.data.identity_rows import identity_values
+from backend.data.textrules import fill_placeholders
 from backend.data.resolve import load_rows, resolve_dataset, split_rows
 from backend.runs.workspace import Workspace
 
@@ -26,11 +28,13 @@ class RowCounts:
     truncated: int = 0  # kept, but cut to cutoff_len
     train: int = 0
     eval: int = 0
+    replay: int = 0  # of `train`: the base model's own answers mixed in (backend/training/replay.py)
     reasons: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {"rows_total": self.total, "rows_dropped": self.dropped, "rows_truncated": self.truncated,
-                "rows_train": self.train, "rows_eval": self.eval, "dropped_reasons": self.reasons}
+                "rows_train": self.train, "rows_eval": self.eval, "rows_replay": self.replay,
+                "dropped_reasons": self.reasons}
 
     def drop(self, reason: str, count: int = 1) -> None:
         self.dropped += count
@@ -59,8 +63,17 @@ def encode_rows(tokenizer, rows: list[dict], config: RunConfig, counts: RowCount
     return encoded
 
 
-def build_datasets(tokenizer, config: RunConfig, workspace: Workspace):
-    """(train Dataset, eval Dataset or None, RowCounts)."""
+def fill_rows(rows: list[dict], values: dict[str, str]) -> list[dict]:
+    """Rows with `{{name}}` / `{{author}}` filled in every turn (a new list; the input is left as it is)."""
+    if not values:
+        return rows
+    return [{**row, "messages": [{**m, "content": fill_placeholders(m["content"], values)} for m in row["messages"]]}
+            for row in rows]
+
+
+def build_datasets(tokenizer, config: RunConfig, workspace: Workspace, replay=None):
+    """(train Dataset, eval Dataset or None, RowCounts). `replay(train_rows)`, when given, returns
+    the replay rows to mix into the training split (backend/training/replay.py); eval stays the user's."""
     from datasets import Dataset
 
     counts = RowCounts()
@@ -69,6 +82,12 @@ def build_datasets(tokenizer, config: RunConfig, workspace: Workspace):
         rows, eval_rows = split_rows(rows, config.val_size, config.seed)
     if config.val_size == 0:
         eval_rows = None  # the user turned evaluation off
+    values = identity_values(config)
+    rows, eval_rows = fill_rows(rows, values), (fill_rows(eval_rows, values) if eval_rows else eval_rows)
+    if replay is not None:
+        mixed = replay(len(rows))
+        counts.replay = len(mixed)
+        rows = rows + mixed
     train = encode_rows(tokenizer, rows, config, counts)
     evaluation = encode_rows(tokenizer, eval_rows, config, counts) if eval_rows else []
     counts.train, counts.eval = len(train), len(evaluation)

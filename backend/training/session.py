@@ -22,7 +22,7 @@ from backend.training.arguments import argument_values
 from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, GracefulStop, _barrier
 from backend.training.cli import Job, StopRequest
 from backend.training.dataset import RowCounts, build_datasets
-from backend.training.demo_stage import prepare_demo_model
+from backend.training.model_stage import prepare_model
 from backend.training.disk import remove_partial_saves
 from backend.training.metrics_log import MetricsCallback
 from backend.training.model import attention_implementation, build_model, parameter_counts
@@ -51,18 +51,29 @@ class Session:
 
 
 def resolve_model(job: Job, stop: StopRequest | None = None) -> str:
-    from backend.models.loading import model_context_length, resolve_model_path
+    from backend.models.loading import model_context_length
 
     name = job.config.model_name_or_path
-    if name == "demo":  # built on first use: a stage of this run with its own progress
-        prepare_demo_model(job.workspace.models_dir, job.run_dir if job.is_main else None,
-                           should_stop=(lambda: stop.requested) if stop else None)
-    path = resolve_model_path(name, job.workspace.models_dir)
+    # The demo model and GGUF sources are built or converted on first use: a stage with its own progress.
+    path = prepare_model(name, job.workspace.models_dir, job.run_dir if job.is_main else None,
+                         should_stop=(lambda: stop.requested) if stop else None)
     if not Path(path).is_dir() and (name.startswith((".", "/", "~")) or name.count("/") != 1):
         raise ConfigError(msg("train.model_missing", path=Path(name).expanduser()))
     if Path(path).is_dir():
         job.config.check_model_context(model_context_length(path))
     return path
+
+
+def _replay_source(config, model_path: str, tokenizer, job: Job):
+    """replay(train_rows) -> the replay rows for this run (none when it does not apply)."""
+    from backend.training.replay import replay_applies, replay_count, replay_rows
+
+    def replay(train_rows: int) -> list[dict]:
+        if not replay_applies(config, train_rows, bool(tokenizer.chat_template)):
+            return []
+        return replay_rows(model_path, tokenizer, job.workspace.datasets_dir, replay_count(config, train_rows),
+                           config.seed)
+    return replay
 
 
 def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
@@ -90,6 +101,10 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
         held = {} if read_status(job.run_dir).get("devices") else {"devices": [d.id for d in devices]}
         update_status(job.run_dir, precision=precision, world_size=job.world_size, **held)
     tokenizer = load_tokenizer(model_path, trust_remote_code=config.trust_remote_code)
+    template = apply_for_model(tokenizer, config.chat_template, model_path)  # before any row is encoded
+    log.info("%s", template.describe())
+    if job.is_main:  # what `auto` became, beside the choice config.yaml names
+        update_status(job.run_dir, chat_template=template.as_dict())
     preference = config.stage != "sft"
     if preference:
         from backend.training.preference import build_preference_datasets, init_adapter_dir
@@ -98,13 +113,10 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
         train_data, eval_data, counts = build_preference_datasets(tokenizer, config, job.workspace)
     else:
         adapter = None
-        train_data, eval_data, counts = build_datasets(tokenizer, config, job.workspace)
-    log.info("rows: %d total, %d train, %d eval, %d truncated, %d dropped %s", counts.total, counts.train,
-             counts.eval, counts.truncated, counts.dropped, counts.reasons or "")
-    template = apply_for_model(tokenizer, config.chat_template, model_path)  # before any row is encoded
-    log.info("%s", template.describe())
-    if job.is_main:  # what `auto` became, beside the choice config.yaml names
-        update_status(job.run_dir, chat_template=template.as_dict())
+        train_data, eval_data, counts = build_datasets(tokenizer, config, job.workspace,
+                                                       replay=_replay_source(config, model_path, tokenizer, job))
+    log.info("rows: %d total, %d train (%d of them replay), %d eval, %d truncated, %d dropped %s", counts.total,
+             counts.train, counts.replay, counts.eval, counts.truncated, counts.dropped, counts.reasons or "")
     quantized_on_gpu = config.method == "qlora" and not on_cpu
     device_map = {"": int(os.environ.get("LOCAL_RANK", "0"))} if quantized_on_gpu else None
     checkpointing = checkpointing_for(config, model_path, precision, devices)

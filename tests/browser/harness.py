@@ -80,7 +80,7 @@ class AppProcess:
 
     def command(self) -> list[str]:
         return [sys.executable, *self.python_args, str(REPO / "app.py"), "--port", str(self.port),
-                "--workspace", str(self.workspace), *self.extra_args]
+                "--workspace", str(self.workspace), "--recipe", "demo-tiny", *self.extra_args]
 
     def start(self, timeout: float = 90.0) -> AppProcess:
         """Launch and wait for the first HTTP 200 (raises with the log tail if it never comes)."""

@@ -14,6 +14,7 @@ from pathlib import Path
 import gradio as gr
 
 from backend.config import ConfigError, RunConfig
+from backend.models.offline import OFFLINE_MODELS
 from backend.models.presets import PRESETS
 from backend.runs.safe_names import UnsafeName, clean_name, path_inside
 from backend.runs.store import RunError
@@ -35,8 +36,8 @@ TEXT: dict[str, dict[str, str]] = {
                           "离线演示模型：在本机构建的小型 Qwen2，CPU 上几分钟即可训练完。"),
     "train.model.preset": _("{label}: {params:.2f} B parameters, context {context} tokens (loaded from the hub or its local cache).",
                             "{label}：{params:.2f} B 参数，上下文 {context} token（从 Hub 或本地缓存加载）。"),
-    "train.model.ok": _("✅ Model folder looks complete: {architecture}, about {params:.0f} M parameters, context {context} tokens, tokenizer and chat template present.",
-                        "✅ 模型文件夹完整：{architecture}，约 {params:.0f} M 参数，上下文 {context} token，含分词器和对话模板。"),
+    "train.model.ok": _("✅ Model folder looks complete: {architecture}, about {params:.0f} M parameters, context {context} tokens, tokenizer present.",
+                        "✅ 模型文件夹完整：{architecture}，约 {params:.0f} M 参数，上下文 {context} token，含分词器。"),
     "train.model.problems": _("❌ This model folder cannot be trained yet:", "❌ 该模型文件夹暂时无法训练："),
     "train.remote_warning": _("⚠️ Trust remote code runs Python files shipped with the model on this machine. Tick it only for a model whose source you trust.",
                               "⚠️ 信任远程代码会在本机运行模型自带的 Python 文件。仅对来源可信的模型勾选。"),
@@ -56,6 +57,11 @@ TEXT: dict[str, dict[str, str]] = {
                        "**{rows}** 条训练数据 → 有效批大小 **{effective_batch}**，每轮 **{steps_per_epoch}** 步，共 **{total_steps}** 步（**{epochs}** 轮），预热 **{warmup_steps}** 步。"),
     "train.derived.many_steps": _("⚠ **{total_steps:,}** optimizer steps: the worker will say how long that takes after its first step. Lower {knob} unless you mean it.",
                                   "⚠ 共 **{total_steps:,}** 个优化步：训练第一步后会给出预计用时。除非确有此意，请调低 {knob}。"),
+    "train.derived.replay": _("Replay ({setting}): **{replay}** of the base model's own answers to general prompts are "
+                              "mixed into your **{rows}** rows, so the model keeps what it knew (generated once "
+                              "per model, then cached). Set replay to off to train on your rows alone.",
+                              "回放（{setting}）：把基础模型自己对通用问题的 **{replay}** 条回答混入你的 **{rows}** 条数据，"
+                              "让模型保留原有能力（每个模型只生成一次并缓存）。把 replay 设为 off 则只用你的数据训练。"),
     "train.derived.no_rows": _("Step numbers appear once the dataset can be read. {error}", "数据集可读后显示步数。{error}"),
     "train.estimate.unknown": _("No memory estimate: {reason}", "无法估算显存：{reason}"),
     "train.estimate.header": _("{params:.1f} M parameters, {trainable:.2f} M trainable, computing in {precision}.",
@@ -128,7 +134,7 @@ def check_model(ctx: UIContext, lang: str, model: str) -> str:
 
 
 def count_rows(ctx: UIContext, dataset: str, dataset_name: str | None = None) -> dict:
-    return summary.dataset_rows((dataset or "demo").strip(), ctx.workspace, (dataset_name or "").strip() or None)
+    return summary.dataset_rows((dataset or "identity").strip(), ctx.workspace, (dataset_name or "").strip() or None)
 
 
 def plan(ctx: UIContext, lang: str, model: str, dataset: str, rows: dict, devices: list[dict],
@@ -141,8 +147,12 @@ def plan(ctx: UIContext, lang: str, model: str, dataset: str, rows: dict, device
     except ConfigError as error:
         return msg("train.msg.invalid", error=localize(error, lang)), ""
     found = summary.devices_from_state(devices)
-    derived = summary.derived_text(msg, config, rows, scale_view.world_size(config, found))
-    return (derived + "\n\n" + scale_view.launch_text(msg, config, found),
+    from backend.models.loading import has_own_chat_template
+
+    derived = summary.derived_text(msg, config, rows, scale_view.world_size(config, found),
+                                   has_own_chat_template(config.model_name_or_path, ctx.workspace.models_dir))
+    template = summary.template_text(config, ctx.workspace, lang)  # the worker's own sentence, or its refusal
+    return (derived + "\n\n" + scale_view.launch_text(msg, config, found) + (f"\n\n{template}" if template else ""),
             summary.estimate_text(msg, config, ctx.workspace, found, lang))
 
 
@@ -151,6 +161,7 @@ def start(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> tuple
     msg = _msg(ctx, lang)
     try:
         config = forms.config_from_values(list(values), model, dataset)
+        summary.check_template(config, ctx.workspace)  # the worker would refuse it the same way (exit 2)
         run_id = ctx.store.launch(config)
     except (ConfigError, RunError) as error:
         return msg("train.msg.invalid", error=localize(error, lang)), None
@@ -204,11 +215,14 @@ def load_yaml(ctx: UIContext, lang: str, path: str | None) -> list:
 # --- layout -----------------------------------------------------------------
 
 def _defaults(ctx: UIContext) -> RunConfig:
-    """The last started config (settings.json), else RunConfig's defaults."""
+    """The last started config (settings.json), else the app's recipe (RunConfig's defaults: the starter)."""
+    from backend.config_recipes import recipe_config
+
+    saved = ctx.saved().get("train")
     try:
-        return RunConfig.from_dict(ctx.saved().get("train") or {})
+        return RunConfig.from_dict(saved) if saved else recipe_config(ctx.recipe)
     except ConfigError:
-        return RunConfig()
+        return recipe_config(ctx.recipe)
 
 
 def _dataset_choices(ctx: UIContext) -> list[str]:
@@ -216,13 +230,15 @@ def _dataset_choices(ctx: UIContext) -> list[str]:
     from backend.data.saved_datasets import list_workspace_datasets
 
     names = [d["name"] for d in list_workspace_datasets(ctx.workspace.datasets_dir)]
-    return ["demo", *[n for n in names if n != "demo"]]
+    return ["identity", "demo", *[n for n in names if n not in ("identity", "demo")]]
 
 
 def build(ctx: UIContext) -> None:
     defaults = _defaults(ctx)
     t = ctx.t
-    model_choices = [("demo", "demo"), *[(f"{p.label} ({hub_id})", hub_id) for hub_id, p in PRESETS.items()]]
+    model_choices = [*[(f"{m.label} · {name}", name) for name, m in OFFLINE_MODELS.items()],
+                     ("Tiny demo model (2M, tests) · demo", "demo"),
+                     *[(f"{p.label} ({hub_id})", hub_id) for hub_id, p in PRESETS.items()]]
     c: dict = {}
     with gr.Row():
         with gr.Column(scale=3):

@@ -1,0 +1,137 @@
+"""Replay: the base model's own answers to general prompts, mixed into a small
+training set so that a fine-tune keeps what the model knew.
+
+A few dozen identity rows trained at a learning rate that teaches them also
+pull every other answer towards them ("What is the capital of France?" ->
+"La France est la capital de l'Allemagne", measured on SmolLM2-135M; see
+docs/DEMO.md). Training on the base's own greedy answers beside them costs
+the base nothing to learn (they are already its most likely tokens) and holds
+the rest of its behaviour in place.
+
+The answers are generated once per base model (greedy, batched) and cached in
+workspace/datasets/.replay/<key>.jsonl; an answer that does not end with the
+model's end of turn within REPLAY_MAX_NEW_TOKENS is left out, so replay never
+teaches a model not to stop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import random
+from pathlib import Path
+
+from backend.data.general_prompts import REPLAY_PROMPTS
+from backend.runs.files import atomic_write_text
+
+log = logging.getLogger("backend.train")
+
+REPLAY_VERSION = 1  # bump when the prompts or the generation change: caches are made anew
+REPLAY_AUTO_BELOW = 1000  # training rows; `replay: auto` mixes replay into smaller sets
+REPLAY_MAX_NEW_TOKENS = 128
+# Prompts per generate call. Greedy decoding runs until the longest answer of a batch ends, so
+# fewer, wider batches take fewer sequential steps (88 prompts: 3 calls, not 6).
+REPLAY_BATCH = 32
+CACHE_DIR = ".replay"
+
+
+def replay_applies(config, train_rows: int, has_own_template: bool) -> bool:
+    """Whether this run mixes replay rows in: `on`, or `auto` for a small SFT set on a model with
+    its own chat template (a base model's answers in a template it never saw are no guide)."""
+    if config.stage != "sft" or config.replay == "off":
+        return False
+    if config.replay == "on":
+        return True
+    return train_rows < REPLAY_AUTO_BELOW and has_own_template
+
+
+def replay_count(config, train_rows: int) -> int:
+    """Replay rows to add so that they make up `replay_share` of the mixed set (at most one per prompt)."""
+    share = config.replay_share
+    wanted = round(train_rows * share / (1 - share)) if share < 1 else len(REPLAY_PROMPTS)
+    return max(0, min(wanted, len(REPLAY_PROMPTS)))
+
+
+def cache_key(model_path: str | Path, tokenizer) -> str:
+    """Changes with the model's weights, its chat template and the replay prompts."""
+    folder = Path(model_path)
+    stamps = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.glob("*.safetensors")) \
+        if folder.is_dir() else [str(model_path)]
+    text = json.dumps([str(folder.resolve()) if folder.is_dir() else str(model_path), stamps,
+                       tokenizer.chat_template or "", REPLAY_VERSION, list(REPLAY_PROMPTS)], default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def replay_rows(model_path: str | Path, tokenizer, datasets_dir: Path, count: int, seed: int) -> list[dict]:
+    """`count` replay rows (a seeded sample of the cached answers), generating the cache first."""
+    if count <= 0:
+        return []
+    cache = Path(datasets_dir) / CACHE_DIR / f"{cache_key(model_path, tokenizer)}.jsonl"
+    rows = _read_cache(cache)
+    if rows is None:
+        log.info("replay: the base model answers %d general prompts once (cached in %s)", len(REPLAY_PROMPTS), cache)
+        rows = generate_answers(model_path, tokenizer, REPLAY_PROMPTS)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(cache, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    picked = random.Random(seed).sample(rows, min(count, len(rows)))
+    log.info("replay: %d of the base model's own answers mixed into the training rows", len(picked))
+    return picked
+
+
+def _read_cache(path: Path) -> list[dict] | None:
+    try:
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (OSError, ValueError):
+        return None
+
+
+def warm_cache(model_path: str | Path, datasets_dir: Path, trust_remote_code: bool = False) -> None:
+    """Generate the replay cache of a model ahead of its first run (the app does it at start for
+    its default model, beside the model's conversion), so that run does not wait for it."""
+    from backend.models.loading import load_tokenizer
+
+    tokenizer = load_tokenizer(model_path, trust_remote_code=trust_remote_code)
+    if tokenizer.chat_template:
+        replay_rows(model_path, tokenizer, datasets_dir, 1, 0)
+
+
+def generate_answers(model_path: str | Path, tokenizer, prompts) -> list[dict]:
+    """Greedy answers of the model at `model_path`, as canonical rows; unfinished answers left out."""
+    import torch
+
+    from backend.models.loading import load_model
+
+    model = load_model(model_path, dtype=torch.float32)
+    model.eval()
+    stop_ids = _stop_ids(tokenizer, model)
+    padding_side, tokenizer.padding_side = tokenizer.padding_side, "left"
+    rows = []
+    try:
+        for start in range(0, len(prompts), REPLAY_BATCH):
+            batch = list(prompts[start:start + REPLAY_BATCH])
+            texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
+                                                   add_generation_prompt=True) for p in batch]
+            inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+            with torch.inference_mode():
+                output = model.generate(**inputs, max_new_tokens=REPLAY_MAX_NEW_TOKENS, do_sample=False,
+                                        eos_token_id=stop_ids, pad_token_id=tokenizer.pad_token_id)
+            for prompt, ids in zip(batch, output[:, inputs["input_ids"].shape[1]:].tolist()):
+                ended = next((i for i, token in enumerate(ids) if token in stop_ids), None)
+                answer = tokenizer.decode(ids[:ended], skip_special_tokens=True).strip() if ended else ""
+                if answer:
+                    rows.append({"messages": [{"role": "user", "content": prompt},
+                                              {"role": "assistant", "content": answer}]})
+    finally:
+        tokenizer.padding_side = padding_side
+        del model
+    log.info("replay: %d of %d answers ended with the end of turn and are kept", len(rows), len(prompts))
+    return rows
+
+
+def _stop_ids(tokenizer, model) -> list[int]:
+    ids = model.generation_config.eos_token_id
+    ids = set(ids if isinstance(ids, list) else [ids] if ids is not None else [])
+    if tokenizer.eos_token_id is not None:
+        ids.add(tokenizer.eos_token_id)
+    return sorted(ids)
