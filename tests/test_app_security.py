@@ -35,7 +35,15 @@ def test_non_loopback_bind_is_refused_without_the_flag(host, tmp_path):
 
 def test_malformed_auth_is_refused(tmp_path):
     result = run_app("--auth", "just-a-user", "--port", str(free_port()), "--workspace", str(tmp_path / "ws"))
-    assert result.returncode != 0 and "USER:PASS" in result.stderr
+    assert result.returncode == 2 and "USER:PASS" in result.stderr
+
+
+@pytest.mark.parametrize("port", ["99999", "0", "-1"])
+def test_a_port_out_of_range_is_a_sentence(port, tmp_path):
+    result = run_app("--port", port, "--workspace", str(tmp_path / "ws"))
+    assert result.returncode == 2, result.stderr
+    assert f"--port {port} is not a port" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "ws").exists()
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +73,12 @@ def status(op, url: str, data: bytes | None = None, headers: dict | None = None)
         return error.code, error.read()
 
 
-def upload(op, app: AppProcess, size: int) -> tuple[int, bytes]:
+def upload(op, app: AppProcess, size: int, headers: dict | None = None) -> tuple[int, bytes]:
     boundary = uuid.uuid4().hex
     body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"data.json\"\r\n"
             "Content-Type: application/json\r\n\r\n").encode() + b"x" * size + f"\r\n--{boundary}--\r\n".encode()
-    return status(op, app.url + "gradio_api/upload", body, {"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    return status(op, app.url + "gradio_api/upload", body,
+                  {"Content-Type": f"multipart/form-data; boundary={boundary}", **(headers or {})})
 
 
 def test_login_is_required(secured):
@@ -108,6 +117,28 @@ def test_files_outside_the_workspace_cannot_be_read(secured):
     assert b"event: error" in stream and b"not uploaded by a user" in stream and b"secret" not in stream
 
 
+def test_requests_under_another_host_name_are_refused(secured):
+    """DNS rebinding: evil.example resolving to 127.0.0.1 still sends Host: evil.example."""
+    op = opener(secured, PASSWORD)
+    assert status(op, secured.url + "config")[0] == 200
+    for host in (f"evil.example:{secured.port}", "evil.example", f"127.0.0.1.evil.example:{secured.port}"):
+        code, body = status(op, secured.url + "config", headers={"Host": host})
+        assert code == 400 and b"does not answer as" in body and b"--allow-remote" in body, (host, body)
+        assert upload(op, secured, 10, headers={"Host": host})[0] == 400
+    assert status(op, f"http://localhost:{secured.port}/config")[0] != 400   # 401: the cookie is 127.0.0.1's
+
+
+def test_requests_sent_by_another_sites_page_are_refused(secured):
+    """CSRF: a form on another site can POST here (a 'simple' request, no preflight); its Origin gives it away."""
+    op = opener(secured, PASSWORD)
+    assert upload(op, secured, 10, headers={"Origin": f"http://127.0.0.1:{secured.port}"})[0] == 200
+    for origin in ("http://evil.example", "null", f"http://localhost:{secured.port + 1}"):
+        code, body = upload(op, secured, 10, headers={"Origin": origin})
+        assert code == 403 and b"another site" in body, (origin, body)
+    form = urllib.parse.urlencode({"username": USER, "password": PASSWORD}).encode()
+    assert status(opener(), secured.url + "login", form, {"Origin": "http://evil.example"})[0] == 403
+
+
 def test_monitoring_and_mcp_are_off(secured):
     op = opener(secured, PASSWORD)
     assert status(op, secured.url + "monitoring")[0] in (403, 404)
@@ -137,12 +168,13 @@ def test_auth_from_the_environment_and_remote_with_the_flag(monkeypatch, capsys)
 
 
 @pytest.mark.parametrize("size", ["abc", "", "12", "1.5gb", "200 zb"])
-def test_a_malformed_upload_limit_is_a_sentence(size):
+def test_a_malformed_upload_limit_is_a_sentence(size, capsys):
     import app
 
     with pytest.raises(SystemExit) as refused:
         app.check_args(app.parse_args(["--max-file-size", size]))
-    assert f"--max-file-size {size!r} is not a size" in str(refused.value.code)
+    assert refused.value.code == 2
+    assert f"--max-file-size {size!r} is not a size" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("size", ["200mb", "2GB", "10 kb", "512b"])

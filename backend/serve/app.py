@@ -72,6 +72,18 @@ class Guard:
         return None
 
 
+def host_refusal(status: int, reason: str, value: str) -> JSONResponse:
+    """HostCheck's answer (backend/serve/hosts.py) in OpenAI's error shape."""
+    if reason == "host":
+        return error_response(ApiError(400, f"This server does not answer as {value!r} (the Host header): use the "
+                                            "address it listens on, e.g. http://127.0.0.1:PORT/v1, or start it with "
+                                            "--allow-remote NAME for a name of this machine.",
+                                       param="host", code="invalid_host"))
+    return error_response(ApiError(403, f"A page from another site ({value}) cannot use this server: call it from "
+                                        "a program (the openai package, curl), not from a web page.",
+                                   param="origin", code="cross_origin"))
+
+
 def too_large(limit: int) -> ApiError:
     return ApiError(413, f"The request body is larger than this server's limit of {limit:,} bytes: send a "
                          "shorter prompt.", param="body", code="request_too_large")

@@ -31,15 +31,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--model", default=None, help="base model folder, if not the one in the run's config.yaml")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
-    parser.add_argument("--allow-remote", action="store_true",
-                        help="allow a --host other computers can reach (then an API key is required)")
+    parser.add_argument("--allow-remote", nargs="*", default=None, metavar="NAME",
+                        help="allow a --host other computers can reach (then an API key is required); the NAMEs "
+                             "are the host names clients use besides --host (requests under any other are refused)")
     parser.add_argument("--api-key", default=os.environ.get(API_KEY_ENV),
                         help=f"key clients must send as 'Authorization: Bearer KEY' (or set {API_KEY_ENV})")
     parser.add_argument("--device", default="cpu", help="cpu or cuda:N")
     parser.add_argument("--engine", default="transformers", choices=ENGINES,
                         help="transformers (this process) or vllm (vLLM's server, GPU hosts)")
     parser.add_argument("--max-queue", type=int, default=32,
-                        help="requests that may wait while one generates; more get 429 (default: 32)")
+                        help="requests that may wait while one generates, at least 1; more get 429 (default: 32)")
     parser.add_argument("--max-batch", type=int, default=8,
                         help="waiting greedy requests answered together in one generate call (default: 8; 1 = off)")
     parser.add_argument("--max-body", type=int, default=None, help="largest request body in bytes (default: 1 MiB)")
@@ -53,7 +54,7 @@ def check_args(args: argparse.Namespace) -> None:
     from backend.serve.hosts import is_loopback
 
     if not is_loopback(args.host):
-        if not args.allow_remote:
+        if args.allow_remote is None:
             raise Refused(f"Refusing to listen on {args.host}: other computers could use your models. Use --host "
                           "127.0.0.1, or add --allow-remote together with --api-key KEY if you mean it.")
         if not args.api_key:
@@ -61,10 +62,18 @@ def check_args(args: argparse.Namespace) -> None:
                           f"(or set {API_KEY_ENV}) so only your clients can use the server.")
     if args.api_key is not None and not args.api_key.strip():
         raise Refused("--api-key is empty: give a key, or leave the option out on 127.0.0.1.")
+    if args.api_key is not None and not (args.api_key.isascii() and args.api_key.isprintable()):
+        # HTTP headers carry Latin-1 bytes and clients send the key as ASCII: no client could ever match it.
+        raise Refused("--api-key holds characters other than printable ASCII (letters, digits, punctuation), which "
+                      "no client can send in an Authorization header: choose a key made of those, e.g. the output "
+                      "of `python -c 'import secrets; print(secrets.token_urlsafe())'`.")
     if not 1 <= args.port <= 65535:
         raise Refused(f"--port {args.port} is not a port: use a number from 1 to 65535.")
-    if args.max_queue < 0:
-        raise Refused(f"--max-queue {args.max_queue} must be 0 or more.")
+    if args.max_queue < 1:
+        # Every request passes through the queue on its way to the generation thread: with 0 places
+        # even an idle server would answer 429 to all of them.
+        raise Refused(f"--max-queue {args.max_queue} would refuse every request: give 1 or more (the requests "
+                      "that may wait while one generates).")
     if args.max_batch < 1:
         raise Refused(f"--max-batch {args.max_batch} must be 1 (no batching) or more.")
     if args.max_body is not None and args.max_body < 1024:

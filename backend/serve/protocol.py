@@ -14,6 +14,11 @@ from dataclasses import dataclass, field
 
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 MAX_STOP_STRINGS = 4
+# Sampling divides the logits by the temperature: below this they overflow to inf and sampling
+# fails; 0 (greedy) is what a client means by a temperature this small.
+MIN_TEMPERATURE = 0.01
+# torch.manual_seed takes a 64-bit integer.
+SEED_RANGE = (-(1 << 63), (1 << 63) - 1)
 
 
 @dataclass(eq=False)   # eq would make it unhashable, and exceptions must hash
@@ -62,6 +67,9 @@ def parse_body(raw: bytes) -> dict:
         body = json.loads(raw)
     except UnicodeDecodeError:
         raise bad("body", "The request body is not UTF-8 text: send JSON.", "invalid_json") from None
+    except RecursionError:   # the parser's own nesting limit (about 1,000 levels), not a server failure
+        raise bad("body", "The request body nests lists or objects too deeply: send a flat chat request "
+                          "(messages of role and content).", "invalid_json") from None
     except ValueError as error:
         raise bad("body", f"The request body is not valid JSON ({error}): send one JSON object.", "invalid_json") from None
     if not isinstance(body, dict):
@@ -93,7 +101,7 @@ def _model(body: dict) -> str:
         raise bad("model", "'model' is required: one of the names GET /v1/models lists.", "missing_required_parameter")
     if not isinstance(model, str) or not model.strip():
         raise bad("model", f"'model' must be a non-empty string, not {_kind(model)}.")
-    return model
+    return _text("model", model)
 
 
 def _message(index: int, message) -> dict:
@@ -111,7 +119,7 @@ def _message(index: int, message) -> dict:
         content = "".join(_text_part(f"{where}.content[{i}]", part) for i, part in enumerate(content))
     if not isinstance(content, str):
         raise bad(f"{where}.content", f"{where}.content must be a string or a list of text parts, not {_kind(content)}.")
-    return {"role": ROLES[role], "content": content}
+    return {"role": ROLES[role], "content": _text(f"{where}.content", content)}
 
 
 def _text_part(where: str, part) -> str:
@@ -128,7 +136,7 @@ def _prompt(prompt) -> str | list[int]:
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
         prompt = prompt[0]   # a batch of one
     if isinstance(prompt, str):
-        return prompt
+        return _text("prompt", prompt)
     if isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0
                                                    for t in prompt):
         return prompt
@@ -143,13 +151,13 @@ def _sampling(body: dict) -> Sampling:
     name = "max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"
     top_k = _integer(body, "top_k", -1, None, 0)
     return Sampling(
-        temperature=_number(body, "temperature", 0.0, 2.0, 1.0),
+        temperature=_temperature(body),
         top_p=_number(body, "top_p", 0.0, 1.0, 1.0, open_low=True),
         top_k=max(0, top_k),
         repetition_penalty=_number(body, "repetition_penalty", 0.0, None, 1.0, open_low=True),
         max_tokens=None if max_tokens is None else _integer({name: max_tokens}, name, 1, None, None),
         stop=_stop(body.get("stop")),
-        seed=_integer(body, "seed", None, None, None),
+        seed=_integer(body, "seed", *SEED_RANGE, None),
         ignore_eos=_boolean(body, "ignore_eos", False),
     )
 
@@ -228,7 +236,25 @@ def _stop(stop) -> tuple[str, ...]:
         raise bad("stop", "'stop' must be a non-empty string or a list of non-empty strings.")
     if len(stops) > MAX_STOP_STRINGS:
         raise bad("stop", f"'stop' takes at most {MAX_STOP_STRINGS} strings (got {len(stops)}).")
-    return tuple(stops)
+    return tuple(_text("stop", s) for s in stops)
+
+
+def _text(param: str, value: str) -> str:
+    """JSON may spell half of a UTF-16 pair ("\\ud800") that is no character: no tokenizer can encode it."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise bad(param, f"'{param}' holds an unpaired UTF-16 surrogate (\\u{ord(value[error.start]):04x} at "
+                         f"character {error.start}), which is not text: send valid Unicode.") from None
+    return value
+
+
+def _temperature(body: dict) -> float:
+    value = _number(body, "temperature", 0.0, 2.0, 1.0)
+    if 0 < value < MIN_TEMPERATURE:
+        raise bad("temperature", f"'temperature' {value} is too small to sample with: send 0 for greedy answers, "
+                                 f"or at least {MIN_TEMPERATURE}.")
+    return value
 
 
 def _kind(value) -> str:

@@ -52,8 +52,9 @@ def serve(args: argparse.Namespace, served: ServedModels, sock: socket.socket) -
 def run_http(args, served: ServedModels, engine, sock: socket.socket, url: str) -> None:
     import uvicorn
 
-    from backend.serve.app import DEFAULT_MAX_BODY, Guard, Settings, build_app
+    from backend.serve.app import DEFAULT_MAX_BODY, Guard, Settings, build_app, host_refusal
     from backend.serve.bridge import Bridge
+    from backend.serve.hosts import HostCheck, allowed_hosts
 
     bridge = Bridge(engine, args.device, args.max_queue, args.max_batch)
     settings = Settings(api_key=args.api_key or None, max_body=args.max_body or DEFAULT_MAX_BODY)
@@ -72,6 +73,7 @@ def run_http(args, served: ServedModels, engine, sock: socket.socket, url: str) 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _exit_cleanly)
     app = Guard(build_app(served, bridge, settings, lifespan=lifespan), settings)
+    app = HostCheck(app, allowed_hosts(args.host, args.allow_remote or ()), host_refusal)
     config = uvicorn.Config(app, log_level="info", timeout_graceful_shutdown=GRACEFUL_STOP_S, server_header=False,
                             lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])

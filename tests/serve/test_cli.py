@@ -26,6 +26,10 @@ def run_dir(serve_workspace):
     (["--api-key", " "], "--api-key is empty"),
     (["--checkpoint", "checkpoint-99"], "checkpoint-8, checkpoint-16, final"),
     (["--port", "70000"], "not a port"),
+    (["--api-key", "clé-secrète"], "printable ASCII"),
+    (["--api-key", "key\twith-tab"], "printable ASCII"),
+    (["--max-queue", "0"], "would refuse every request"),
+    (["--host", "0.0.0.0", "--allow-remote", "studio.lan"], "needs an API key"),
     (["--device", "gpu"], "not a device"),
     (["--model", "/no/such/model"], "not a model folder"),
     (["--engine", "vllm"], "pip install 'vllm=="),
@@ -83,3 +87,17 @@ def test_fit_context_says_the_numbers():
     assert error.value.status == 400 and "513 tokens (10 in the prompt, 503 for max_tokens)" in error.value.message
     with pytest.raises(ApiError, match="maximum context length is 512 tokens"):
         fit_context(512, None, 512, "chat")
+
+
+def test_names_a_server_answers_as():
+    from backend.serve.hosts import allowed_hosts, host_allowed
+
+    local = allowed_hosts("127.0.0.1")
+    assert all(host_allowed(h, local) for h in ("127.0.0.1:8000", "localhost", "[::1]:8000", "LocalHost:1"))
+    assert not any(host_allowed(h, local) for h in ("evil.example", "", "127.0.0.1.nip.io:8000", "[::1"))
+    named = allowed_hosts("192.168.1.20", ["studio.lan"])
+    assert host_allowed("192.168.1.20:8000", named) and host_allowed("Studio.LAN:8000", named)
+    everywhere = allowed_hosts("0.0.0.0")
+    assert "127.0.0.1" in everywhere and "0.0.0.0" not in everywhere
+    assert socket.gethostname().lower() in everywhere
+    assert host_allowed("abc.gradio.live", local, share=True) and not host_allowed("abc.gradio.live", local)

@@ -67,6 +67,14 @@ def test_unknown_model_is_404_with_the_names(api):
     ({"model": "base", "messages": HELLO, "seed": 1.5}, "seed"),
     ({"model": "base", "messages": HELLO, "stream": "yes"}, "stream"),
     ({"model": "base", "messages": HELLO, "tools": [{"type": "function"}]}, "tools"),
+    # What once got a 500 (issue 26): nesting past the JSON parser's limit, numbers torch cannot take,
+    # and text that is no Unicode (a lone UTF-16 surrogate spelled as a JSON escape).
+    (b'{"model": "base", "messages": ' + b"[" * 3_500 + b"]" * 3_500 + b"}", "body"),
+    ({"model": "base", "messages": HELLO, "temperature": 1e-300}, "temperature"),
+    ({"model": "base", "messages": HELLO, "seed": 2 ** 70}, "seed"),
+    ({"model": "base", "messages": HELLO, "seed": -(2 ** 70)}, "seed"),
+    (b'{"model": "base", "messages": [{"role": "user", "content": "hi \\ud800 there"}]}', "messages[0].content"),
+    (b'{"model": "base\\udc00", "messages": [{"role": "user", "content": "hi"}]}', "model"),
 ])
 def test_malformed_requests_are_400_naming_the_field(api, body, param):
     if isinstance(body, bytes):
@@ -79,6 +87,9 @@ def test_malformed_requests_are_400_naming_the_field(api, body, param):
 
 
 def test_completions_refusals_name_the_field(api):
+    lone = api.post("/v1/completions", content=b'{"model": "base", "prompt": "\\ud83d"}',
+                    headers={"Content-Type": "application/json"})
+    assert error_of(lone, 400)["param"] == "prompt"
     assert error_of(api.post("/v1/completions", json={"model": "base"}), 400)["param"] == "prompt"
     batch = api.post("/v1/completions", json={"model": "base", "prompt": ["a", "b"]})
     assert "one per request" in error_of(batch, 400)["message"]
@@ -143,3 +154,24 @@ def test_a_client_that_leaves_mid_stream_frees_the_model(api):
     assert health["generated_tokens"] - before < 450
     answer = api.post("/v1/completions", json={"model": "base", "prompt": "Hello", "max_tokens": 2})
     assert answer.status_code == 200 and answer.json()["usage"]["completion_tokens"] == 2
+
+
+def test_only_its_own_host_names_are_answered(server, api):
+    """DNS rebinding: a page whose own name resolves to 127.0.0.1 still sends that name as Host."""
+    for host in (f"evil.example:{server.port}", "evil.example", f"127.0.0.1.evil.example:{server.port}"):
+        refused = api.get("/v1/models", headers={"Host": host})
+        assert error_of(refused, 400)["code"] == "invalid_host" and "--allow-remote" in refused.json()["error"]["message"]
+    assert error_of(httpx.get(f"{server.url}/health", headers={"Host": "evil.example"}), 400)["param"] == "host"
+    for host in (f"127.0.0.1:{server.port}", f"localhost:{server.port}", f"[::1]:{server.port}", "LOCALHOST"):
+        assert api.get("/v1/models", headers={"Host": host}).status_code == 200, host
+
+
+def test_a_browser_request_from_another_origin_is_refused(server, api):
+    """A cross-site page may send a 'simple' POST (text/plain) without a preflight: its Origin gives it away."""
+    body = json.dumps({"model": "base", "messages": HELLO, "max_tokens": 1})
+    cross = api.post("/v1/chat/completions", content=body, headers={"Origin": "http://evil.example",
+                                                                   "Content-Type": "text/plain"})
+    assert error_of(cross, 403)["code"] == "cross_origin"
+    assert error_of(api.get("/v1/models", headers={"Origin": "null"}), 403)["param"] == "origin"
+    same = api.post("/v1/chat/completions", content=body, headers={"Origin": server.url})
+    assert same.status_code == 200
