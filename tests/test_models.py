@@ -39,7 +39,6 @@ def test_inspect_demo_folder_is_ok(demo_model_dir):
 @pytest.mark.parametrize("remove, expected", [
     ("config.json", "config.json is missing"),
     ("tokenizer.json", "No tokenizer files"),
-    ("chat_template.jinja", "no chat template"),
     ("model.safetensors", "No weights"),
 ])
 def test_inspect_names_what_is_missing(demo_copy, remove, expected):
@@ -47,6 +46,14 @@ def test_inspect_names_what_is_missing(demo_copy, remove, expected):
     report = inspect_model_folder(demo_copy)
     assert not report["ok"]
     assert len(report["problems"]) == 1 and expected in report["problems"][0], report["problems"]
+
+
+def test_a_folder_without_a_chat_template_is_named_the_one_it_gets(demo_copy):
+    (demo_copy / "chat_template.jinja").unlink()
+    report = inspect_model_folder(demo_copy)
+    assert report["ok"] and not report["has_chat_template"], report["problems"]
+    assert str(report["template"]).startswith("Chat template: chatml (the model has none; matched by its architecture)")
+    assert not inspect_model_folder(demo_copy, "own")["ok"]
 
 
 def test_inspect_bad_json_and_missing_folder(demo_copy, tmp_path):

@@ -118,7 +118,7 @@ def test_local_model_folder_is_checked_as_typed(ctx, tmp_path, demo_model_dir):
     (tmp_path / "half").mkdir()
     (tmp_path / "half" / "config.json").write_text("{}")
     report = train.check_model(ctx, "en", str(tmp_path / "half"))
-    assert "cannot be trained yet" in report and "No tokenizer files" in report and "chat template" in report
+    assert "cannot be trained yet" in report and "No tokenizer files" in report and "No weights" in report
 
 
 def test_show_command_and_yaml_reproduce_the_config(ctx, tmp_path):

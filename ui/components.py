@@ -23,6 +23,9 @@ CHAT_CSS = """
 .ft-problem { color: #b91c1c; font-size: 0.9em; }
 .ft-pair { display: flex; gap: 8px; } .ft-pair > div { flex: 1; min-width: 0; }
 .ft-pair-head { font-size: 0.8em; font-weight: 600; margin-top: 4px; }
+.ft-template { white-space: pre-wrap; word-break: break-word; font-family: monospace; font-size: 0.9em;
+               border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px 10px; color: #111827; }
+.ft-masked { background: #e5e7eb; } .ft-trained { background: #bbf7d0; }
 """
 
 
@@ -81,3 +84,13 @@ def token_histogram(stats: dict | None, title: str, x_label: str, y_label: str, 
     figure.update_layout(title=title, xaxis_title=x_label, yaxis_title=y_label, bargap=0.05,
                          height=320, margin={"l": 40, "r": 20, "t": 50, "b": 40}, showlegend=False)
     return figure
+
+
+def template_preview_html(preview: dict, title: str, legend: str, turn_lines: list[str]) -> str:
+    """One row as the trainer sees it (backend/data/template_preview.py): trained tokens green,
+    masked ones grey, then one line per answer saying whether it ends with the EOS."""
+    spans = "".join(f'<span class="{"ft-trained" if trained else "ft-masked"}">{html.escape(text)}</span>'
+                    for text, trained in preview["pieces"])
+    lines = "".join(f"<div>{html.escape(line)}</div>" for line in turn_lines)
+    return (f'<div class="ft-conv ft-template-row"><div class="ft-conv-head">{html.escape(title)} · {html.escape(legend)}</div>'
+            f'<div class="ft-template">{spans}</div>{lines}</div>')

@@ -34,6 +34,7 @@ class _Kept:
     session: DataSession
     key: tuple | None = None  # (plan, model, cutoff) of `analysis`
     analysis: Analysis | None = None
+    template: dict | None = None  # the first row through the model's chat template (template_preview)
 
 
 _kept: OrderedDict[str, _Kept] = OrderedDict()
@@ -75,8 +76,35 @@ def analyse(workspace: Workspace, state: dict) -> Analysis:
     if kept.key != key:
         tokenizer = load_tokenizer(workspace, model)
         kept.analysis = kept.session.analyse(FixPlan(**plan_values(plan)), tokenizer, model, cutoff)
+        kept.template = first_row_template(tokenizer, kept.analysis, cutoff)
         kept.key = key
     return kept.analysis
+
+
+def first_row_template(tokenizer, analysis: Analysis, cutoff: int) -> dict | None:
+    """The first row rendered through the template with the worker's encoding (None without a model
+    or rows, and for preference rows, which the SFT encoding does not take)."""
+    from backend.data.template_preview import template_preview
+
+    rows = [(index, row) for index, row in zip(analysis.indices, analysis.rows) if isinstance(row.get("messages"), list)]
+    if tokenizer is None or not rows:
+        return None
+    index, row = rows[0]
+    preview = template_preview(tokenizer, row["messages"], cutoff, row.get("tools"))
+    return {**preview, "template": _template_name(tokenizer), "row": index}
+
+
+def _template_name(tokenizer) -> str:
+    from backend.models.chat_templates import KNOWN
+
+    return next((name for name, known in KNOWN.items() if tokenizer.chat_template == known.template), "own")
+
+
+def template_view(state: dict) -> dict | None:
+    """The kept first-row template preview of the state's session (None when there is none)."""
+    with _lock:
+        kept = _kept.get(state.get("session") or "")
+    return kept.template if kept is not None else None
 
 
 def dataset_source(workspace: Workspace, name: str) -> Path:

@@ -28,6 +28,17 @@ TEXT: dict[str, dict[str, str]] = {
     "data.page": {"en": "Page", "zh": "页码"},
     "data.page_of": {"en": "Page {page} of {pages} ({rows} rows)", "zh": "第 {page} / {pages} 页（共 {rows} 行）"},
     "data.row": {"en": "Row {row} of the file", "zh": "文件第 {row} 行"},
+    "data.template.title": {"en": "Row {row} through the chat template ({template}), as the trainer sees it: "
+                                  "{trained} of {tokens} tokens train",
+                            "zh": "第 {row} 行套用对话模板（{template}）后训练器看到的样子：{tokens} 个 token 中有 {trained} 个参与训练"},
+    "data.template.legend": {"en": "Green: trained (loss). Grey: masked (-100).",
+                             "zh": "绿色：参与训练（计算损失）。灰色：被屏蔽（-100）。"},
+    "data.template.turn_ok": {"en": "Answer {turn}: {tokens} tokens, ends with the EOS {eos}.",
+                              "zh": "第 {turn} 个回答：{tokens} 个 token，以 EOS {eos} 结束。"},
+    "data.template.turn_bad": {"en": "Answer {turn}: {tokens} tokens, does NOT end with the EOS {eos} (last token "
+                                     "{last}): answers learnt from it would not stop.",
+                               "zh": "第 {turn} 个回答：{tokens} 个 token，没有以 EOS {eos} 结束（最后一个 token 为 {last}）："
+                                     "由此学到的回答不会停下。"},
     "data.no_rows": {"en": "No rows to show.", "zh": "没有可显示的行。"},
     "data.check_clean": {"en": "No row is flagged by this check.", "zh": "此项检查没有标记任何行。"},
     "data.fixes": {"en": "3. Fix", "zh": "3. 修复"},

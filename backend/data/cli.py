@@ -14,7 +14,8 @@ from pathlib import Path
 
 from backend.data.errors import DataError
 from backend.data.fix_table import add_cli_flags, plan_values
-from backend.data.prepare import load_model_tokenizer
+from backend.data.prepare import load_model_tokenizer, model_tokenizer_and_template
+from backend.data.template_preview import preview_text
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 
@@ -57,6 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="report what is wrong with a data file")
     _common(check)
     check.add_argument("--all-rows", action="store_true", help="with --json: list every flagged row, not examples")
+    check.add_argument("--show-template", type=int, metavar="ROW",
+                       help="with --model: print row ROW (1 = the first) rendered through the chat template, the "
+                            "tokens that train marked apart from the masked ones, and the EOS after each answer")
+    check.add_argument("--chat-template", default="auto",
+                       help="the run's chat_template: auto (default), own, gemma, llama3, chatml")
     fix = sub.add_parser("fix", help="apply fixes and save a workspace dataset (the file is not modified)")
     _common(fix)
     fix.add_argument("--out", required=True, help="name of the workspace dataset to write")
@@ -70,13 +76,37 @@ def build_parser() -> argparse.ArgumentParser:
 def run_check(args) -> int:
     from backend.data.checks import check_file
 
-    tokenizer = load_model_tokenizer(args.model, Path(args.workspace))
+    if args.show_template is not None and not args.model:
+        raise ValueError("--show-template renders a row through a model's chat template: add --model demo or --model PATH")
+    tokenizer, template = model_tokenizer_and_template(args.model, Path(args.workspace), args.chat_template)
     report = check_file(
         args.file, tokenizer=tokenizer, model=args.model, cutoff_len=args.cutoff,
         mapping=parse_mapping(args.mapping), dataset=args.dataset,
     )
-    print(json.dumps(report.to_dict(all_rows=args.all_rows), ensure_ascii=False) if args.json else report.to_text())
+    shown = show_template(args, tokenizer, template) if args.show_template is not None else None
+    if args.json:
+        out = report.to_dict(all_rows=args.all_rows)
+        if shown is not None:
+            out["template_preview"] = {**shown, "template": template.as_dict()}
+        print(json.dumps(out, ensure_ascii=False))
+    else:
+        print(report.to_text())
+        if shown is not None:
+            print("\n" + preview_text(shown, template.name))
     return report.exit_code
+
+
+def show_template(args, tokenizer, template) -> dict:
+    """Row `--show-template` (1-based, among the rows that load) as the worker encodes it."""
+    from backend.data.load import load_rows
+    from backend.data.template_preview import template_preview
+    from backend.messages import msg
+
+    rows = load_rows(args.file, parse_mapping(args.mapping), args.dataset).rows
+    if not 1 <= args.show_template <= len(rows):
+        raise ValueError(str(msg("template.show.row", row=args.show_template, count=len(rows))))
+    row = rows[args.show_template - 1]
+    return template_preview(tokenizer, row["messages"], args.cutoff, row.get("tools"))
 
 
 def run_fix(args) -> int:

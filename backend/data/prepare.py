@@ -19,7 +19,6 @@ from pathlib import Path
 from backend.data.errors import DataError
 from backend.data.fixes import FixPlan, apply_fixes
 from backend.data.load import SourceRow, iter_rows, no_usable_rows, open_source
-from backend.messages import msg
 
 PAGE_SIZE = 5
 
@@ -134,17 +133,28 @@ class DataSession:
         return out
 
 
-def load_model_tokenizer(model: str | None, workspace: Path):
-    """The tokenizer of 'demo' or a local model folder (None without a model)."""
+def load_model_tokenizer(model: str | None, workspace: Path, chat_template: str = "auto"):
+    """The tokenizer of 'demo' or a local model folder (None without a model), with the chat
+    template a run with `chat_template` trains through (a base model gets one: the counts are the
+    worker's)."""
+    return model_tokenizer_and_template(model, workspace, chat_template)[0]
+
+
+def model_tokenizer_and_template(model: str | None, workspace: Path, chat_template: str = "auto"):
+    """(tokenizer, TemplatePlan), or (None, None) without a model."""
     if not model:
-        return None
+        return None, None
+    from backend.models.chat_templates import TemplateError, apply_for_model
     from backend.models.loading import ModelLoadError, load_tokenizer, resolve_model_path
     from backend.runs.workspace import Workspace
 
     try:
-        tokenizer = load_tokenizer(resolve_model_path(model, Workspace(workspace).models_dir))
+        path = resolve_model_path(model, Workspace(workspace).models_dir)
+        tokenizer = load_tokenizer(path)
     except ModelLoadError as e:
         raise DataError("--model", str(e).rstrip(".")) from None
-    if not getattr(tokenizer, "chat_template", None):
-        raise DataError(model, msg("data.no_chat_template"), msg("data.hint.chat_model"))
-    return tokenizer
+    try:
+        plan = apply_for_model(tokenizer, chat_template, path)
+    except TemplateError as e:
+        raise DataError(model, e.catalogued or str(e)) from None
+    return tokenizer, plan

@@ -6,4 +6,5 @@ demo.py       build the offline demo model (tokenizer + tiny Llama) into the wor
 hardware.py   detect devices, choose training devices, CUDA_VISIBLE_DEVICES for a launch
 memory.py     the memory estimate of a run (weights, adapters, optimizer, activations, logits, shards)
 hub_cache.py  find a hub model in the local Hugging Face cache (export of hub-model runs)
+chat_templates.py  the chat template a run trains with (own, known, ChatML added), its EOS, the stop ids
 """

@@ -26,6 +26,7 @@ the demo model's template.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from backend.config import CHAT_TEMPLATES, ConfigError
@@ -278,3 +279,67 @@ def set_stop_ids(model, tokenizer) -> list[int]:
     ids = stop_token_ids(tokenizer, model.generation_config)
     model.generation_config.eos_token_id = ids[0] if len(ids) == 1 else ids
     return ids
+
+
+# ---------------------------------------------------------------- the model check
+
+def folder_template_check(folder, choice: str = AUTO) -> dict:
+    """What a model folder's tokenizer does with `choice`, for the model check and the Plan:
+    {"plan": the sentence (or None), "problem": why the choice does not fit (or None),
+     "warnings": [EOS sentences]}. Cached per folder state: the Train tab asks on every change."""
+    from pathlib import Path
+
+    folder = Path(folder).expanduser()
+    stamp = tuple(_mtime(folder / name) for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja",
+                                                      "generation_config.json", "config.json"))
+    return dict(_folder_check(str(folder), choice, stamp))
+
+
+def _mtime(path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+@functools.lru_cache(maxsize=16)
+def _folder_check(folder: str, choice: str, stamp: tuple) -> tuple:
+    from backend.models.loading import ModelLoadError, load_tokenizer
+
+    try:
+        tokenizer = load_tokenizer(folder)
+    except (ModelLoadError, OSError, ValueError):
+        return (("plan", None), ("problem", None), ("warnings", ()))  # the folder check names what is missing
+    warnings = eos_warnings(tokenizer, folder) if has_own_template(tokenizer) else []
+    try:
+        plan = apply_for_model(tokenizer, choice, folder)
+    except TemplateError as error:
+        return (("plan", None), ("problem", error.catalogued), ("warnings", tuple(warnings)))
+    return (("plan", plan.describe()), ("problem", None), ("warnings", tuple(warnings)))
+
+
+def eos_warnings(tokenizer, folder) -> list[Message]:
+    """Sentences when the folder's own template and its EOS ids disagree: the turn ends with a token
+    that generation_config.json (config.json when there is none) does not stop on, or with none."""
+    terminator = turn_terminator(tokenizer)
+    if terminator is None:
+        return [msg("template.no_terminator")]
+    ids = _configured_eos(folder)
+    if ids and terminator not in ids:
+        return [msg("template.eos_not_at_turn_end", ids=", ".join(map(str, ids)), terminator_id=terminator,
+                    terminator=tokenizer.convert_ids_to_tokens(terminator))]
+    return []
+
+
+def _configured_eos(folder) -> list[int]:
+    import json
+    from pathlib import Path
+
+    for name in ("generation_config.json", "config.json"):
+        try:
+            eos = json.loads((Path(folder) / name).read_text(encoding="utf-8")).get("eos_token_id")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if eos is not None:
+            return [eos] if isinstance(eos, int) else [int(i) for i in eos if i is not None]
+    return []

@@ -19,7 +19,7 @@ from backend.data.errors import DataError
 from backend.data.fix_table import BY_KEY as FIX_BY_KEY
 from backend.data.fix_table import FIXES
 from ui import data_session as ds
-from ui.components import conversations_html, token_histogram
+from ui.components import conversations_html, template_preview_html, token_histogram
 from ui.context import UIContext
 from ui.data_texts import TEXT  # noqa: F401  (TEXT is this tab's contract with the shell)
 from ui.i18n import localize
@@ -43,7 +43,7 @@ def render(ctx: UIContext, lang: str, state: dict, page: int = 1, read: bool = F
     names = a.placeholder_names()
     out = {
         "state": state,
-        **page_values(ctx, lang, a, page),
+        **page_values(ctx, lang, a, page, ds.template_view(state)),
         "mapping": ", ".join(f"{k}={v}" for k, v in a.shape_columns.items()),
         "columns": ctx.msg(lang, "data.columns_found", columns=", ".join(a.file_columns) or "-"),
         "summary": summary_table(ctx, lang, a.report),
@@ -63,13 +63,26 @@ def render(ctx: UIContext, lang: str, state: dict, page: int = 1, read: bool = F
     return out
 
 
-def page_values(ctx: UIContext, lang: str, a: ds.Analysis, page: int) -> dict[str, Any]:
-    """The preview of one page and the status line: all a page turn shows, from the rows in memory."""
+def template_html(ctx: UIContext, lang: str, preview: dict | None) -> str:
+    """The first row through the chat template, trained tokens marked, the EOS after each answer."""
+    if not preview:
+        return ""
+    eos = f"{preview['eos_token']} (id {preview['eos_token_id']})"
+    turns = [ctx.msg(lang, "data.template.turn_ok" if turn["ends_with_eos"] else "data.template.turn_bad",
+                     turn=n, tokens=turn["tokens"], eos=eos, last=turn["last"]) for n, turn in enumerate(preview["turns"], 1)]
+    title = ctx.msg(lang, "data.template.title", row=preview["row"], template=preview["template"], trained=preview["trained_tokens"],
+                    tokens=preview["tokens"])
+    return template_preview_html(preview, title, ctx.msg(lang, "data.template.legend"), turns)
+
+
+def page_values(ctx: UIContext, lang: str, a: ds.Analysis, page: int, template: dict | None = None) -> dict[str, Any]:
+    """The preview of one page and the status line: all a page turn shows, from the rows in memory;
+    `template`: the first row's template preview, shown above the page."""
     rows, page, pages = ds.page_view(a, page)
     return {
         "status": status_text(ctx, lang, a),
-        "preview": conversations_html([(ctx.msg(lang, "data.row", row=r), m, []) for r, m in rows],
-                                      ctx.msg(lang, "data.no_rows")),
+        "preview": template_html(ctx, lang, template) + conversations_html(
+            [(ctx.msg(lang, "data.row", row=r), m, []) for r, m in rows], ctx.msg(lang, "data.no_rows")),
         "page": page,
         "page_info": ctx.msg(lang, "data.page_of", page=page, pages=pages, rows=len(a.rows)),
     }
@@ -203,7 +216,8 @@ def show_check(ctx: UIContext, lang: str, state: dict | None, check_id: str) -> 
 def turn_page(ctx: UIContext, lang: str, state: dict | None, page: int):
     if not state:
         return {"status": ctx.msg(lang, "data.pick_first")}
-    return _safe(ctx, lang, lambda: page_values(ctx, lang, ds.analyse(ctx.workspace, state), page))
+    return _safe(ctx, lang, lambda: page_values(ctx, lang, ds.analyse(ctx.workspace, state), page,
+                                                ds.template_view(state)))
 
 
 def save_dataset(ctx: UIContext, lang: str, state: dict | None, name: str, eval_ratio: float, seed: int,
