@@ -66,10 +66,15 @@ def resolve_model(job: Job, stop: StopRequest | None = None) -> str:
 
 def _replay_source(config, model_path: str, tokenizer, job: Job):
     """replay(train_rows) -> the replay rows for this run (none when it does not apply)."""
+    from backend.models.loading import has_own_chat_template
     from backend.training.replay import replay_applies, replay_count, replay_rows
 
+    # The model's own template, as the Train tab's Plan asks it: the tokenizer here already holds the
+    # run's template (a base model gets Gemma's, ChatML ...), which says nothing about the model's answers.
+    own = has_own_chat_template(config.model_name_or_path, job.workspace.models_dir)
+
     def replay(train_rows: int) -> list[dict]:
-        if not replay_applies(config, train_rows, bool(tokenizer.chat_template)):
+        if not replay_applies(config, train_rows, own):
             return []
         return replay_rows(model_path, tokenizer, job.workspace.datasets_dir, replay_count(config, train_rows),
                            config.seed)
