@@ -365,6 +365,10 @@ CATALOGUE: dict[str, str] = {
     "host.cross_site": "A page from another site ({origin}) cannot send requests to FineTune Studio: open the app "
                        "at its own address and use it there.",
     "app.port": "--port {port} is not a port: use a number from 1 to 65535 (default 7860).",
+    "config.not_callback": "callbacks: {ref!r} is {kind}, not a TrainerCallback: give 'module:Class' of a "
+                           "class that subclasses transformers.TrainerCallback (or remove it from callbacks).",
+    "config.not_loss_function": "loss_function: {ref!r} is {kind}, not a function: give 'module:function' of a "
+                                "function (outputs, labels, num_items_in_batch) -> loss, or clear loss_function.",
     # --- scale-out guards (backend/scale/guards.py) ------------------------------------------
     'scale.offload_needs_zero': 'cpu_offload needs distributed deepspeed_zero2 or deepspeed_zero3 (now {distributed}); choose one of them or turn cpu_offload off.',
     'scale.file_engine': 'deepspeed = {path!r} is a DeepSpeed file, but distributed is {distributed}; choose distributed auto, deepspeed_zero2 or deepspeed_zero3, or clear deepspeed.',

@@ -325,6 +325,10 @@ ZH: dict[str, str] = {
                     "请用 --allow-remote NAME 启动应用。",
     "host.cross_site": "来自其他网站的页面（{origin}）不能向 FineTune Studio 发送请求：请在应用自己的地址打开并使用它。",
     "app.port": "--port {port} 不是端口：请使用 1 到 65535 之间的数字（默认 7860）。",
+    "config.not_callback": "callbacks：{ref!r} 是{kind}，不是 TrainerCallback：请给出继承 transformers.TrainerCallback "
+                           "的类，写成 'module:Class'（或把它从 callbacks 中删除）。",
+    "config.not_loss_function": "loss_function：{ref!r} 是{kind}，不是函数：请给出 'module:function' 形式的函数 "
+                                "(outputs, labels, num_items_in_batch) -> loss，或清空 loss_function。",
     # --- scale-out guards ------------------------------------------------------------------
     'scale.offload_needs_zero': 'cpu_offload 需要 distributed 为 deepspeed_zero2 或 deepspeed_zero3（当前为 {distributed}）；请选择其一，或关闭 cpu_offload。',
     'scale.file_engine': 'deepspeed = {path!r} 是 DeepSpeed 配置文件，但 distributed 为 {distributed}；请选择 auto、deepspeed_zero2 或 deepspeed_zero3，或清空 deepspeed。',

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from backend.config import ConfigError, RunConfig
+from backend.config import ConfigError, RunConfig, import_reference
 from backend.config_policy import MUST_MATCH, WARN
 from backend.messages import Message, message_of, msg
 from backend.models.hardware import LAUNCHED_DEVICES_ENV, launch_env
@@ -81,6 +81,7 @@ def prepare(args: argparse.Namespace) -> Job:
     job = _prepare_resume(args) if args.resume else _prepare_new(args)
     job.config.check_packages()
     pin_devices(job.config.devices, os.environ)
+    check_references(job.config)
     from backend.scale.guards import check_worker
 
     check_worker(job.config)  # FSDP / ZeRO / Ray / nodes on this machine: exit 2 with the fix
@@ -89,6 +90,31 @@ def prepare(args: argparse.Namespace) -> Job:
     check_dataset(job.config.dataset, job.workspace, job.config.dataset_name,
                   job.config.stage)  # an unreadable file: exit 2 in a second, not after loading
     return job
+
+
+def check_references(config: RunConfig) -> None:
+    """The user's callbacks and loss function, imported now: each must be what the Trainer will call
+    (a TrainerCallback class or instance; a function), else exit 2 naming the field before any model
+    loads. A module-level function such as `os:system` would otherwise reach the Trainer's callback loop."""
+    from transformers import TrainerCallback
+
+    for ref in config.callbacks:
+        target = import_reference(ref)
+        if not (isinstance(target, TrainerCallback) or isinstance(target, type) and issubclass(target, TrainerCallback)):
+            raise ConfigError(msg("config.not_callback", ref=ref, kind=_kind(target)))
+    if config.loss_function:
+        target = import_reference(config.loss_function)
+        if not callable(target) or isinstance(target, type):
+            raise ConfigError(msg("config.not_loss_function", ref=config.loss_function, kind=_kind(target)))
+
+
+def _kind(value) -> str:
+    """'a class', 'a function', 'a str' ... as a user reads it."""
+    if isinstance(value, type):
+        return f"the class {value.__name__}"
+    if callable(value):
+        return f"the function {getattr(value, '__name__', type(value).__name__)}"
+    return f"a {type(value).__name__} value"
 
 
 def pin_devices(devices: str, env) -> None:
