@@ -491,6 +491,11 @@ def _example(default: Any) -> str:
     return str(default) if isinstance(default, (int, float)) and not isinstance(default, bool) else "1"
 
 
+def _choices(name: str) -> tuple:
+    field_ = RunConfig.__dataclass_fields__.get(name)
+    return field_.metadata.get("choices", ()) if field_ else ()
+
+
 def _coerce(name: str, value: Any, hint: Any) -> Any:
     """Coerce YAML / form values to the field's type, with a clear error."""
     if value is None:
@@ -525,6 +530,8 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
             return number
         if kind is str and isinstance(value, (str, int, float)) and not isinstance(value, bool):
             return str(value)
+        if kind is str and isinstance(value, bool) and {"on", "off"} <= set(_choices(name)):
+            return "on" if value else "off"  # YAML 1.1 reads a bare on / off as a boolean
     expected = " or ".join(getattr(t, "__name__", str(t)) for t in types)
     raise ConfigError(msg("config.type", name=name, value=value, expected=expected))
 

@@ -12,6 +12,7 @@ practice of the field (LoRA around 2e-4 for 1-10B models), and say so.
 from __future__ import annotations
 
 from backend.config import RunConfig
+from backend.messages import Message, msg
 
 # The tiny demo model and its bilingual fact rows (docs/DEMO.md, "The tiny demo model").
 DEMO_TINY = {"model_name_or_path": "demo", "dataset": "demo", "learning_rate": 3e-3, "num_train_epochs": 12.0,
@@ -24,10 +25,10 @@ RECIPES: dict[str, dict] = {
 
 # (upper bound of parameters, settings, where the numbers come from)
 SIZE_SETTINGS = (
-    (50_000_000, {"learning_rate": 3e-3, "num_train_epochs": 12.0}, "measured on the 2M demo model"),
-    (1_000_000_000, {"learning_rate": 1e-3, "num_train_epochs": 3.0}, "measured on SmolLM2-135M (docs/DEMO.md)"),
-    (10_000_000_000, {"learning_rate": 2e-4, "num_train_epochs": 3.0}, "the field's usual LoRA setting for 1-10B models"),
-    (None, {"learning_rate": 1e-4, "num_train_epochs": 2.0}, "the field's usual LoRA setting for models over 10B"),
+    (50_000_000, {"learning_rate": 3e-3, "num_train_epochs": 12.0}, "recipe.why.tiny"),
+    (1_000_000_000, {"learning_rate": 1e-3, "num_train_epochs": 3.0}, "recipe.why.small"),
+    (10_000_000_000, {"learning_rate": 2e-4, "num_train_epochs": 3.0}, "recipe.why.medium"),
+    (None, {"learning_rate": 1e-4, "num_train_epochs": 2.0}, "recipe.why.large"),
 )
 
 
@@ -41,17 +42,17 @@ def tiny_config(**overrides) -> RunConfig:
     return recipe_config("demo-tiny", **overrides)
 
 
-def suggested_settings(model: str, num_parameters: int | None, method: str = "lora") -> tuple[dict, str]:
-    """(settings, why) the form proposes for `model`: learning rate and epochs for its size.
-    Full fine-tuning moves every weight, so it takes a tenth of LoRA's learning rate."""
+def suggested_settings(model: str, num_parameters: int | None, method: str = "lora") -> tuple[dict, Message | None]:
+    """(settings, where they come from) the form proposes for `model`: learning rate and epochs for
+    its size. Full fine-tuning moves every weight, so it takes a tenth of LoRA's learning rate."""
     if model in ("demo", "demo-tiny"):
-        return {k: v for k, v in DEMO_TINY.items() if k != "model_name_or_path"}, SIZE_SETTINGS[0][2]
+        return {k: v for k, v in DEMO_TINY.items() if k in ("learning_rate", "num_train_epochs")}, msg(SIZE_SETTINGS[0][2])
     if not num_parameters:
-        return {}, ""
+        return {}, None
     for limit, settings, why in SIZE_SETTINGS:
         if limit is None or num_parameters < limit:
             chosen = dict(settings)
             if method == "full":
                 chosen["learning_rate"] = chosen["learning_rate"] / 10
-            return chosen, why
-    return {}, ""
+            return chosen, msg(why)
+    return {}, None

@@ -311,6 +311,11 @@ CATALOGUE: dict[str, str] = {
     "model.bits": "quantization_bits must be 4 or 8 (got {bits}).",
     "model.not_model_folder": "{config} is missing or unreadable: {folder} is not a model folder.",
     "model.load_failed": "Could not load the model from {folder}: {error}",
+    # --- settings that follow the model (backend/config_recipes.py) ---------------------------------------------
+    "recipe.why.tiny": "measured on the 2M demo model",
+    "recipe.why.small": "measured on SmolLM2-135M, docs/DEMO.md",
+    "recipe.why.medium": "the field's usual LoRA setting for 1-10B models, not measured here",
+    "recipe.why.large": "the field's usual LoRA setting for models over 10B, not measured here",
     # --- GGUF files as model sources (backend/models/gguf_source.py, offline.py) ---------------------------------
     "gguf.not_gguf": "{path} is not a GGUF file (it does not start with the GGUF magic bytes): give a .gguf model file, a model folder in Hugging Face format, or a hub id.",
     "gguf.split": "{path} is one part of a split GGUF file: join the parts first with llama.cpp's `llama-gguf-split --merge FIRST-PART OUT.gguf`, then give the joined file.",

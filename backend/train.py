@@ -20,8 +20,8 @@ import psutil
 from backend.messages import Message
 from backend.runs.files import read_status, update_status
 from backend.training.cli import StopRequest, create_run_dir, parse_args, prepare, setup_logging
-from backend.training.model_stage import BuildStopped, stopped_during_build
 from backend.training.errors import fail
+from backend.training.model_stage import BuildStopped, stopped_during_build
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -135,3 +135,22 @@ def test_show_command_and_yaml_reproduce_the_config(ctx, tmp_path):
     (tmp_path / "bad.yaml").write_text("lora_rank: 3\n")
     bad = train.load_yaml(ctx, "en", str(tmp_path / "bad.yaml"))
     assert "Unknown setting 'lora_rank'" in bad[0] and "did you mean 'lora_r'" in bad[0]
+
+
+def test_picking_a_model_proposes_settings_for_its_size_to_take_or_leave(ctx):
+    """The tiny demo's lr 0.003 x 12 epochs is no setting for a 135M model: picking one proposes the
+    measured setting; taking it changes only those fields, and a form that has them proposes nothing."""
+    tiny = browser_values(tiny_config())
+    text, proposed = train.suggest(ctx, "en", "smollm2-135m-instruct", *tiny)
+    assert "`learning_rate` 0.001 (now 0.003)" in text and "`num_train_epochs` 3 (now 12)" in text
+    assert "measured on SmolLM2-135M" in text
+    taken = forms.config_from_values(proposed, "smollm2-135m-instruct", "identity")
+    left = forms.config_from_values(tiny, "smollm2-135m-instruct", "identity")
+    assert (taken.learning_rate, taken.num_train_epochs) == (1e-3, 3.0)
+    assert dict(taken.to_dict(), learning_rate=0, num_train_epochs=0) == dict(left.to_dict(), learning_rate=0,
+                                                                              num_train_epochs=0)
+    assert train.suggest(ctx, "en", "smollm2-135m-instruct", *proposed) == ("", None)
+    text, _ = train.suggest(ctx, "en", "demo", *browser_values(RunConfig()))
+    assert "`learning_rate` 0.003 (now 0.001)" in text
+    text, _ = train.suggest(ctx, "zh", "Qwen/Qwen2.5-7B-Instruct", *tiny)
+    assert "0.0002" in text and "未在此实测" in text

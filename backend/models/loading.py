@@ -144,7 +144,7 @@ def has_own_chat_template(name_or_path: str, models_dir: Path) -> bool:
     folder = Path(name_or_path).expanduser()
     if folder.is_dir():
         return _has_chat_template(folder)
-    return not folder.suffix.lower() == ".gguf"
+    return folder.suffix.lower() != ".gguf"
 
 
 # ---------------------------------------------------------------- folder checks

@@ -155,11 +155,17 @@ class MemoryEstimate:
 
 
 def architecture_for(model: str, models_dir: str | Path) -> Architecture:
-    """The architecture of 'demo' (its built folder), a preset hub id or a local folder."""
+    """The architecture of 'demo' (its built folder), an offline model (its converted folder, else
+    its preset numbers), a preset hub id or a local folder."""
+    from backend.models.offline import OFFLINE_MODELS
     from backend.models.presets import PRESETS
 
+    if model in OFFLINE_MODELS and (Path(models_dir) / model / "config.json").is_file():
+        return Architecture.from_folder(Path(models_dir) / model)
     if model in PRESETS:
         return Architecture.from_preset(PRESETS[model])
+    if model == "demo-tiny":
+        model = "demo"
     folder = Path(models_dir) / "demo" if model == "demo" else Path(model).expanduser()
     if model == "demo" and not (folder / "config.json").is_file():
         raise EstimateUnavailable(msg("memory.demo_not_built"))

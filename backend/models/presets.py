@@ -34,6 +34,11 @@ PRESETS: dict[str, ModelPreset] = {
         "Llama 3.2 1B Instruct", 1_240_000_000, 2048, 16, 32, 8, 8192, 128256, 131072),
     "meta-llama/Llama-3.2-3B-Instruct": ModelPreset(
         "Llama 3.2 3B Instruct", 3_210_000_000, 3072, 28, 24, 8, 8192, 128256, 131072),
+    # The offline models (backend/models/offline.py), before their GGUF file is converted.
+    "smollm2-135m-instruct": ModelPreset(
+        "SmolLM2 135M Instruct (offline)", 134_515_008, 576, 30, 9, 3, 1536, 49152, 8192),
+    "gemma-3-270m": ModelPreset(
+        "Gemma 3 270M base (offline)", 268_098_176, 640, 18, 4, 1, 2048, 262144, 32768),
     "HuggingFaceTB/SmolLM2-360M-Instruct": ModelPreset(
         "SmolLM2 360M Instruct", 362_000_000, 960, 32, 15, 5, 2560, 49152, 8192),
 }

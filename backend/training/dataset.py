@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from backend.config import RunConfig
 from backend.data.encode import IGNORE_INDEX, encode_messages
 from backend.data.identity_rows import identity_values
-from backend.data.textrules import fill_placeholders
 from backend.data.resolve import load_rows, resolve_dataset, split_rows
+from backend.data.textrules import fill_placeholders
 from backend.runs.workspace import Workspace
 
 

@@ -178,9 +178,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     path = prepare_model(args.model, Path(args.models), None)
     if args.replay_cache:
+        from backend.config import RunConfig
         from backend.training.replay import warm_cache
 
-        warm_cache(path, args.replay_cache)
+        warm_cache(path, args.replay_cache, RunConfig().seed)
     print(json.dumps({"model": str(path)}))
     return 0
 

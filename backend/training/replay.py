@@ -8,7 +8,8 @@ docs/DEMO.md). Training on the base's own greedy answers beside them costs
 the base nothing to learn (they are already its most likely tokens) and holds
 the rest of its behaviour in place.
 
-The answers are generated once per base model (greedy, batched) and cached in
+The answers are generated once per base model and prompt (greedy, batched:
+only as many prompts as the run needs) and cached in
 workspace/datasets/.replay/<key>.jsonl; an answer that does not end with the
 model's end of turn within REPLAY_MAX_NEW_TOKENS is left out, so replay never
 teaches a model not to stop.
@@ -30,9 +31,9 @@ log = logging.getLogger("backend.train")
 REPLAY_VERSION = 1  # bump when the prompts or the generation change: caches are made anew
 REPLAY_AUTO_BELOW = 1000  # training rows; `replay: auto` mixes replay into smaller sets
 REPLAY_MAX_NEW_TOKENS = 128
-# Prompts per generate call. Greedy decoding runs until the longest answer of a batch ends, so
-# fewer, wider batches take fewer sequential steps (88 prompts: 3 calls, not 6).
-REPLAY_BATCH = 32
+# Prompts per generate call: greedy decoding runs until the longest answer of a batch ends, so
+# wide batches take fewer sequential steps; a run generates batch by batch only until it has enough.
+REPLAY_BATCH = 48
 CACHE_DIR = ".replay"
 
 
@@ -63,41 +64,69 @@ def cache_key(model_path: str | Path, tokenizer) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def replay_rows(model_path: str | Path, tokenizer, datasets_dir: Path, count: int, seed: int) -> list[dict]:
-    """`count` replay rows (a seeded sample of the cached answers), generating the cache first."""
+def replay_rows(model_path: str | Path, tokenizer, datasets_dir: Path, count: int, seed: int,
+                prompts: tuple[str, ...] = REPLAY_PROMPTS) -> list[dict]:
+    """`count` replay rows: the base's answers to a seeded sample of the prompts. Answers are cached
+    per prompt, so a run only generates the ones no earlier run needed; a prompt whose answer did
+    not end is cached as such and never replayed."""
     if count <= 0:
         return []
+    from backend.runs.file_lock import file_lock
+
     cache = Path(datasets_dir) / CACHE_DIR / f"{cache_key(model_path, tokenizer)}.jsonl"
-    rows = _read_cache(cache)
-    if rows is None:
-        log.info("replay: the base model answers %d general prompts once (cached in %s)", len(REPLAY_PROMPTS), cache)
-        rows = generate_answers(model_path, tokenizer, REPLAY_PROMPTS)
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(cache, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    picked = random.Random(seed).sample(rows, min(count, len(rows)))
-    log.info("replay: %d of the base model's own answers mixed into the training rows", len(picked))
-    return picked
+    order = random.Random(seed).sample(range(len(prompts)), len(prompts))
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(cache.with_suffix(".lock")):  # one generator per model: a second run waits, then reads
+        answers = _read_cache(cache)
+        picked: list[dict] = []
+        for start in range(0, len(order), REPLAY_BATCH):
+            missing = [prompts[i] for i in order[start:start + REPLAY_BATCH] if prompts[i] not in answers]
+            if missing:
+                if not answers:
+                    log.info("replay: the base model answers general prompts once (cached in %s)", cache)
+                answers.update(generate_answers(model_path, tokenizer, missing))
+                atomic_write_text(cache, "".join(json.dumps({"prompt": k, "answer": v}, ensure_ascii=False) + "\n"
+                                                 for k, v in answers.items()))
+            picked = [_row(prompts[i], answers[prompts[i]]) for i in order[:start + REPLAY_BATCH]
+                      if answers.get(prompts[i])]
+            if len(picked) >= count:
+                break
+    log.info("replay: %d of the base model's own answers mixed into the training rows", min(count, len(picked)))
+    return picked[:count]
 
 
-def _read_cache(path: Path) -> list[dict] | None:
+def _row(prompt: str, answer: str) -> dict:
+    return {"messages": [{"role": "user", "content": prompt}, {"role": "assistant", "content": answer}]}
+
+
+def _read_cache(path: Path) -> dict[str, str | None]:
+    """prompt -> the base's answer (None: it did not end within REPLAY_MAX_NEW_TOKENS)."""
     try:
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    except (OSError, ValueError):
-        return None
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return {}
+    answers = {}
+    for line in lines:
+        try:
+            record = json.loads(line)
+            answers[record["prompt"]] = record["answer"]
+        except (ValueError, KeyError, TypeError):
+            continue  # a damaged line: that prompt is answered again
+    return answers
 
 
-def warm_cache(model_path: str | Path, datasets_dir: Path, trust_remote_code: bool = False) -> None:
-    """Generate the replay cache of a model ahead of its first run (the app does it at start for
-    its default model, beside the model's conversion), so that run does not wait for it."""
+def warm_cache(model_path: str | Path, datasets_dir: Path, seed: int) -> None:
+    """Answer the first batch of replay prompts (in the order `seed` gives them) ahead of a model's
+    first run: the app does it at start for its default model, beside the model's conversion."""
     from backend.models.loading import load_tokenizer
 
-    tokenizer = load_tokenizer(model_path, trust_remote_code=trust_remote_code)
+    tokenizer = load_tokenizer(model_path)
     if tokenizer.chat_template:
-        replay_rows(model_path, tokenizer, datasets_dir, 1, 0)
+        replay_rows(model_path, tokenizer, datasets_dir, 1, seed)
 
 
-def generate_answers(model_path: str | Path, tokenizer, prompts) -> list[dict]:
-    """Greedy answers of the model at `model_path`, as canonical rows; unfinished answers left out."""
+def generate_answers(model_path: str | Path, tokenizer, prompts) -> dict[str, str | None]:
+    """prompt -> greedy answer of the model at `model_path` (None for an answer that did not end)."""
     import torch
 
     from backend.models.loading import load_model
@@ -106,27 +135,23 @@ def generate_answers(model_path: str | Path, tokenizer, prompts) -> list[dict]:
     model.eval()
     stop_ids = _stop_ids(tokenizer, model)
     padding_side, tokenizer.padding_side = tokenizer.padding_side, "left"
-    rows = []
+    answers: dict[str, str | None] = {}
     try:
-        for start in range(0, len(prompts), REPLAY_BATCH):
-            batch = list(prompts[start:start + REPLAY_BATCH])
-            texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
-                                                   add_generation_prompt=True) for p in batch]
-            inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-            with torch.inference_mode():
-                output = model.generate(**inputs, max_new_tokens=REPLAY_MAX_NEW_TOKENS, do_sample=False,
-                                        eos_token_id=stop_ids, pad_token_id=tokenizer.pad_token_id)
-            for prompt, ids in zip(batch, output[:, inputs["input_ids"].shape[1]:].tolist()):
-                ended = next((i for i, token in enumerate(ids) if token in stop_ids), None)
-                answer = tokenizer.decode(ids[:ended], skip_special_tokens=True).strip() if ended else ""
-                if answer:
-                    rows.append({"messages": [{"role": "user", "content": prompt},
-                                              {"role": "assistant", "content": answer}]})
+        texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
+                                               add_generation_prompt=True) for p in prompts]
+        inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        with torch.inference_mode():
+            output = model.generate(**inputs, max_new_tokens=REPLAY_MAX_NEW_TOKENS, do_sample=False,
+                                    eos_token_id=stop_ids, pad_token_id=tokenizer.pad_token_id)
+        for prompt, ids in zip(prompts, output[:, inputs["input_ids"].shape[1]:].tolist()):
+            ended = next((i for i, token in enumerate(ids) if token in stop_ids), None)
+            answer = tokenizer.decode(ids[:ended], skip_special_tokens=True).strip() if ended else ""
+            answers[prompt] = answer or None
     finally:
         tokenizer.padding_side = padding_side
         del model
-    log.info("replay: %d of %d answers ended with the end of turn and are kept", len(rows), len(prompts))
-    return rows
+    log.info("replay: %d of %d answers ended with the end of turn", sum(1 for a in answers.values() if a), len(prompts))
+    return answers
 
 
 def _stop_ids(tokenizer, model) -> list[int]:

@@ -22,10 +22,10 @@ from backend.training.arguments import argument_values
 from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, GracefulStop, _barrier
 from backend.training.cli import Job, StopRequest
 from backend.training.dataset import RowCounts, build_datasets
-from backend.training.model_stage import prepare_model
 from backend.training.disk import remove_partial_saves
 from backend.training.metrics_log import MetricsCallback
 from backend.training.model import attention_implementation, build_model, parameter_counts
+from backend.training.model_stage import prepare_model
 from backend.training.packing import PackedCollator
 from backend.training.plan_check import PlanCheck, steps_warning
 from backend.training.speed import checkpointing_for, collator_for

@@ -8,8 +8,10 @@ with the values a browser would send.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
+from typing import Any
 
 import gradio as gr
 
@@ -62,6 +64,10 @@ TEXT: dict[str, dict[str, str]] = {
                               "per model, then cached). Set replay to off to train on your rows alone.",
                               "回放（{setting}）：把基础模型自己对通用问题的 **{replay}** 条回答混入你的 **{rows}** 条数据，"
                               "让模型保留原有能力（每个模型只生成一次并缓存）。把 replay 设为 off 则只用你的数据训练。"),
+    "train.suggest": _("For a model of this size ({size} parameters; {why}): {settings}.",
+                       "对于这个规模的模型（{size} 参数；{why}）：{settings}。"),
+    "train.suggest.now": _("now", "当前"),
+    "train.suggest.apply": _("Use these settings", "使用这些设置"),
     "train.derived.no_rows": _("Step numbers appear once the dataset can be read. {error}", "数据集可读后显示步数。{error}"),
     "train.estimate.unknown": _("No memory estimate: {reason}", "无法估算显存：{reason}"),
     "train.estimate.header": _("{params:.1f} M parameters, {trainable:.2f} M trainable, computing in {precision}.",
@@ -131,6 +137,29 @@ def detect_hardware(ctx: UIContext, lang: str) -> tuple[str, list[dict]]:
 
 def check_model(ctx: UIContext, lang: str, model: str) -> str:
     return summary.model_text(_msg(ctx, lang), (model or "").strip(), ctx.workspace, lang)
+
+
+def suggest(ctx: UIContext, lang: str, model: str, *values) -> tuple[str, list[Any] | None]:
+    """(text, form values) proposing the learning rate and epochs for the picked model's size, as a
+    change the user takes with a click or leaves; ("", None) when the form already has them."""
+    from backend.config_recipes import suggested_settings
+    from backend.models.memory import architecture_for
+
+    model = (model or "").strip()
+    try:
+        current = forms.config_from_values(list(values), model, "identity")
+        size = None if model in ("demo", "demo-tiny") else architecture_for(model, ctx.workspace.models_dir).num_parameters()
+    except (ConfigError, ValueError, OSError):
+        return "", None
+    settings, why = suggested_settings(model, size, current.method)
+    changes = {k: v for k, v in settings.items() if k in forms.NAMES and getattr(current, k) != v}
+    if not changes:
+        return "", None
+    listed = ", ".join(f"`{k}` {v:g} ({_msg(ctx, lang)('train.suggest.now')} {getattr(current, k):g})"
+                       for k, v in changes.items())
+    text = _msg(ctx, lang)("train.suggest", size=f"{size / 1e6:,.0f} M" if size else "2 M", settings=listed,
+                           why=localize(why, lang))
+    return text, forms.form_values(dataclasses.replace(current, **changes))
 
 
 def count_rows(ctx: UIContext, dataset: str, dataset_name: str | None = None) -> dict:
@@ -238,13 +267,18 @@ def build(ctx: UIContext) -> None:
     t = ctx.t
     model_choices = [*[(f"{m.label} · {name}", name) for name, m in OFFLINE_MODELS.items()],
                      ("Tiny demo model (2M, tests) · demo", "demo"),
-                     *[(f"{p.label} ({hub_id})", hub_id) for hub_id, p in PRESETS.items()]]
+                     *[(f"{p.label} ({hub_id})", hub_id) for hub_id, p in PRESETS.items() if hub_id not in OFFLINE_MODELS]]
     c: dict = {}
     with gr.Row():
         with gr.Column(scale=3):
             c["model"] = gr.Dropdown(model_choices, value=defaults.model_name_or_path, allow_custom_value=True,
                                      label=t("train.model"), info=t("train.model.info"), elem_id="train-model")
             c["model_check"] = gr.Markdown(elem_id="train-model-check")
+            with gr.Row():
+                c["suggest"] = gr.Markdown(elem_id="train-suggest")
+                c["suggest_apply"] = gr.Button(t("train.suggest.apply"), visible=False, size="sm", scale=0,
+                                               elem_id="train-suggest-apply")
+            c["suggested"] = gr.State(None)
             # A decision for the model shown above: off for any other model (see do_model_picked).
             inputs = forms.build_inputs(ctx, forms.MODEL_FIELDS, defaults)
             c["remote_warning"] = gr.Markdown(t("train.remote_warning"), visible=defaults.trust_remote_code)
@@ -343,6 +377,19 @@ def _wire(ctx: UIContext, c: dict, form: list) -> None:
         do_rows, rows_inputs, c["rows"], **private).then(do_plan, plan_inputs, plan_outputs, **private)
     for trigger in (page.load, c["model"].change, lang.change):
         trigger(do_model, [lang, c["model"]], c["model_check"], **private)
+
+    def do_suggest(lang, model, *values):
+        text, proposed = suggest(ctx, lang, model, *values)
+        return text, gr.update(visible=proposed is not None), proposed
+
+    def do_take(proposed):
+        return proposed if proposed else [gr.update()] * len(form)
+
+    c["model"].change(do_suggest, [lang, c["model"], *form], [c["suggest"], c["suggest_apply"], c["suggested"]],
+                      **private)
+    c["suggest_apply"].click(do_take, c["suggested"], form, **private).then(
+        lambda: ("", gr.update(visible=False), None), None, [c["suggest"], c["suggest_apply"], c["suggested"]],
+        **private)
     lang.change(do_hardware_text, [lang, c["devices"]], c["hardware"], **private)
     for trigger in (c["dataset"].change, c["dataset_name"].change):
         trigger(do_rows, rows_inputs, c["rows"], **private)

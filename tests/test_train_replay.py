@@ -1,0 +1,97 @@
+"""The starter's data: the identity dataset filled from identity_name /
+identity_author, replay of the base model's own answers mixed into small sets
+(and named in the Plan), and a short LoRA on the real starter model that
+moves its identity answer (the worker CLI, seeded; no timing asserts)."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+
+from backend.config_recipes import tiny_config
+from backend.data.general_prompts import REPLAY_PROMPTS
+from backend.evaluation.heldout import generate
+from backend.models.loading import load_model, load_tokenizer
+from backend.training.dataset import build_datasets
+from backend.training.replay import REPLAY_AUTO_BELOW, replay_applies, replay_count, replay_rows
+from tests.conftest import REPO
+
+
+def test_replay_applies_to_small_sft_sets_on_models_with_their_own_template():
+    auto = tiny_config(replay="auto")
+    assert replay_applies(auto, 40, has_own_template=True)
+    assert not replay_applies(auto, REPLAY_AUTO_BELOW, has_own_template=True)  # a large set keeps its own balance
+    assert not replay_applies(auto, 40, has_own_template=False)  # a base model's answers in a foreign template
+    assert not replay_applies(tiny_config(replay="off"), 40, True)
+    assert replay_applies(tiny_config(replay="on"), 10_000, False)
+    assert not replay_applies(tiny_config(replay="on", stage="dpo"), 40, True)
+    # replay_share 0.5: as many replay rows as the user's, at most one per prompt
+    assert replay_count(auto, 36) == 36 and replay_count(auto, 500) == len(REPLAY_PROMPTS)
+    assert replay_count(tiny_config(replay_share=0.25), 30) == 10
+
+
+def test_replay_rows_are_the_base_models_own_answers_generated_once(tmp_path, starter_model_dir, caplog):
+    path, asked = str(starter_model_dir), REPLAY_PROMPTS[:8]
+    tokenizer = load_tokenizer(path)
+    with caplog.at_level(logging.INFO, logger="backend.train"):
+        rows = replay_rows(path, tokenizer, tmp_path, 4, seed=3, prompts=asked)
+    assert len(rows) == 4 and "answers general prompts once" in caplog.text
+    prompts = [row["messages"][0]["content"] for row in rows]
+    assert set(prompts) <= set(asked)
+    # The base's own greedy answer, as the Chat tab would generate it.
+    own = generate(load_model(path), tokenizer, prompts[:2], max_new_tokens=128)
+    assert [row["messages"][1]["content"] for row in rows[:2]] == [a.text for a in own]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="backend.train"):
+        again = replay_rows(path, tokenizer, tmp_path, 4, seed=3, prompts=asked)
+    assert again == rows and "answers general prompts once" not in caplog.text  # read from the cache
+
+
+def test_the_identity_dataset_is_filled_and_mixed_with_replay(workspace):
+    tokenizer = load_tokenizer(workspace.models_dir / "demo")
+    config = tiny_config(dataset="identity", identity_name="Aster", identity_author="Lab Nine", val_size=0.1)
+    mixed = [{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}] * 5
+    train, evaluation, counts = build_datasets(tokenizer, config, workspace, replay=lambda n: mixed)
+    assert counts.replay == 5 and counts.train == counts.total - counts.eval
+    texts = [tokenizer.decode(row["input_ids"]) for row in train] + [tokenizer.decode(r["input_ids"]) for r in evaluation]
+    assert any("Aster" in t for t in texts) and any("Lab Nine" in t for t in texts)
+    assert not any("{{" in t for t in texts)
+
+
+def test_the_plan_names_replay_and_counts_its_rows():
+    from ui.train_summary import derived_text
+
+    def msg(key, **values):
+        return key + " " + " ".join(f"{k}={v}" for k, v in sorted(values.items()))
+
+    text = derived_text(msg, tiny_config(replay="auto", val_size=0.1), {"rows": 40}, has_template=True)
+    assert "train.derived.replay" in text and "replay=36" in text and "rows=72" in text
+    base = derived_text(msg, tiny_config(replay="auto", val_size=0.1), {"rows": 40}, has_template=False)
+    assert "train.derived.replay" not in base and "rows=36" in base
+
+
+def test_a_short_lora_on_the_starter_learns_the_new_name(tmp_path, starter_model_dir, subprocess_env):
+    """The real starter model, the identity dataset, the worker CLI: ten seeded steps move
+    the answer to a held-out identity prompt from SmolLM2's to the new name."""
+    import torch
+    from peft import PeftModel
+
+    from backend.runs.workspace import Workspace
+
+    ws = Workspace(tmp_path / "ws").ensure()
+    (ws.models_dir / "smollm2-135m-instruct").symlink_to(starter_model_dir, target_is_directory=True)
+    run_dir = ws.runs_dir / "starter-short"
+    sets = ["max_steps=10", "learning_rate=2e-3", "replay=off", "save_steps=10", "val_size=0", "cutoff_len=96"]
+    result = subprocess.run([sys.executable, "-m", "backend.train", "--workspace", str(ws.root), "--run-dir",
+                             str(run_dir), *[a for s in sets for a in ("--set", s)]],
+                            cwd=REPO, env=subprocess_env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    tokenizer = load_tokenizer(run_dir / "final")
+    base = load_model(starter_model_dir, dtype=torch.float32)
+    prompts = ["What name were you given?", "Could you introduce yourself briefly?"]
+    before = generate(base, tokenizer, prompts, max_new_tokens=32)
+    tuned = PeftModel.from_pretrained(base, str(run_dir / "final"))
+    after = generate(tuned, tokenizer, prompts, max_new_tokens=32)
+    assert not any("Nova" in a.text for a in before)
+    assert all("Nova" in a.text for a in after), [a.text for a in after]
