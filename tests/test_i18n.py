@@ -179,7 +179,7 @@ def test_train_tab_model_check_in_chinese(workspace, tmp_path):
     (tmp_path / "half").mkdir()
     (tmp_path / "half" / "config.json").write_text("{}")
     report = train.check_model(ctx, "zh", str(tmp_path / "half"))
-    assert "没有分词器文件" in report and "没有对话模板" in report and "No tokenizer" not in report
+    assert "没有分词器文件" in report and "没有权重" in report and "No tokenizer" not in report
 
 
 def test_train_plan_says_why_there_is_no_estimate_in_chinese(tmp_path):
