@@ -33,7 +33,9 @@ def run_config(run_dir: Path | None) -> dict:
 
 def dataset_meta(config: dict, workspace: Workspace | None) -> dict | None:
     name = config.get("dataset")
-    if not name or workspace is None:
+    # A workspace dataset is a bare name; a run trained on a file path ('/data/rows.json') has no meta.json
+    # (joined to datasets/ the path would name the file itself, and reading 'rows.json/meta.json' fails).
+    if not name or workspace is None or Path(str(name)).name != str(name):
         return None
     return read_json(workspace.datasets_dir / str(name) / "meta.json", default=None)
 
