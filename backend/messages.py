@@ -220,6 +220,10 @@ CATALOGUE: dict[str, str] = {
     "data.truncated_row": "the file ends in the middle of row {row}: it looks truncated",
     "data.hint.export_again": "Export or download the file again",
     "data.invalid_json_row": "invalid JSON in row {row}: {error}",
+    "data.row_too_large": "row {row} holds more than {limit} of text (a row may hold up to {limit}): it is "
+                          "not read, so that one huge row cannot exhaust the memory",
+    "data.hint.split_row": "Split that row's text into several rows, or remove it; in JSON Lines (.jsonl) the other "
+                           "rows are still read and only this one is left out",
     "data.hint.fix_json": "Fix the JSON at that spot (a missing comma or quote, or a trailing comma?)",
     "data.unclosed_list": "the file ends before the JSON list is closed with ']': it looks truncated",
     "data.expected_comma": "invalid JSON after row {row}: expected ',' or ']' but found '{found}'",

@@ -185,6 +185,9 @@ ZH: dict[str, str] = {
     "data.truncated_row": "文件在第 {row} 条记录中间结束：似乎被截断了",
     "data.hint.export_again": "请重新导出或下载该文件",
     "data.invalid_json_row": "第 {row} 条记录的 JSON 无效：{error}",
+    "data.row_too_large": "第 {row} 条记录的文本超过 {limit}（每条记录最多 {limit}）：为了不让一条巨大的记录耗尽内存，"
+                          "它没有被读取",
+    "data.hint.split_row": "请把这条记录的文本拆成几条记录，或删除它；在 JSON Lines（.jsonl）文件中其他记录仍会被读取，只留下这一条",
     "data.hint.fix_json": "请修正该处的 JSON（缺少逗号或引号，或多了结尾逗号？）",
     "data.unclosed_list": "文件在 JSON 列表用 ']' 闭合之前就结束了：似乎被截断了",
     "data.expected_comma": "第 {row} 条记录之后的 JSON 无效：应为 ',' 或 ']'，却是 '{found}'",

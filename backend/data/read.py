@@ -22,8 +22,13 @@ from backend.data.text_encoding import detect_encoding, open_text
 from backend.messages import msg
 
 CHUNK_CHARS = 1 << 20
-# Whole-file parse to tell a top-level object from JSON Lines: only below this size.
-SNIFF_WHOLE_BYTES = 256 << 20
+# The most text one row (a JSON Lines line, an array element, a CSV line) may hold, in characters. A
+# parsed row costs many times its text (a 64 MiB line of messages took ~1 GB), so a larger one is
+# skipped unread and reported, never parsed: memory stays bounded whatever the file holds. Above a
+# field's own limit (checks/specs.py: 1,000,000 characters) times the fields of a generous row.
+MAX_ROW_CHARS = 16 << 20
+# Whole-file parse to tell a top-level object from JSON Lines: only below this size (one row's worth).
+SNIFF_WHOLE_BYTES = MAX_ROW_CHARS
 EXTENSIONS = {
     ".json": "json",
     ".jsonl": "jsonl",
@@ -118,12 +123,36 @@ def _refuse_top_level_object(path: Path, encoding: str) -> None:
     raise DataError(path, msg("data.top_level_object", keys=keys), hint, line=1)
 
 
+def too_large(row: int) -> str:
+    return str(msg("data.row_too_large", row=row, limit=f"{MAX_ROW_CHARS >> 20} MiB"))
+
+
+def bounded_lines(f, limit: int = MAX_ROW_CHARS) -> Iterator[tuple[int, str | None]]:
+    """(line number, line) for each line of a text stream, holding at most `limit` characters of it:
+    a longer line is read on in chunks and thrown away, and comes out as (number, None)."""
+    lineno = 0
+    while True:
+        line = f.readline(limit + 1)
+        if not line:
+            return
+        lineno += 1
+        if len(line) > limit and not line.endswith("\n"):
+            while (rest := f.readline(CHUNK_CHARS)) and not rest.endswith("\n"):
+                pass
+            line = None
+        yield lineno, line
+
+
 def _iter_jsonl(path: Path, encoding: str) -> Iterator[RawRecord]:
     index = 0
     last_line = 0
     with open_text(path, encoding) as f:
-        for lineno, line in enumerate(f, 1):
+        for lineno, line in bounded_lines(f):
             last_line = lineno
+            if line is None:
+                yield RawRecord(index, lineno, None, f"{too_large(index)} (line {lineno})")
+                index += 1
+                continue
             if not line.strip():
                 continue
             try:
@@ -182,7 +211,7 @@ class _JsonArrayReader:
             try:
                 value, end = self.decoder.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as e:
-                if self._maybe_incomplete(e) and self.more():
+                if self._maybe_incomplete(e) and self._room(row) and self.more():
                     continue
                 raise self._error(e, row) from None
             if end == len(self.buf) and self.more():
@@ -190,6 +219,15 @@ class _JsonArrayReader:
             line = self.line_at(self.pos)
             self.pos = end
             return value, line
+
+    def _room(self, row: int) -> bool:
+        """True while the element being read is within a row's size; past it, a DataError naming the row (an
+        array element cannot be skipped without parsing it, so the file stops here)."""
+        if len(self.buf) - self.pos <= MAX_ROW_CHARS:
+            return True
+        line, column = self.where(self.pos)
+        raise DataError(self.path, msg("data.row_too_large", row=row, limit=f"{MAX_ROW_CHARS >> 20} MiB"),
+                        msg("data.hint.split_row"), line=line, column=column)
 
     def _maybe_incomplete(self, e: json.JSONDecodeError) -> bool:
         # Errors caused by the chunk ending lie within a literal's length of its end.
@@ -261,10 +299,10 @@ def _iter_json_array(path: Path, encoding: str) -> Iterator[RawRecord]:
 
 
 def _iter_csv(path: Path, encoding: str, delimiter: str) -> Iterator[RawRecord]:
-    # One legitimately long field (a whole document) must not stop the reader.
-    csv.field_size_limit(1 << 30)
+    # One legitimately long field (a whole document) must not stop the reader; one over a row's size does.
+    csv.field_size_limit(MAX_ROW_CHARS)
     with open_text(path, encoding, newline="") as f:
-        reader = csv.reader(f, delimiter=delimiter, strict=True)
+        reader = csv.reader(_csv_lines(path, f), delimiter=delimiter, strict=True)
         try:
             header = next(reader, None)
             if not header or not any(h.strip() for h in header):
@@ -292,6 +330,16 @@ def _iter_csv(path: Path, encoding: str, delimiter: str) -> Iterator[RawRecord]:
             ) from None
     if index == 0:
         raise DataError(path, msg("data.header_only"), msg("data.hint.with_rows"))
+
+
+def _csv_lines(path: Path, f) -> Iterator[str]:
+    """The file's lines for csv.reader, none longer than a row may be (a quoted field spanning several
+    lines is bounded by csv.field_size_limit)."""
+    for lineno, line in bounded_lines(f):
+        if line is None:
+            raise DataError(path, msg("data.row_too_large", row=f"at line {lineno}", limit=f"{MAX_ROW_CHARS >> 20} MiB"),
+                            msg("data.hint.split_row"), line=lineno)
+        yield line
 
 
 def _iter_parquet(path: Path) -> Iterator[RawRecord]:
