@@ -7,10 +7,11 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-# The backend's top level holds the shared contracts (RunConfig and its fields' policy, the
+# The backend's top level holds the shared contracts (RunConfig, its fields' policy and its recipes, the
 # catalogued messages) and the `python -m` entry points; every other module lives in the
 # package that names its part.
-BACKEND_TOP_LEVEL = {"__init__.py", "config.py", "config_policy.py", "messages.py", "train.py", "evaluate.py"}
+BACKEND_TOP_LEVEL = {"__init__.py", "config.py", "config_policy.py", "config_recipes.py", "messages.py", "train.py",
+                     "evaluate.py"}
 
 
 def imports_of(path: Path) -> set[str]:

@@ -176,9 +176,11 @@ def workspace_datasets(workspace: Workspace) -> list[str]:
 
 
 def local_models(workspace: Workspace) -> list[str]:
-    """'demo' first, then the other model folders of the workspace."""
-    names = ["demo"]
+    """The offline models and 'demo' by name first, then the other model folders of the workspace."""
+    from backend.models.offline import OFFLINE_MODELS
+
+    names = [*OFFLINE_MODELS, "demo"]
     if workspace.models_dir.is_dir():
-        names += sorted(str(p) for p in workspace.models_dir.iterdir() if p.is_dir() and p.name != "demo"
+        names += sorted(str(p) for p in workspace.models_dir.iterdir() if p.is_dir() and p.name not in names
                         and not p.name.startswith("."))
     return names

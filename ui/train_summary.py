@@ -116,8 +116,16 @@ def model_text(msg: Msg, model: str, workspace: Workspace, lang: str = "en") -> 
     """A line about the chosen model; for a local folder, what is missing in it."""
     from backend.models.presets import PRESETS
 
-    if model in ("", "demo"):
+    if model in ("demo", "demo-tiny"):
         return msg("train.model.demo")
+    from backend.models.offline import OFFLINE_MODELS, offline_model_ready
+
+    if model in OFFLINE_MODELS:
+        offline, preset = OFFLINE_MODELS[model], PRESETS[model]
+        state = "ready" if offline_model_ready(model, workspace.models_dir) else "pending"
+        return msg("train.model.offline", label=offline.label, params=preset.num_parameters / 1e6,
+                   context=preset.context_length, folder=f"models/{model}", state=msg(f"train.model.offline.{state}"),
+                   hub_id=offline.hub_id, licence=offline.licence)
     if model in PRESETS:
         preset = PRESETS[model]
         return msg("train.model.preset", label=preset.label, params=preset.num_parameters / 1e9,

@@ -5,4 +5,5 @@ results.py      eval/<checkpoint>/ folders: names, reading results back, checkpo
 text_scores.py  BLEU, ROUGE-1/2/L, exact match of answers against references
 greedy.py       greedy answers to prompts, shared with export verification
 pair_scores.py  preference accuracy and margins of DPO-style runs
+heldout.py      held-out identity and general prompts: the new name learned, the base's right answers kept
 """

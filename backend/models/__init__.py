@@ -3,6 +3,8 @@
 loading.py    resolve a name or folder, load a model (4/8-bit, dtype) and its tokenizer, with sentences on failure
 presets.py    the model presets the Train tab offers (sizes, layers, chat templates)
 demo.py       build the offline demo model (tokenizer + tiny Llama) into the workspace
+gguf_source.py  a GGUF file checked and converted once into a Hugging Face folder
+offline.py    the real pretrained models shipped as GGUF files in registry packages
 hardware.py   detect devices, choose training devices, CUDA_VISIBLE_DEVICES for a launch
 memory.py     the memory estimate of a run (weights, adapters, optimizer, activations, logits, shards)
 hub_cache.py  find a hub model in the local Hugging Face cache (export of hub-model runs)

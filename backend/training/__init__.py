@@ -14,7 +14,8 @@ cli.py        command line, run folder, resume reconciliation, logging, SIGTERM 
 session.py    lifecycle: build (tokenizer, data, model, Trainer), train / resume, finish
 errors.py     exceptions -> one sentence + advice + exit code; failed status
 summary.py    summary.json
-model_stage.py the demo model's first build as a stage of the run (and in the background at app start)
+model_stage.py a model's first build or GGUF conversion as a stage of the run (and in the background at app start)
+replay.py     the base model's own answers to general prompts, mixed into small sets (cached per model)
 preference.py the preference stages (dpo / orpo / simpo / kto) through TRL's trainers
 disk.py       a full disk recognised whatever raised it; partial folders removed
 threads.py    the worker's share of the CPU cores

@@ -15,6 +15,7 @@ from typing import Any
 
 import gradio as gr
 
+from backend.config import RunConfig
 from backend.data.errors import DataError
 from backend.data.fix_table import BY_KEY as FIX_BY_KEY
 from backend.data.fix_table import FIXES
@@ -26,10 +27,18 @@ from ui.i18n import localize
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 PRIVATE = {"api_visibility": "private"}
+DEFAULT_MODEL = RunConfig().model_name_or_path  # whose tokenizer counts tokens when none is named
+
+
+def _recipe_model(ctx: UIContext) -> str:
+    """The model the Train form starts with in this app (app.py --recipe)."""
+    from backend.config_recipes import recipe_config
+
+    return recipe_config(ctx.recipe).model_name_or_path
 
 
 def new_state(path: str, model: str, cutoff: int) -> dict:
-    return {"path": str(path), "mapping": None, "plan": {}, "model": model or "demo", "cutoff": int(cutoff or 256)}
+    return {"path": str(path), "mapping": None, "plan": {}, "model": model or DEFAULT_MODEL, "cutoff": int(cutoff or 256)}
 
 
 # ---------------------------------------------------------------- views (plain values)
@@ -168,7 +177,7 @@ def recheck(ctx: UIContext, lang: str, state: dict | None, model: str, cutoff: i
 
     def run():
         mapping = ds.parse_pairs(mapping_text, ctx.msg(lang, "data.mapping"))
-        return render(ctx, lang, {**state, "model": model or "demo", "cutoff": int(cutoff or 256),
+        return render(ctx, lang, {**state, "model": model or DEFAULT_MODEL, "cutoff": int(cutoff or 256),
                                   "mapping": mapping or None}, read=True)  # "Check again" sees an edited file
     return _safe(ctx, lang, run)
 
@@ -289,7 +298,8 @@ def build(ctx: UIContext) -> None:
                                    elem_id="data-pick", scale=3)
                 refresh = gr.Button(t("data.refresh"), size="sm", scale=1)
             with gr.Accordion(t("data.counting"), open=False):
-                model = gr.Dropdown(choices=ds.local_models(ws), value=last.get("model", "demo"), allow_custom_value=True,
+                model = gr.Dropdown(choices=ds.local_models(ws), value=last.get("model", _recipe_model(ctx)),
+                                    allow_custom_value=True,
                                     label=t("data.model"), elem_id="data-model")
                 cutoff = gr.Number(value=last.get("cutoff", 256), minimum=16, maximum=131072, precision=0,
                                    label=t("data.cutoff"), elem_id="data-cutoff")
@@ -345,7 +355,7 @@ def _wire(ctx, c, upload, pick, refresh, model, cutoff, check, prev, nxt, fix_bu
         return {c[k]: v for k, v in values.items() if k in c}
 
     def remember(m, n):
-        ctx.remember(data={"model": m or "demo", "cutoff": int(n or 256)})
+        ctx.remember(data={"model": m or _recipe_model(ctx), "cutoff": int(n or 256)})
 
     upload.upload(lambda lg, f, m, n, s: to_components(open_upload(ctx, lg, f, m, n, s)),
                   [lang, upload, model, cutoff, state], outs, **PRIVATE)

@@ -34,8 +34,16 @@ TEXT: dict[str, dict[str, str]] = {
     "train.model": _("Model", "模型"),
     "train.model.info": _("'demo', a preset hub id, or the path of a local model folder.",
                           "'demo'、预设的 Hub ID，或本地模型文件夹路径。"),
-    "train.model.demo": _("The offline demo model: a small Qwen2 built on this machine, trains in minutes on a CPU.",
-                          "离线演示模型：在本机构建的小型 Qwen2，CPU 上几分钟即可训练完。"),
+    "train.model.demo": _("The tiny demo model (2M parameters): a small Qwen2 built on this machine for fast tests; "
+                          "it only knows its own fact rows (dataset demo).",
+                          "微型演示模型（2M 参数）：在本机构建、用于快速测试的小型 Qwen2；只认识自己的事实数据（数据集 demo）。"),
+    "train.model.offline": _("{label}: {params:.0f} M parameters, context {context} tokens. A real pretrained model "
+                             "from the package registry, converted once from its GGUF file into {folder} ({state}). "
+                             "Original: {hub_id}. Licence: {licence}.",
+                             "{label}：{params:.0f} M 参数，上下文 {context} token。来自软件包仓库的真实预训练模型，"
+                             "从其 GGUF 文件一次性转换到 {folder}（{state}）。原始模型：{hub_id}。许可：{licence}。"),
+    "train.model.offline.ready": _("converted", "已转换"),
+    "train.model.offline.pending": _("converted on first use, about half a minute", "首次使用时转换，约半分钟"),
     "train.model.preset": _("{label}: {params:.2f} B parameters, context {context} tokens (loaded from the hub or its local cache).",
                             "{label}：{params:.2f} B 参数，上下文 {context} token（从 Hub 或本地缓存加载）。"),
     "train.model.ok": _("✅ Model folder looks complete: {architecture}, about {params:.0f} M parameters, context {context} tokens, tokenizer present.",
