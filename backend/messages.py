@@ -416,7 +416,8 @@ CATALOGUE: dict[str, str] = {
     "template.why.added": "the model has none",
     "template.eos_not_at_turn_end": "The EOS id(s) {ids} never appear at the end of the template's assistant turn, which ends with {terminator} (id {terminator_id}): generation that stops only on them runs to the token limit. Training makes {terminator} the EOS; to chat with this folder as it is, add {terminator_id} to eos_token_id in generation_config.json.",
     "template.no_terminator": "The chat template ends an assistant turn with no special token, so no EOS can stop an answer: choose chat_template gemma, llama3 or chatml.",
-    "template.show.row": "row {row} is not in the file ({count} rows): give --show-template a row number from 1 to {count}.",
+    "template.show.row": "row {row} is not in the file ({count} rows): give --show-template a row number from 0 to {last}, as the report numbers them.",
+    "template.show.unusable": "row {row} does not convert into a conversation (the report above says why): give --show-template another row.",
 }
 
 

@@ -149,15 +149,16 @@ def test_data_check_shows_a_row_through_the_template(gemma_model_dir, tmp_path, 
 
     data = tmp_path / "rows.json"
     data.write_text(json.dumps([{"messages": m} for m in ROWS]), encoding="utf-8")
-    code = main(["check", str(data), "--model", str(gemma_model_dir), "--show-template", "2", "--workspace",
+    code = main(["check", str(data), "--model", str(gemma_model_dir), "--show-template", "1", "--workspace",
                  str(tmp_path / "ws")])
     out = capsys.readouterr().out
     assert code == 0
     assert "template preview (gemma)" in out and "3 of 18 tokens train" in out
     assert "<start_of_turn>user\nWhat colour is milk?<end_of_turn>\n<start_of_turn>model\n⟦White.<end_of_turn>⟧\n" in out
     assert "assistant turn 1: 3 tokens, ends with the EOS <end_of_turn> (id 106)" in out
-    assert main(["check", str(data), "--model", str(gemma_model_dir), "--show-template", "9", "--workspace",
+    assert main(["check", str(data), "--model", str(gemma_model_dir), "--show-template", "4", "--workspace",
                  str(tmp_path / "ws")]) == 2
+    assert "row 4 is not in the file (4 rows): give --show-template a row number from 0 to 3" in capsys.readouterr().err
     assert main(["check", str(data), "--model", str(gemma_model_dir), "--chat-template", "llama3", "--workspace",
                  str(tmp_path / "ws")]) == 2
     assert "chat_template = llama3 does not fit" in capsys.readouterr().err

@@ -374,5 +374,6 @@ ZH: dict[str, str] = {
     "template.why.added": "模型没有自带模板",
     "template.eos_not_at_turn_end": "EOS id {ids} 从未出现在模板助手回合的末尾，该回合以 {terminator}（id {terminator_id}）结束：只在这些 id 上停止的生成会一直写到 token 上限。训练会把 {terminator} 设为 EOS；若要直接用此文件夹对话，请把 {terminator_id} 加入 generation_config.json 的 eos_token_id。",
     "template.no_terminator": "该对话模板的助手回合不以特殊 token 结束，没有 EOS 能让回答停下：请把 chat_template 选为 gemma、llama3 或 chatml。",
-    "template.show.row": "文件中没有第 {row} 行（共 {count} 行）：请给 --show-template 一个 1 到 {count} 的行号。",
+    "template.show.row": "文件中没有第 {row} 行（共 {count} 行）：请按报告的编号给 --show-template 一个 0 到 {last} 的行号。",
+    "template.show.unusable": "第 {row} 行无法转换为对话（原因见上面的报告）：请给 --show-template 换一行。",
 }

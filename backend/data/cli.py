@@ -59,8 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     _common(check)
     check.add_argument("--all-rows", action="store_true", help="with --json: list every flagged row, not examples")
     check.add_argument("--show-template", type=int, metavar="ROW",
-                       help="with --model: print row ROW (1 = the first) rendered through the chat template, the "
-                            "tokens that train marked apart from the masked ones, and the EOS after each answer")
+                       help="with --model: print row ROW of the file (0 = the first, as the report numbers rows) "
+                            "rendered through the chat template, the tokens that train marked apart from the masked "
+                            "ones, and the EOS after each answer")
     check.add_argument("--chat-template", default="auto",
                        help="the run's chat_template: auto (default), own, gemma, llama3, chatml")
     fix = sub.add_parser("fix", help="apply fixes and save a workspace dataset (the file is not modified)")
@@ -97,15 +98,18 @@ def run_check(args) -> int:
 
 
 def show_template(args, tokenizer, template) -> dict:
-    """Row `--show-template` (1-based, among the rows that load) as the worker encodes it."""
+    """File row `--show-template` (0-based, as the report numbers rows) as the worker encodes it."""
     from backend.data.load import load_rows
     from backend.data.template_preview import template_preview
     from backend.messages import msg
 
-    rows = load_rows(args.file, parse_mapping(args.mapping), args.dataset).rows
-    if not 1 <= args.show_template <= len(rows):
-        raise ValueError(str(msg("template.show.row", row=args.show_template, count=len(rows))))
-    row = rows[args.show_template - 1]
+    loaded = load_rows(args.file, parse_mapping(args.mapping), args.dataset)
+    number = args.show_template
+    if not 0 <= number < loaded.total:
+        raise ValueError(str(msg("template.show.row", row=number, count=loaded.total, last=max(loaded.total - 1, 0))))
+    if number not in loaded.indices:
+        raise ValueError(str(msg("template.show.unusable", row=number)))
+    row = loaded.rows[loaded.indices.index(number)]
     return template_preview(tokenizer, row["messages"], args.cutoff, row.get("tools"))
 
 
