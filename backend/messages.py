@@ -378,6 +378,15 @@ CATALOGUE: dict[str, str] = {
                            "class that subclasses transformers.TrainerCallback (or remove it from callbacks).",
     "config.not_loss_function": "loss_function: {ref!r} is {kind}, not a function: give 'module:function' of a "
                                 "function (outputs, labels, num_items_in_batch) -> loss, or clear loss_function.",
+    # --- preference pairs the worker trains on (backend/training/preference.py) ------------------------------
+    "train.no_pairs": "No training pairs are left of the {total} in the data ({reasons}): {advice}",
+    "train.pairs.empty": "fill in the empty chosen / rejected answers, or drop those rows (python -m backend.data "
+                         "fix FILE --drop-empty, or the Data tab's fixes).",
+    "train.pairs.same": "in every pair the chosen answer is the same as the rejected one, which teaches no "
+                        "preference: give pairs whose answers differ (python -m backend.data check FILE lists them "
+                        "as same_answer).",
+    "train.pairs.cutoff": "the prompts alone fill cutoff_len = {cutoff} tokens: raise cutoff_len.",
+    "train.pairs.none": "python -m backend.data check FILE says what is wrong with each row.",
     # --- scale-out guards (backend/scale/guards.py) ------------------------------------------
     'scale.offload_needs_zero': 'cpu_offload needs distributed deepspeed_zero2 or deepspeed_zero3 (now {distributed}); choose one of them or turn cpu_offload off.',
     'scale.file_engine': 'deepspeed = {path!r} is a DeepSpeed file, but distributed is {distributed}; choose distributed auto, deepspeed_zero2 or deepspeed_zero3, or clear deepspeed.',

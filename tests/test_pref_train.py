@@ -165,3 +165,33 @@ def test_refused_preference_settings_exit_2(workspace, subprocess_env, sets, wor
     result = worker(workspace, subprocess_env, *sets, "max_steps=1", run_dir=run)
     assert result.returncode == 2, result.stderr[-2000:]
     assert words in result.stderr and "Traceback" not in result.stderr
+
+
+def pair_file(workspace, name: str, rows: list[tuple[str, str, str]]) -> Path:
+    path = workspace.root / f"{name}.jsonl"
+    path.write_text("".join(json.dumps({"prompt": p, "chosen": c, "rejected": r}) + "\n" for p, c, r in rows))
+    return path
+
+
+@pytest.mark.parametrize("rows, words", [
+    # Every chosen answer equals its rejected one: DPO's loss is a constant, nothing to learn (issue 26).
+    ([(f"Question {i}?", f"Answer {i}.", f"Answer {i}.") for i in range(4)],
+     ["4 chosen same as rejected", "teaches no preference", "same_answer"]),
+    # Empty answers: the advice is to fill or drop them, not to raise cutoff_len.
+    ([("Question 1?", "", "No."), ("Question 2?", "Yes.", ""), ("Question 3?", "", "")],
+     ["3 empty chosen / rejected answer", "--drop-empty"]),
+])
+def test_pairs_that_teach_nothing_are_refused_with_what_to_do(workspace, subprocess_env, rows, words):
+    from backend.config_recipes import tiny_config
+
+    config = workspace.root / "tiny.yaml"
+    tiny_config().save(config)
+    run = workspace.runs_dir / "nothing"
+    data = pair_file(workspace, "pairs", rows)
+    result = worker(workspace, subprocess_env, "stage=dpo", f"dataset={data}", "val_size=0", "max_steps=1",
+                    args=["--config", str(config), "--run-dir", str(run)])
+    assert result.returncode == 2, result.stderr[-3000:]
+    log = (run / "train.log").read_text() if (run / "train.log").exists() else result.stderr
+    assert "Traceback" not in result.stderr + log and "raise cutoff_len" not in log
+    assert all(word in log for word in words), log[-2000:]
+    assert read_status(run)["state"] == "failed"

@@ -336,6 +336,14 @@ ZH: dict[str, str] = {
                            "的类，写成 'module:Class'（或把它从 callbacks 中删除）。",
     "config.not_loss_function": "loss_function：{ref!r} 是{kind}，不是函数：请给出 'module:function' 形式的函数 "
                                 "(outputs, labels, num_items_in_batch) -> loss，或清空 loss_function。",
+    # --- 训练用的偏好对 ---
+    "train.no_pairs": "数据中的 {total} 条里没有剩下可训练的偏好对（{reasons}）：{advice}",
+    "train.pairs.empty": "请补全空的 chosen / rejected 回答，或删除这些行（python -m backend.data fix FILE --drop-empty，"
+                         "或使用数据页的修复）。",
+    "train.pairs.same": "每一对的 chosen 回答都与 rejected 相同，学不到任何偏好：请提供回答不同的偏好对"
+                        "（python -m backend.data check FILE 会把它们列为 same_answer）。",
+    "train.pairs.cutoff": "仅提示部分就占满了 cutoff_len = {cutoff} 个 token：请调大 cutoff_len。",
+    "train.pairs.none": "python -m backend.data check FILE 会说明每一行的问题。",
     # --- scale-out guards ------------------------------------------------------------------
     'scale.offload_needs_zero': 'cpu_offload 需要 distributed 为 deepspeed_zero2 或 deepspeed_zero3（当前为 {distributed}）；请选择其一，或关闭 cpu_offload。',
     'scale.file_engine': 'deepspeed = {path!r} 是 DeepSpeed 配置文件，但 distributed 为 {distributed}；请选择 auto、deepspeed_zero2 或 deepspeed_zero3，或清空 deepspeed。',

@@ -21,11 +21,16 @@ from pathlib import Path
 
 from backend.config import ConfigError, RunConfig
 from backend.data.resolve import load_rows, resolve_dataset, split_rows
+from backend.messages import Message, msg
 from backend.runs.workspace import Workspace
 from backend.training.dataset import RowCounts
 
 log = logging.getLogger("backend.train")
 REFERENCE_ADAPTER = "ref"
+# Why a pair is left out (RowCounts reasons: summary.json and the refusal below).
+EMPTY = "empty chosen / rejected answer"
+SAME = "chosen same as rejected"
+CUT = "answer cut away by cutoff_len"
 
 
 def preference_rows(rows: list[dict], stage: str, source: str) -> list[dict]:
@@ -55,19 +60,32 @@ def usable(tokenizer, rows: list[dict], config: RunConfig, counts: RowCounts) ->
     for row in rows:
         counts.total += 1
         answers = [row["chosen"], row["rejected"]] if "chosen" in row else [row["completion"]]
-        if any(not "".join(m["content"] for m in a).strip() for a in answers):
-            counts.drop("empty chosen / rejected answer")
+        texts = ["".join(m["content"] for m in a) for a in answers]
+        if any(not text.strip() for text in texts):
+            counts.drop(EMPTY)
+            continue
+        if len(texts) == 2 and texts[0] == texts[1]:   # the same rule as the same_answer check
+            counts.drop(SAME)   # its loss is a constant: no gradient, only a skewed reward average
             continue
         prompt = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=True,
                                                return_dict=False)
         if len(prompt) >= config.cutoff_len:
-            counts.drop("answer cut away by cutoff_len")
+            counts.drop(CUT)
             continue
         longest = max(len(tokenizer.apply_chat_template(row["prompt"] + a, tokenize=True, return_dict=False))
                       for a in answers)
         counts.truncated += longest > config.cutoff_len
         kept.append(row)
     return kept
+
+
+def no_pairs_left(counts: RowCounts, config: RunConfig) -> Message:
+    """Why nothing is left to train on, with what to do about the commonest reason."""
+    reasons = ", ".join(f"{count} {reason}" for reason, count in counts.reasons.items()) or "no usable row"
+    commonest = max(counts.reasons, key=counts.reasons.get) if counts.reasons else None
+    advice = {EMPTY: msg("train.pairs.empty"), SAME: msg("train.pairs.same"),
+              CUT: msg("train.pairs.cutoff", cutoff=config.cutoff_len)}.get(commonest, msg("train.pairs.none"))
+    return msg("train.no_pairs", total=counts.total, reasons=reasons, advice=advice)
 
 
 def build_preference_datasets(tokenizer, config: RunConfig, workspace: Workspace):
@@ -86,7 +104,7 @@ def build_preference_datasets(tokenizer, config: RunConfig, workspace: Workspace
         if eval_rows else []
     counts.train, counts.eval = len(train), len(evaluation)
     if not train:
-        raise ValueError(f"No training pairs left out of {counts.total} ({counts.reasons}); raise cutoff_len.")
+        raise ConfigError(no_pairs_left(counts, config))
     return Dataset.from_list(train), (Dataset.from_list(evaluation) if evaluation else None), counts
 
 
