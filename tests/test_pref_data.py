@@ -193,3 +193,18 @@ def test_data_tab_shows_a_pair_side_by_side_and_its_fixes(workspace, tmp_path):
     assert "Say yes" not in fixed["preview"] and "Empty?" in fixed["preview"]
     fixed = data.apply_fix(ctx, "en", fixed["state"], "contradicting_drop", "")
     assert fixed["preview"].count('class="ft-pair"') == 2
+
+
+def test_the_shape_comes_from_the_first_row_that_has_one(tmp_path):
+    """One valid pair after rows of no shape: a pair file with 3 unusable rows, not a refusal of row 0
+    (issue 26); the check says how many rows cannot be used."""
+    path = tmp_path / "mostly-broken.jsonl"
+    path.write_text('{"text": "stray"}\n{"prompt": "q", "chosen": "half a pair"}\n'
+                    '{"prompt": "Is it?", "chosen": "Yes.", "rejected": "No."}\n[1, 2]\n', encoding="utf-8")
+    loaded = load_rows(path)
+    assert loaded.source.shape.name == "pairwise" and loaded.total == 4 and len(loaded.rows) == 1
+    assert [r.index for r in loaded.rejected] == [0, 1, 3]
+    result = subprocess.run([sys.executable, "-m", "backend.data", "check", str(path)], cwd=REPO,
+                            capture_output=True, text=True, timeout=120)
+    assert "pairwise" in result.stdout.splitlines()[0] and "rows: 4 in the file, 1 usable" in result.stdout
+    assert "chosen is missing" in result.stdout and "Traceback" not in result.stderr

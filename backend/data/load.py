@@ -22,6 +22,8 @@ from backend.messages import Message, msg
 
 DATASET_INFO = "dataset_info.json"
 ROW = "(row)"  # the field of a problem that concerns the whole row
+# Rows read to find the file's shape (the first that has one decides it).
+SHAPE_SCAN = 1000
 
 
 @dataclass
@@ -59,19 +61,41 @@ def open_source(path: str | Path, mapping: dict[str, str] | None = None, dataset
         raise DataError(path, msg("data.empty"), msg("data.hint.no_rows"))
     kind = file_type(path)
     encoding = None if kind == "parquet" else detect_encoding(path)
-    first = _first_record(path, kind, encoding)
-    shape = detect_shape(first.value, str(path), mapping, row=first.index)
-    return Source(path, str(path), kind, encoding, shape)
+    return Source(path, str(path), kind, encoding, _first_shape(path, kind, encoding, mapping))
+
+
+def _first_shape(path: Path, kind: str, encoding: str | None, mapping: dict[str, str] | None) -> Shape:
+    """The shape of the first row that has one (among the first SHAPE_SCAN rows): rows before it that
+    have none (a stray header object, a half-filled pair) are then reported as unusable rows, instead of
+    deciding the whole file. With none, the first row's own refusal."""
+    refusal = None
+    for record in _records(path, kind, encoding):
+        try:
+            return detect_shape(record.value, str(path), mapping, row=record.index)
+        except DataError as error:
+            if mapping:   # a mapping names the columns of every row: the first row decides
+                raise
+            refusal = refusal or error
+    raise refusal
 
 
 def _first_record(path: Path, kind: str, encoding: str | None):
-    first_error = None
+    return next(_records(path, kind, encoding))
+
+
+def _records(path: Path, kind: str, encoding: str | None) -> Iterator:
+    """The file's first SHAPE_SCAN object records; none at all: the first row's refusal."""
+    first_error, found = None, False
     for record in iter_records(path, kind, encoding):
         if isinstance(record.value, dict):
-            return record
-        first_error = first_error or record
-        if record.index >= 1000:
+            found = True
+            yield record
+        else:
+            first_error = first_error or record
+        if record.index >= SHAPE_SCAN:
             break
+    if found:
+        return
     if first_error.error:
         raise DataError(path, first_error.error, msg("data.hint.no_row_read"), row=first_error.index)
     raise DataError(
