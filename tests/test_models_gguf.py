@@ -6,14 +6,14 @@ cannot become a model ends in one sentence with nothing half-written left."""
 from __future__ import annotations
 
 import json
-import shutil
+import logging
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from backend.models.gguf_source import SOURCE_FILE, find_gguf, read_gguf_info
+from backend.models.gguf_source import SOURCE_FILE, read_gguf_info
 from backend.models.loading import ModelLoadError, resolve_model_path
 from backend.models.offline import OFFLINE_MODELS
 from tests.small_disk import run_on_small_disk, small_disk_available
@@ -59,23 +59,39 @@ def test_converted_starter_answers_like_transformers_reading_the_gguf(starter_mo
     assert tokenizer.model_max_length == 8192  # the GGUF's context length, which its tokenizer lacks
 
 
-def test_a_gguf_file_by_path_is_converted_once_then_reused(tmp_path, starter_model_dir):
+def test_a_gguf_file_by_path_is_converted_once_as_a_stage_of_the_run_then_reused(tmp_path, starter_model_dir):
+    """A GGUF file a user names (here through a folder holding it) becomes models/<stem>/, with the
+    conversion shown as the run's stage (status.json and train.log), and is reused after that."""
+    from backend.runs.files import read_status, update_status
+    from backend.training.model_stage import prepare_model
+
     source = STARTER.locate(starter_model_dir.parent)
-    models = tmp_path / "models"
+    models, run_dir = tmp_path / "models", tmp_path / "runs" / "r1"
     link = tmp_path / "downloads" / "my-model.gguf"
     link.parent.mkdir()
     link.symlink_to(source)
-    assert find_gguf(link.parent) == link  # a folder holding one GGUF file names it
-    # Converting is the slow part; the folder the fixture converted stands in for it, recorded as
-    # made from this very file, so this checks the reuse rule and not the conversion again.
-    target = models / "my-model"
-    shutil.copytree(starter_model_dir, target, symlinks=True)
-    stat = link.resolve().stat()
-    (target / SOURCE_FILE).write_text(json.dumps({"path": str(link.resolve()), "size": stat.st_size,
-                                                  "mtime_ns": stat.st_mtime_ns}), encoding="utf-8")
-    before = (target / "model.safetensors").stat().st_mtime_ns
-    assert resolve_model_path(str(link), models) == str(target)
-    assert (target / "model.safetensors").stat().st_mtime_ns == before  # reused, not rewritten
+    run_dir.mkdir(parents=True)
+    update_status(run_dir, state="running")
+    stages, logger = [], logging.getLogger("backend.train")
+
+    class Seen(logging.Handler):
+        def emit(self, record):
+            stages.append((record.getMessage(), read_status(run_dir).get("stage")))
+
+    handler = Seen(logging.INFO)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        path = prepare_model(str(link.parent), models, run_dir)
+    finally:
+        logger.removeHandler(handler)
+    assert path == str(models / "my-model") and (models / "my-model" / "config.json").is_file()
+    assert any(stage and stage["name"] == "convert_model" for _, stage in stages)
+    assert any("converting" in message and "step 4 / 4" in message for message, _ in stages)
+    assert read_status(run_dir).get("stage") is None and not list(models.glob(".my-model-convert-*"))
+    before = (models / "my-model" / "model.safetensors").stat().st_mtime_ns
+    assert resolve_model_path(str(link), models) == str(models / "my-model")
+    assert (models / "my-model" / "model.safetensors").stat().st_mtime_ns == before  # reused, not rewritten
 
 
 @pytest.mark.parametrize("case, message_id", [

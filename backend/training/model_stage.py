@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         from backend.config import RunConfig
         from backend.training.replay import warm_cache
 
-        warm_cache(path, args.replay_cache, RunConfig().seed)
+        warm_cache(path, args.replay_cache, RunConfig())
     print(json.dumps({"model": str(path)}))
     return 0
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import random
 from pathlib import Path
 
@@ -31,9 +32,6 @@ log = logging.getLogger("backend.train")
 REPLAY_VERSION = 1  # bump when the prompts or the generation change: caches are made anew
 REPLAY_AUTO_BELOW = 1000  # training rows; `replay: auto` mixes replay into smaller sets
 REPLAY_MAX_NEW_TOKENS = 128
-# Prompts per generate call: greedy decoding runs until the longest answer of a batch ends, so
-# wide batches take fewer sequential steps; a run generates batch by batch only until it has enough.
-REPLAY_BATCH = 48
 CACHE_DIR = ".replay"
 
 
@@ -79,18 +77,18 @@ def replay_rows(model_path: str | Path, tokenizer, datasets_dir: Path, count: in
     with file_lock(cache.with_suffix(".lock")):  # one generator per model: a second run waits, then reads
         answers = _read_cache(cache)
         picked: list[dict] = []
-        for start in range(0, len(order), REPLAY_BATCH):
-            missing = [prompts[i] for i in order[start:start + REPLAY_BATCH] if prompts[i] not in answers]
+        cursor = 0
+        while len(picked) < count and cursor < len(order):
+            # About a third of the base's answers run past the token limit: ask for half again as many.
+            cursor += max(8, math.ceil((count - len(picked)) * 1.5))
+            missing = [prompts[i] for i in order[:cursor] if prompts[i] not in answers]
             if missing:
                 if not answers:
                     log.info("replay: the base model answers general prompts once (cached in %s)", cache)
                 answers.update(generate_answers(model_path, tokenizer, missing))
                 atomic_write_text(cache, "".join(json.dumps({"prompt": k, "answer": v}, ensure_ascii=False) + "\n"
                                                  for k, v in answers.items()))
-            picked = [_row(prompts[i], answers[prompts[i]]) for i in order[:start + REPLAY_BATCH]
-                      if answers.get(prompts[i])]
-            if len(picked) >= count:
-                break
+            picked = [_row(prompts[i], answers[prompts[i]]) for i in order[:cursor] if answers.get(prompts[i])]
     log.info("replay: %d of the base model's own answers mixed into the training rows", min(count, len(picked)))
     return picked[:count]
 
@@ -115,14 +113,20 @@ def _read_cache(path: Path) -> dict[str, str | None]:
     return answers
 
 
-def warm_cache(model_path: str | Path, datasets_dir: Path, seed: int) -> None:
-    """Answer the first batch of replay prompts (in the order `seed` gives them) ahead of a model's
-    first run: the app does it at start for its default model, beside the model's conversion."""
+def warm_cache(model_path: str | Path, datasets_dir: Path, config) -> None:
+    """Answer the replay prompts that `config`'s first run needs ahead of it: the app does it at
+    start for its default recipe, beside the model's conversion."""
+    from backend.config import split_sizes
     from backend.models.loading import load_tokenizer
 
     tokenizer = load_tokenizer(model_path)
-    if tokenizer.chat_template:
-        replay_rows(model_path, tokenizer, datasets_dir, 1, seed)
+    if not tokenizer.chat_template or config.dataset != "identity":
+        return
+    from backend.data.identity_rows import build_identity_rows
+
+    train_rows = split_sizes(len(build_identity_rows()), config.val_size)[0]
+    if replay_applies(config, train_rows, True):
+        replay_rows(model_path, tokenizer, datasets_dir, replay_count(config, train_rows), config.seed)
 
 
 def generate_answers(model_path: str | Path, tokenizer, prompts) -> dict[str, str | None]:
