@@ -54,7 +54,7 @@ def train(ws: Workspace, name: str, sets: list[str], threads: int) -> tuple[Path
     return run_dir, seconds, result.returncode
 
 
-def score(base_path: str, adapter: Path | None, name: str, base_right):
+def score(base_path: str, adapter: Path | None, name: str, base_right, max_new_tokens: int):
     import torch
     from peft import PeftModel
 
@@ -63,7 +63,7 @@ def score(base_path: str, adapter: Path | None, name: str, base_right):
     if adapter is not None:
         model = PeftModel.from_pretrained(model, str(adapter))
     model.eval()
-    return held_out_report(model, tokenizer, name, base_right)
+    return held_out_report(model, tokenizer, name, base_right, max_new_tokens)
 
 
 def main() -> None:
@@ -72,6 +72,7 @@ def main() -> None:
     parser.add_argument("--variant", action="append", default=[], help="NAME or NAME:key=value,...")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--show-answers", action="store_true")
+    parser.add_argument("--max-new-tokens", type=int, default=128)
     args = parser.parse_args()
     config = RunConfig()
     with tempfile.TemporaryDirectory() as scratch:
@@ -79,7 +80,7 @@ def main() -> None:
         models = Path(args.models_dir).resolve()
         base_path = resolve_model_path(config.model_name_or_path, models)
         (ws.models_dir / config.model_name_or_path).symlink_to(base_path, target_is_directory=True)
-        base = score(base_path, None, config.identity_name, None)
+        base = score(base_path, None, config.identity_name, None, args.max_new_tokens)
         print(json.dumps({"variant": "base", **base.as_dict()}), flush=True)
         if args.show_answers:
             for answer in base.answers:
@@ -91,7 +92,8 @@ def main() -> None:
             if code != 0:
                 print(json.dumps({"variant": name, "failed": code}), flush=True)
                 continue
-            report = score(base_path, run_dir / "final", config.identity_name, base.general_right)
+            report = score(base_path, run_dir / "final", config.identity_name, base.general_right,
+                           args.max_new_tokens)
             summary = json.loads((run_dir / "summary.json").read_text())
             line = {"variant": name, "sets": sets, "seconds": round(seconds, 1), "steps": summary.get("global_step"),
                     **report.as_dict()}

@@ -70,7 +70,7 @@ def test_preset_numbers_agree_with_the_parameter_estimate():
         config = {"hidden_size": preset.hidden_size, "num_hidden_layers": preset.num_layers,
                   "num_attention_heads": preset.num_heads, "num_key_value_heads": preset.num_kv_heads,
                   "intermediate_size": preset.intermediate_size, "vocab_size": preset.vocab_size,
-                  "tie_word_embeddings": preset.tie_word_embeddings}
+                  "tie_word_embeddings": preset.tie_word_embeddings, "head_dim": preset.head_dim}
         estimate = estimate_num_parameters(config)
         assert abs(estimate - preset.num_parameters) / preset.num_parameters < 0.03, hub_id
 

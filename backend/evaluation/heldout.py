@@ -7,7 +7,8 @@ backend/data/general_prompts.py HELD_OUT_QUESTIONS), scored three ways:
   fine-tune still answers right (a question the base gets wrong measures
   nothing about forgetting, so it is left out);
 * ended: the share of answers that end with the end of turn before
-  max_new_tokens (a model that never stops is broken whatever it says).
+  max_new_tokens (a model that never stops is broken whatever it says);
+  128 tokens, the limit replay's answers were kept under.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def stop_token_ids(tokenizer, model) -> list[int]:
     return sorted(ids)
 
 
-def generate(model, tokenizer, prompts, max_new_tokens: int = 64, batch_size: int = 10) -> list[Answer]:
+def generate(model, tokenizer, prompts, max_new_tokens: int = 128, batch_size: int = 32) -> list[Answer]:
     """Greedy answers to single-turn prompts, in batches (left padding), with whether each ended."""
     import torch
 
@@ -82,7 +83,7 @@ def is_right(text: str, accepted: tuple[str, ...]) -> bool:
 
 
 def held_out_report(model, tokenizer, name: str, base_right: list[bool] | None = None,
-                    max_new_tokens: int = 64) -> HeldOutReport:
+                    max_new_tokens: int = 128) -> HeldOutReport:
     """Scores `model` on the held-out prompts. `base_right` (the base model's `general_right`)
     selects the general questions that count for `kept`."""
     identity = generate(model, tokenizer, HELD_OUT_IDENTITY_PROMPTS, max_new_tokens)

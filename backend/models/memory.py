@@ -89,7 +89,7 @@ class Architecture:
         return cls(hidden_size=preset.hidden_size, intermediate_size=preset.intermediate_size,
                    num_hidden_layers=preset.num_layers, num_attention_heads=preset.num_heads,
                    num_key_value_heads=preset.num_kv_heads, vocab_size=preset.vocab_size,
-                   head_dim=preset.hidden_size // preset.num_heads,
+                   head_dim=preset.head_dim or preset.hidden_size // preset.num_heads,
                    tie_word_embeddings=preset.tie_word_embeddings)
 
     @classmethod

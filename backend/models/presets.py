@@ -21,6 +21,7 @@ class ModelPreset:
     vocab_size: int
     context_length: int  # max_position_embeddings, tokens
     tie_word_embeddings: bool = True
+    head_dim: int | None = None  # when it is not hidden_size / num_heads (Gemma 3: 256)
 
 
 PRESETS: dict[str, ModelPreset] = {
@@ -38,7 +39,7 @@ PRESETS: dict[str, ModelPreset] = {
     "smollm2-135m-instruct": ModelPreset(
         "SmolLM2 135M Instruct (offline)", 134_515_008, 576, 30, 9, 3, 1536, 49152, 8192),
     "gemma-3-270m": ModelPreset(
-        "Gemma 3 270M base (offline)", 268_098_176, 640, 18, 4, 1, 2048, 262144, 32768),
+        "Gemma 3 270M base (offline)", 268_098_176, 640, 18, 4, 1, 2048, 262144, 32768, head_dim=256),
     "HuggingFaceTB/SmolLM2-360M-Instruct": ModelPreset(
         "SmolLM2 360M Instruct", 362_000_000, 960, 32, 15, 5, 2560, 49152, 8192),
 }
