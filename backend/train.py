@@ -27,9 +27,9 @@ from backend.training.model_stage import BuildStopped, stopped_during_build
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.print_default_config:
-        from backend.config import RunConfig
+        from backend.config_recipes import recipe_config
 
-        print(RunConfig().to_yaml(), end="")
+        print(recipe_config(args.recipe).to_yaml(), end="")
         return 0
     stop = StopRequest().install()  # first: a stop during the slow loading still ends cleanly
     job = None

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from backend.config import ConfigError, RunConfig, import_reference
 from backend.config_policy import MUST_MATCH, WARN
+from backend.config_recipes import recipe_config
 from backend.messages import Message, message_of, msg
 from backend.models.hardware import LAUNCHED_DEVICES_ENV, launch_env
 from backend.runs.files import CONFIG_FILE, LOG_FILE, list_checkpoints
@@ -67,7 +68,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workspace", type=Path, help=f"Workspace folder (default: {DEFAULT_WORKSPACE}).")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="Override one config field (repeatable), e.g. --set max_steps=20.")
-    parser.add_argument("--print-default-config", action="store_true", help="Print the default (demo) config as YAML.")
+    parser.add_argument("--recipe", choices=("starter", "demo-tiny"), default="starter",
+                        help="Defaults without --config: starter (SmolLM2-135M-Instruct learns the identity dataset) "
+                             "or demo-tiny (the 2M demo model on its fact rows, seconds a run).")
+    parser.add_argument("--print-default-config", action="store_true",
+                        help="Print the recipe's config (--recipe, default starter) as YAML.")
     return parser.parse_args(argv)
 
 
@@ -136,7 +141,7 @@ def _prepare_new(args: argparse.Namespace) -> Job:
     if not args.config and not args.overrides:
         raise ConfigError(msg("train.no_config"))
     # Without --config the defaults are the base, as in `--set stage=dpo --set dataset=...`.
-    config = (RunConfig.load(args.config) if args.config else RunConfig()).with_overrides(args.overrides)
+    config = (RunConfig.load(args.config) if args.config else recipe_config(args.recipe)).with_overrides(args.overrides)
     if args.run_dir:
         run_dir = args.run_dir
         workspace = Workspace(args.workspace) if args.workspace else Workspace.for_run_dir(run_dir)
