@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench browser clean
+.PHONY: run test lint bench browser clean screenshots
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-models.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -24,6 +24,10 @@ browser:
 test: $(STAMP) browser
 	$(PY) -m ruff check .
 	$(PY) -m pytest
+
+# The docs' screenshots, from the browser journeys that take them (tests never rewrite them).
+screenshots: $(STAMP) browser
+	FINETUNE_STUDIO_DOC_SCREENSHOTS=1 $(PY) -m pytest tests/browser/test_journey.py tests/browser/test_eval_export.py tests/browser/test_chat_tab.py tests/browser/test_data_tab.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

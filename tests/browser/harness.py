@@ -138,12 +138,18 @@ def launch_browser(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
 
 
+# `make screenshots` sets it: only then do the docs' screenshots get rewritten (a test run leaves
+# tracked files as they are).
+DOC_SCREENSHOTS_ENV = "FINETUNE_STUDIO_DOC_SCREENSHOTS"
+
+
 def screenshot(page, name: str, also_to: Path | None = None) -> Path:
-    """Save a full-page screenshot under test-artifacts/ (and optionally a copy, e.g. into docs/)."""
+    """Save a full-page screenshot under test-artifacts/; `also_to` (a docs/ picture) gets a copy
+    under `make screenshots` only."""
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
-    if also_to is not None:
+    if also_to is not None and os.environ.get(DOC_SCREENSHOTS_ENV):
         also_to.parent.mkdir(parents=True, exist_ok=True)
         also_to.write_bytes(path.read_bytes())
     return path

@@ -3,8 +3,8 @@ upload ../shared/data/identity.json, see its placeholder and conflicting-answer
 counts, apply a fix and save; start a short demo run; see chart points
 appear; restart app.py in the middle of the run and see the chart keep its
 earlier points and grow; stop it; resume it to completion. Screenshots of
-every tab go to test-artifacts/, and the Train and Runs ones to
-docs/screenshots/."""
+every tab go to test-artifacts/ (`make screenshots` also copies the Train and
+Runs ones to docs/screenshots/)."""
 
 from __future__ import annotations
 
