@@ -546,6 +546,9 @@ def split_sizes(num_rows: int, val_size: float) -> tuple[int, int]:
 
 # More optimizer steps than this and the plan is warned about (Train tab and worker).
 MANY_STEPS = 1_000_000
+# A learning rate above this trains no model (LoRA trains at 1e-4 to 1e-3): the Plan warns, and the
+# worker stops the run when the loss turns NaN or infinite (backend/training/callbacks.py).
+ABSURD_LEARNING_RATE = 1.0
 
 
 def derived_numbers(config: RunConfig, num_train_rows: int, world_size: int = 1) -> dict:

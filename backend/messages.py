@@ -387,6 +387,12 @@ CATALOGUE: dict[str, str] = {
                         "as same_answer).",
     "train.pairs.cutoff": "the prompts alone fill cutoff_len = {cutoff} tokens: raise cutoff_len.",
     "train.pairs.none": "python -m backend.data check FILE says what is wrong with each row.",
+    # --- a loss that is no number (backend/training/callbacks.py) ---------------------------------------------
+    "train.error.not_finite": "The training {what} became {value} at step {step} (learning_rate {lr:g}): the run "
+                              "diverged, and every step after it would only train on numbers that mean nothing.",
+    "train.advice.not_finite": "Lower learning_rate (LoRA usually trains at 1e-4 to 1e-3, full fine-tuning at "
+                               "1e-5 to 1e-4), keep max_grad_norm at 1.0, and check the data for rows of garbage; "
+                               "then start the run again (its checkpoints hold the same diverged weights).",
     # --- scale-out guards (backend/scale/guards.py) ------------------------------------------
     'scale.offload_needs_zero': 'cpu_offload needs distributed deepspeed_zero2 or deepspeed_zero3 (now {distributed}); choose one of them or turn cpu_offload off.',
     'scale.file_engine': 'deepspeed = {path!r} is a DeepSpeed file, but distributed is {distributed}; choose distributed auto, deepspeed_zero2 or deepspeed_zero3, or clear deepspeed.',

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -398,3 +399,29 @@ def test_binary_config_file_is_refused_without_pointing_at_a_missing_log(workspa
     result = worker(workspace, subprocess_env, args=["--config", str(binary)])
     assert result.returncode == 2 and "is not a text (UTF-8 YAML) file" in result.stderr, result.stderr
     assert "train.log" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_diverging_run_stops_as_failed_naming_the_step_and_learning_rate(workspace, subprocess_env, quick):
+    """learning_rate 1e30: the loss turns NaN within steps; the run must not train on and end `completed`
+    (issue 26). The Plan warned before the start."""
+    from ui.tabs.train import TEXT
+    from ui.train_summary import derived_text
+
+    def plain(key, **values):
+        return TEXT[key]["en"].format(**values)
+
+    plan = derived_text(plain, tiny_config(learning_rate=1e30), {"rows": 40})
+    assert "learning_rate **1e+30** is far above any that trains" in plan
+    assert "far above" not in derived_text(plain, tiny_config(), {"rows": 40})
+
+    run = workspace.runs_dir / "diverged"
+    result = worker(workspace, subprocess_env, *quick, "learning_rate=1e30", "max_steps=8", run_dir=run)
+    assert result.returncode == 1, result.stderr[-2000:]
+    status = read_status(run)
+    assert status["state"] == "failed", status
+    said = re.search(r"The training (loss|grad_norm) became (nan|inf|-inf) at step (\d+) \(learning_rate 1e\+30\)",
+                     status["error"])
+    assert said and 1 <= int(said.group(3)) < 8, status["error"]
+    assert "Lower learning_rate" in status["advice"] and not (run / "final").exists()
+    losses = [r["loss"] for r in metrics(run) if r["kind"] == "train"]
+    assert losses[-1] != losses[-1] or abs(losses[-1]) == float("inf")   # the last logged loss: NaN or inf

@@ -344,6 +344,11 @@ ZH: dict[str, str] = {
                         "（python -m backend.data check FILE 会把它们列为 same_answer）。",
     "train.pairs.cutoff": "仅提示部分就占满了 cutoff_len = {cutoff} 个 token：请调大 cutoff_len。",
     "train.pairs.none": "python -m backend.data check FILE 会说明每一行的问题。",
+    # --- 损失不是数字 ---
+    "train.error.not_finite": "训练的 {what} 在第 {step} 步变成了 {value}（learning_rate {lr:g}）：训练已发散，之后的每一步都只会在"
+                              "没有意义的数字上训练。",
+    "train.advice.not_finite": "请调低 learning_rate（LoRA 通常用 1e-4 到 1e-3，全量微调用 1e-5 到 1e-4），保持 max_grad_norm "
+                               "为 1.0，并检查数据中是否有乱码行；然后重新开始训练（它的检查点保存的是同样发散的权重）。",
     # --- scale-out guards ------------------------------------------------------------------
     'scale.offload_needs_zero': 'cpu_offload 需要 distributed 为 deepspeed_zero2 或 deepspeed_zero3（当前为 {distributed}）；请选择其一，或关闭 cpu_offload。',
     'scale.file_engine': 'deepspeed = {path!r} 是 DeepSpeed 配置文件，但 distributed 为 {distributed}；请选择 auto、deepspeed_zero2 或 deepspeed_zero3，或清空 deepspeed。',

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from backend.config import MANY_STEPS, ConfigError, RunConfig, derived_numbers, split_sizes
+from backend.config import ABSURD_LEARNING_RATE, MANY_STEPS, ConfigError, RunConfig, derived_numbers, split_sizes
 from backend.models.hardware import Device, resolve_precision, training_devices
 from backend.models.memory import architecture_for, choose_checkpointing, config_estimate_kwargs, estimate_memory, shard
 from backend.runs.workspace import Workspace
@@ -62,6 +62,8 @@ def derived_text(msg: Msg, config: RunConfig, rows: dict | None, world_size: int
     text = msg("train.derived", rows=train_rows + replay, **numbers)
     if replay:
         text += "\n\n" + msg("train.derived.replay", replay=replay, rows=train_rows, setting=config.replay)
+    if config.learning_rate > ABSURD_LEARNING_RATE:
+        text += "\n\n" + msg("train.derived.absurd_lr", lr=config.learning_rate)
     if numbers["total_steps"] > MANY_STEPS:  # the same threshold the worker warns at
         knob = "max_steps" if config.max_steps > 0 else "num_train_epochs"
         text += "\n\n" + msg("train.derived.many_steps", total_steps=numbers["total_steps"], knob=knob)

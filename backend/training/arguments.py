@@ -97,6 +97,9 @@ def argument_values(config: RunConfig, run_dir: Path, precision: str, has_eval: 
         remove_unused_columns=False,  # the collator drops "length" itself; the sampler reads it
         include_num_input_tokens_seen="non_padding",
         disable_tqdm=True,  # train.log gets one readable line per logging step instead
+        # A NaN / inf loss is logged as it is (the Trainer would log an average of the finite ones, 0.0
+        # after a reset), so the charts show it and FiniteLoss (callbacks.py) stops the run on it.
+        logging_nan_inf_filter=False,
     )
     for f in dataclasses.fields(config):
         way = f.metadata["trainer"]

@@ -12,12 +12,14 @@ GracefulStop        SIGTERM -> at the next step boundary save and stop.
 from __future__ import annotations
 
 import logging
+import math
 import shutil
 from pathlib import Path
 
 import torch.distributed as dist
 from transformers import TrainerCallback
 
+from backend.messages import UserError, msg
 from backend.runs.files import checkpoint_step, list_checkpoints, mark_complete
 from backend.training.disk import RESUME_ONLY, DiskFullError, folder_size, human_bytes
 
@@ -103,6 +105,27 @@ class DiskSpaceCallback(TrainerCallback):
             what = "final/ (the trained model)" if final else "a checkpoint"
             raise DiskFullError(f"only {human_bytes(free)} free for {self.run_dir.name}, and {what} needs about "
                                 f"{human_bytes(needed)}")
+
+
+class DivergedError(UserError):
+    """The loss is NaN or infinite: training on is pointless (the weights hold NaN too)."""
+
+
+class FiniteLoss(TrainerCallback):
+    """Stops the run as failed at the first logged loss that is not a finite number. The Trainer would
+    otherwise train on and end `completed` with NaN weights. Logged values are the same on every rank
+    (gathered), so all ranks raise together."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        logs = logs or {}
+        values = [("loss", logs.get("loss"))]
+        if not args.fp16:   # fp16's loss scaler skips steps with inf gradients on purpose: not a divergence
+            values.append(("grad_norm", logs.get("grad_norm")))
+        for name, value in values:
+            if isinstance(value, float) and not math.isfinite(value):
+                raise DivergedError(msg("train.error.not_finite", what=name, value=value, step=state.global_step,
+                                        lr=args.learning_rate))
+        return control
 
 
 class GracefulStop(TrainerCallback):

@@ -56,6 +56,10 @@ def explain(error: BaseException, config: RunConfig | None = None, run_dir: Path
     own = message_of(error) if "\n" not in str(error).strip() else None  # one catalogued line: keep its id
     if isinstance(error, ConfigError):
         return _said(own or message, msg("train.advice.config"), EXIT_CONFIG)
+    from backend.training.callbacks import DivergedError
+
+    if isinstance(error, DivergedError):
+        return _said(own or message, msg("train.advice.not_finite"))
     if isinstance(error, DatasetNotFound):
         return _said(own or message, msg("train.advice.dataset"), EXIT_CONFIG)
     if "bitsandbytes" in message or (isinstance(error, ImportError) and "bitsandbytes" in repr(error)):

@@ -19,7 +19,7 @@ from backend.models.hardware import training_devices
 from backend.runs.files import FINAL_DIR, append_metrics, mark_complete, read_json, read_status, update_status
 from backend.scale.engines import decoder_layer_classes
 from backend.training.arguments import argument_values
-from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, GracefulStop, _barrier
+from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, FiniteLoss, GracefulStop, _barrier
 from backend.training.cli import Job, StopRequest
 from backend.training.dataset import RowCounts, build_datasets
 from backend.training.disk import remove_partial_saves
@@ -137,7 +137,7 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
     checkpoints = CheckpointCallback(job.run_dir, config.save_total_limit)
     disk = DiskSpaceCallback(job.run_dir, parameters["trainable_parameters"] * 12 + 2**20)
     # Order matters: the stop flag and DefaultFlowCallback decide should_save before the disk check.
-    callbacks = [GracefulStop(stop), disk, MetricsCallback(job.run_dir), checkpoints]
+    callbacks = [GracefulStop(stop), disk, MetricsCallback(job.run_dir), checkpoints, FiniteLoss()]
     if config.early_stopping_patience:
         if eval_data is None:
             raise ConfigError(msg("train.no_eval_rows"))
