@@ -1,8 +1,9 @@
 """Training throughput at a real size: the worker against the plain tutorial
 Trainer script and LLaMA-Factory 0.9.5, on SmolLM2-135M's architecture.
 
-Model: bench/real_size_model.py (SmolLM2-135M's config numbers, random weights,
-a 49,152-entry byte-level BPE trained on the shared instruction files). Data:
+Model: the real starter, SmolLM2-135M-Instruct (bench/real_size_model.py resolves
+and converts it; --model PATH for another folder, e.g. the random-weights
+architecture with a BPE trained here, which is the fallback). Data:
 ../shared/data/alpaca_en_demo.json. Every script: LoRA r 16 / alpha 32 on all
 linear layers, batch 8, cutoff 512, fp32 on the CPU, the same number of steps.
 
@@ -11,7 +12,9 @@ linear layers, batch 8, cutoff 512, fp32 on the CPU, the same number of steps.
   plain       the tutorial Trainer script of bench/bench_train_throughput.py
               (DataCollatorForSeq2Seq, random batches, lora_dropout 0.05)
   lf          llamafactory-cli train with a YAML of the same settings
-              (template chatml, use_cpu, its defaults: lora_dropout 0)
+              (template chatml, use_cpu, its defaults: lora_dropout 0; default_system
+              = the system prompt the model's own template inserts, so every
+              script trains on the same tokens)
   lf-packing  the same with LLaMA-Factory's own packing (rows joined up to cutoff_len;
               batch 3 packed rows, about the 8 rows of the others per step)
 
@@ -77,7 +80,9 @@ def run_worker(ws: Path, model: Path, steps: int, cutoff: int = 512, **settings)
 
     run_dir = ws / "runs" / f"worker-{time.time_ns()}"
     config = ws / "worker.yaml"
-    settings = {"logging_steps": steps, **settings}
+    # replay off: "auto" would mix the base model's answers into this 999-row set (and generate them
+    # first); every script trains on the same alpaca rows.
+    settings = {"logging_steps": steps, "replay": "off", **settings}
     RunConfig(model_name_or_path=str(model), dataset=str(DATA), max_steps=steps, per_device_train_batch_size=8,
               cutoff_len=cutoff, val_size=0, learning_rate=2e-4, save_steps=100_000,
               save_total_limit=1, **settings).save(config)
@@ -102,6 +107,17 @@ def run_plain(ws: Path, model: Path, steps: int, cutoff: int = 512, lora_dropout
     return {**json.loads(out.read_text()), "peak_rss_gb": peak}
 
 
+def template_system_prompt(model: Path) -> str | None:
+    """The system prompt the model's chat template inserts into a row without one (SmolLM2-Instruct's
+    "You are a helpful AI assistant named SmolLM, trained by Hugging Face"), or None. The worker and
+    the plain script render rows through that template; LLaMA-Factory's chatml gets it as default_system."""
+    from backend.models.loading import load_tokenizer
+
+    text = load_tokenizer(model).apply_chat_template([{"role": "user", "content": "x"}], tokenize=False)
+    head = "<|im_start|>system\n"
+    return text[len(head):text.index("<|im_end|>")] if text.startswith(head) else None
+
+
 def lf_yaml(ws: Path, model: Path, steps: int, packing: bool, checkpointing: bool = True, bf16: bool = False) -> Path:
     (ws / "lf-data").mkdir(exist_ok=True)
     (ws / "lf-data" / "dataset_info.json").write_text(json.dumps({"bench_alpaca": {"file_name": str(DATA)}}))
@@ -120,6 +136,9 @@ def lf_yaml(ws: Path, model: Path, steps: int, packing: bool, checkpointing: boo
         "disable_gradient_checkpointing": not checkpointing,  # LLaMA-Factory's default: checkpointing on
         "bf16": bf16,
     }
+    system = template_system_prompt(model)
+    if system is not None:
+        settings["default_system"] = system
     path = ws / f"lf-{'packing' if packing else 'plain'}.yaml"
     import yaml
 
@@ -151,16 +170,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--steps", type=int, default=4)
-    parser.add_argument("--model", type=Path, default=REPO / ".cache" / "smollm2-135m-arch")
+    parser.add_argument("--model", type=Path, help="a model folder (default: the real starter, converted on first "
+                        "use; a folder without config.json gets the random-weights architecture built into it)")
     parser.add_argument("--cutoff", type=int, default=512, help="worker and plain only (LLaMA-Factory: 512)")
     parser.add_argument("--lf-venv", type=Path, help="LLaMA-Factory's virtual environment (left out when absent)")
     parser.add_argument("--results", type=Path, help="JSON lines, one per run, written as runs finish")
     parser.add_argument("--only", nargs="*", choices=SCRIPTS + EXTRA,
                         help="the scripts to run (default: the first four)")
     args = parser.parse_args()
-    from bench.real_size_model import build
+    from bench.real_size_model import describe, model_folder
 
-    model = args.model if (args.model / "config.json").is_file() else build(args.model)
+    model = model_folder(args.model)
     ws = Path(tempfile.mkdtemp(prefix="bench-real-"))
     (ws / "models").mkdir()
     names = [n for n in (args.only or SCRIPTS) if args.lf_venv or not n.startswith("lf")]
@@ -181,24 +201,26 @@ def main() -> None:
     results = {name: [] for name in names}
     for rep in range(args.reps):
         for name in (names if rep % 2 == 0 else names[::-1]):
+            load_before = os.getloadavg()[0]  # the machine is shared: each run's 1-minute load
             try:
-                results[name].append(runners[name]())
+                result = runners[name]()
             except (RuntimeError, OSError, KeyError, IndexError, ValueError) as error:
                 print(json.dumps({"script": name, "rep": rep, "error": str(error)}), flush=True)
                 continue
+            results[name].append({**result, "rep": rep, "load": [load_before, os.getloadavg()[0]]})
             line = json.dumps({"script": name, "rep": rep, **results[name][-1]})
             print(line, flush=True)
             if args.results:
                 with open(args.results, "a") as handle:
                     handle.write(line + "\n")
-    report(results, args.reps, args.steps, args.cutoff)
+    report(results, args.reps, args.steps, args.cutoff, describe(model))
 
 
-def report(results: dict, reps: int, steps: int, cutoff: int) -> None:
+def report(results: dict, reps: int, steps: int, cutoff: int, model: str) -> None:
     median = {n: {k: statistics.median(r[k] for r in runs) for k in ("tokens_per_second", "peak_rss_gb")}
               for n, runs in results.items() if runs}
     print(f"\n{reps} repetitions x {steps} steps, batch 8, cutoff {cutoff}, LoRA r16 all-linear, "
-          "SmolLM2-135M architecture, fp32 CPU unless named")
+          f"{model}, fp32 CPU unless named")
     print("| script | non-padding tokens/s (median) | peak RSS GiB (median) | worker speed ratio | worker memory ratio "
           "| runs (tokens/s) |")
     print("|---|---|---|---|---|---|")
@@ -208,6 +230,24 @@ def report(results: dict, reps: int, steps: int, cutoff: int) -> None:
         speed = base["tokens_per_second"] / m["tokens_per_second"] if base else float("nan")
         memory = base["peak_rss_gb"] / m["peak_rss_gb"] if base else float("nan")
         print(f"| {name} | {m['tokens_per_second']:.1f} | {m['peak_rss_gb']:.2f} | {speed:.2f}x | {memory:.2f}x | {each} |")
+    pair_ratios(results)
+
+
+def pair_ratios(results: dict) -> None:
+    """The first worker variant's tokens/s over each other script's, repetition by repetition: the two
+    ran next to each other, so each ratio is under one load, where the medians mix loads."""
+    base = "worker" if results.get("worker") else "worker-ckpt"
+    runs = {name: {r["rep"]: r for r in rs} for name, rs in results.items()}
+    others = [n for n in runs if n != base]
+    if base not in runs or not others:
+        return
+    print("\n| repetition (1-minute load at its runs) | " + " | ".join(f"{base} / {n}" for n in others) + " |")
+    print("|---" * (len(others) + 1) + "|")
+    for rep, mine in sorted(runs[base].items()):
+        loads = [x for n in runs for x in runs[n].get(rep, {}).get("load", [])]
+        cells = [f"{mine['tokens_per_second'] / runs[n][rep]['tokens_per_second']:.2f}x" if rep in runs[n] else "-"
+                 for n in others]
+        print(f"| {rep + 1} ({min(loads):.1f}-{max(loads):.1f}) | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

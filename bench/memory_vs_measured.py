@@ -4,8 +4,10 @@
     OMP_NUM_THREADS=1 nice .venv/bin/python bench/memory_vs_measured.py --size 135m --model MODEL_DIR \
         --out docs/memory_runs_135m.json
 
-`--size 135m`: SmolLM2-135M's architecture (bench/real_size_model.py, random
-weights; built into MODEL_DIR when absent), LoRA, QLoRA 4-bit and full, each
+`--size 135m`: the real starter SmolLM2-135M-Instruct by default
+(bench/real_size_model.py resolves and converts it), or MODEL_DIR (random
+weights of SmolLM2-135M's architecture are built into it when it has no
+config.json), LoRA, QLoRA 4-bit and full, each
 with gradient checkpointing off and on, at the worker's defaults otherwise.
 `--precision bf16` runs the same cases in bf16 (a CPU with AVX512-BF16 or AMX).
 
@@ -90,8 +92,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "memory_runs.json")
     parser.add_argument("--size", choices=("demo", "135m"), default="demo")
-    parser.add_argument("--model", type=Path, default=REPO / ".cache" / "smollm2-135m-arch",
-                        help="with --size 135m: the model folder (built when absent)")
+    parser.add_argument("--model", type=Path, help="with --size 135m: the model folder (default: the real "
+                        "starter, converted on first use; a folder without config.json gets random weights)")
     parser.add_argument("--precision", choices=("auto", "bf16", "fp32"), default="auto")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="memory-bench-"))
@@ -100,11 +102,12 @@ def main() -> None:
         # The demo cases were measured with lora_dropout 0.05 (the default then): kept for comparability.
         model, cases, defaults = ensure_demo_model(REPO / ".cache" / "test-models"), CASES, {"lora_dropout": 0.05}
     else:
-        from bench.real_size_model import build
+        from bench.real_size_model import model_folder
 
-        model = args.model if (args.model / "config.json").is_file() else build(args.model)
+        model = model_folder(args.model)
         cases, defaults = CASES_135M, {}
-    defaults = {**defaults, "precision": args.precision}
+    # replay off: "auto" would mix short replay rows into these 64 long ones (every batch must be full).
+    defaults = {**defaults, "precision": args.precision, "replay": "off"}
     results = []
     for n, settings in enumerate(cases):
         result = {"model": args.size, **run_case(model, settings, data, root, n, defaults)}

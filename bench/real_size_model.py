@@ -1,12 +1,21 @@
-"""A model folder with SmolLM2-135M's architecture (its config numbers, random
-weights) and a tokenizer that gives realistic lengths: a 49,152-entry
-byte-level BPE trained with `tokenizers` on the shared instruction files
-(../shared/data/*.json). The demo tokenizer (3,072 entries, trained on the demo
-corpus) makes English rows about 3x longer than a real one.
+"""The model the 135M benches run on.
+
+By default the real starter, SmolLM2-135M-Instruct (its weights, its 49,152-entry
+tokenizer, its ChatML template with a default system prompt), resolved like any
+run's model: `resolve_model_path("smollm2-135m-instruct", workspace/models)`,
+converted once from the GGUF file its package ships (`make` installs it). Where
+that package is not installed, the fallback below, with a note.
+
+The fallback (and `build`): a folder with SmolLM2-135M's architecture (its
+config numbers, random weights) and a tokenizer that gives realistic lengths: a
+49,152-entry byte-level BPE trained with `tokenizers` on the shared instruction
+files (../shared/data/*.json). The demo tokenizer (3,072 entries, trained on the
+demo corpus) makes English rows about 3x longer than a real one.
 
     .venv/bin/python bench/real_size_model.py OUT_FOLDER [--tokenizer-from MODEL_FOLDER]
 
-Used by bench/bench_real_size.py; built once and reused (a BUILT marker).
+Used by bench/bench_real_size.py, step_profile.py and memory_vs_measured.py;
+built once and reused (a BUILT marker).
 """
 
 from __future__ import annotations
@@ -18,6 +27,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 sys.path.insert(0, str(REPO))
+STARTER = "smollm2-135m-instruct"  # the offline starter model (backend/models/offline.py)
+ARCH_FOLDER = REPO / ".cache" / "smollm2-135m-arch"  # the random-weights fallback
 
 # SmolLM2-135M's config.json numbers (a Llama architecture with tied embeddings).
 SMOLLM2_135M = dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
@@ -85,6 +96,29 @@ def build(folder: Path, seed: int = 0, tokenizer_from: Path | None = None) -> Pa
     tokenizer.save_pretrained(folder)
     (folder / "BUILT").write_text("ok\n")
     return folder
+
+
+def model_folder(path: Path | None) -> Path:
+    """`--model PATH` (a model folder; built here with random weights when it has no config.json),
+    or by default the real starter in the workspace's models folder, converted on first use."""
+    if path is not None:
+        return path if (path / "config.json").is_file() else build(path)
+    from backend.models.loading import ModelLoadError, resolve_model_path
+    from backend.runs.workspace import DEFAULT_WORKSPACE
+
+    try:  # REPO / an absolute DEFAULT_WORKSPACE is that absolute path
+        return Path(resolve_model_path(STARTER, REPO / DEFAULT_WORKSPACE / "models"))
+    except ModelLoadError as error:
+        print(f"{error}\nUsing SmolLM2-135M's architecture with random weights instead: {ARCH_FOLDER}",
+              file=sys.stderr)
+        return build(ARCH_FOLDER)
+
+
+def describe(folder: Path) -> str:
+    """Which model a bench ran on, for its report."""
+    if (folder / "BUILT").is_file():
+        return "SmolLM2-135M architecture (random weights, BPE trained here)"
+    return f"{folder.name} (its own weights and tokenizer)"
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 any trainer could be with this CPU's kernels.
 
 Two computations of the same 24 alpaca rows (three batches of 8), in one
-process, alternating, on SmolLM2-135M's architecture (bench/real_size_model.py)
-with LoRA r 16 all-linear:
+process, alternating, on the real starter SmolLM2-135M-Instruct by default
+(bench/real_size_model.py; --model PATH for another folder) with LoRA r 16
+all-linear; rows rendered through the model's own chat template:
 
   worker      the worker's step: rows packed without padding, attention within
               each row (backend/training/packing.py), the head and the loss only
@@ -131,16 +132,16 @@ def measure(step, batches: list[dict]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
-    parser.add_argument("--model", type=Path, default=REPO / ".cache" / "smollm2-135m-arch")
+    parser.add_argument("--model", type=Path, help="a model folder (default: the real starter, converted on first use)")
     parser.add_argument("--rows", type=int, default=24)
     parser.add_argument("--reps", type=int, default=2)
     args = parser.parse_args()
     from transformers import AutoTokenizer
 
-    from bench.real_size_model import build as build_model_folder
+    from bench.real_size_model import describe, model_folder
 
     torch.manual_seed(0)
-    model_path = args.model if (args.model / "config.json").is_file() else build_model_folder(args.model)
+    model_path = model_folder(args.model)
     rows = encoded_rows(AutoTokenizer.from_pretrained(model_path), args.rows, 512)
     plans = {"worker": (worker_batches(rows, 8), True), "lf-packing": (lf_packed_batches(rows, 512, 3), False)}
     results: dict[str, list[dict]] = {name: [] for name in plans}
@@ -153,11 +154,11 @@ def main() -> None:
             results[name].append(measure(step, batches))
             print(json.dumps({"script": name, "rep": rep, **results[name][-1]}), flush=True)
             del model, step
-    report(results, args.precision)
+    report(results, args.precision, describe(model_path))
 
 
-def report(results: dict, precision: str) -> None:
-    print(f"\nOne LoRA step, SmolLM2-135M architecture, {precision}, {torch.get_num_threads()} thread(s); medians")
+def report(results: dict, precision: str, model: str) -> None:
+    print(f"\nOne LoRA step, {model}, {precision}, {torch.get_num_threads()} thread(s); medians")
     print("| computation | tokens/s | GFLOP per token | matmul | attention | other | matmul + attention bound (tokens/s) |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, runs in results.items():
