@@ -393,6 +393,13 @@ CATALOGUE: dict[str, str] = {
     "train.advice.not_finite": "Lower learning_rate (LoRA usually trains at 1e-4 to 1e-3, full fine-tuning at "
                                "1e-5 to 1e-4), keep max_grad_norm at 1.0, and check the data for rows of garbage; "
                                "then start the run again (its checkpoints hold the same diverged weights).",
+    # --- a filesystem that turned read-only (backend/training/errors.py) -------------------------------------
+    "train.error.read_only": "The disk mounted at {mount} is read-only, so the run cannot be saved: {error}.",
+    "train.advice.read_only": "Freeing space will not help: the filesystem was mounted read-only, or the kernel "
+                              "remounted it so after a disk error (see `dmesg`). Check the disk, remount it "
+                              "read-write, then {then}",
+    "train.advice.read_only.resume": "resume: it continues from {checkpoint}.",
+    "train.advice.read_only.restart": "start the run again: no checkpoint was completed.",
     # --- scale-out guards (backend/scale/guards.py) ------------------------------------------
     'scale.offload_needs_zero': 'cpu_offload needs distributed deepspeed_zero2 or deepspeed_zero3 (now {distributed}); choose one of them or turn cpu_offload off.',
     'scale.file_engine': 'deepspeed = {path!r} is a DeepSpeed file, but distributed is {distributed}; choose distributed auto, deepspeed_zero2 or deepspeed_zero3, or clear deepspeed.',

@@ -349,6 +349,12 @@ ZH: dict[str, str] = {
                               "没有意义的数字上训练。",
     "train.advice.not_finite": "请调低 learning_rate（LoRA 通常用 1e-4 到 1e-3，全量微调用 1e-5 到 1e-4），保持 max_grad_norm "
                                "为 1.0，并检查数据中是否有乱码行；然后重新开始训练（它的检查点保存的是同样发散的权重）。",
+    # --- 文件系统变成只读 ---
+    "train.error.read_only": "挂载在 {mount} 的磁盘是只读的，无法保存这次运行：{error}。",
+    "train.advice.read_only": "释放空间没有用：该文件系统以只读方式挂载，或内核在磁盘出错后把它重新挂载为只读（见 `dmesg`）。"
+                              "请检查磁盘并重新以读写方式挂载，然后{then}",
+    "train.advice.read_only.resume": "继续训练：将从 {checkpoint} 接着训练。",
+    "train.advice.read_only.restart": "重新开始训练：还没有完成任何检查点。",
     # --- scale-out guards ------------------------------------------------------------------
     'scale.offload_needs_zero': 'cpu_offload 需要 distributed 为 deepspeed_zero2 或 deepspeed_zero3（当前为 {distributed}）；请选择其一，或关闭 cpu_offload。',
     'scale.file_engine': 'deepspeed = {path!r} 是 DeepSpeed 配置文件，但 distributed 为 {distributed}；请选择 auto、deepspeed_zero2 或 deepspeed_zero3，或清空 deepspeed。',

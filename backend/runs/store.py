@@ -349,11 +349,15 @@ def _unwritable_status(run_dir: Path, error: OSError, fields: dict) -> str:
     """The sentence for a run whose end cannot be written to status.json."""
     import errno
 
-    cause = ("the disk is full" if error.errno == errno.ENOSPC
-             else f"it cannot be written ({error.strerror or error})")
+    if error.errno == errno.EROFS:
+        cause, fix = ("its filesystem is read-only (mounted read-only, or remounted so by the kernel after a disk "
+                      "error)", "Check the disk and remount it read-write, then refresh")
+    elif error.errno in (errno.ENOSPC, errno.EDQUOT):
+        cause, fix = "the disk is full", "Free disk space, then refresh"
+    else:
+        cause, fix = f"it cannot be written ({error.strerror or error})", "Make the run folder writable, then refresh"
     ended = fields.get("error") or fields.get("advice") or ""
-    return (f"The worker ended, but its status.json cannot be updated: {cause} ({run_dir}). "
-            f"Free disk space, then refresh. {ended}").strip()
+    return f"The worker ended, but its status.json cannot be updated: {cause} ({run_dir}). {fix}. {ended}".strip()
 
 
 def _last_line(path: Path) -> str:

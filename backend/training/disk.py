@@ -12,6 +12,7 @@ from pathlib import Path
 from backend.runs.files import FINAL_DIR, checkpoint_step, is_complete, list_checkpoints
 
 NO_SPACE_WORDS = ("no space left on device", "os error 28", "storagefull", "disk quota exceeded")
+READ_ONLY_WORDS = ("read-only file system", "os error 30")
 # Files of a checkpoint that final/ does not get: what resuming the optimizer needs.
 RESUME_ONLY = ("optimizer.pt", "scheduler.pt", "rng_state", "trainer_state.json", "training_args.bin", "scaler.pt")
 
@@ -54,6 +55,20 @@ def is_disk_full(error: BaseException | None) -> bool:
         if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
             return True
         if any(words in str(error).lower() for words in NO_SPACE_WORDS):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def is_read_only(error: BaseException | None) -> bool:
+    """True for a write refused by a read-only filesystem (EROFS), however wrapped: libraries written in
+    Rust (safetensors, tokenizers) say it only in words."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno == errno.EROFS:
+            return True
+        if any(words in str(error).lower() for words in READ_ONLY_WORDS):
             return True
         error = error.__cause__ or error.__context__
     return False

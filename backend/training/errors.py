@@ -15,7 +15,7 @@ from pathlib import Path
 from backend.config import ConfigError, RunConfig
 from backend.messages import Message, message_of, msg
 from backend.runs.files import update_status
-from backend.training.disk import DiskFullError, free_on, is_disk_full, mount_point, remove_partial_saves
+from backend.training.disk import DiskFullError, free_on, is_disk_full, is_read_only, mount_point, remove_partial_saves
 
 log = logging.getLogger("backend.train")
 
@@ -69,6 +69,8 @@ def explain(error: BaseException, config: RunConfig | None = None, run_dir: Path
         return _said(own or message, msg("train.advice.model"), EXIT_CONFIG if missing else EXIT_FAILED)
     if _is_oom(error):
         return _said(msg("train.error.oom", error=message[:160]), oom_advice(config))
+    if is_read_only(error):
+        return read_only(message, run_dir)
     if is_disk_full(error):
         return disk_full(error, message, run_dir)
     if "Target modules" in message and "not found" in message:
@@ -85,6 +87,18 @@ def disk_full(error: BaseException, message: str, run_dir: Path | None) -> Expla
     said = msg("train.error.disk", mount=str(mount_point(where)), free=free_on(where), error=detail)
     kept = list_checkpoints(run_dir) if run_dir is not None else []
     advice = (msg("train.advice.disk", checkpoint=kept[-1].name) if kept else msg("train.advice.disk_none"))
+    return _said(said, advice)
+
+
+def read_only(message: str, run_dir: Path | None) -> Explained:
+    """A filesystem that turned read-only (often the kernel's answer to a disk error): no space to free."""
+    from backend.runs.files import list_checkpoints
+
+    where = Path(run_dir) if run_dir is not None else Path.cwd()
+    said = msg("train.error.read_only", mount=str(mount_point(where)), error=message[:200])
+    kept = list_checkpoints(run_dir) if run_dir is not None else []
+    advice = msg("train.advice.read_only", then=msg("train.advice.read_only.resume", checkpoint=kept[-1].name)
+                 if kept else msg("train.advice.read_only.restart"))
     return _said(said, advice)
 
 
