@@ -400,6 +400,13 @@ CATALOGUE: dict[str, str] = {
                               "read-write, then {then}",
     "train.advice.read_only.resume": "resume: it continues from {checkpoint}.",
     "train.advice.read_only.restart": "start the run again: no checkpoint was completed.",
+    # --- checkpoints marked complete that cannot be read (backend/runs/checkpoint_check.py) -------------------
+    "checkpoint.missing": "{file} is missing",
+    "checkpoint.unreadable": "its {file} cannot be read: {problem}",
+    "resume.skipped_broken": "{checkpoint} is marked complete, but {problem} (a disk error after it was saved?): "
+                             "resuming from {fallback} instead.",
+    "resume.none_readable": "{checkpoint} is marked complete, but {problem} (a disk error after it was saved?), "
+                            "and no earlier checkpoint can be read: the run starts again from step 0.",
     # --- scale-out guards (backend/scale/guards.py) ------------------------------------------
     'scale.offload_needs_zero': 'cpu_offload needs distributed deepspeed_zero2 or deepspeed_zero3 (now {distributed}); choose one of them or turn cpu_offload off.',
     'scale.file_engine': 'deepspeed = {path!r} is a DeepSpeed file, but distributed is {distributed}; choose distributed auto, deepspeed_zero2 or deepspeed_zero3, or clear deepspeed.',

@@ -425,3 +425,27 @@ def test_a_diverging_run_stops_as_failed_naming_the_step_and_learning_rate(works
     assert "Lower learning_rate" in status["advice"] and not (run / "final").exists()
     losses = [r["loss"] for r in metrics(run) if r["kind"] == "train"]
     assert losses[-1] != losses[-1] or abs(losses[-1]) == float("inf")   # the last logged loss: NaN or inf
+
+
+def test_resume_skips_a_complete_checkpoint_whose_files_cannot_be_read(workspace, subprocess_env, quick):
+    """A filesystem error after the marker left checkpoint-4 "complete" with an empty trainer_state.json and a
+    cut adapter (issue 26): resume says so and continues from checkpoint-2 instead of a JSONDecodeError."""
+    from backend.runs.files import update_status
+
+    run = workspace.runs_dir / "broken"
+    first = worker(workspace, subprocess_env, *quick, "max_steps=4", "save_steps=2", run_dir=run)
+    assert first.returncode == 0, first.stderr[-2000:]
+    broken = run / "checkpoint-4"
+    (broken / "trainer_state.json").write_bytes(b"")
+    adapter = broken / "adapter_model.safetensors"
+    adapter.write_bytes(adapter.read_bytes()[:100])
+    shutil.rmtree(run / "final")
+    update_status(run, state="stopped")
+    resumed = worker(workspace, subprocess_env, "max_steps=6", args=["--resume", str(run)])
+    log = (run / "train.log").read_text()
+    assert resumed.returncode == 0, log[-3000:]
+    assert ("checkpoint-4 is marked complete, but its adapter_model.safetensors cannot be read: it is cut off" in log
+            or "checkpoint-4 is marked complete, but its trainer_state.json cannot be read: it is empty" in log), log
+    assert "resuming from checkpoint-2 instead" in log and "JSONDecodeError" not in log
+    assert read_status(run)["state"] == "completed" and read_status(run)["global_step"] == 6
+    assert (run / "checkpoint-6" / "COMPLETE").is_file()

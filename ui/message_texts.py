@@ -355,6 +355,11 @@ ZH: dict[str, str] = {
                               "请检查磁盘并重新以读写方式挂载，然后{then}",
     "train.advice.read_only.resume": "继续训练：将从 {checkpoint} 接着训练。",
     "train.advice.read_only.restart": "重新开始训练：还没有完成任何检查点。",
+    # --- 标记为完整却无法读取的检查点 ---
+    "checkpoint.missing": "缺少 {file}",
+    "checkpoint.unreadable": "其中的 {file} 无法读取：{problem}",
+    "resume.skipped_broken": "{checkpoint} 标记为已完成，但{problem}（保存后磁盘出错？）：改为从 {fallback} 继续训练。",
+    "resume.none_readable": "{checkpoint} 标记为已完成，但{problem}（保存后磁盘出错？），且更早的检查点也无法读取：从第 0 步重新开始训练。",
     # --- scale-out guards ------------------------------------------------------------------
     'scale.offload_needs_zero': 'cpu_offload 需要 distributed 为 deepspeed_zero2 或 deepspeed_zero3（当前为 {distributed}）；请选择其一，或关闭 cpu_offload。',
     'scale.file_engine': 'deepspeed = {path!r} 是 DeepSpeed 配置文件，但 distributed 为 {distributed}；请选择 auto、deepspeed_zero2 或 deepspeed_zero3，或清空 deepspeed。',

@@ -100,7 +100,34 @@ def _pid_runs(pid: int) -> bool:
 
 
 def mark_complete(folder: Path) -> None:
-    atomic_write_json(Path(folder) / COMPLETE_MARKER, {"time": time.time()})
+    """The marker last, after every file of the folder is on the disk: a crash or a filesystem error after
+    the marker must not leave a "complete" checkpoint of empty files (the kernel writes dirty pages in
+    any order), so each file and each folder is fsynced first, and the folder again for the marker."""
+    folder = Path(folder)
+    sync_tree(folder)
+    atomic_write_json(folder / COMPLETE_MARKER, {"time": time.time()})
+    _fsync_dir(folder)
+
+
+def sync_tree(folder: Path) -> None:
+    for path in sorted(Path(folder).rglob("*"), key=lambda p: -len(p.parts)):   # files before their folders
+        if path.is_symlink():
+            continue
+        if path.is_dir():
+            _fsync_dir(path)
+        else:
+            with open(path, "rb") as handle:
+                os.fsync(handle.fileno())
+    _fsync_dir(folder)
+
+
+def _fsync_dir(folder: Path) -> None:
+    """A folder's entries (new names, renames) reach the disk only with an fsync of the folder itself."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def is_complete(folder: Path) -> bool:

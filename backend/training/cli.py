@@ -24,7 +24,7 @@ from backend.config_policy import MUST_MATCH, WARN
 from backend.config_recipes import recipe_config
 from backend.messages import Message, message_of, msg
 from backend.models.hardware import LAUNCHED_DEVICES_ENV, launch_env
-from backend.runs.files import CONFIG_FILE, LOG_FILE, list_checkpoints
+from backend.runs.files import COMPLETE_MARKER, CONFIG_FILE, LOG_FILE, list_checkpoints
 from backend.runs.workspace import DEFAULT_WORKSPACE, Workspace
 
 log = logging.getLogger("backend.train")
@@ -156,10 +156,34 @@ def _prepare_resume(args: argparse.Namespace) -> Job:
     saved = RunConfig.load(run_dir / CONFIG_FILE)
     config = saved.with_overrides(args.overrides)
     warnings = reconcile_resume(saved, config)
-    complete = list_checkpoints(run_dir)
+    resume_from = readable_checkpoint(list_checkpoints(run_dir), warnings)
     workspace = Workspace(args.workspace) if args.workspace else Workspace.for_run_dir(run_dir)
     return Job(config=config, run_dir=run_dir, workspace=workspace, resuming=True,
-               resume_from=complete[-1] if complete else None, warnings=warnings)
+               resume_from=resume_from, warnings=warnings)
+
+
+def readable_checkpoint(complete: list[Path], warnings: list) -> Path | None:
+    """The newest complete checkpoint whose files can be read; each newer one skipped is said in `warnings`."""
+    from backend.runs.checkpoint_check import checkpoint_problem
+
+    skipped = None
+    for folder in reversed(complete):
+        try:
+            problem = checkpoint_problem(folder)
+        except OSError as error:
+            problem = msg("checkpoint.unreadable", file=folder.name, problem=error.strerror or str(error))
+        if problem is not None:
+            # No longer complete: the main rank's cleanup removes it before a new save of that step.
+            (folder / COMPLETE_MARKER).unlink(missing_ok=True)
+        if problem is None:
+            if skipped:
+                warnings.append(msg("resume.skipped_broken", checkpoint=skipped[0], problem=skipped[1],
+                                    fallback=folder.name))
+            return folder
+        skipped = skipped or (folder.name, problem)
+    if skipped:
+        warnings.append(msg("resume.none_readable", checkpoint=skipped[0], problem=skipped[1]))
+    return None
 
 
 def reconcile_resume(saved: RunConfig, config: RunConfig) -> list[Message | str]:

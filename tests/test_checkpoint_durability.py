@@ -1,0 +1,40 @@
+"""The completion marker reaches the disk only after the checkpoint's files and folder do (issue 26):
+watched with strace on a real process, every file of the folder and the folder itself are fsynced
+before the marker's rename."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+
+
+def test_files_and_folder_are_fsynced_before_the_marker(tmp_path):
+    folder = tmp_path / "checkpoint-4"
+    (folder / "sub").mkdir(parents=True)
+    names = ["adapter_model.safetensors", "trainer_state.json", "optimizer.pt", "sub/tokenizer.json"]
+    for name in names:
+        (folder / name).write_bytes(b"x" * 64)
+    trace = tmp_path / "trace.txt"
+    code = "import sys; from backend.runs.files import mark_complete; mark_complete(sys.argv[1])"
+    subprocess.run(["strace", "-f", "-qq", "-e", "trace=openat,fsync,rename", "-o", str(trace), sys.executable, "-c",
+                    code, str(folder)], cwd=REPO, check=True, timeout=120, env={"PYTHONPATH": str(REPO)})
+    fds, synced, marker_at = {}, [], None
+    for line in trace.read_text().splitlines():
+        if (opened := re.search(r'openat\(.*?"([^"]+)".*\) = (\d+)$', line)):
+            fds[opened.group(2)] = opened.group(1)
+        elif (sync := re.search(r"fsync\((\d+)\)", line)) and marker_at is None:
+            synced.append(fds.get(sync.group(1)))
+        elif "rename(" in line and "COMPLETE" in line:
+            marker_at = len(synced)
+    assert marker_at is not None, trace.read_text()[-2000:]
+    for name in [*names, "sub", "."]:
+        assert str((folder / name).resolve()).rstrip("/.") in {str(Path(p).resolve()) for p in synced if p}, (name, synced)
+    assert (folder / "COMPLETE").is_file()
