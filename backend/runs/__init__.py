@@ -3,6 +3,7 @@
 store.py       RunStore: create, start, stop, resume, delete, list runs (the UI's one door to runs)
 info.py        RunInfo: what a run folder says about itself (state, progress, devices, summary)
 files.py       the run folder's files: names, atomic JSON writes, status updates, metrics tailing
+checkpoint_check.py  is a checkpoint marked complete readable (what resume checks before loading it)
 processes.py   detached process launch, identity (pid + start time), stop signals, kill, reap:
                used by training runs and by background jobs alike
 jobs.py        background evaluation / export jobs reporting through a progress file
