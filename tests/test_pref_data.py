@@ -148,11 +148,10 @@ def test_malformed_pairwise_files_give_a_sentence_and_an_exit_code(tmp_path, nam
 
 def test_stage_defaults_and_refused_settings():
     from backend.config import ConfigError, RunConfig
-    from backend.config_recipes import tiny_config
 
-    dpo = tiny_config().with_overrides(["stage=dpo"])
+    dpo = RunConfig().with_overrides(["stage=dpo"])
     assert (dpo.learning_rate, dpo.cutoff_len, dpo.per_device_train_batch_size) == (5e-4, 64, 4)
-    kept = tiny_config().with_overrides(["learning_rate=1e-5", "stage=simpo"])
+    kept = RunConfig().with_overrides(["learning_rate=1e-5", "stage=simpo"])
     assert kept.learning_rate == 1e-5 and kept.beta == 2.0  # a changed setting stays; beta takes simpo's
     back = kept.with_overrides(["stage=sft"])
     assert back.cutoff_len == 256 and back.beta == 0.1 and back.learning_rate == 1e-5
@@ -162,7 +161,7 @@ def test_stage_defaults_and_refused_settings():
                         (["stage=dpo", "method=full", "init_adapter=/x"], "merge it first"),
                         (["stage=dpo", "beta=0"], "beta must be above 0")):
         with pytest.raises(ConfigError, match=words):
-            tiny_config().with_overrides(sets)
+            RunConfig().with_overrides(sets)
 
 
 def test_memory_estimate_counts_two_sequences_and_the_reference():

@@ -65,6 +65,7 @@ def base_model_for(checkpoint: Path, run_dir: Path | None, workspace, override: 
     With `resolve`, its folder: the demo model, a local folder, or for a hub id the snapshot in
     the Hugging Face cache that training loaded it from (looked up offline)."""
     from backend.models.hub_cache import hub_id_of, looks_like_hub_id
+    from backend.models.offline import OFFLINE_MODELS
 
     trained_on = _run_config(run_dir).get("model_name_or_path") or _adapter_base(checkpoint)
     name = (override or "").strip() or trained_on
@@ -73,6 +74,8 @@ def base_model_for(checkpoint: Path, run_dir: Path | None, workspace, override: 
     # The card names the hub model the adapter was trained on, even when --base points at a copy of it.
     hub_id = next((n for n in (trained_on, name) if n and looks_like_hub_id(n)), None)
     hub_id = hub_id or hub_id_of(name) or (hub_id_of(trained_on) if trained_on else None)
+    if hub_id is None and trained_on in OFFLINE_MODELS:  # dequantized from a GGUF file of that hub model
+        hub_id = OFFLINE_MODELS[trained_on].hub_id
     if not resolve:
         return BaseModel(name, None, hub_id)
     return BaseModel(name, _base_folder(name, workspace), hub_id)
