@@ -31,6 +31,7 @@ from backend.runs.files import read_status
 
 log = logging.getLogger("backend.train")
 STOP_FILE = ".stop-requested"
+RAY_SNAPSHOT = "checkpoint_manager_snapshot.json"  # ray.train.v2 CHECKPOINT_MANAGER_SNAPSHOT_FILENAME
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Passed to the workers: they may start on another machine, or under a Ray started elsewhere.
 PROPAGATE = ("HF_HUB_OFFLINE", "HF_HOME", "TOKENIZERS_PARALLELISM", "OMP_NUM_THREADS", "PYTHONUNBUFFERED")
@@ -47,6 +48,7 @@ def run_on_ray(job, stop) -> int:
     config = job.config
     stop_file = job.run_dir / STOP_FILE
     stop_file.unlink(missing_ok=True)  # a resume after a stop starts clean
+    _forget_ray_checkpoints(job.run_dir)
     _init(ray, config)
 
     def on_sigterm(signum, frame) -> None:
@@ -76,6 +78,18 @@ def run_on_ray(job, stop) -> int:
         ray.shutdown()
         stop_file.unlink(missing_ok=True)
     return int(read_status(job.run_dir).get("exit_code") or 0)
+
+
+def _forget_ray_checkpoints(run_dir: Path) -> None:
+    """Drop Ray's own list of the run's checkpoints (checkpoint_manager_snapshot.json in the run
+    folder, which Ray's experiment folder is). The run folder decides where a resume starts (the
+    newest complete checkpoint-N, already chosen in job.resume_from); Ray's list is never read by
+    the session, and it still names the checkpoints save_total_limit deleted, which makes Ray
+    refuse to start ("a reference to a checkpoint that does not exist anymore")."""
+    snapshot = run_dir / RAY_SNAPSHOT
+    if snapshot.exists():
+        log.info("Ray's checkpoint list %s is left out: the run folder's checkpoints decide the resume", RAY_SNAPSHOT)
+        snapshot.unlink()
 
 
 def _init(ray, config) -> None:
