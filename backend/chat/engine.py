@@ -6,6 +6,12 @@ models of their own (`plan()` tells their memory cost before loading).
 Not a singleton: whoever needs one creates it and owns it (the Chat tab makes
 one per UI process in build(); the CLI one per command). All model work is
 serialised by one lock, because the active adapter is model-wide state.
+
+`max_adapters` bounds the adapters attached to one base (the API server
+following a training run sees a new checkpoint every save_steps): the least
+recently used one is deleted from the model when one more attaches, and a
+later request for it attaches it again from its folder (a fraction of a
+second). None (the Chat tab, the CLI): no bound, the user picked the columns.
 """
 
 from __future__ import annotations
@@ -40,7 +46,8 @@ class _Loaded:
     model: object
     tokenizer: object
     context_length: int
-    adapters: dict[str, str] = field(default_factory=dict)   # checkpoint folder -> adapter name
+    # checkpoint folder -> adapter name, least recently used first (the order is the LRU)
+    adapters: dict[str, str] = field(default_factory=dict)
 
 
 def default_dtype(device: str) -> torch.dtype:
@@ -93,7 +100,10 @@ def _release_freed_memory() -> None:
 
 
 class ChatEngine:
-    def __init__(self) -> None:
+    def __init__(self, max_adapters: int | None = None) -> None:
+        if max_adapters is not None and max_adapters < 1:
+            raise ValueError(f"max_adapters must be 1 or more, not {max_adapters}")
+        self.max_adapters = max_adapters
         self._lock = threading.Lock()
         self._bases: dict[tuple, _Loaded] = {}    # (model, device, bits, chat_template) -> base (+ adapters)
         self._full: dict[tuple, _Loaded] = {}     # (checkpoint, device) -> full model
@@ -121,8 +131,9 @@ class ChatEngine:
         fit_model(model, plan, tokenizer)
         return _Loaded(model, tokenizer, _context_length(model, tokenizer))
 
-    def _ensure(self, target: ChatTarget, device: str) -> _Loaded:
-        """Load what `target` needs (once) and make it the active model."""
+    def _ensure(self, target: ChatTarget, device: str, keep: frozenset = frozenset()) -> _Loaded:
+        """Load what `target` needs (once) and make it the active model; an eviction spares the
+        checkpoint folders in `keep` (the other rows of the same batch)."""
         if target.kind == "full":
             key = (target.checkpoint, device)
             if key not in self._full:
@@ -132,13 +143,14 @@ class ChatEngine:
             return self._full[key]
         loaded = self._base(target, device)
         if target.kind == "lora":
-            self._attach(loaded, target)
+            self._attach(loaded, target, keep)
         return loaded
 
-    def _attach(self, loaded: _Loaded, target: ChatTarget) -> None:
+    def _attach(self, loaded: _Loaded, target: ChatTarget, keep: frozenset = frozenset()) -> None:
         from peft import PeftModel
 
         if target.checkpoint in loaded.adapters:
+            loaded.adapters[target.checkpoint] = loaded.adapters.pop(target.checkpoint)   # most recently used
             return
         name = target.adapter_name()
         if isinstance(loaded.model, PeftModel):
@@ -147,6 +159,22 @@ class ChatEngine:
             loaded.model = PeftModel.from_pretrained(loaded.model, target.checkpoint, adapter_name=name, is_trainable=False)
         loaded.model.eval()
         loaded.adapters[target.checkpoint] = name
+        self._evict(loaded, keep | {target.checkpoint})
+
+    def _evict(self, loaded: _Loaded, keep: frozenset) -> None:
+        """Delete the least recently used adapters beyond max_adapters (never one in `keep`: a batch
+        holding more distinct checkpoints than the bound stays above it until the next attach)."""
+        if self.max_adapters is None or len(loaded.adapters) <= self.max_adapters:
+            return
+        for checkpoint in [c for c in loaded.adapters if c not in keep]:
+            if len(loaded.adapters) <= self.max_adapters:
+                break
+            loaded.model.delete_adapter(loaded.adapters.pop(checkpoint))
+        _release_freed_memory()
+
+    def attached(self) -> list[str]:
+        """Adapter names attached now, over every base, least recently used first (for /health)."""
+        return [name for entry in list(self._bases.values()) for name in list(entry.adapters.values())]
 
     @contextlib.contextmanager
     def _activated(self, loaded: _Loaded, target: ChatTarget):
@@ -233,10 +261,11 @@ class ChatEngine:
         concurrent requests): `make_prompts[i](tokenizer, context_length)` returns a Prompt or
         raises; a row that raises is left out, its exception in `errors[i]`. Yields the rows' texts."""
         entries, prompts = [None] * len(targets), [None] * len(targets)
+        keep = frozenset(t.checkpoint for t in targets if t.kind == "lora")
         with self._lock:
             for index, (target, make_prompt) in enumerate(zip(targets, make_prompts)):
                 try:
-                    entry = self._ensure(target, device)
+                    entry = self._ensure(target, device, keep)
                     prompts[index] = make_prompt(entry.tokenizer, entry.context_length)
                     entries[index] = entry
                 except Exception as error:  # noqa: BLE001 - this row's answer is its error; the others go on

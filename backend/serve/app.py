@@ -126,7 +126,8 @@ def build_app(served: ServedModels, bridge: Bridge, settings: Settings, lifespan
     @app.get("/health")
     async def health():
         return {"status": "ok", "busy": bridge.busy, "waiting": bridge.waiting(),
-                "generated_tokens": bridge.generated_tokens, "batches": bridge.batches}
+                "generated_tokens": bridge.generated_tokens, "batches": bridge.batches,
+                "adapters": bridge.engine.attached()}   # attached now, least recently used first
 
     @app.get("/v1/models")
     async def list_models():

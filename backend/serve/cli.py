@@ -43,6 +43,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="requests that may wait while one generates, at least 1; more get 429 (default: 32)")
     parser.add_argument("--max-batch", type=int, default=8,
                         help="waiting greedy requests answered together in one generate call (default: 8; 1 = off)")
+    parser.add_argument("--max-adapters", type=int, default=8,
+                        help="LoRA checkpoints kept attached at once, at least 1; the least recently used is unloaded "
+                             "and attached again when asked for (default: 8)")
     parser.add_argument("--max-body", type=int, default=None, help="largest request body in bytes (default: 1 MiB)")
     parser.add_argument("--workspace", default=None, help="where the base model named in config.yaml is found")
     parser.add_argument("--progress", type=Path, help=argparse.SUPPRESS)   # set by the UI's background launcher
@@ -76,6 +79,8 @@ def check_args(args: argparse.Namespace) -> None:
                       "that may wait while one generates).")
     if args.max_batch < 1:
         raise Refused(f"--max-batch {args.max_batch} must be 1 (no batching) or more.")
+    if args.max_adapters < 1:
+        raise Refused(f"--max-adapters {args.max_adapters} must be 1 or more (the LoRA checkpoints kept attached).")
     if args.max_body is not None and args.max_body < 1024:
         raise Refused(f"--max-body {args.max_body} is too small for any request: use at least 1024 bytes.")
     problems = device_problems(args.device)

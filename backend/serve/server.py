@@ -27,11 +27,14 @@ def serve(args: argparse.Namespace, served: ServedModels, sock: socket.socket) -
 
     names = served.names()
     write_progress(args.progress, state=RUNNING, stage="loading", models=names)
-    engine = ChatEngine()
+    engine = ChatEngine(max_adapters=args.max_adapters)
     print(f"loading {', '.join(names)} on {args.device} ...", flush=True)
     try:
-        # The base and its adapters now; a full fine-tuning checkpoint is a model of its own: loaded when asked for.
-        engine.prepare([t for t in served.refresh().values() if t.kind != "full"], args.device)
+        # The base and its newest adapters now (no more than stay attached); a full fine-tuning checkpoint
+        # is a model of its own, and an older checkpoint attaches when asked for.
+        targets = [t for t in served.refresh().values() if t.kind != "full"]
+        adapters = [t for t in targets if t.kind == "lora"]
+        engine.prepare([t for t in targets if t.kind != "lora"] + adapters[-args.max_adapters:], args.device)
     except loading.ModelLoadError as error:
         sock.close()
         return refuse(args, f"Cannot load the models: {error}")

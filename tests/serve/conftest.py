@@ -2,7 +2,8 @@
 tests/eval_export_runs.py: 16 optimizer steps on the demo data, checkpoint-8,
 checkpoint-16 and final, cached beside the demo model) and ONE server process
 for this package (stopped when its tests end, not held for the rest of the
-suite), started with an API key, a small body limit and a 24-place queue,
+suite), started with an API key, a small body limit, a 24-place queue and
+room for 2 of the run's 3 adapters,
 shared by the client tests and the error tests."""
 
 from __future__ import annotations
@@ -13,7 +14,18 @@ import sys
 import pytest
 
 from tests.eval_export_runs import cached_run, link_demo_model
-from tests.serve.support import KEY, MAX_BODY, MAX_QUEUE, MAX_TOKENS, PROMPT, REPO, RUN_ID, ServerProcess, server_env
+from tests.serve.support import (
+    KEY,
+    MAX_ADAPTERS,
+    MAX_BODY,
+    MAX_QUEUE,
+    MAX_TOKENS,
+    PROMPT,
+    REPO,
+    RUN_ID,
+    ServerProcess,
+    server_env,
+)
 
 
 @pytest.fixture(scope="session")
@@ -45,7 +57,7 @@ def chat_cli(serve_workspace, demo_model_dir):
 @pytest.fixture(scope="package")
 def server(serve_workspace, chat_cli):
     process = ServerProcess(serve_workspace.runs_dir / RUN_ID, "--api-key", KEY, "--max-queue", str(MAX_QUEUE),
-                            "--max-body", str(MAX_BODY)).start()
+                            "--max-body", str(MAX_BODY), "--max-adapters", str(MAX_ADAPTERS)).start()
     yield process
     assert process.stop() == 0, process.tail()
     assert "Traceback" not in process.tail()

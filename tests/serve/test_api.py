@@ -1,7 +1,8 @@
 """The served demo run through the official `openai` client: the model list,
 greedy answers equal to `python -m backend.chat`, streaming equal to
 non-streaming, usage counts, /v1/completions, stop strings, seeds, and 20
-concurrent requests across three model names."""
+concurrent requests across three model names (with room for two adapters:
+the least recently used is unloaded and attaches again when asked for)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import httpx
 import pytest
 
 from backend.data.demo_rows import DEMO_PROMPTS
-from tests.serve.support import KEY, MAX_TOKENS, NAMES, PROMPT
+from tests.serve.support import KEY, MAX_ADAPTERS, MAX_TOKENS, NAMES, PROMPT
 
 
 @pytest.fixture(scope="module")
@@ -130,3 +131,24 @@ def test_twenty_concurrent_requests_across_three_models(client, server):
         assert text == expected[(model, prompt)], (model, prompt)
     health = httpx.get(f"{server.url}/health").json()
     assert health["status"] == "ok" and health["batches"] >= 1   # waiting requests were answered together
+
+
+def attached(server) -> list[str]:
+    """The checkpoint names of the adapters attached now, least recently used first."""
+    names = httpx.get(f"{server.url}/health").json()["adapters"]
+    return [next(n for n in ("checkpoint-8", "checkpoint-16", "final") if a.startswith(f"demo_run_{n.replace('-', '_')}_"))
+            for a in names]
+
+
+def test_old_adapters_are_unloaded_and_attach_again(client, server):
+    """A server following a run keeps at most --max-adapters attached: the least recently used goes,
+    and a request for it attaches it again, answering as before."""
+    order = ["checkpoint-8", "checkpoint-16", "final"]
+    answers = {name: chat(client, name).choices[0].message.content for name in order}
+    assert len(set(answers.values())) > 1   # the adapters differ, so a wrong one would show
+    assert attached(server) == order[-MAX_ADAPTERS:]
+    again = chat(client, "checkpoint-8")   # unloaded a moment ago
+    assert again.choices[0].message.content == answers["checkpoint-8"]
+    assert attached(server) == ["final", "checkpoint-8"]
+    assert chat(client, "checkpoint-16").choices[0].message.content == answers["checkpoint-16"]
+    assert attached(server) == ["checkpoint-8", "checkpoint-16"]

@@ -29,6 +29,7 @@ def run_dir(serve_workspace):
     (["--api-key", "clé-secrète"], "printable ASCII"),
     (["--api-key", "key\twith-tab"], "printable ASCII"),
     (["--max-queue", "0"], "would refuse every request"),
+    (["--max-adapters", "0"], "--max-adapters 0 must be 1 or more"),
     (["--host", "0.0.0.0", "--allow-remote", "studio.lan"], "needs an API key"),
     (["--device", "gpu"], "not a device"),
     (["--model", "/no/such/model"], "not a model folder"),
