@@ -14,6 +14,7 @@ import os
 import signal
 from pathlib import Path
 
+from backend.runs.file_lock import file_lock
 from backend.runs.files import list_run_ids
 from backend.runs.jobs import COMPLETED, RUNNING, launch, read_progress, write_progress
 from backend.runs.processes import kill_tree, wait_gone
@@ -41,7 +42,17 @@ def status(workspace) -> dict:
 
 
 def start(workspace, run_id: str, port: int, device: str = "cpu") -> int:
-    """Launch `python -m backend.serve` for one run of the workspace; returns its pid."""
+    """Launch `python -m backend.serve` for one run of the workspace; returns its pid.
+
+    Under the workspace's serve lock, from the check to the progress file holding the new pid:
+    two Start clicks at once (two browser tabs) launch one server, and the other click is refused
+    with the one running, which serve.json names, so the panel can stop it (issue 26 item 7)."""
+    progress_path(workspace).parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(progress_path(workspace).with_name(".start.lock")):
+        return _start(workspace, run_id, port, device)
+
+
+def _start(workspace, run_id: str, port: int, device: str) -> int:
     if status(workspace).get("state") == RUNNING:
         raise ServeJobError("A server is running already: stop it first (one server per workspace from the UI).")
     if run_id not in list_run_ids(workspace.runs_dir):   # the id picks a folder: only ids that exist

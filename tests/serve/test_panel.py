@@ -4,13 +4,30 @@ copied Python example's client, stop it."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import httpx
+import psutil
 import pytest
 
 from tests.browser.harness import free_port
 from tests.polling import wait_for
 from tests.serve.support import NAMES, RUN_ID
 from ui import serve_panel
+
+
+def servers_on(port: int) -> list[psutil.Process]:
+    """`python -m backend.serve ... --port PORT` processes still alive (an orphan would be one)."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        try:
+            if "backend.serve" in cmdline and str(port) in cmdline and process.status() != psutil.STATUS_ZOMBIE:
+                found.append(process)
+        except psutil.NoSuchProcess:
+            pass
+    return found
 
 
 def test_examples_hold_the_url_and_model():
@@ -34,8 +51,18 @@ def test_start_shows_url_and_names_then_stop(serve_workspace):
 
     assert serve_panel.view(serve_workspace, "en")[1] == ""
     port = free_port()
-    started = serve_panel.start_server(serve_workspace, "en", RUN_ID, port, "cpu")
-    assert "starting in the background" in started, started
+    # Two Start clicks at the same instant (two browser tabs): one server starts, the other click is
+    # refused, and serve.json names the one running, so Stop below stops it (issue 26 item 7).
+    together = threading.Barrier(2)
+
+    def click(_) -> str:
+        together.wait()
+        return serve_panel.start_server(serve_workspace, "en", RUN_ID, port, "cpu")
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        answers = list(pool.map(click, range(2)))
+    assert sorted("starting in the background" in a for a in answers) == [False, True], answers
+    assert any("already" in a for a in answers), answers
     assert "already" in serve_panel.start_server(serve_workspace, "en", RUN_ID, port, "cpu")
     try:
         line, url, curl, python = wait_for(lambda: (v := serve_panel.view(serve_workspace, "en"))[1] and v,
@@ -52,3 +79,4 @@ def test_start_shows_url_and_names_then_stop(serve_workspace):
     assert serve_panel.view(serve_workspace, "en") == ("The server is stopped.", "", "", "")
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"http://127.0.0.1:{port}/health")
+    assert wait_for(lambda: not servers_on(port), "no server left on the port") is True
