@@ -400,6 +400,15 @@ CATALOGUE: dict[str, str] = {
                               "read-write, then {then}",
     "train.advice.read_only.resume": "resume: it continues from {checkpoint}.",
     "train.advice.read_only.restart": "start the run again: no checkpoint was completed.",
+    # --- a torchrun node that went away mid-run (backend/training/errors.py) -----------------------------------
+    "train.error.node_lost": "Node {node} of {nnodes} went away: the connection to its training process closed "
+                             "({error}).",
+    "train.error.node_lost_some": "A node of the {nnodes} went away (node_rank {node}): the connection to its "
+                                  "training process closed ({error}).",
+    "train.advice.node_lost": "Check that node {node} is up and reaches {master}, then Resume the run and run the "
+                              "resume command shown for each other node (node_rank {others}) again: {then}",
+    "train.advice.node_lost.resume": "it continues from {checkpoint}.",
+    "train.advice.node_lost.restart": "no checkpoint was completed, so it starts from step 0.",
     # --- checkpoints marked complete that cannot be read (backend/runs/checkpoint_check.py) -------------------
     "checkpoint.missing": "{file} is missing",
     "checkpoint.unreadable": "its {file} cannot be read: {problem}",

@@ -1,15 +1,18 @@
 """Two torchrun "nodes" on this machine (two launchers, --nnodes 2, static
 rendezvous on 127.0.0.1, gloo): node 0 started by the run store, node 1 from
 the command the store shows for it. One run folder, written by global rank 0;
-stop and resume go through both nodes; a node that never joins ends node 0
-with a sentence instead of a wait without end."""
+stop and resume go through both nodes; a node that goes away mid-run ends
+node 0 with a sentence naming it; a node that never joins ends node 0 with a
+sentence instead of a wait without end."""
 
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import subprocess
 
+import psutil
 import pytest
 
 from backend.runs.files import COMPLETE_MARKER, read_status
@@ -61,9 +64,31 @@ def test_two_nodes_write_one_run_that_stops_and_resumes(store, subprocess_env, t
     assert stopped.state == "stopped", (run_dir / "train.log").read_text()[-3000:]
     assert read_status(run_dir)["world_size"] == 2 and stopped.global_step < STEPS
 
+    # Resumed, then node 1 goes away (its launcher and rank killed): node 0 ends with a sentence naming
+    # node 1 and how to resume, not a raw gloo error and "See train.log" (issue 26 item 11).
+    (run_dir / ".held").unlink()
+    (run_dir / ".hold").touch()
     store.resume(run_id)
     (node1_resume,) = read_status(run_dir)["node_commands"]
     assert node1_resume[-2:] == ["--resume", str(run_dir)]
+    with open(tmp_path / "node1.log", "ab") as log:
+        node1 = start_node(node1_resume, log, subprocess_env)
+    wait_for(lambda: (run_dir / ".held").exists() or store.get(run_id).state != "running", "the resumed nodes to hold")
+    # The machine going down: the launcher and its rank (torchrun gives the rank a process group of its own).
+    for process in [psutil.Process(node1.pid), *psutil.Process(node1.pid).children(recursive=True)]:
+        process.send_signal(signal.SIGKILL)
+    node1.wait(timeout=60)
+    (run_dir / ".hold").unlink()
+    broken = wait_final(store, run_id)
+    assert broken.state == "failed", (run_dir / "train.log").read_text()[-3000:]
+    assert broken.error.startswith("Node 1 of 2 went away"), broken.error
+    advice = read_status(run_dir)["advice"]
+    assert "Resume the run" in advice and "node_rank 1" in advice, advice
+    assert "See train.log" not in advice
+
+    seen = len(metrics(run_dir))
+    store.resume(run_id)
+    (node1_resume,) = read_status(run_dir)["node_commands"]
     with open(tmp_path / "node1.log", "ab") as log:
         node1 = start_node(node1_resume, log, subprocess_env)
     done = wait_final(store, run_id)
@@ -71,8 +96,10 @@ def test_two_nodes_write_one_run_that_stops_and_resumes(store, subprocess_env, t
     assert done.state == "completed", (run_dir / "train.log").read_text()[-3000:]
     assert done.global_step == STEPS
     steps = [r["step"] for r in metrics(run_dir) if r["kind"] == "train"]
-    assert steps == sorted(set(steps)) and steps[-1] == STEPS  # one writer: global rank 0
     assert steps[steps.index(stopped.global_step) + 1] == stopped.global_step + 1  # continued, not restarted
+    steps = [r["step"] for r in metrics(run_dir)[seen:] if r["kind"] == "train"]
+    assert steps == sorted(set(steps)) and steps[-1] == STEPS  # one writer: global rank 0
+    assert steps[0] == broken.checkpoints[-1].step + 1   # from the newest complete checkpoint
     assert (run_dir / "final" / COMPLETE_MARKER).exists()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["world_size"] == 2 and summary["global_step"] == STEPS

@@ -355,6 +355,13 @@ ZH: dict[str, str] = {
                               "请检查磁盘并重新以读写方式挂载，然后{then}",
     "train.advice.read_only.resume": "继续训练：将从 {checkpoint} 接着训练。",
     "train.advice.read_only.restart": "重新开始训练：还没有完成任何检查点。",
+    # --- torchrun 的一个节点中途离开 ---
+    "train.error.node_lost": "{nnodes} 个节点中的节点 {node} 已离开：与它的训练进程的连接已断开（{error}）。",
+    "train.error.node_lost_some": "{nnodes} 个节点中有一个已离开（node_rank {node}）：与它的训练进程的连接已断开（{error}）。",
+    "train.advice.node_lost": "请确认节点 {node} 正在运行并能连到 {master}，然后继续训练这次运行，并在每个其他节点"
+                              "（node_rank {others}）上重新运行界面显示的继续训练命令：{then}",
+    "train.advice.node_lost.resume": "将从 {checkpoint} 接着训练。",
+    "train.advice.node_lost.restart": "还没有完成任何检查点，所以会从第 0 步开始。",
     # --- 标记为完整却无法读取的检查点 ---
     "checkpoint.missing": "缺少 {file}",
     "checkpoint.unreadable": "其中的 {file} 无法读取：{problem}",

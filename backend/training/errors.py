@@ -69,6 +69,8 @@ def explain(error: BaseException, config: RunConfig | None = None, run_dir: Path
         return _said(own or message, msg("train.advice.model"), EXIT_CONFIG if missing else EXIT_FAILED)
     if _is_oom(error):
         return _said(msg("train.error.oom", error=message[:160]), oom_advice(config))
+    if config is not None and config.nnodes > 1 and is_peer_lost(error):
+        return node_lost(message, config, run_dir)
     if is_read_only(error):
         return read_only(message, run_dir)
     if is_disk_full(error):
@@ -100,6 +102,36 @@ def read_only(message: str, run_dir: Path | None) -> Explained:
     advice = msg("train.advice.read_only", then=msg("train.advice.read_only.resume", checkpoint=kept[-1].name)
                  if kept else msg("train.advice.read_only.restart"))
     return _said(said, advice)
+
+
+# What gloo and NCCL say when the process at the other end of a connection is gone.
+PEER_LOST = ("connection closed by peer", "connection reset by peer", "broken pipe", "remote process exited",
+             "socket closed", "connection refused")
+
+
+def is_peer_lost(error: BaseException) -> bool:
+    torch = sys.modules.get("torch")
+    dist_error = torch is not None and isinstance(error, getattr(torch.distributed, "DistError", ()))
+    text = str(error).lower()
+    return (dist_error or "gloo" in text or "nccl" in text) and any(p in text for p in PEER_LOST)
+
+
+def node_lost(message: str, config: RunConfig, run_dir: Path | None) -> Explained:
+    """Which node went away (with two, the other one; the peer's address does not say which node it
+    is on) and how to resume: node 0 from the app, each other node from its shown command."""
+    from backend.runs.files import list_checkpoints
+
+    here = int(os.environ.get("GROUP_RANK", config.node_rank))   # torchrun's node rank of this process
+    gone = [n for n in range(config.nnodes) if n != here]
+    nodes = " or ".join(str(n) for n in gone)
+    said = (msg("train.error.node_lost", node=nodes, nnodes=config.nnodes, error=message[:200]) if len(gone) == 1
+            else msg("train.error.node_lost_some", node=nodes, nnodes=config.nnodes, error=message[:200]))
+    kept = list_checkpoints(run_dir) if run_dir is not None else []
+    then = (msg("train.advice.node_lost.resume", checkpoint=kept[-1].name) if kept
+            else msg("train.advice.node_lost.restart"))
+    others = ", ".join(str(n) for n in range(1, config.nnodes))
+    return _said(said, msg("train.advice.node_lost", node=nodes, master=f"{config.master_addr}:{config.master_port}",
+                           others=others, then=then))
 
 
 def _is_oom(error: BaseException) -> bool:
