@@ -34,8 +34,15 @@ from backend.runs.workspace import Workspace  # noqa: E402
 
 
 def parse_variant(text: str) -> tuple[str, list[str]]:
+    """'NAME:a=1,b=x,y' -> (NAME, ['a=1', 'b=x,y']): a part without '=' continues the list before it."""
     name, _, sets = text.partition(":")
-    return name, [item for item in sets.split(",") if item]
+    items: list[str] = []
+    for part in (p for p in sets.split(",") if p):
+        if "=" in part or not items:
+            items.append(part)
+        else:
+            items[-1] += "," + part
+    return name, items
 
 
 def train(ws: Workspace, name: str, sets: list[str], threads: int) -> tuple[Path, float, int]:
