@@ -154,3 +154,13 @@ def test_picking_a_model_proposes_settings_for_its_size_to_take_or_leave(ctx):
     assert "`learning_rate` 0.003 (now 0.001)" in text
     text, _ = train.suggest(ctx, "zh", "Qwen/Qwen2.5-7B-Instruct", *tiny)
     assert "0.0002" in text and "未在此实测" in text
+
+
+def test_taking_a_suggestion_keeps_fields_changed_after_it_was_proposed(ctx):
+    """The proposal is made when the model is picked; a batch size typed before the click stays."""
+    tiny = browser_values(tiny_config())
+    _, proposed = train.suggest(ctx, "en", "smollm2-135m-instruct", *tiny)
+    edited = browser_values(tiny_config(per_device_train_batch_size=3))
+    taken = forms.config_from_values(train.take_suggestion(proposed, *edited), "smollm2-135m-instruct", "identity")
+    assert (taken.learning_rate, taken.num_train_epochs, taken.per_device_train_batch_size) == (1e-3, 3.0, 3)
+    assert train.take_suggestion(None, *edited) == edited

@@ -172,6 +172,21 @@ def suggest(ctx: UIContext, lang: str, model: str, *values) -> tuple[str, list[A
     return text, forms.form_values(dataclasses.replace(current, **changes))
 
 
+SUGGESTED_FIELDS = ("learning_rate", "num_train_epochs")  # all that backend.config_recipes.suggested_settings sets
+
+
+def take_suggestion(proposed: list[Any] | None, *values) -> list[Any]:
+    """The form as it is now with only the suggested fields taken from `proposed`: other fields the
+    user changed after the proposal was made keep their new values."""
+    if not proposed:
+        return list(values)
+    taken = list(values)
+    for name in SUGGESTED_FIELDS:
+        if name in forms.NAMES:
+            taken[forms.NAMES.index(name)] = proposed[forms.NAMES.index(name)]
+    return taken
+
+
 def count_rows(ctx: UIContext, dataset: str, dataset_name: str | None = None) -> dict:
     return summary.dataset_rows((dataset or "identity").strip(), ctx.workspace, (dataset_name or "").strip() or None)
 
@@ -392,12 +407,12 @@ def _wire(ctx: UIContext, c: dict, form: list) -> None:
         text, proposed = suggest(ctx, lang, model, *values)
         return text, gr.update(visible=proposed is not None), proposed
 
-    def do_take(proposed):
-        return proposed if proposed else [gr.update()] * len(form)
+    def do_take(proposed, *values):
+        return take_suggestion(proposed, *values)
 
     c["model"].change(do_suggest, [lang, c["model"], *form], [c["suggest"], c["suggest_apply"], c["suggested"]],
                       **private)
-    c["suggest_apply"].click(do_take, c["suggested"], form, **private).then(
+    c["suggest_apply"].click(do_take, [c["suggested"], *form], form, **private).then(
         lambda: ("", gr.update(visible=False), None), None, [c["suggest"], c["suggest_apply"], c["suggested"]],
         **private)
     lang.change(do_hardware_text, [lang, c["devices"]], c["hardware"], **private)
