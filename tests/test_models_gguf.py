@@ -153,3 +153,15 @@ def test_header_facts_of_the_packaged_gemma_name_its_type(gemma_model_dir):
     info = read_gguf_info(OFFLINE_MODELS["gemma-3-270m"].locate(gemma_model_dir.parent))
     assert (info.architecture, info.file_type, info.context_length) == ("gemma3", "Q4_K_M", 32768)
     assert "Gemma Terms of Use" in (gemma_model_dir / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("stem", ["gemma-3-270m", "smollm2-135m-instruct", "demo", "Demo-Tiny"])
+def test_a_gguf_file_named_like_a_built_in_model_gets_its_own_folder(tmp_path, stem):
+    """Converting the user's file must not replace (rmtree) the offline or demo model's folder."""
+    from pathlib import Path
+
+    from backend.models.gguf_source import gguf_model_name
+
+    name = gguf_model_name(Path(tmp_path / f"{stem}.gguf"))
+    assert name.lower() not in {"gemma-3-270m", "smollm2-135m-instruct", "demo", "demo-tiny"}
+    assert gguf_model_name(Path(tmp_path / "my-model.Q4_K_M.gguf")) == "my-model.Q4_K_M"

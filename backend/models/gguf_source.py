@@ -155,10 +155,15 @@ def _origin(fields: dict) -> str | None:
 # ---------------------------------------------------------------- conversion
 
 def gguf_model_name(path: Path) -> str:
-    """The workspace folder name for a GGUF file: its stem as a safe name."""
+    """The workspace folder name for a GGUF file: its stem as a safe name, never the folder of the
+    demo model or of an offline model (a user's gemma-3-270m.gguf must not replace the packaged one)."""
+    from backend.models.loading import DEMO_NAMES
+    from backend.models.offline import OFFLINE_MODELS
     from backend.runs.safe_names import clean_name
 
-    return clean_name(path.stem, "gguf-model", max_len=64)
+    name = clean_name(path.stem, "gguf-model", max_len=64)
+    reserved = {n.lower() for n in (*DEMO_NAMES, *OFFLINE_MODELS)}
+    return f"{name}-gguf" if name.lower() in reserved else name
 
 
 def converted_is_current(folder: Path, source: Path) -> bool:
