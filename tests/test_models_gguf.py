@@ -165,3 +165,21 @@ def test_a_gguf_file_named_like_a_built_in_model_gets_its_own_folder(tmp_path, s
     name = gguf_model_name(Path(tmp_path / f"{stem}.gguf"))
     assert name.lower() not in {"gemma-3-270m", "smollm2-135m-instruct", "demo", "demo-tiny"}
     assert gguf_model_name(Path(tmp_path / "my-model.Q4_K_M.gguf")) == "my-model.Q4_K_M"
+
+
+def test_a_gguf_file_by_path_has_its_own_chat_template_when_its_header_holds_one(tmp_path):
+    """Replay's auto and the Plan ask this: an instruct GGUF file carries its template like a folder does."""
+    import gguf
+
+    from backend.models.loading import has_own_chat_template
+
+    base = _write_gguf(tmp_path / "base.gguf")
+    writer = gguf.GGUFWriter(str(tmp_path / "chat.gguf"), "llama")
+    writer.add_chat_template("{% for m in messages %}{{ m['content'] }}{% endfor %}")
+    writer.add_tensor("blk.0.attn_q.weight", np.zeros((4, 4), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    assert has_own_chat_template(str(tmp_path / "chat.gguf"), tmp_path / "models")
+    assert not has_own_chat_template(str(base), tmp_path / "models")

@@ -144,7 +144,19 @@ def has_own_chat_template(name_or_path: str, models_dir: Path) -> bool:
     folder = Path(name_or_path).expanduser()
     if folder.is_dir():
         return _has_chat_template(folder)
-    return folder.suffix.lower() != ".gguf"
+    if folder.suffix.lower() == ".gguf":
+        return _gguf_has_chat_template(folder)
+    return True
+
+
+def _gguf_has_chat_template(path: Path) -> bool:
+    """A GGUF file's header holds its chat template (tokenizer.chat_template), which its conversion keeps."""
+    try:
+        import gguf
+
+        return "tokenizer.chat_template" in gguf.GGUFReader(str(path)).fields
+    except (ImportError, OSError, ValueError, IndexError, KeyError):
+        return False
 
 
 # ---------------------------------------------------------------- folder checks
