@@ -47,11 +47,11 @@ VARIANTS = {
 
 
 def run_variant(workspace: Path, overrides: dict, steps: int) -> dict:
-    from backend.config import RunConfig
+    from backend.config_recipes import tiny_config
 
     run_dir = workspace / "runs" / f"v-{time.time_ns()}"
     config_file = workspace / "variant.yaml"
-    RunConfig(dataset=str(DATA), max_steps=steps, per_device_train_batch_size=8, cutoff_len=512, val_size=0,
+    tiny_config(dataset=str(DATA), max_steps=steps, per_device_train_batch_size=8, cutoff_len=512, val_size=0,
               learning_rate=2e-4, logging_steps=steps - 1, save_steps=100_000, save_total_limit=1,
               **overrides).save(config_file)
     subprocess.run([sys.executable, "-m", "backend.train", "--config", str(config_file), "--run-dir", str(run_dir),

@@ -37,11 +37,11 @@ sys.path.insert(0, str(REPO))
 
 
 def run_worker(workspace: Path, steps: int, batch: int, cutoff: int) -> dict:
-    from backend.config import RunConfig
+    from backend.config_recipes import tiny_config
 
     run_dir = workspace / "runs" / f"bench-{time.time_ns()}"
     config_file = workspace / "bench.yaml"
-    RunConfig(dataset=str(DATA), max_steps=steps, per_device_train_batch_size=batch, cutoff_len=cutoff,
+    tiny_config(dataset=str(DATA), max_steps=steps, per_device_train_batch_size=batch, cutoff_len=cutoff,
               val_size=0, save_steps=10_000, save_total_limit=1).save(config_file)
     subprocess.run([sys.executable, "-m", "backend.train", "--config", str(config_file), "--run-dir", str(run_dir),
                     "--workspace", str(workspace)], cwd=REPO, env=_env(), check=True,

@@ -100,7 +100,7 @@ def run_worker(model: Path, method: str, data: Path, work: Path, args) -> dict:
 
     s = settings(args)
     run_dir = work / f"worker-{method}-{time.time_ns()}"
-    config = RunConfig(model_name_or_path=str(model), dataset=str(data), method=method, cutoff_len=s["cutoff"],
+    config = RunConfig(model_name_or_path=str(model), dataset=str(data), replay="off", method=method, cutoff_len=s["cutoff"],
                        per_device_train_batch_size=s["batch"], gradient_accumulation_steps=s["accumulation"],
                        max_steps=s["steps"], logging_steps=s["steps"], save_steps=100_000, val_size=0,
                        learning_rate=2e-4, precision="fp32" if args.dry_run else "bf16",

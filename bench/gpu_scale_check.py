@@ -96,7 +96,7 @@ def main() -> int:
     rows, failures = [], 0
     for distributed, offload, method in CASES:
         name = f"{distributed}{'-offload' if offload else ''}-{method}"
-        config = RunConfig(model_name_or_path=str(model), method=method, distributed=distributed,
+        config = RunConfig(model_name_or_path=str(model), replay="off", method=method, distributed=distributed,
                            cpu_offload=offload, **SETTINGS)
         run_dir = root / "runs" / name
         run_dir.mkdir(exist_ok=True)

@@ -65,7 +65,7 @@ def long_rows(path: Path, rows: int = 64) -> Path:
 
 
 def run_case(model_path: Path, settings: dict, data: Path, root: Path, n: int, defaults: dict) -> dict:
-    config = RunConfig(model_name_or_path=str(model_path), dataset=str(data), devices="auto", max_steps=3,
+    config = RunConfig(model_name_or_path=str(model_path), dataset=str(data), replay="off", devices="auto", max_steps=3,
                        val_size=0.0, save_steps=1000, logging_steps=1, **{**defaults, **settings})
     run_dir = root / "runs" / f"case-{n}"
     run_dir.mkdir(parents=True)

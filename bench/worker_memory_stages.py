@@ -152,7 +152,7 @@ def main() -> None:
     instrument(sampler)
     workspace = Path(tempfile.mkdtemp(prefix="memory-stages-"))
     config = workspace / "run.yaml"
-    RunConfig(model_name_or_path=str(args.model), dataset=str(DATA), max_steps=args.steps,
+    RunConfig(model_name_or_path=str(args.model), dataset=str(DATA), replay="off", max_steps=args.steps,
               per_device_train_batch_size=args.batch, cutoff_len=args.cutoff, val_size=0, learning_rate=2e-4,
               logging_steps=1, save_steps=100_000, save_total_limit=1).save(config)
     sets = [item for pair in args.set for item in ("--set", pair)]

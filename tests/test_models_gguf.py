@@ -183,3 +183,15 @@ def test_a_gguf_file_by_path_has_its_own_chat_template_when_its_header_holds_one
     writer.close()
     assert has_own_chat_template(str(tmp_path / "chat.gguf"), tmp_path / "models")
     assert not has_own_chat_template(str(base), tmp_path / "models")
+
+
+def test_two_gguf_files_of_one_name_convert_into_two_folders(tmp_path):
+    from backend.models.gguf_source import gguf_folder
+
+    models = tmp_path / "models"
+    first, second = tmp_path / "a" / "model.gguf", tmp_path / "b" / "model.gguf"
+    (models / "model").mkdir(parents=True)
+    (models / "model" / SOURCE_FILE).write_text(json.dumps({"path": str(first.resolve())}), encoding="utf-8")
+    assert gguf_folder(first, models) == models / "model"  # its own conversion: reused
+    other = gguf_folder(second, models)
+    assert other != models / "model" and other.name.startswith("model-")  # the first one stays

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from backend.data.encode import render
 from backend.data.general_prompts import HELD_OUT_QUESTIONS
 from backend.data.identity_rows import HELD_OUT_IDENTITY_PROMPTS
+from backend.models.chat_templates import stop_token_ids
 
 
 @dataclass
@@ -40,20 +41,11 @@ class HeldOutReport:
                 "general_right": sum(self.general_right), "general_total": len(self.general_right)}
 
 
-def stop_token_ids(tokenizer, model) -> list[int]:
-    """Every id that ends a turn: the tokenizer's EOS and the generation config's ids."""
-    ids = model.generation_config.eos_token_id
-    ids = set(ids if isinstance(ids, list) else [ids] if ids is not None else [])
-    if tokenizer.eos_token_id is not None:
-        ids.add(tokenizer.eos_token_id)
-    return sorted(ids)
-
-
 def generate(model, tokenizer, prompts, max_new_tokens: int = 128, batch_size: int = 32) -> list[Answer]:
     """Greedy answers to single-turn prompts, in batches (left padding), with whether each ended."""
     import torch
 
-    stop = stop_token_ids(tokenizer, model)
+    stop = stop_token_ids(tokenizer, model.generation_config)
     side, tokenizer.padding_side = tokenizer.padding_side, "left"
     device = next(model.parameters()).device
     answers = []
@@ -75,7 +67,8 @@ def generate(model, tokenizer, prompts, max_new_tokens: int = 128, batch_size: i
 
 
 def names_identity(text: str, name: str) -> bool:
-    return name.lower() in text.lower()
+    """The answer names `name` (an empty name is named by no answer: nothing was taught)."""
+    return bool(name) and name.lower() in text.lower()
 
 
 def is_right(text: str, accepted: tuple[str, ...]) -> bool:

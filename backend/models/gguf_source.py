@@ -166,6 +166,23 @@ def gguf_model_name(path: Path) -> str:
     return f"{name}-gguf" if name.lower() in reserved else name
 
 
+def gguf_folder(path: Path, models_dir: Path) -> Path:
+    """models_dir/<gguf_model_name>, or, when that folder holds another file's conversion (two
+    downloads both called model.gguf), a folder named after this file's path too: converting one
+    never replaces the other."""
+    import hashlib
+
+    folder = Path(models_dir) / gguf_model_name(path)
+    try:
+        recorded = json.loads((folder / SOURCE_FILE).read_text(encoding="utf-8")).get("path")
+    except (OSError, ValueError, AttributeError):
+        return folder
+    source = str(Path(path).expanduser().resolve())
+    if recorded in (None, source):
+        return folder
+    return folder.with_name(f"{folder.name}-{hashlib.sha256(source.encode()).hexdigest()[:8]}")
+
+
 def converted_is_current(folder: Path, source: Path) -> bool:
     """True when `folder` was converted from `source` as it is now (same path, size and mtime)."""
     try:

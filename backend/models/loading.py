@@ -104,7 +104,7 @@ def resolve_model_path(name_or_path: str, models_dir: Path, progress=None) -> st
 def converted_folder(name_or_path: str, models_dir: Path, progress=None) -> Path | None:
     """The Hugging Face folder for an offline model's name or a GGUF file (or a folder holding
     one), converted first when needed; None for any other name."""
-    from backend.models.gguf_source import ensure_converted, find_gguf, gguf_model_name
+    from backend.models.gguf_source import ensure_converted, find_gguf, gguf_folder
     from backend.models.offline import OFFLINE_MODELS, ensure_offline_model
 
     if name_or_path in OFFLINE_MODELS:
@@ -112,12 +112,12 @@ def converted_folder(name_or_path: str, models_dir: Path, progress=None) -> Path
     gguf_file = find_gguf(name_or_path)
     if gguf_file is None:
         return None
-    return ensure_converted(gguf_file, Path(models_dir) / gguf_model_name(gguf_file), progress=progress)
+    return ensure_converted(gguf_file, gguf_folder(gguf_file, models_dir), progress=progress)
 
 
 def needs_build(name_or_path: str, models_dir: Path) -> bool:
     """True when using this model first builds or converts it (minutes): a stage of the run."""
-    from backend.models.gguf_source import GGUFSourceError, converted_is_current, find_gguf, gguf_model_name
+    from backend.models.gguf_source import GGUFSourceError, converted_is_current, find_gguf, gguf_folder
     from backend.models.offline import OFFLINE_MODELS, offline_model_ready
 
     if name_or_path in DEMO_NAMES:
@@ -129,7 +129,7 @@ def needs_build(name_or_path: str, models_dir: Path) -> bool:
     except GGUFSourceError:
         return False  # resolving says why
     return gguf_file is not None and not converted_is_current(
-        Path(models_dir) / gguf_model_name(gguf_file), gguf_file.resolve())
+        gguf_folder(gguf_file, models_dir), gguf_file.resolve())
 
 
 def has_own_chat_template(name_or_path: str, models_dir: Path) -> bool:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from backend.messages import msg
 from backend.models.gguf_source import GGUFSourceError, ensure_converted
+from backend.runs.file_lock import file_lock
 
 SOURCES_DIR = ".sources"  # under models/: GGUF files assembled from several packages
 
@@ -44,12 +45,22 @@ class OfflineModel:
         target = Path(models_dir) / SOURCES_DIR / self.file_name
         if target.is_file():
             return target
-        module = importlib.import_module(self.package)
-        try:
-            return Path(module.assemble(target))  # checks the parts and the sha256 itself
-        except (FileNotFoundError, ModuleNotFoundError, ValueError) as error:
-            target.unlink(missing_ok=True)
-            raise GGUFSourceError(msg("gguf.offline_missing", name=self.name, requirement=self.requirement)) from error
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Assembled beside the target and renamed into place under a lock: the app's background
+        # start and a first run may both ask for it, and a half-written file must never be found.
+        with file_lock(target.with_suffix(".lock")):
+            if target.is_file():
+                return target
+            partial = target.with_suffix(".part")
+            module = importlib.import_module(self.package)
+            try:
+                module.assemble(partial, overwrite=True)  # checks the parts and the sha256 itself
+            except (FileNotFoundError, ModuleNotFoundError, ValueError) as error:
+                partial.unlink(missing_ok=True)
+                raise GGUFSourceError(msg("gguf.offline_missing", name=self.name,
+                                          requirement=self.requirement)) from error
+            partial.rename(target)
+        return target
 
 
 OFFLINE_MODELS: dict[str, OfflineModel] = {

@@ -53,6 +53,14 @@ def host_of(header: str) -> str:
         return ""
 
 
+def _netloc(url: str) -> str | None:
+    """The host:port part of an Origin; None for one that is not a URL ('http://[::1' included)."""
+    try:
+        return urlsplit(url).netloc.lower()
+    except ValueError:
+        return None
+
+
 def host_allowed(header: str, allowed: set[str], share: bool = False) -> bool:
     host = host_of(header)
     return bool(host) and (host in allowed or (share and host.endswith(SHARE_DOMAIN)))
@@ -100,7 +108,7 @@ class HostCheck:
         if origin is not None:
             origin = origin.decode("latin-1")
             # Same origin = the page's own address is the one this request went to.
-            if origin == "null" or urlsplit(origin).netloc.lower() != host.strip().lower():
+            if origin == "null" or _netloc(origin) != host.strip().lower():
                 return 403, "origin", origin
         return None
 

@@ -134,7 +134,7 @@ def prepare_model(name: str, models_dir: Path, run_dir: Path | None, should_stop
     log.info("converting %s into a Hugging Face folder: first use in this workspace, once", name)
     if run_dir:
         update_status(run_dir, stage={"name": CONVERT_STAGE, "done": 0, "total": None})
-    source = progress_file(models_dir, Path(name).stem)
+    source = progress_file(models_dir, _folder_name(name, models_dir))
     started = time.monotonic()
     mirror = Mirror(source, run_dir, CONVERT_STAGE, f"converting {name}: step")
     mirror.start()
@@ -150,14 +150,24 @@ def prepare_model(name: str, models_dir: Path, run_dir: Path | None, should_stop
     return path
 
 
+def _folder_name(name: str, models_dir: Path) -> str:
+    """The folder a model converts into (its progress file is named after it)."""
+    from backend.models.gguf_source import find_gguf, gguf_folder
+
+    gguf_file = None if Path(name).name == name and not Path(name).exists() else find_gguf(name)
+    return gguf_folder(gguf_file, models_dir).name if gguf_file else name
+
+
 def start_background_build(models_dir: Path, name: str = "demo", replay_cache: Path | None = None):
     """Build or convert model `name` in a detached process (the app calls this at start for
     its default model), and with `replay_cache` (a datasets folder) answer its replay prompts
     too; None when the model is ready or is no model this workspace builds."""
     from backend.models.loading import needs_build
     from backend.runs.processes import repo_env, spawn_detached
+    from backend.training.replay import CACHE_DIR as REPLAY_CACHE_DIR
 
-    if not needs_build(name, models_dir):
+    warm = replay_cache is not None and not (Path(replay_cache) / REPLAY_CACHE_DIR).is_dir()
+    if not needs_build(name, models_dir) and not warm:
         return None
     Path(models_dir).mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "backend.training.model_stage", "--models", str(models_dir), "--model", name]

@@ -133,11 +133,12 @@ def generate_answers(model_path: str | Path, tokenizer, prompts) -> dict[str, st
     """prompt -> greedy answer of the model at `model_path` (None for an answer that did not end)."""
     import torch
 
+    from backend.models.chat_templates import stop_token_ids
     from backend.models.loading import load_model
 
     model = load_model(model_path, dtype=torch.float32)
     model.eval()
-    stop_ids = _stop_ids(tokenizer, model)
+    stop_ids = stop_token_ids(tokenizer, model.generation_config)
     padding_side, tokenizer.padding_side = tokenizer.padding_side, "left"
     answers: dict[str, str | None] = {}
     try:
@@ -156,11 +157,3 @@ def generate_answers(model_path: str | Path, tokenizer, prompts) -> dict[str, st
         del model
     log.info("replay: %d of %d answers ended with the end of turn", sum(1 for a in answers.values() if a), len(prompts))
     return answers
-
-
-def _stop_ids(tokenizer, model) -> list[int]:
-    ids = model.generation_config.eos_token_id
-    ids = set(ids if isinstance(ids, list) else [ids] if ids is not None else [])
-    if tokenizer.eos_token_id is not None:
-        ids.add(tokenizer.eos_token_id)
-    return sorted(ids)

@@ -173,5 +173,6 @@ def test_a_browser_request_from_another_origin_is_refused(server, api):
                                                                    "Content-Type": "text/plain"})
     assert error_of(cross, 403)["code"] == "cross_origin"
     assert error_of(api.get("/v1/models", headers={"Origin": "null"}), 403)["param"] == "origin"
+    assert error_of(api.get("/v1/models", headers={"Origin": "http://[::1"}), 403)["param"] == "origin"  # not a URL
     same = api.post("/v1/chat/completions", content=body, headers={"Origin": server.url})
     assert same.status_code == 200
