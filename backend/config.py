@@ -132,7 +132,7 @@ class RunConfig:
         form="data", trainer=APP, resume=FREE)
     replay: str = _f("auto", "Mix the base model's own answers to general prompts into the training rows, so a "
                              "small fine-tune keeps what the model knew (generated once per model, cached). auto: "
-                             "for SFT sets under 1000 rows on a model with its own chat template.", REPLAY,
+                             "for SFT sets under 500 rows on a model with its own chat template.", REPLAY,
         form="data", trainer=APP, resume=FREE)
     replay_share: float = _f(0.5, "Share of the mixed training rows that are replay rows (at most one per general "
                                   "prompt).",

@@ -30,7 +30,7 @@ from backend.runs.files import atomic_write_text
 log = logging.getLogger("backend.train")
 
 REPLAY_VERSION = 1  # bump when the prompts or the generation change: caches are made anew
-REPLAY_AUTO_BELOW = 1000  # training rows; `replay: auto` mixes replay into smaller sets
+REPLAY_AUTO_BELOW = 500  # training rows; `replay: auto` mixes replay into smaller sets (a few hundred rows teach one thing)
 REPLAY_MAX_NEW_TOKENS = 128
 CACHE_DIR = ".replay"
 
