@@ -180,9 +180,9 @@ class RunConfig:
                                        "(requirements-gpu.txt).",
         form="advanced", trainer=copied("use_liger_kernel"), resume=FREE)
     # --- optimisation ------------------------------------------------------
-    learning_rate: float = _f(1e-3, "Peak learning rate.",
+    learning_rate: float = _f(5e-4, "Peak learning rate.",
         form="training", trainer=copied("learning_rate"), resume=FREE, bounds=above(0, step=1e-6))
-    num_train_epochs: float = _f(3.0, "Passes over the training data (ignored when max_steps > 0).",
+    num_train_epochs: float = _f(4.0, "Passes over the training data (ignored when max_steps > 0).",
         form="training", trainer=copied("num_train_epochs"), resume=FREE, bounds=Bounds(step=0.5))
     max_steps: int = _f(-1, "Stop after this many optimizer steps (-1: use num_train_epochs).",
         form="training", trainer=copied("max_steps"), resume=FREE, bounds=Bounds(step=1))
