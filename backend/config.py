@@ -134,7 +134,7 @@ class RunConfig:
                              "small fine-tune keeps what the model knew (generated once per model, cached). auto: "
                              "for SFT sets under 500 rows on a model with its own chat template.", REPLAY,
         form="data", trainer=APP, resume=FREE)
-    replay_share: float = _f(0.5, "Share of the mixed training rows that are replay rows (at most one per general "
+    replay_share: float = _f(0.67, "Share of the mixed training rows that are replay rows (at most one per general "
                                   "prompt).",
         form="data", trainer=APP, resume=FREE, bounds=share(step=0.05))
     group_by_length: bool = _f(True, "Batch examples of similar length together, so little compute is spent on padding "
@@ -182,7 +182,7 @@ class RunConfig:
     # --- optimisation ------------------------------------------------------
     learning_rate: float = _f(5e-4, "Peak learning rate.",
         form="training", trainer=copied("learning_rate"), resume=FREE, bounds=above(0, step=1e-6))
-    num_train_epochs: float = _f(4.0, "Passes over the training data (ignored when max_steps > 0).",
+    num_train_epochs: float = _f(5.0, "Passes over the training data (ignored when max_steps > 0).",
         form="training", trainer=copied("num_train_epochs"), resume=FREE, bounds=Bounds(step=0.5))
     max_steps: int = _f(-1, "Stop after this many optimizer steps (-1: use num_train_epochs).",
         form="training", trainer=copied("max_steps"), resume=FREE, bounds=Bounds(step=1))

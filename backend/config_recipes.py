@@ -26,7 +26,7 @@ RECIPES: dict[str, dict] = {
 # (upper bound of parameters, settings, where the numbers come from)
 SIZE_SETTINGS = (
     (50_000_000, {"learning_rate": 3e-3, "num_train_epochs": 12.0}, "recipe.why.tiny"),
-    (1_000_000_000, {"learning_rate": 5e-4, "num_train_epochs": 4.0}, "recipe.why.small"),
+    (1_000_000_000, {"learning_rate": 5e-4, "num_train_epochs": 5.0}, "recipe.why.small"),
     (10_000_000_000, {"learning_rate": 2e-4, "num_train_epochs": 3.0}, "recipe.why.medium"),
     (None, {"learning_rate": 1e-4, "num_train_epochs": 2.0}, "recipe.why.large"),
 )

@@ -19,7 +19,7 @@ from tests.conftest import REPO
 
 
 def test_replay_applies_to_small_sft_sets_on_models_with_their_own_template():
-    auto = tiny_config(replay="auto")
+    auto = tiny_config(replay="auto", replay_share=0.5)
     assert replay_applies(auto, 40, has_own_template=True)
     assert not replay_applies(auto, REPLAY_AUTO_BELOW, has_own_template=True)  # a large set keeps its own balance
     assert not replay_applies(auto, 40, has_own_template=False)  # a base model's answers in a foreign template
@@ -65,9 +65,11 @@ def test_the_plan_names_replay_and_counts_its_rows():
     def msg(key, **values):
         return key + " " + " ".join(f"{k}={v}" for k, v in sorted(values.items()))
 
-    text = derived_text(msg, tiny_config(replay="auto", val_size=0.1), {"rows": 40}, has_template=True)
+    text = derived_text(msg, tiny_config(replay="auto", replay_share=0.5, val_size=0.1), {"rows": 40},
+                        has_template=True)
     assert "train.derived.replay" in text and "replay=36" in text and "rows=72" in text
-    base = derived_text(msg, tiny_config(replay="auto", val_size=0.1), {"rows": 40}, has_template=False)
+    base = derived_text(msg, tiny_config(replay="auto", replay_share=0.5, val_size=0.1), {"rows": 40},
+                        has_template=False)
     assert "train.derived.replay" not in base and "rows=36" in base
 
 

@@ -142,11 +142,11 @@ def test_picking_a_model_proposes_settings_for_its_size_to_take_or_leave(ctx):
     measured setting; taking it changes only those fields, and a form that has them proposes nothing."""
     tiny = browser_values(tiny_config())
     text, proposed = train.suggest(ctx, "en", "smollm2-135m-instruct", *tiny)
-    assert "`learning_rate` 0.0005 (now 0.003)" in text and "`num_train_epochs` 4 (now 12)" in text
+    assert "`learning_rate` 0.0005 (now 0.003)" in text and "`num_train_epochs` 5 (now 12)" in text
     assert "measured on SmolLM2-135M" in text
     taken = forms.config_from_values(proposed, "smollm2-135m-instruct", "identity")
     left = forms.config_from_values(tiny, "smollm2-135m-instruct", "identity")
-    assert (taken.learning_rate, taken.num_train_epochs) == (5e-4, 4.0)
+    assert (taken.learning_rate, taken.num_train_epochs) == (5e-4, 5.0)
     assert dict(taken.to_dict(), learning_rate=0, num_train_epochs=0) == dict(left.to_dict(), learning_rate=0,
                                                                               num_train_epochs=0)
     assert train.suggest(ctx, "en", "smollm2-135m-instruct", *proposed) == ("", None)
@@ -162,5 +162,5 @@ def test_taking_a_suggestion_keeps_fields_changed_after_it_was_proposed(ctx):
     _, proposed = train.suggest(ctx, "en", "smollm2-135m-instruct", *tiny)
     edited = browser_values(tiny_config(per_device_train_batch_size=3))
     taken = forms.config_from_values(train.take_suggestion(proposed, *edited), "smollm2-135m-instruct", "identity")
-    assert (taken.learning_rate, taken.num_train_epochs, taken.per_device_train_batch_size) == (5e-4, 4.0, 3)
+    assert (taken.learning_rate, taken.num_train_epochs, taken.per_device_train_batch_size) == (5e-4, 5.0, 3)
     assert train.take_suggestion(None, *edited) == edited

@@ -69,11 +69,13 @@ TEXT: dict[str, dict[str, str]] = {
                                   "⚠ 共 **{total_steps:,}** 个优化步：训练第一步后会给出预计用时。除非确有此意，请调低 {knob}。"),
     "train.derived.absurd_lr": _("⚠ learning_rate **{lr:g}** is far above any that trains (LoRA: 1e-4 to 1e-3, full: 1e-5 to 1e-4): the loss would become NaN within a few steps, and the worker would then stop the run. Lower it unless you mean it.",
                                  "⚠ learning_rate **{lr:g}** 远高于任何能正常训练的值（LoRA：1e-4 到 1e-3，全量：1e-5 到 1e-4）：损失几步之内就会变成 NaN，随后训练进程会停止这次运行。除非确有此意，请调低它。"),
-    "train.derived.replay": _("Replay ({setting}): **{replay}** of the base model's own answers to general prompts are "
-                              "mixed into your **{rows}** rows, so the model keeps what it knew (generated once "
-                              "per model, then cached). Set replay to off to train on your rows alone.",
-                              "回放（{setting}）：把基础模型自己对通用问题的 **{replay}** 条回答混入你的 **{rows}** 条数据，"
-                              "让模型保留原有能力（每个模型只生成一次并缓存）。把 replay 设为 off 则只用你的数据训练。"),
+    "train.derived.replay": _("Replay ({setting}): up to **{replay}** of the base model's own answers to general prompts "
+                              "are mixed into your **{rows}** rows, so the model keeps what it knew (generated once "
+                              "per model, then cached; answers that do not end are left out, so the step count above "
+                              "is the most it can be). Set replay to off to train on your rows alone.",
+                              "回放（{setting}）：把基础模型自己对通用问题的至多 **{replay}** 条回答混入你的 **{rows}** 条数据，"
+                              "让模型保留原有能力（每个模型只生成一次并缓存；没有结束的回答不用，所以上面的步数是上限）。"
+                              "把 replay 设为 off 则只用你的数据训练。"),
     "train.suggest": _("For a model of this size ({size} parameters; {why}): {settings}.",
                        "对于这个规模的模型（{size} 参数；{why}）：{settings}。"),
     "train.suggest.now": _("now", "当前"),
