@@ -75,7 +75,7 @@ CATALOGUE: dict[str, str] = {
                            "(with dataset_info.json), and {dataset!r} is not one; clear dataset_name.",
     "config.dora_8bit_cpu": "DoRA on an 8-bit base fails on the CPU after the first step; choose quantization_bits 4, or turn use_dora off.",
     # --- runs (backend/runs/store.py, backend/runs/info.py) -----------------------------------------
-    "train.no_config": "Give --config run.yaml (or --resume RUN_DIR); --print-default-config shows a starting point.",
+    "train.no_config": "Give --config run.yaml, --recipe starter (or demo-tiny), or --resume RUN_DIR; --print-default-config shows a starting point.",
     "resume.must_match": "Cannot resume with a different model or adapter shape or scale ({detail}); start a new "
                          "run for that.",
     "resume.changed": "resuming with {name} changed from {old!r} to {new!r}: the run will not match an "

@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.print_default_config:
         from backend.config_recipes import recipe_config
 
-        print(recipe_config(args.recipe).to_yaml(), end="")
+        print(recipe_config(args.recipe or "starter").to_yaml(), end="")
         return 0
     stop = StopRequest().install()  # first: a stop during the slow loading still ends cleanly
     job = None

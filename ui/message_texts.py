@@ -54,7 +54,7 @@ ZH: dict[str, str] = {
                            "而 {dataset!r} 不是；请清空 dataset_name。",
     "config.dora_8bit_cpu": "在 CPU 上，8 位基础模型配 DoRA 会在第一步之后失败；请选择 quantization_bits 4，或关闭 use_dora。",
     # --- runs --------------------------------------------------------------------------------------
-    "train.no_config": "请给出 --config run.yaml（或 --resume RUN_DIR）；--print-default-config 会打印一个起点配置。",
+    "train.no_config": "请给出 --config run.yaml、--recipe starter（或 demo-tiny），或 --resume RUN_DIR；--print-default-config 会打印一个起点配置。",
     "resume.must_match": "不能在更换模型、适配器形状或缩放后继续训练（{detail}）；如需更换，请开始新的运行。",
     "resume.changed": "继续训练时 {name} 从 {old!r} 改为 {new!r}：这次运行将与不中断的运行结果不同",
     "run.already_started": "运行 {run_id} 已经开始过（状态：{state}）；请用“继续”接着训练，或开始新的运行。",

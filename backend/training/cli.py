@@ -68,7 +68,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workspace", type=Path, help=f"Workspace folder (default: {DEFAULT_WORKSPACE}).")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="Override one config field (repeatable), e.g. --set max_steps=20.")
-    parser.add_argument("--recipe", choices=("starter", "demo-tiny"), default="starter",
+    parser.add_argument("--recipe", choices=("starter", "demo-tiny"), default=None,
                         help="Defaults without --config: starter (SmolLM2-135M-Instruct learns the identity dataset) "
                              "or demo-tiny (the 2M demo model on its fact rows, seconds a run).")
     parser.add_argument("--print-default-config", action="store_true",
@@ -138,10 +138,10 @@ def pin_devices(devices: str, env) -> None:
 
 
 def _prepare_new(args: argparse.Namespace) -> Job:
-    if not args.config and not args.overrides:
+    if not args.config and not args.overrides and not args.recipe:
         raise ConfigError(msg("train.no_config"))
     # Without --config the defaults are the base, as in `--set stage=dpo --set dataset=...`.
-    config = (RunConfig.load(args.config) if args.config else recipe_config(args.recipe)).with_overrides(args.overrides)
+    config = (RunConfig.load(args.config) if args.config else recipe_config(args.recipe or "starter")).with_overrides(args.overrides)
     if args.run_dir:
         run_dir = args.run_dir
         workspace = Workspace(args.workspace) if args.workspace else Workspace.for_run_dir(run_dir)
