@@ -39,9 +39,10 @@ def four_pairs(workspace) -> Path:
 
 
 def worker(workspace, env, *sets: str, run_dir: Path | None = None, args=(), wait=True):
-    """`python -m backend.train --set ...` without --config: the defaults are the base (CLI parity)."""
+    """`python -m backend.train --recipe demo-tiny --set ...` without --config: the recipe's defaults are the
+    base (CLI parity)."""
     command = [sys.executable, "-m", "backend.train", "--workspace", str(workspace.root)]
-    command += list(args) or ["--run-dir", str(run_dir)]
+    command += list(args) or ["--recipe", "demo-tiny", "--run-dir", str(run_dir)]
     for item in sets:
         command += ["--set", item]
     if not wait:
