@@ -88,6 +88,10 @@ STAGE_DEFAULTS = {
     "kto": {"learning_rate": 5e-4, "cutoff_len": 64, "per_device_train_batch_size": 8, "num_train_epochs": 2.0,
             "lora_dropout": 0.0, "save_steps": 20},
 }
+# The demo-tiny recipe's SFT settings (backend/config_recipes.py): the 2M demo model learns at a rate
+# that would wreck a real model. A stage switch treats them as defaults too.
+DEMO_TINY = {"model_name_or_path": "demo", "dataset": "demo", "learning_rate": 3e-3, "num_train_epochs": 12.0,
+             "replay": "off"}
 DISTRIBUTED = ("auto", "ddp", "fsdp", "deepspeed_zero2", "deepspeed_zero3")
 CHECKPOINTING = ("auto", True, False)
 # backend/models/chat_templates.py: the model's own, a known one, or ChatML with its tokens added.
@@ -482,7 +486,10 @@ def stage_switch(values: dict, stage: str) -> dict:
     defaults = {f.name: f.default for f in dataclasses.fields(RunConfig)}
     out = dict(values, stage=stage)
     for name in {*old, *new}:
-        if values.get(name) == old.get(name, defaults[name]):
+        at_default = {old.get(name, defaults[name])}
+        if values.get("stage", "sft") == "sft" and name in DEMO_TINY:
+            at_default.add(DEMO_TINY[name])  # the demo-tiny recipe's sft value is a default too
+        if values.get(name) in at_default:
             out[name] = new.get(name, defaults[name])
     return out
 

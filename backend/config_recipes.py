@@ -11,13 +11,10 @@ practice of the field (LoRA around 2e-4 for 1-10B models), and say so.
 
 from __future__ import annotations
 
-from backend.config import RunConfig
+from backend.config import DEMO_TINY, RunConfig
 from backend.messages import Message, msg
 
-# The tiny demo model and its bilingual fact rows (docs/DEMO.md, "The tiny demo model").
-DEMO_TINY = {"model_name_or_path": "demo", "dataset": "demo", "learning_rate": 3e-3, "num_train_epochs": 12.0,
-             "replay": "off"}
-
+# DEMO_TINY (backend/config.py): the tiny demo model and its bilingual fact rows (docs/DEMO.md).
 RECIPES: dict[str, dict] = {
     "starter": {},  # RunConfig's defaults
     "demo-tiny": DEMO_TINY,

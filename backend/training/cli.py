@@ -86,10 +86,10 @@ def prepare(args: argparse.Namespace) -> Job:
     job = _prepare_resume(args) if args.resume else _prepare_new(args)
     job.config.check_packages()
     pin_devices(job.config.devices, os.environ)
-    check_references(job.config)
     from backend.scale.guards import check_worker
 
     check_worker(job.config)  # FSDP / ZeRO / Ray / nodes on this machine: exit 2 with the fix
+    check_references(job.config)
     from backend.data.resolve import check_dataset
 
     check_dataset(job.config.dataset, job.workspace, job.config.dataset_name,
@@ -100,9 +100,11 @@ def prepare(args: argparse.Namespace) -> Job:
 def check_references(config: RunConfig) -> None:
     """The user's callbacks and loss function, imported now: each must be what the Trainer will call
     (a TrainerCallback class or instance; a function), else exit 2 naming the field before any model
-    loads. A module-level function such as `os:system` would otherwise reach the Trainer's callback loop."""
-    from transformers import TrainerCallback
-
+    loads. A module-level function such as `os:system` would otherwise reach the Trainer's callback loop.
+    transformers is imported only when there are callbacks to check (it takes seconds, and peft's
+    bitsandbytes prints a line on a CPU)."""
+    if config.callbacks:
+        from transformers import TrainerCallback
     for ref in config.callbacks:
         target = import_reference(ref)
         if not (isinstance(target, TrainerCallback) or isinstance(target, type) and issubclass(target, TrainerCallback)):
