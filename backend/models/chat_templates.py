@@ -63,7 +63,7 @@ LLAMA3 = (
     "{%- endfor %}"
     "{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}"
 )
-# The demo model's ChatML (backend/models/demo.py), as Qwen2 writes it.
+# ChatML as Qwen2 writes it; the demo model is built with it too (backend/models/demo.py).
 CHATML = (
     "{%- for message in messages %}"
     "{{- '<|im_start|>' + message['role'] + '\\n' }}"

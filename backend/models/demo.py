@@ -24,6 +24,7 @@ from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, train
 from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
 from backend.data.demo_rows import build_demo_rows, build_pretraining_corpus
+from backend.models.chat_templates import CHATML
 
 # Bump whenever anything below changes the built files: old builds are rebuilt.
 DEMO_MODEL_VERSION = "7"
@@ -35,20 +36,9 @@ VOCAB_SIZE = 3072
 CJK_PATTERN = "[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]"
 CONTEXT_LENGTH = 512
 
-# ChatML, as Qwen2 uses it. The {% generation %} block marks the assistant
-# tokens, so `apply_chat_template(..., return_assistant_tokens_mask=True)` works.
-CHAT_TEMPLATE = (
-    "{%- for message in messages %}"
-    "{{- '<|im_start|>' + message['role'] + '\\n' }}"
-    "{%- if message['role'] == 'assistant' %}"
-    "{%- generation %}{{- message['content'] + '<|im_end|>' }}{%- endgeneration %}"
-    "{{- '\\n' }}"
-    "{%- else %}"
-    "{{- message['content'] + '<|im_end|>\\n' }}"
-    "{%- endif %}"
-    "{%- endfor %}"
-    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
-)
+# ChatML, as Qwen2 uses it, with {% generation %} markers (`return_assistant_tokens_mask=True` works):
+# the same template a base model can be given (backend/models/chat_templates.py).
+CHAT_TEMPLATE = CHATML
 
 # Pre-training schedule, measured on 2 busy CPU cores (see docs/DEMO.md).
 PRETRAIN_EPOCHS = 28

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from backend.messages import UserError, msg
 from backend.runs.file_lock import file_lock
+from backend.runs.files import build_folder
 
 SOURCE_FILE = "GGUF_SOURCE.json"
 GGUF_MAGIC = b"GGUF"
@@ -207,19 +207,8 @@ def ensure_converted(source: Path, target: Path, progress: Callable[[int, int], 
     with file_lock(target.parent / f".{target.name}.lock"):
         if converted_is_current(target, source):  # another process converted it meanwhile
             return target
-        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-convert-", dir=target.parent))
-        staging.chmod(0o755)  # mkdtemp's 0700 would hide the model from other users of a shared server
-        try:
-            _convert(info, staging, progress or (lambda step, steps: None), card_note)
-            if target.is_symlink():
-                target.unlink()
-            elif target.exists():
-                shutil.rmtree(target)
-            staging.rename(target)
-        finally:
-            if staging.exists():
-                shutil.rmtree(staging, ignore_errors=True)
-    return target
+        return build_folder(target, f".{target.name}-convert-",
+                            lambda staging: _convert(info, staging, progress or (lambda step, steps: None), card_note))
 
 
 def _check_disk(folder: Path, info: GGUFInfo) -> None:

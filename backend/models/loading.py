@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
-import tempfile
 from pathlib import Path
 
 from backend.messages import Message, UserError, msg
 from backend.models.presets import PRESETS, ModelPreset  # noqa: F401  (re-exported for the UI)
 from backend.runs.file_lock import file_lock
+from backend.runs.files import build_folder
 
 DEMO_MODEL = "demo"
 DEMO_NAMES = (DEMO_MODEL, "demo-tiny")  # the tiny demo model: the test suite's fast model
@@ -58,20 +57,12 @@ def ensure_demo_model(models_dir: Path, progress=None, **build_options) -> Path:
     with file_lock(models_dir / f".{DEMO_MODEL}.lock"):
         if _demo_is_current(target, DEMO_MODEL_VERSION):  # another process built it meanwhile
             return target
-        staging = Path(tempfile.mkdtemp(prefix=f".{DEMO_MODEL}-build-", dir=models_dir))
-        try:
+
+        def build(staging: Path) -> None:
             build_demo_model(staging, progress=progress, **build_options)
             # The version file last: a folder with a current version is complete.
             (staging / DEMO_VERSION_FILE).write_text(DEMO_MODEL_VERSION + "\n", encoding="utf-8")
-            if target.is_symlink():  # tests link a shared cached build here
-                target.unlink()
-            elif target.exists():
-                shutil.rmtree(target)
-            staging.rename(target)
-        finally:
-            if staging.exists():
-                shutil.rmtree(staging, ignore_errors=True)
-    return target
+        return build_folder(target, f".{DEMO_MODEL}-build-", build)
 
 
 def _demo_is_current(folder: Path, version: str) -> bool:

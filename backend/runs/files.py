@@ -44,6 +44,29 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
+def build_folder(target: Path, prefix: str, build: Callable[[Path], None]) -> Path:
+    """`build(staging)` into a temporary sibling of `target`, then renamed over it (a symlink or an
+    older folder is replaced): a crash never leaves half a folder under `target`'s name. The caller
+    holds the lock that keeps two builders apart."""
+    import shutil
+    import tempfile
+
+    target = Path(target)
+    staging = Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
+    staging.chmod(0o755)  # mkdtemp's 0700 would hide the folder from other users of a shared server
+    try:
+        build(staging)
+        if target.is_symlink():  # tests link a shared cached build here
+            target.unlink()
+        elif target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
 def atomic_write_json(path: Path, data: Any) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
