@@ -147,6 +147,10 @@ def test_each_text_check_flags_exactly_its_rows():
     flags = report.row_flags()
     assert flags[2] == ["duplicate", "conflicting_answers"]
     assert 0 not in report.check("duplicate").rows
+    # Each note names the other rows of its prompt group, never the row it is on.
+    details = report.check("conflicting_answers").details
+    assert details == {0: "same prompt as rows 2, 9, answers differ", 2: "same prompt as rows 0, 9, answers differ",
+                       9: "same prompt as rows 0, 2, answers differ"}
 
 
 def test_token_lengths_and_over_cutoff_match_the_template_count(shared_data):

@@ -171,10 +171,10 @@ class Checker:
         """Set-level checks; returns the language summary."""
         if self.batch:
             self._count_batch()
-        for conflict, first, *rows in self.groups.values():
+        for conflict, *group in self.groups.values():
             if conflict:
-                for row in (first, *rows):
-                    self.flag("conflicting_answers", row, f"same prompt as row {first}, another answer")
+                for row in group:
+                    self.flag("conflicting_answers", row, conflict_detail(row, group))
         fence = upper_fence(self.chars, OUTLIER_IQR)
         for index, chars in zip(self.usable, self.chars):
             if fence is not None and chars > fence:
@@ -202,6 +202,14 @@ class Checker:
             "no_letters_rows": counts["none"],
             "cjk_char_share": round(cjk / (cjk + latin), 4) if cjk + latin else 0.0,
         }
+
+
+def conflict_detail(row: int, group: list[int], shown: int = 3) -> str:
+    """A conflicting row's note: the other rows of its prompt group (never the row itself)."""
+    others = [other for other in group if other != row]
+    named = ", ".join(str(other) for other in others[:shown])
+    more = f" and {len(others) - shown} more" if len(others) > shown else ""
+    return f"same prompt as row{'s' if len(others) > 1 else ''} {named}{more}, answers differ"
 
 
 def check_file(
