@@ -26,8 +26,9 @@ def voted_run(tmp_path):
     tiny_config().save(run / "config.yaml")
     store = PreferenceStore()
     context = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Capital of France?"}]
+    answers = {"base": "Paris is a city in", "checkpoint-4": "Paris.", "final": "Rome."}
     store.record([run], ["base", "checkpoint-4", "final"], "checkpoint-4", "Capital of France?",
-                 {"base": "Paris is a city in", "checkpoint-4": "Paris.", "final": "Rome."}, context)
+                 answers, {key: context for key in answers})
     store.record([run], ["base", "final"], TIE, "2+2?", {"base": "4.", "final": "4"})
     store.record([run], ["final"], "final", "Hi", {"final": "Hello."})              # one column: no pair
     store.record([run], ["base", "final"], "final", "Old vote")                    # recorded before answers were kept
@@ -121,7 +122,7 @@ def test_handlers_save_and_prefill(voted_run):
     assert prefill["stage"] == "dpo" and switch.selected == "train"
 
 
-def test_vote_answers_take_the_winners_context_and_skip_failed_columns():
+def test_vote_answers_keep_each_columns_context_and_skip_failed_columns():
     from types import SimpleNamespace
 
     from ui.chat_session import ChatSession, vote_answers
@@ -130,8 +131,53 @@ def test_vote_answers_take_the_winners_context_and_skip_failed_columns():
     session = ChatSession(keys=["a", "b"], prompt="Q", histories={
         "a": [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "A1"}],
         "b": [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "⚠️ out of memory"}]})
-    answers, context = vote_answers(session, targets, targets["a"])
-    assert answers == {"base": "A1"} and context == [{"role": "user", "content": "Q"}]
+    answers, contexts = vote_answers(session, targets)
+    assert answers == {"base": "A1"} and contexts == {"base": [{"role": "user", "content": "Q"}]}
+
+
+def _turn(question, answer):
+    return [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
+
+
+def test_a_multi_turn_vote_pairs_only_answers_that_followed_the_same_conversation(tmp_path):
+    """Each column answers after its own earlier turns: the loser's answer never gets the winner's history."""
+    from types import SimpleNamespace
+
+    from ui.chat_session import ChatSession, vote_answers
+
+    run = Workspace(tmp_path / "ws").ensure().runs_dir / "run-m"
+    run.mkdir()
+    targets = {k: SimpleNamespace(key=k) for k in ("checkpoint-4", "checkpoint-8", "final")}
+    session = ChatSession(keys=list(targets), prompt="And Italy?", histories={
+        "checkpoint-4": _turn("Capital of France?", "Paris.") + _turn("And Italy?", "Rome."),
+        "checkpoint-8": _turn("Capital of France?", "Lyon.") + _turn("And Italy?", "Milan."),
+        "final": _turn("Capital of France?", "Paris.") + _turn("And Italy?", "Turin.")})
+    answers, contexts = vote_answers(session, targets)
+    PreferenceStore().record([run], list(targets), "checkpoint-4", "And Italy?", answers, contexts)
+    vote = read_preferences(run)["votes"][0]
+    assert vote["contexts"]["checkpoint-8"][1]["content"] == "Lyon."  # its own history, kept
+    rows, counts = votes_to_pairs(run)
+    assert rows == [{"prompt": _turn("Capital of France?", "Paris.") + [{"role": "user", "content": "And Italy?"}],
+                     "chosen": [{"role": "assistant", "content": "Rome."}],
+                     "rejected": [{"role": "assistant", "content": "Turin."}]}]
+    assert counts["skipped_context"] == 1   # checkpoint-8 answered after "Lyon.", not "Paris."
+
+
+def test_votes_of_the_earlier_format_pair_on_first_turns_only(tmp_path):
+    """Votes that kept only the winner's conversation: a first turn was every column's, a later one was not."""
+    from backend.runs.files import atomic_write_json
+
+    run = tmp_path / "run-old"
+    run.mkdir()
+    first = [{"role": "user", "content": "Hi"}]
+    later = _turn("Hi", "Hello.") + [{"role": "user", "content": "Bye"}]
+    atomic_write_json(run / "preferences.json", {"votes": [
+        {"prompt": "Hi", "candidates": ["base", "final"], "winner": "final", "context": first,
+         "answers": {"base": "Yo", "final": "Hello."}},
+        {"prompt": "Bye", "candidates": ["base", "final"], "winner": "final", "context": later,
+         "answers": {"base": "Later", "final": "Goodbye."}}], "tally": {}})
+    rows, counts = votes_to_pairs(run)
+    assert [r["prompt"] for r in rows] == [first] and counts["skipped_context"] == 1
 
 
 def test_train_form_stage_switch_and_prefill():

@@ -78,18 +78,17 @@ def column_views(session: ChatSession, keys: list[str], targets: dict, revealed:
     return visible, headers, values
 
 
-def vote_answers(session: ChatSession, targets: dict, winner) -> tuple[dict, list[Message]]:
-    """({target key: the answer shown}, the conversation before the answers) for a vote;
-    columns that failed (an error shown instead of an answer) are left out."""
-    answers, context = {}, None
+def vote_answers(session: ChatSession, targets: dict) -> tuple[dict, dict[str, list[Message]]]:
+    """({target key: the answer shown}, {target key: its column's conversation before that answer})
+    for a vote; columns that failed (an error shown instead of an answer) are left out."""
+    answers, contexts = {}, {}
     for key in session.keys:
         history = session.histories.get(key) or []
         if key in targets and history and history[-1]["role"] == "assistant" \
                 and not history[-1]["content"].startswith("⚠️"):
             answers[targets[key].key] = history[-1]["content"]
-            if context is None or (winner is not None and targets[key].key == winner.key):
-                context = history[:-1]
-    return answers, context or [{"role": "user", "content": session.prompt}]
+            contexts[targets[key].key] = history[:-1]
+    return answers, contexts
 
 
 def column_notes(session: ChatSession, keys: list[str], targets: dict, replies: list, say: Say,

@@ -21,9 +21,11 @@ TEXT: dict[str, dict[str, str]] = {
     "chat.msg_votes_pick_run": {"en": "Pick the run whose votes to use (one run).", "zh": "请选择一个要使用其投票的运行。"},
     "chat.msg_votes_saved": {"en": "Saved {pairs} pairs from {votes} votes of {run} as dataset '{name}' "
                                    "(skipped: {ties} ties, {single} single-column, {old} without answers, "
-                                   "{same} losing answers empty or the same as the winner's).",
+                                   "{same} losing answers empty or the same as the winner's, {context} answering "
+                                   "after other earlier turns than the winner's: a pair needs one conversation).",
                              "zh": "已把 {run} 的 {votes} 次投票中的 {pairs} 对保存为数据集“{name}”"
-                                   "（跳过：平局 {ties}，单列 {single}，无回答 {old}，落败回答为空或与胜者相同 {same}）。"},
+                                   "（跳过：平局 {ties}，单列 {single}，无回答 {old}，落败回答为空或与胜者相同 {same}，"
+                                   "落败回答前的对话与胜者不同 {context}：一对回答需要同一段对话）。"},
     "chat.msg_votes_error": {"en": "⚠️ {error}", "zh": "⚠️ {error}"},
     "chat.msg_votes_train": {"en": "The Train tab now holds a dpo run on '{name}' continuing {checkpoint}; "
                                    "check it and press Start.",
@@ -49,7 +51,8 @@ def save_votes(ctx: UIContext, lang: str, run_ids: list[str] | None, name: str) 
         return ctx.msg(lang, "chat.msg_votes_error", error=str(error))
     return ctx.msg(lang, "chat.msg_votes_saved", pairs=info["pairs"], votes=info["votes"], run=run_ids[0], name=name,
                    ties=info.get("skipped_ties", 0), single=info.get("skipped_single", 0),
-                   old=info.get("skipped_no_answers", 0), same=info.get("skipped_answers", 0))
+                   old=info.get("skipped_no_answers", 0), same=info.get("skipped_answers", 0),
+                   context=info.get("skipped_context", 0))
 
 
 def train_on_votes(ctx: UIContext, lang: str, run_ids: list[str] | None, name: str) -> tuple[str, dict | None]:

@@ -3,12 +3,15 @@ per run in RUN_DIR/preferences.json, so checkpoints can be ranked by what a
 person preferred, not only by loss.
 
 File format: {"votes": [{"time", "prompt", "candidates": [key...], "winner": key | "tie",
-                         "context": [messages before the answers], "answers": {key: text}}],
+                         "answers": {key: text}, "contexts": {key: [messages before that answer]}}],
               "tally": {key: {"wins": int, "shown": int}}}
 where a key is "base", "checkpoint-<step>", "final", or "<other-run>/<name>"
-for a checkpoint of another run that was in the same comparison. `context` and
-`answers` (kept since preference training) let backend/chat/vote_data.py turn
-votes into chosen-rejected pairs; older votes without them are skipped there.
+for a checkpoint of another run that was in the same comparison. Each column
+keeps its own conversation, so after the first turn the contexts differ: an
+answer was generated after its own column's earlier answers, not the winner's.
+`answers` and `contexts` let backend/chat/vote_data.py turn votes into
+chosen-rejected pairs; votes without answers are skipped there, and votes of
+an earlier format hold one `context` (the winner's) instead of `contexts`.
 """
 
 from __future__ import annotations
@@ -59,9 +62,10 @@ class PreferenceStore:
         self._lock = threading.Lock()
 
     def record(self, run_dirs: list[Path], candidates: list[str], winner: str, prompt: str,
-               answers: dict[str, str] | None = None, context: list[dict] | None = None) -> None:
+               answers: dict[str, str] | None = None, contexts: dict[str, list[dict]] | None = None) -> None:
         """Add one vote to every run that had a checkpoint in the comparison.
-        `winner` is a candidate key or TIE; `answers` maps candidate keys to the text shown."""
+        `winner` is a candidate key or TIE; `answers` maps candidate keys to the text shown,
+        `contexts` to the conversation each answer followed (the prompt alone when not given)."""
         if winner not in candidates and winner != TIE:
             raise ValueError(f"The vote names {winner!r}, which was not one of the answers shown.")
         with self._lock:
@@ -72,8 +76,10 @@ class PreferenceStore:
                 vote = {"time": time.time(), "prompt": prompt[:PROMPT_CHARS],
                         "candidates": shown, "winner": local_key(winner, run_id)}
                 if answers is not None:
+                    first_turn = [{"role": "user", "content": prompt}]
                     vote["answers"] = {local_key(k, run_id): v for k, v in answers.items()}
-                    vote["context"] = list(context or [{"role": "user", "content": prompt}])
+                    vote["contexts"] = {local_key(k, run_id): list((contexts or {}).get(k) or first_turn)
+                                        for k in answers}
                 data["votes"].append(vote)
                 for key in shown:
                     entry = data["tally"].setdefault(key, {"wins": 0, "shown": 0})

@@ -2,10 +2,13 @@
 
 Each vote with two or more answers gives pairs: the prompt (the conversation
 before the answers), the preferred answer as `chosen`, each other answer as
-`rejected`. Ties, votes on a single column, and votes recorded before answers
-were kept are skipped and counted. The dataset is a workspace dataset
-(datasets/<name>/) whose meta.json names its provenance: the run, the
-checkpoints voted on, the date and the counts.
+`rejected`. A pair needs one prompt for both answers, and each column answers
+after its own earlier turns: a losing answer whose conversation differs from
+the winner's (after the first turn, nearly always) makes no pair. Ties, votes
+on a single column, and votes recorded before answers were kept are skipped
+and counted. The dataset is a workspace dataset (datasets/<name>/) whose
+meta.json names its provenance: the run, the checkpoints voted on, the date
+and the counts.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ class VoteDataError(ValueError):
 
 
 def votes_to_pairs(run_dir: Path) -> tuple[list[dict], dict]:
-    """(canonical pairwise rows, counts {votes, pairs, skipped_ties, skipped_single, skipped_no_answers})."""
+    """(canonical pairwise rows, counts {votes, pairs, skipped_ties, skipped_single, skipped_no_answers,
+    skipped_answers, skipped_context})."""
     votes = read_preferences(run_dir)["votes"]
     rows, counts, voted_on, wins = [], Counter(votes=len(votes)), Counter(), Counter()
     for vote in votes:
@@ -36,19 +40,34 @@ def votes_to_pairs(run_dir: Path) -> tuple[list[dict], dict]:
         elif not isinstance(answers, dict) or winner not in answers:
             counts["skipped_no_answers"] += 1
         else:
-            prompt = vote.get("context") or [{"role": "user", "content": vote.get("prompt", "")}]
-            losers = [k for k in candidates if k != winner and (answers.get(k) or "").strip()
-                      and answers[k] != answers[winner]]
+            contexts = answer_contexts(vote)
+            prompt, losers = contexts[winner], []
+            for loser in (k for k in candidates if k != winner):
+                if not (answers.get(loser) or "").strip() or answers[loser] == answers[winner]:
+                    counts["skipped_answers"] += 1   # an empty answer, or the winner's own text
+                elif contexts.get(loser) != prompt:
+                    counts["skipped_context"] += 1   # answered after its own earlier turns
+                else:
+                    losers.append(loser)
             for loser in losers:
                 rows.append({"prompt": prompt, "chosen": [{"role": "assistant", "content": answers[winner]}],
                              "rejected": [{"role": "assistant", "content": answers[loser]}]})
             if losers:
                 voted_on.update([winner, *losers])
                 wins[winner] += 1
-            # Losers with an empty answer, or the winner's own text, make no pair.
-            counts["skipped_answers"] += len(candidates) - 1 - len(losers)
     counts["pairs"] = len(rows)
     return rows, {**dict(counts), "checkpoints": sorted(voted_on), "wins": dict(wins)}
+
+
+def answer_contexts(vote: dict) -> dict[str, list[dict]]:
+    """{candidate key: the conversation its answer followed}. A vote of the earlier format kept
+    only the winner's conversation: on a first turn every column had it, later the losers' are unknown."""
+    if isinstance(vote.get("contexts"), dict):
+        return vote["contexts"]
+    context = vote.get("context") or [{"role": "user", "content": vote.get("prompt", "")}]
+    if any(m.get("role") == "assistant" for m in context):
+        return {vote["winner"]: context}
+    return {key: context for key in vote["answers"]}
 
 
 def voted_checkpoint(run_dir: Path) -> str | None:
@@ -85,7 +104,8 @@ def save_votes_dataset(run_dir: Path, datasets_dir: Path, name: str, overwrite: 
 def _skips(counts: dict) -> str:
     return (f"{counts.get('votes', 0)} votes, {counts.get('skipped_ties', 0)} ties, "
             f"{counts.get('skipped_single', 0)} single-column, {counts.get('skipped_no_answers', 0)} without answers, "
-            f"{counts.get('skipped_answers', 0)} losing answers empty or the same as the winner's")
+            f"{counts.get('skipped_answers', 0)} losing answers empty or the same as the winner's, "
+            f"{counts.get('skipped_context', 0)} answering after other earlier turns than the winner's")
 
 
 def preference_run_values(run_dir: Path, dataset: str) -> dict:

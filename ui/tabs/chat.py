@@ -321,9 +321,9 @@ def record_vote(chat: ChatServices, lang, letter, chosen_runs, session: ChatSess
                               revealed=True) + (gr.update(),)
     shown = [targets[k].key for k in keys if k in targets]
     winner = targets[keys[session.order["ABCDE".index(letter)]]] if letter != TIE else None
-    answers, context = vote_answers(session, targets, winner)
+    answers, contexts = vote_answers(session, targets)
     chat.preferences.record([chat.runs_dir / r for r in session.runs], shown, winner.key if winner else TIE,
-                            session.prompt, answers, context)
+                            session.prompt, answers, contexts)
     session.voted = True
     message = say("chat.msg_voted", letter=letter, label=winner.label) if winner else say("chat.tie")
     return answer_outputs(chat, lang, keys, targets, session, message, revealed=True,
