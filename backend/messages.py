@@ -439,6 +439,8 @@ CATALOGUE: dict[str, str] = {
     'scale.ray_gpu_missing': 'ray_use_gpu needs GPUs on this machine and none was found; turn ray_use_gpu off (the workers train on the CPU) or use a Ray cluster that has GPUs.',
     'scale.too_many_processes': 'num_processes = {processes} is more than the {gpus} selected GPU(s) ({ids}): one process per GPU; set num_processes to {gpus} or less, or select more GPUs.',
     'scale.ray_missing': 'ray_address needs Ray Train, which is not installed ({error}): {pip}; or clear ray_address.',
+    'scale.ray_none_running': 'ray_address = auto found no running Ray cluster on this machine: start one with `ray start --head` (then start the run again), or set ray_address: local to let the run start a Ray instance of its own.',
+    'scale.ray_unreachable': 'No Ray cluster answers at ray_address = {address!r} ({error}): start its head with `ray start --head` on that machine and check the address and port, or set ray_address: local to let the run start a Ray instance of its own.',
     'scale.file_missing': 'deepspeed = {path!r}: no such file; give the path of your DeepSpeed JSON or clear deepspeed to use the generated config.',
     'scale.file_bad': 'deepspeed = {path!r} is not a readable JSON file ({error}); fix it or clear deepspeed.',
     'scale.file_not_object': 'deepspeed = {path!r} must hold a JSON object (a DeepSpeed config).',

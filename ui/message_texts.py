@@ -390,6 +390,8 @@ ZH: dict[str, str] = {
     'scale.ray_gpu_missing': 'ray_use_gpu 需要本机有 GPU，但没有找到；请关闭 ray_use_gpu（工作进程在 CPU 上训练），或使用有 GPU 的 Ray 集群。',
     'scale.too_many_processes': 'num_processes = {processes} 多于选中的 {gpus} 块 GPU（{ids}）：每块 GPU 一个进程；请把 num_processes 设为 {gpus} 或更少，或选择更多 GPU。',
     'scale.ray_missing': 'ray_address 需要 Ray Train，但未安装（{error}）：{pip}；或清空 ray_address。',
+    'scale.ray_none_running': 'ray_address = auto 在本机没有找到正在运行的 Ray 集群：请用 `ray start --head` 启动一个（然后重新开始训练），或设置 ray_address: local，让训练自己启动一个 Ray 实例。',
+    'scale.ray_unreachable': 'ray_address = {address!r} 处没有 Ray 集群应答（{error}）：请在那台机器上用 `ray start --head` 启动头节点并检查地址和端口，或设置 ray_address: local，让训练自己启动一个 Ray 实例。',
     'scale.file_missing': 'deepspeed = {path!r}：文件不存在；请给出你的 DeepSpeed JSON 路径，或清空 deepspeed 以使用自动生成的配置。',
     'scale.file_bad': 'deepspeed = {path!r} 不是可读的 JSON 文件（{error}）；请修正，或清空 deepspeed。',
     'scale.file_not_object': 'deepspeed = {path!r} 必须是一个 JSON 对象（DeepSpeed 配置）。',

@@ -32,6 +32,7 @@ class GenerationSettings:
     seed: int = 0               # sampling only: the same seed gives the same sampled answer
     system_prompt: str = ""
     min_new_tokens: int = 0     # > 0: ignore end-of-sequence until this many (the API's ignore_eos)
+    stop_strings: tuple[str, ...] = ()   # the API's stop: generation ends at the token that completes one
 
     def problems(self) -> list[Message]:
         """What is wrong with these settings, as sentences a user can act on (catalogued messages)."""
@@ -136,6 +137,24 @@ class _EventStop(StoppingCriteria):
         return torch.full((input_ids.shape[0],), stop, dtype=torch.bool, device=input_ids.device)
 
 
+class _TextStop(StoppingCriteria):
+    """Stops generation at the token whose text completes a stop string (one row).
+
+    Checked on the decoded answer, the text the caller cuts, inside generate: the reader of
+    the streamer lags behind, and the streamer holds text back until a word ends, so a
+    stop seen there ends generation tokens late."""
+
+    def __init__(self, tokenizer, prompt_tokens: int, stops: tuple[str, ...]):
+        self.tokenizer, self.prompt_tokens, self.stops = tokenizer, prompt_tokens, stops
+
+    def __call__(self, input_ids, scores, **kwargs) -> torch.BoolTensor:
+        # The whole answer each token (a few thousand characters at most, against a forward pass):
+        # a character still incomplete in bytes decodes differently once its last byte comes.
+        text = self.tokenizer.decode(input_ids[0, self.prompt_tokens:], skip_special_tokens=True)
+        hit = any(stop in text for stop in self.stops)
+        return torch.full((input_ids.shape[0],), hit, dtype=torch.bool, device=input_ids.device)
+
+
 def generation_config_for(model, tokenizer, settings: GenerationSettings, max_new_tokens: int):
     """The model's own generation config with the user's settings on top."""
     config = copy.deepcopy(model.generation_config)
@@ -184,6 +203,9 @@ def generate_stream(model, tokenizer, prompt: Prompt, settings: GenerationSettin
     input_ids = prompt.input_ids.to(model.device)
     config = generation_config_for(model, tokenizer, settings, prompt.max_new_tokens)
     abandoned = threading.Event()
+    criteria = StoppingCriteriaList([_EventStop(stop, abandoned)])
+    if settings.stop_strings:
+        criteria.append(_TextStop(tokenizer, input_ids.shape[1], settings.stop_strings))
     outcome: dict = {}
 
     def work() -> None:
@@ -194,7 +216,7 @@ def generate_stream(model, tokenizer, prompt: Prompt, settings: GenerationSettin
                 output = model.generate(
                     input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
                     generation_config=config, streamer=streamer,
-                    stopping_criteria=StoppingCriteriaList([_EventStop(stop, abandoned)]),
+                    stopping_criteria=criteria,
                 )
             outcome["new_tokens"] = int(output.shape[1] - input_ids.shape[1])
             outcome["last"] = int(output[0, -1])

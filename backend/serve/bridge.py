@@ -172,7 +172,8 @@ def generation_settings(request: Request) -> GenerationSettings:
     seed = sampling.seed if sampling.seed is not None else secrets.randbits(31)
     settings = GenerationSettings(greedy=sampling.temperature == 0, temperature=sampling.temperature or 1.0,
                                   top_p=sampling.top_p, top_k=sampling.top_k,
-                                  repetition_penalty=sampling.repetition_penalty, seed=seed)
+                                  repetition_penalty=sampling.repetition_penalty, seed=seed,
+                                  stop_strings=sampling.stop)
     return settings
 
 

@@ -3,7 +3,8 @@ that names the field (OpenAI's `param`) and says what to send instead.
 
 Unknown fields are ignored (clients send `user`, `metadata`, `store` ...);
 fields that would change the answer and that this server cannot honour
-(n > 1, tools, logprobs, penalties, logit_bias) are refused, never dropped.
+(n > 1, tools, logprobs of any value and top_logprobs, penalties, logit_bias)
+are refused, never dropped.
 """
 
 from __future__ import annotations
@@ -185,13 +186,24 @@ def _refuse_unsupported(body: dict) -> None:
     for name in ("tools", "functions", "logit_bias"):
         if body.get(name):
             raise bad(name, f"'{name}' is not supported by this server: leave it out.", "unsupported_parameter")
-    if body.get("logprobs") not in (None, False, 0) or body.get("top_logprobs") not in (None, 0):
-        raise bad("logprobs", "log probabilities are not supported by this server: leave 'logprobs' out.",
-                  "unsupported_parameter")
+    _refuse_logprobs(body)
     response_format = body.get("response_format")
     if response_format not in (None, {"type": "text"}):
         raise bad("response_format", "only {\"type\": \"text\"} is supported as 'response_format'.",
                   "unsupported_parameter")
+
+
+def _refuse_logprobs(body: dict) -> None:
+    """Any request for log-probabilities, `logprobs: 0` too: on /v1/completions 0 asks for the
+    chosen tokens' own log-probabilities, so answering `logprobs: null` would drop it silently."""
+    logprobs, top = body.get("logprobs"), body.get("top_logprobs")
+    if top is not None and logprobs is not True:
+        raise bad("top_logprobs", "'top_logprobs' is only allowed with \"logprobs\": true, and log-probabilities "
+                                  "are not served by this server yet: leave 'top_logprobs' out.",
+                  "unsupported_parameter")
+    if logprobs is not None and logprobs is not False:   # `is`: 0 == False in Python, and 0 is a request
+        raise bad("logprobs", f"'logprobs' asks for log-probabilities (got {json.dumps(logprobs)}), which are not "
+                              "served by this server yet: leave 'logprobs' out.", "unsupported_parameter")
 
 
 def _number(body, name, low, high, default, open_low=False) -> float:

@@ -110,6 +110,27 @@ def test_stop_string_cuts_the_answer_and_seed_repeats_sampling(client):
     assert first == second
 
 
+def test_stop_string_ends_generation_at_the_token_that_completes_it(client):
+    """Generation ends at the token that completes the stop string: usage counts the tokens up to it
+    (k, the fewest max_tokens whose answer holds the stop), not the ones generated after it."""
+    def complete(**options):
+        return client.completions.create(model="base", prompt="The capital of England is", temperature=0, **options)
+
+    whole = complete(max_tokens=MAX_TOKENS)
+    text = whole.choices[0].text
+    at = next(i for i in range(len(text) // 3, len(text)) if text[i].strip())
+    stop = text[at]
+    k = next(k for k in range(1, MAX_TOKENS + 1) if stop in complete(max_tokens=k).choices[0].text)
+    assert k < whole.usage.completion_tokens, (text, stop)   # the answer goes on after the stop
+    cut = complete(max_tokens=MAX_TOKENS, stop=[stop])
+    assert cut.choices[0].text == text[:text.index(stop)]
+    assert cut.choices[0].finish_reason == "stop"
+    assert cut.usage.completion_tokens == k
+    streamed = list(complete(max_tokens=MAX_TOKENS, stop=[stop], stream=True, stream_options={"include_usage": True}))
+    assert "".join(c.choices[0].text for c in streamed if c.choices) == text[:text.index(stop)]
+    assert streamed[-1].usage.completion_tokens == k
+
+
 def test_twenty_concurrent_requests_across_three_models(client, server):
     models = ["base", "checkpoint-8", "final"]
     prompts = [p for p, _ in DEMO_PROMPTS[:4]]

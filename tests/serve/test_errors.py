@@ -96,6 +96,24 @@ def test_completions_refusals_name_the_field(api):
     assert error_of(api.post("/v1/completions", json={"model": "base", "prompt": "hi", "echo": True}), 400)["param"] == "echo"
 
 
+@pytest.mark.parametrize("route, fields, param, says", [
+    # logprobs: 0 asks for the chosen tokens' log-probabilities: refused like any positive count.
+    ("completions", {"logprobs": 0}, "logprobs", "not served by this server yet"),
+    ("completions", {"logprobs": 2}, "logprobs", "not served by this server yet"),
+    ("chat/completions", {"logprobs": True}, "logprobs", "not served by this server yet"),
+    ("chat/completions", {"logprobs": True, "top_logprobs": 2}, "logprobs", "not served by this server yet"),
+    ("chat/completions", {"top_logprobs": 2}, "top_logprobs", "'top_logprobs' is only allowed with \"logprobs\": true"),
+    ("chat/completions", {"logprobs": False, "top_logprobs": 0}, "top_logprobs", "'top_logprobs' is only allowed"),
+    ("completions", {"top_logprobs": 1}, "top_logprobs", "'top_logprobs' is only allowed"),
+])
+def test_log_probabilities_are_refused_never_answered_null(api, route, fields, param, says):
+    body = {"model": "base", "max_tokens": 1, **({"messages": HELLO} if route.startswith("chat") else {"prompt": "Hi"})}
+    error = error_of(api.post(f"/v1/{route}", json=body | fields), 400)
+    assert error["param"] == param and error["code"] == "unsupported_parameter", error
+    assert says in error["message"], error
+    assert api.post("/v1/chat/completions", json=body | {"messages": HELLO, "logprobs": False}).status_code == 200
+
+
 def test_prompt_longer_than_the_context_is_400_with_the_numbers(api):
     ids = [100] * 600   # the demo model's context is 512 tokens
     error = error_of(api.post("/v1/completions", json={"model": "final", "prompt": ids}), 400)
