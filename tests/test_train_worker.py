@@ -259,6 +259,28 @@ def test_sigterm_saves_and_resume_finishes(workspace, subprocess_env, quick):
     assert loss[status_step(stopped_at[0]) + 1] < loss[1] - 1e-3, loss
 
 
+def test_a_resumed_runs_summary_counts_time_and_tokens_over_the_same_steps(workspace, subprocess_env, quick):
+    """A run lost after checkpoint-3 and resumed: summary.json's time, tokens and tokens/s all cover
+    steps 1-6 (the first session up to checkpoint-3 plus the second), not time of one session
+    against tokens of both."""
+    run = workspace.runs_dir / "resumed"
+    first = worker(workspace, subprocess_env, "max_steps=6", "save_steps=3", *quick, run_dir=run)
+    uninterrupted = json.loads((run / "summary.json").read_text())
+    assert_completed(first, run)
+    before = json.loads((run / "checkpoint-3" / "run_clock.json").read_text())
+    assert before["sessions"] == 1 and before["train_seconds"] > 0
+    for lost in ("checkpoint-6", "final", "summary.json"):  # as if killed after checkpoint-3
+        shutil.rmtree(run / lost) if (run / lost).is_dir() else (run / lost).unlink()
+
+    assert_completed(worker(workspace, subprocess_env, args=["--resume", str(run)]), run)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["global_step"] == 6 and summary["sessions"] == 2
+    assert summary["train_tokens"] == uninterrupted["train_tokens"]  # the same six batches
+    # The second session's own training time (the Trainer's) comes on top of the first's up to step 3.
+    assert summary["wall_time_s"] >= before["train_seconds"] + summary["train_runtime_s"]
+    assert summary["train_tokens_per_second"] == pytest.approx(summary["train_tokens"] / summary["wall_time_s"], rel=0.01)
+
+
 def status_step(checkpoint: Path) -> int:
     return int(checkpoint.name.rsplit("-", 1)[1])
 

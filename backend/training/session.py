@@ -16,7 +16,7 @@ from backend.data.resolve import resolve_dataset
 from backend.messages import message_of, msg
 from backend.models.chat_templates import apply_for_model
 from backend.models.hardware import training_devices
-from backend.runs.files import FINAL_DIR, append_metrics, mark_complete, read_json, read_status, update_status
+from backend.runs.files import FINAL_DIR, append_metrics, mark_complete, read_status, update_status
 from backend.scale.engines import decoder_layer_classes
 from backend.training.arguments import argument_values
 from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, FiniteLoss, GracefulStop, _barrier
@@ -29,7 +29,7 @@ from backend.training.model_stage import prepare_model
 from backend.training.packing import PackedCollator
 from backend.training.plan_check import PlanCheck, steps_warning
 from backend.training.speed import checkpointing_for, collator_for
-from backend.training.summary import write_summary
+from backend.training.summary import RunClock, write_summary
 from backend.training.threads import limit_threads
 from backend.training.trainer import StudioTrainer, choose_loss
 
@@ -44,10 +44,9 @@ class Session:
     precision: str
     checkpoints: CheckpointCallback
     parameters: dict
-    started: float
+    clock: RunClock
     disk: DiskSpaceCallback | None = None
     output: object = None  # TrainOutput of trainer.train()
-    tokens_at_start: int = 0  # non-padding tokens already seen by the resumed checkpoint
 
 
 def resolve_model(job: Job, stop: StopRequest | None = None) -> str:
@@ -137,7 +136,8 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
     checkpoints = CheckpointCallback(job.run_dir, config.save_total_limit)
     disk = DiskSpaceCallback(job.run_dir, parameters["trainable_parameters"] * 12 + 2**20)
     # Order matters: the stop flag and DefaultFlowCallback decide should_save before the disk check.
-    callbacks = [GracefulStop(stop), disk, MetricsCallback(job.run_dir), checkpoints, FiniteLoss()]
+    clock = RunClock(job.run_dir, job.resume_from)  # before checkpoints: its file is in before the marker
+    callbacks = [GracefulStop(stop), disk, MetricsCallback(job.run_dir), clock, checkpoints, FiniteLoss()]
     if config.early_stopping_patience:
         if eval_data is None:
             raise ConfigError(msg("train.no_eval_rows"))
@@ -151,7 +151,7 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
         trainer = preference_trainer(config, model, args, train_data, eval_data, tokenizer, callbacks,
                                      continued=adapter is not None)
         trainer.remove_callback(PrinterCallback)
-        return Session(job, trainer, counts, precision, checkpoints, parameters, time.time())
+        return Session(job, trainer, counts, precision, checkpoints, parameters, clock)
     loss_head = choose_loss(model, user_loss=loss_function is not None, liger=config.use_liger_kernel)
     collator = collator_for(config, model, tokenizer)
     if isinstance(collator, PackedCollator):
@@ -164,7 +164,7 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
         compute_loss_func=loss_function, loss_head=loss_head,
     )
     trainer.remove_callback(PrinterCallback)  # MetricsCallback writes the readable line instead
-    return Session(job, trainer, counts, precision, checkpoints, parameters, time.time(), disk)
+    return Session(job, trainer, counts, precision, checkpoints, parameters, clock, disk)
 
 
 def _reference(config, adapter) -> str:
@@ -198,7 +198,6 @@ def train(session: Session, stop: StopRequest) -> str:
     if job.is_main and (warning := steps_warning(planned_steps(session), job.config)):
         log.warning(warning)  # an absurd plan (num_train_epochs=1e30): said before any time is spent
         update_status(job.run_dir, plan_warning=warning)
-    session.tokens_at_start = _tokens_in(resume)
     if stop.requested:
         return "stopped"
     if resume and state.global_step >= planned_steps(session):
@@ -219,12 +218,6 @@ def planned_steps(session: Session) -> int:
     from backend.config import derived_numbers
 
     return derived_numbers(session.job.config, session.counts.train, session.job.world_size)["total_steps"]
-
-
-def _tokens_in(checkpoint: Path | None) -> int:
-    if checkpoint is None:
-        return 0
-    return int((read_json(checkpoint / "trainer_state.json", {}) or {}).get("num_input_tokens_seen", 0))
 
 
 def _system_record(session: Session, event: str) -> None:
@@ -255,7 +248,7 @@ def finish(session: Session, final_state: str) -> int:
     if job.is_main:
         summary = write_summary(
             job.run_dir, state=trainer.state, train_output=session.output,
-            started=session.started, tokens_at_start=session.tokens_at_start,
+            clock=session.clock,
             counts=session.counts.as_dict(), best=session.checkpoints.best, precision=session.precision,
             world_size=job.world_size, final_state=final_state, parameters=session.parameters)
         append_metrics(job.run_dir, {"time": round(time.time(), 3), "step": trainer.state.global_step,

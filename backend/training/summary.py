@@ -7,8 +7,34 @@ import time
 from pathlib import Path
 
 import torch
+from transformers import TrainerCallback
 
-from backend.runs.files import SUMMARY_FILE, atomic_write_json
+from backend.runs.files import SUMMARY_FILE, atomic_write_json, read_json
+
+CLOCK_FILE = "run_clock.json"  # in each checkpoint: the run's seconds and sessions up to its step
+
+
+class RunClock(TrainerCallback):
+    """Wall seconds of the whole run, across resumes. Each checkpoint records the seconds that led
+    to its step (before its completion marker: place this callback before CheckpointCallback);
+    a resume continues from its checkpoint's, so summary.json's time covers the same steps as its
+    token count (the work after that checkpoint, lost with the interrupted session, is in neither).
+    A checkpoint without the file (an older run) counts as 0 s before the resume."""
+
+    def __init__(self, run_dir: Path, resume_from: Path | None = None):
+        saved = (read_json(Path(resume_from) / CLOCK_FILE, {}) or {}) if resume_from else {}
+        self.run_dir = Path(run_dir)
+        self.seconds_before = float(saved.get("train_seconds") or 0.0)
+        self.sessions = int(saved.get("sessions") or 0) + 1  # this process is one more
+        self.started = time.time()
+
+    def seconds(self) -> float:
+        return self.seconds_before + time.time() - self.started
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            atomic_write_json(self.run_dir / f"checkpoint-{state.global_step}" / CLOCK_FILE,
+                              {"train_seconds": round(self.seconds(), 3), "sessions": self.sessions})
 
 
 def peak_memory() -> dict:
@@ -21,22 +47,24 @@ def peak_memory() -> dict:
     return peak
 
 
-def write_summary(run_dir: Path, *, state, train_output, started: float, tokens_at_start: int,
+def write_summary(run_dir: Path, *, state, train_output, clock: RunClock,
                   counts: dict, best: tuple[int, float] | None, precision: str, world_size: int,
                   final_state: str, parameters: dict) -> dict:
-    wall = time.time() - started
+    """Time, tokens and tokens/s cover the whole run (every session, up to global_step);
+    train_runtime_s is the Trainer's own figure, of this session only."""
+    wall = clock.seconds()
     metrics = getattr(train_output, "metrics", {}) or {}
     train_losses = [e["loss"] for e in state.log_history if "loss" in e]
-    tokens = int(state.num_input_tokens_seen) - tokens_at_start
+    tokens = int(state.num_input_tokens_seen)  # non-padding tokens of every step up to global_step
     summary = {
         "state": final_state,
         "global_step": state.global_step,
         "max_steps": state.max_steps,
         "epochs": round(state.epoch or 0.0, 4),
         "wall_time_s": round(wall, 2),
+        "sessions": clock.sessions,  # 1, plus one per resume
         "train_runtime_s": metrics.get("train_runtime"),
-        "train_tokens": int(state.num_input_tokens_seen),
-        # Non-padding tokens of this process's session (a resumed run counts from the resume).
+        "train_tokens": tokens,
         "train_tokens_per_second": round(tokens / wall, 1) if wall > 0 else None,
         "final_train_loss": train_losses[-1] if train_losses else None,
         "first_train_loss": train_losses[0] if train_losses else None,
