@@ -114,6 +114,9 @@ REFUSALS = [
                                       "pip install -r requirements-gpu.txt"),
     (["ray_address=local"], "ray_address needs Ray Train, which is not installed"),
     (["ray_address=nowhere"], "ray_address = 'nowhere' is not a Ray address"),
+    # Nothing listens on port 1: ray.init would retry for minutes, the guard says it in seconds.
+    (["ray_address=127.0.0.1:1"], "No Ray cluster answers at ray_address = '127.0.0.1:1' (Connection refused): "
+                                  "start its head with `ray start --head`"),
     (["deepspeed=missing.json"], "deepspeed = 'missing.json': no such file"),
 ]
 
@@ -141,6 +144,22 @@ def test_every_guard_exits_2_with_its_sentence(tmp_path, subprocess_env):
         assert err.startswith(f"error: {sentence}"), (settings, err[-2000:])
         assert "Traceback" not in err + out, settings
     assert not (tmp_path / "ws" / "runs").exists() or not any((tmp_path / "ws" / "runs").iterdir())
+
+
+def test_ray_address_auto_without_a_cluster_exits_2_naming_ray_start(tmp_path, subprocess_env):
+    from ray._private.services import find_bootstrap_address, find_gcs_addresses
+
+    if find_gcs_addresses() or find_bootstrap_address(None):
+        pytest.skip("a Ray cluster runs on this machine: ray_address = auto would join it")
+    env = {k: v for k, v in subprocess_env.items() if k != "RAY_ADDRESS"}
+    argv = [sys.executable, "-m", "backend.train", "--recipe", "demo-tiny", "--workspace", str(tmp_path / "ws"),
+            "--set", "ray_address=auto", "--set", "max_steps=2"]
+    run = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert run.stderr.startswith("error: ray_address = auto found no running Ray cluster on this machine: start one "
+                                 "with `ray start --head`"), run.stderr[-2000:]
+    assert "ray_address: local" in run.stderr and "Traceback" not in run.stderr + run.stdout
+    assert not (tmp_path / "ws" / "runs").exists()
 
 
 def test_launch_commands_for_each_way_of_running():

@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import re
+import socket
 from pathlib import Path
 
 from backend.config import ConfigError
@@ -23,6 +24,8 @@ ZERO = ("deepspeed_zero2", "deepspeed_zero3")
 DEEPSPEED_PIP = "pip install -r requirements-gpu.txt  (deepspeed, on a machine with CUDA and its compiler)"
 RAY_PIP = "pip install 'ray[train]==2.60.0'"
 RAY_ADDRESS = re.compile(r"^(local|auto|ray://[A-Za-z0-9._-]+(:\d{1,5})?|[A-Za-z0-9._-]+:\d{1,5})$")
+RAY_CLIENT_PORT = 10001  # ray://host without a port: Ray Client's default
+PROBE_S = 5  # seconds to wait for a Ray head to accept a connection
 
 
 def check_config(config) -> None:
@@ -111,6 +114,28 @@ def check_ray_installed() -> None:
         raise ConfigError(msg("scale.ray_missing", error=str(error), pip=RAY_PIP)) from None
 
 
+def check_ray_cluster(address: str) -> None:
+    """A cluster must answer at `address` before the driver starts: ray.init raises a
+    ConnectionError for `auto` with no cluster, and on a host:port where nothing listens it
+    retries for minutes. `local` starts its own instance and needs nothing running."""
+    address = address.strip()
+    if address == "local":
+        return
+    if address == "auto":
+        from ray._private.services import get_ray_address_from_environment  # what ray.init(address="auto") asks
+
+        try:
+            get_ray_address_from_environment("auto", None)  # RAY_ADDRESS, the last `ray start`, a running head
+        except ConnectionError:
+            raise ConfigError(msg("scale.ray_none_running")) from None
+        return
+    host, _, port = address.removeprefix("ray://").partition(":")
+    try:
+        socket.create_connection((host, int(port or RAY_CLIENT_PORT)), timeout=PROBE_S).close()
+    except OSError as error:
+        raise ConfigError(msg("scale.ray_unreachable", address=address, error=error.strerror or str(error))) from None
+
+
 def _check_deepspeed_file(path: str) -> None:
     file = Path(path).expanduser()
     try:
@@ -137,6 +162,8 @@ def check_worker(config) -> None:
     from backend.models.hardware import Device, training_devices
 
     check_environment(config)  # packages and files first: no torch import needed for those
+    if config.ray_address:
+        check_ray_cluster(config.ray_address)  # here, not in the UI: the driver is the one that connects
     if config.devices == "cpu":
         devices = [Device("cpu", "CPU", 0.0, False, False)]
     else:

@@ -105,7 +105,14 @@ def _init(ray, config) -> None:
         cpus = max(1, math.ceil(config.ray_num_workers * config.ray_cpus_per_worker))
         ray.init(num_cpus=cpus, include_dashboard=False, object_store_memory=128 * 2**20, **common)
     else:
-        ray.init(address=config.ray_address, **common)
+        try:
+            ray.init(address=config.ray_address, **common)
+        except ConnectionError:  # the cluster check_ray_cluster found went away since
+            from backend.config import ConfigError
+            from backend.messages import msg
+
+            raise ConfigError(msg("scale.ray_none_running") if config.ray_address == "auto" else
+                              msg("scale.ray_unreachable", address=config.ray_address, error="gone")) from None
 
 
 def _job_fields(job) -> dict:
