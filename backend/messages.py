@@ -291,8 +291,11 @@ CATALOGUE: dict[str, str] = {
     "data.nothing_left": "no rows left to save: every row was removed by the fixes",
     "data.exists": "dataset '{name}' already exists in {folder}: pick another name or overwrite it",
     # --- names typed by the user (backend/runs/safe_names.py) ---------------------------------------------------
-    "name.not_allowed": "{what} {text!r} is not allowed: use 1-{max_len} letters, digits, '.', '_' or '-', "
-                        "starting with a letter or digit, without '..'.",
+    "name.not_allowed": "{what} {text!r} is not allowed: use 1-{max_len} letters (of any alphabet), digits, '.', "
+                        "'_' or '-', starting with a letter or digit, without spaces, slashes, '..' or a final "
+                        "'.' or '-'.",
+    "name.too_long": "{what} {text!r} is too long for a file name ({size} bytes in UTF-8, at most {max_bytes}): "
+                     "use fewer characters.",
     "name.leaves_folder": "{name!r} would leave {folder}.",
     "name.export": "Export name",
     "name.dataset": "dataset name",

@@ -254,8 +254,9 @@ ZH: dict[str, str] = {
     "data.nothing_left": "没有可保存的记录：所有记录都被修复操作删除了",
     "data.exists": "数据集 '{name}' 已存在于 {folder}：请换个名字或选择覆盖",
     # --- models (backend/models/loading.py) ----------------------------------------------------------------------
-    "name.not_allowed": "{what} {text!r} 不可用：请使用 1-{max_len} 个字母、数字、'.'、'_' 或 '-'，以字母或数字开头，"
-                        "且不含 '..'。",
+    "name.not_allowed": "{what} {text!r} 不可用：请使用 1-{max_len} 个字符（任何文字的字母或数字，以及 '.'、'_'、'-'），"
+                        "以字母或数字开头，不含空格、斜杠和 '..'，且不以 '.' 或 '-' 结尾。",
+    "name.too_long": "{what} {text!r} 作为文件名太长（UTF-8 编码 {size} 字节，最多 {max_bytes} 字节）：请减少字符。",
     "name.leaves_folder": "{name!r} 会跳出 {folder}。",
     "name.export": "导出名称",
     "name.dataset": "数据集名称",

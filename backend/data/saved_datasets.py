@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import random
-import re
 import shutil
 import tempfile
 import time
@@ -26,7 +25,6 @@ from backend.data.errors import DataError
 from backend.messages import UserError, msg
 
 TRAIN_FILE, EVAL_FILE, META_FILE = "data.jsonl", "eval.jsonl", "meta.json"
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 class DatasetRefused(UserError, ValueError):

@@ -15,7 +15,6 @@ refused (not queued) with a message naming that run.
 from __future__ import annotations
 
 import contextlib
-import re
 import shutil
 import subprocess
 import threading
@@ -38,12 +37,11 @@ from backend.runs.files import (
     update_status,
 )
 from backend.runs.info import Checkpoint, InfoReader, RunError, RunInfo
-from backend.runs.safe_names import clean_name
+from backend.runs.safe_names import clean_name, is_plain_name
 from backend.runs.workspace import Workspace
 from backend.scale import launch
 from backend.scale.guards import check_environment
 
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 RESUMABLE = ("stopped", "lost", "failed")
 __all__ = ["Checkpoint", "RunError", "RunInfo", "RunStore"]
 
@@ -285,14 +283,14 @@ class RunStore:
     # --- helpers ---------------------------------------------------------------
     def _run_dir(self, run_id: str) -> Path:
         run_dir = self.runs_dir / run_id
-        if not RUN_ID.match(run_id or "") or not run_dir.is_dir():
+        if not is_plain_name(run_id) or not run_dir.is_dir():  # a run id is a folder name: never a path
             raise RunError(msg("run.unknown", run_id=run_id, folder=self.runs_dir))
         return run_dir
 
     def _run_dirs(self) -> list[Path]:
         if not self.runs_dir.is_dir():
             return []
-        return [d for d in self.runs_dir.iterdir() if d.is_dir() and RUN_ID.match(d.name)
+        return [d for d in self.runs_dir.iterdir() if d.is_dir() and is_plain_name(d.name)
                 and ((d / CONFIG_FILE).exists() or (d / "status.json").exists())]
 
     def _new_run_dir(self, config: RunConfig) -> Path:
