@@ -310,6 +310,7 @@ def test_command_line_run_holds_its_devices_and_a_resume_records_its_settings(wo
     resumed by hand with other settings: the warnings are logged and config.yaml says what
     the run now trains with."""
     from backend.runs.store import RunError, RunStore
+    from ui import run_view
 
     run = workspace.runs_dir / "by-hand"
     run.mkdir(parents=True)
@@ -321,6 +322,11 @@ def test_command_line_run_holds_its_devices_and_a_resume_records_its_settings(wo
         assert process.poll() is None and time.time() < deadline, (run.parent / "by-hand.out").read_text()[-3000:]
         time.sleep(0.3)
     assert read_status(run)["devices"] == ["cpu"]
+    # The Runs tab shows when it started (no store wrote started_at: the worker's own time), not 1970.
+    info = RunStore(workspace, devices=devices).get("by-hand")
+    assert info.started_at == info.created_at == read_status(run)["worker_started_at"]
+    started = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.started_at))
+    assert run_view.table_rows([info])[0][run_view.TABLE_COLUMNS.index("started")] == started != "1970-01-01 00:00"
     with pytest.raises(RunError, match="cpu is busy with run by-hand"):
         RunStore(workspace, devices=devices).launch(tiny_config(devices="cpu"))
     os.killpg(process.pid, signal.SIGTERM)

@@ -59,7 +59,8 @@ def run_seconds(info: RunInfo, now: float | None = None) -> float | None:
 def table_rows(infos: list[RunInfo]) -> list[list]:
     rows = []
     for info in infos:
-        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.started_at or info.created_at or 0))
+        when = info.started_at or info.created_at
+        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(when)) if when else ""  # not 1970 for "unknown"
         best = f"{info.best_eval_loss:.4f}" if info.best_eval_loss is not None else ""
         progress = f"{info.progress:.0%}" if not info.stage else f"🔧 {info.stage_fraction or 0:.0%}"
         method = info.method if info.training_stage == "sft" else f"{info.method} · {info.training_stage}"

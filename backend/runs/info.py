@@ -107,8 +107,11 @@ class InfoReader:
         self._best_eval.pop(run_dir, None)
 
     def read(self, run_dir: Path, status: dict) -> RunInfo:
+        # A run started by hand (`python -m backend.train`) has no store to write started_at and
+        # created_at: its worker's own start time stands for both.
+        started = status.get("started_at") or status.get("worker_started_at")
         info = RunInfo(run_id=run_dir.name, run_dir=run_dir, state=status.get("state", "queued"),
-                       created_at=status.get("created_at"), started_at=status.get("started_at"),
+                       created_at=status.get("created_at") or started, started_at=started,
                        ended_at=status.get("ended_at"), global_step=int(status.get("global_step") or 0),
                        error=status.get("error"), advice=status.get("advice"), pid=status.get("pid"),
                        plan_warning=status.get("plan_warning"),
