@@ -88,6 +88,20 @@ def test_cli_writes_metrics_and_predictions(run_dir, subprocess_env):
 
 
 @pytest.mark.slow
+def test_training_and_evaluate_report_one_eval_loss_for_a_checkpoint(workspace, short_demo_run):
+    """The worker's eval_loss at a checkpoint (metrics.jsonl, the Runs chart) and Evaluate's for
+    that checkpoint are one number: per assistant token over the same held-out split."""
+    run_dir = copy_run(short_demo_run, workspace, "one-loss")
+    during_training = dict(training_eval_curve(run_dir))
+    name = checkpoint_names(run_dir)[0]
+    step = int(name.split("-")[1])
+    assert step in during_training
+    result = evaluate_run(run_dir, [name], max_new_tokens=1)["results"][name]
+    assert result["num_samples"] == len(held_out_rows(run_dir))  # the whole split, as training scored it
+    assert result["eval_loss"] == pytest.approx(during_training[step], rel=1e-4)
+
+
+@pytest.mark.slow
 def test_uploaded_file_and_bad_choices(run_dir, tmp_path):
     names = checkpoint_names(run_dir)
     assert checkpoint_choices(run_dir) == ["base", *names, "final"]

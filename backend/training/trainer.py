@@ -15,6 +15,7 @@ import logging
 import torch
 from transformers import Trainer
 
+from backend.data.encode import IGNORE_INDEX
 from backend.training.loss import causal_lm_loss, chunked_loss_works, deferred_head, output_head
 
 log = logging.getLogger("backend.train")
@@ -48,6 +49,34 @@ class StudioTrainer(Trainer):
         base = model.get_base_model() if hasattr(model, "get_base_model") else model
         if self.args.should_save and getattr(base, "generation_config", None) is not None:
             base.generation_config.save_pretrained(folder)
+
+    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
+                        metric_key_prefix="eval"):
+        """eval_loss per labelled (assistant) token over the whole eval split, as Evaluate computes it
+        (backend.evaluation.evaluator.eval_loss): the Trainer's own is a mean of per-batch means, which
+        weighs the tokens of a batch with few of them more, so the two differed for one checkpoint.
+        A user loss_function keeps the Trainer's mean: its loss need not be a per-token mean."""
+        own_loss = self.compute_loss_func is None
+        self._eval_sums = torch.zeros(2, dtype=torch.float64, device=self.args.device) if own_loss else None
+        try:
+            output = super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys,
+                                             metric_key_prefix)
+        finally:
+            sums, self._eval_sums = self._eval_sums, None
+        key = f"{metric_key_prefix}_loss"
+        if sums is not None and key in output.metrics:
+            sums = self.accelerator.reduce(sums, reduction="sum")  # every process's share of the split
+            if sums[1] > 0:
+                output.metrics[key] = (sums[0] / sums[1]).item()
+        return output
+
+    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
+        loss, logits, labels = super().prediction_step(model, inputs, prediction_loss_only, ignore_keys)
+        if loss is not None and getattr(self, "_eval_sums", None) is not None and inputs.get("labels") is not None:
+            # The batch's loss is a mean over its shifted labelled positions: back to a sum and a count.
+            tokens = (inputs["labels"][..., 1:] != IGNORE_INDEX).sum().to(self._eval_sums)
+            self._eval_sums += torch.stack([loss.detach().to(self._eval_sums) * tokens, tokens])
+        return loss, logits, labels
 
     def _track_num_input_tokens(self, inputs):
         # A packed batch has no attention mask and no padding: every input id is a real token
