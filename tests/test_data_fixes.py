@@ -176,3 +176,27 @@ def test_cli_fix_saves_a_dataset_and_leaves_the_source(tmp_path, shared_data, su
     bad = subprocess.run([sys.executable, "-m", "backend.data", "fix", str(source), "--out", "../escape",
                           "--workspace", str(ws)], capture_output=True, text=True, env=subprocess_env, timeout=120)
     assert bad.returncode == 2 and "not allowed" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_cli_checks_a_saved_dataset_by_its_name(tmp_path, shared_data, subprocess_env):
+    """`check NAME` reads the workspace dataset that `fix --out NAME` saved (the name a run trains
+    under), from any folder; a name that is no dataset still says it is missing."""
+    ws = tmp_path / "ws"
+    saved = subprocess.run(
+        [sys.executable, "-m", "backend.data", "fix", str(shared_data / "identity.json"), "--out", "named",
+         "--workspace", str(ws), "--fill", "name=Studio", "--fill", "author=the Team", "--json"],
+        capture_output=True, text=True, env=subprocess_env, timeout=120)
+    assert saved.returncode == 0, saved.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    check = [sys.executable, "-m", "backend.data", "check", "--workspace", str(ws), "--json"]
+    by_name = subprocess.run([*check, "named"], cwd=elsewhere, capture_output=True, text=True, env=subprocess_env,
+                             timeout=120)
+    assert by_name.returncode == 0, by_name.stderr
+    report = json.loads(by_name.stdout)
+    assert report["usable_rows"] == json.loads(saved.stdout)["rows_after"]
+    found = {c["id"]: c["count"] for c in report["checks"]}
+    assert found["placeholder"] == 0  # the filled rows, not the source file's
+    missing = subprocess.run([*check, "unnamed"], cwd=elsewhere, capture_output=True, text=True, env=subprocess_env,
+                             timeout=120)
+    assert missing.returncode == 2 and "unnamed: no such file or folder" in missing.stderr

@@ -43,7 +43,8 @@ def parse_fill(items: list[str] | None) -> dict[str, str]:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="a .json/.jsonl/.csv/.tsv/.parquet file or a LLaMA-Factory data folder")
+    p.add_argument("file", help="a .json/.jsonl/.csv/.tsv/.parquet file, a LLaMA-Factory data folder, or the name of "
+                                "a dataset saved in the workspace (datasets/NAME, e.g. by fix --out NAME)")
     p.add_argument("--model", help="'demo' or a local model folder: its tokenizer counts tokens")
     p.add_argument("--cutoff", type=int, default=1024, help="cutoff_len in tokens (default 1024)")
     p.add_argument("--mapping", action="append", help="FIELD=COLUMN pairs, e.g. instruction=question,output=answer")
@@ -139,9 +140,25 @@ def run_fix(args) -> int:
     return EXIT_OK
 
 
+def data_source(file: str, workspace: str) -> str:
+    """FILE as given when it exists; else what a run's `dataset:` means by that name (a dataset saved
+    in the workspace, or demo / identity / demo-pairs), so a dataset is checked by the name it trains
+    under. A name that is neither stays as given: the data backend then says it is missing."""
+    if Path(file).exists():
+        return file
+    from backend.data.resolve import DatasetNotFound, resolve_dataset
+    from backend.runs.workspace import Workspace
+
+    try:
+        return str(resolve_dataset(file, Workspace(Path(workspace))))
+    except DatasetNotFound:
+        return file
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        args.file = data_source(args.file, args.workspace)
         return run_check(args) if args.command == "check" else run_fix(args)
     except DataError as e:
         _fail(args, e.message, e.to_dict())
