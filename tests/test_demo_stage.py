@@ -115,3 +115,29 @@ def test_a_real_first_run_shows_the_build_then_stops_inside_it(tmp_path):
     log = (info.run_dir / "train.log").read_text(encoding="utf-8")
     assert "building the demo model: first use" in log and "stopped while building the demo model" in log
     assert not (store.workspace.models_dir / "demo").exists()
+
+
+def test_data_check_on_a_fresh_workspace_says_it_builds_the_demo_model(tmp_path, subprocess_env):
+    """`python -m backend.data check FILE --model demo` on a workspace without the demo model says on
+    stderr that it builds it and how far it is, instead of two silent minutes (stopped once it has)."""
+    import subprocess
+    import sys
+
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps({"instruction": "Hi", "output": "Hello."}) + "\n", encoding="utf-8")
+    command = [sys.executable, "-m", "backend.data", "check", str(data), "--model", "demo",
+               "--workspace", str(tmp_path / "fresh"), "--json"]
+    process = subprocess.Popen(command, env=subprocess_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
+    lines = []
+    try:
+        for line in process.stderr:  # ends when the process does: the build finished without a word
+            lines.append(line)
+            if "pre-training step" in line:
+                break
+    finally:
+        process.kill()
+        process.wait()
+    said = "".join(lines)
+    assert "building the demo model: first use in this workspace" in said, said[-2000:]
+    assert "building the demo model: pre-training step" in said, said[-2000:]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from pathlib import Path
 
@@ -140,6 +141,17 @@ def run_fix(args) -> int:
     return EXIT_OK
 
 
+def show_model_progress() -> None:
+    """The model stage's lines (a first --model demo builds the model for minutes) on stderr, so a
+    user sees what the wait is for; stdout stays the report (one JSON object with --json)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    stage_log = logging.getLogger("backend.train")
+    stage_log.addHandler(handler)
+    stage_log.setLevel(logging.INFO)
+    stage_log.propagate = False
+
+
 def data_source(file: str, workspace: str) -> str:
     """FILE as given when it exists; else what a run's `dataset:` means by that name (a dataset saved
     in the workspace, or demo / identity / demo-pairs), so a dataset is checked by the name it trains
@@ -157,6 +169,7 @@ def data_source(file: str, workspace: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    show_model_progress()
     try:
         args.file = data_source(args.file, args.workspace)
         return run_check(args) if args.command == "check" else run_fix(args)

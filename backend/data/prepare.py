@@ -145,11 +145,13 @@ def model_tokenizer_and_template(model: str | None, workspace: Path, chat_templa
     if not model:
         return None, None
     from backend.models.chat_templates import TemplateError, apply_for_model
-    from backend.models.loading import ModelLoadError, load_tokenizer, resolve_model_path
+    from backend.models.loading import ModelLoadError, load_tokenizer
     from backend.runs.workspace import Workspace
+    from backend.training.model_stage import prepare_model
 
     try:
-        path = resolve_model_path(model, Workspace(workspace).models_dir)
+        # A first use builds the demo model (minutes) or converts a GGUF model: logged as it goes.
+        path = prepare_model(model, Workspace(workspace).models_dir, None)
         tokenizer = load_tokenizer(path)
     except ModelLoadError as e:
         raise DataError("--model", str(e).rstrip(".")) from None
