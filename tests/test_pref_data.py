@@ -82,7 +82,7 @@ def planted(tmp_path: Path) -> Path:
         {"prompt": "Say yes", "chosen": "yes", "rejected": "yes"},                # 1 same answer
         {"prompt": "Empty?", "chosen": "", "rejected": "no"},                     # 2 empty answer
         {"prompt": "What is 2+2?", "chosen": "5.", "rejected": "4."},            # 3 contradicts 0
-        {"prompt": "Long " + "word " * 60, "chosen": "a much longer answer", "rejected": "no"},  # 4 over cutoff
+        {"prompt": "Long " + "word " * 60, "chosen": "a much longer answer", "rejected": "no"},  # 4 prompt fills cutoff
     ]
     return write(tmp_path / "planted.jsonl", rows)
 
@@ -95,11 +95,39 @@ def test_each_pair_check_finds_its_planted_rows_and_the_length_bias(tmp_path, de
     assert report.check("same_answer").rows == [1]
     assert report.check("empty_answer").rows == [2]
     assert report.check("contradicting_pair").rows == [0, 3]
-    assert report.check("over_cutoff").rows == [4]
+    assert report.check("prompt_fills_cutoff").rows == [4]  # training leaves it out: not "cut"
+    assert report.check("over_cutoff").rows == []
     bias = report.to_dict()["preference"]
     assert bias["pairs"] == 5 and bias["chosen_longer_share"] == 0.2  # only row 4's chosen is longer
     assert bias["chosen_chars"]["max"] == len("a much longer answer") and bias["rejected_chars"]["max"] == 3
     assert any(n.startswith("length bias: the chosen answer is longer in 20% of 5 pairs") for n in report.notes)
+
+
+def test_the_check_the_worker_and_the_plan_agree_on_long_pairs(tmp_path, demo_model_dir):
+    """One rule for long pairs: a prompt that fills cutoff_len leaves the pair out (the check says so,
+    the worker drops it, the Plan does not count it); a longer answer is cut and trained."""
+    from backend.config_recipes import tiny_config
+    from backend.data.pair_rows import CUT, measure, stage_rows, trained_rows
+    from backend.models.loading import load_tokenizer
+    from backend.training.dataset import RowCounts
+    from backend.training.preference import usable
+
+    tokenizer, cutoff = load_tokenizer(demo_model_dir), 40
+    raw = [{"prompt": "What is 2+2?", "chosen": "4.", "rejected": "5."},                         # 0 fits
+           {"prompt": "Long " + "word " * 60, "chosen": "yes", "rejected": "no"},                # 1 prompt fills it
+           {"prompt": "Short?", "chosen": "a long answer " * 12, "rejected": "no"}]               # 2 answer over it
+    report = check_file(write(tmp_path / "long.jsonl", raw), tokenizer=tokenizer, cutoff_len=cutoff)
+    assert report.check("prompt_fills_cutoff").rows == [1] and report.check("over_cutoff").rows == [2]
+    rows = stage_rows(load_rows(tmp_path / "long.jsonl").rows, "dpo", "long.jsonl")
+    counts = RowCounts()
+    kept = usable(tokenizer, rows, tiny_config(stage="dpo", cutoff_len=cutoff), counts)
+    assert kept == [rows[0], rows[2]] and counts.reasons == {CUT: 1} and counts.truncated == 1
+    plan = trained_rows(measure(tokenizer, rows), "dpo", cutoff)
+    assert (plan.rows, plan.cut, plan.left_out) == (2, 1, {CUT: 1})
+    assert plan.needed == max(t.longest for t in measure(tokenizer, rows)) > cutoff
+    assert trained_rows(measure(tokenizer, rows), "dpo", plan.needed).rows == 3  # what the Plan says fits all
+    kto = trained_rows(measure(tokenizer, rows), "kto", cutoff)
+    assert (kto.rows, kto.left_out) == (4, {CUT: 2})  # a row per answer, both of pair 1 left out
 
 
 def test_fixes_remove_the_first_three_findings(tmp_path):

@@ -96,6 +96,29 @@ def test_train_on_votes_prefills_a_dpo_run_on_the_voted_checkpoint(voted_run):
     assert config.learning_rate == 5e-4 and config.val_size == 0
 
 
+def test_train_on_votes_prefills_a_cutoff_that_fits_the_votes(workspace):
+    """Votes carry whole conversations: the stage's cutoff_len (64) would leave these pairs out."""
+    from backend.data.pair_rows import measure, trained_rows, worker_tokenizer
+
+    run = workspace.runs_dir / "run-long"
+    (run / "final").mkdir(parents=True)
+    (run / "final" / "adapter_config.json").write_text("{}")
+    tiny_config().save(run / "config.yaml")
+    store, question = PreferenceStore(), "Tell me about " + "the old stone bridge and " * 12 + "its river."
+    for i in range(5):
+        answers = {"base": f"I do not know {i}.", "final": f"It crosses the river {i}."}
+        store.record([run], ["base", "final"], "final", question, answers,
+                     {k: [{"role": "user", "content": question}] for k in answers})
+    values = preference_run_values(run, "votes-long")
+    rows, _ = votes_to_pairs(run)
+    measured = measure(worker_tokenizer(workspace.models_dir / "demo", "auto"), rows)
+    assert trained_rows(measured, "dpo", 64).rows == 0   # what the stage's default would have trained on
+    config = RunConfig.from_dict(values)
+    assert config.cutoff_len > 64 and config.cutoff_len % 32 == 0
+    plan = trained_rows(measured, "dpo", config.cutoff_len)
+    assert (plan.rows, plan.cut, plan.left_out) == (5, 0, {})
+
+
 def test_handlers_save_and_prefill(voted_run):
     from ui.context import UIContext
     from ui.tabs import chat

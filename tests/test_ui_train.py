@@ -68,6 +68,30 @@ def test_plan_shows_derived_numbers_and_a_fitting_estimate(ctx, devices):
     assert "computing in fp32" in estimate  # the CPU trains in fp32
 
 
+def test_plan_counts_pairs_as_the_worker_trains_them(ctx, devices, tmp_path):
+    """kto trains a row per answer, and pairs whose prompt fills cutoff_len are left out: the Plan
+    counts both with the demo model's tokenizer; a model not on disk gives an upper bound that says so."""
+    import json
+
+    pairs = [{"prompt": f"Question {i}?", "chosen": "Yes.", "rejected": "No."} for i in range(6)]
+    pairs += [{"prompt": "Long " + "word " * 80 + f"{i}?", "chosen": "Yes.", "rejected": "No."} for i in range(3)]
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in pairs))
+    plan = dict(dataset=str(path), cutoff_len=64, per_device_train_batch_size=1, gradient_accumulation_steps=1,
+                num_train_epochs=1, val_size=0.0, devices="cpu")
+    for stage, trained in (("dpo", 6), ("kto", 12)):
+        rows = train.count_rows(ctx, str(path), "", "demo", "auto", stage)
+        config = tiny_config(stage=stage, **plan)
+        derived, _ = train.plan(ctx, "en", "demo", str(path), rows, devices, *browser_values(config))
+        assert f"**{trained}** training rows" in derived and f"**{trained}** steps in all" in derived
+        assert f"**{trained // 2}** rows are left out" in derived and "most steps" not in derived
+    assert "9 pairs are 18 rows" in derived
+    rows = train.count_rows(ctx, str(path), "", "smollm2-135m-instruct", "auto", "kto")  # not converted here
+    config = tiny_config(stage="kto", model_name_or_path="smollm2-135m-instruct", **plan)
+    derived, _ = train.plan(ctx, "en", "smollm2-135m-instruct", str(path), rows, devices, *browser_values(config))
+    assert "**18** steps in all" in derived and "These are the most steps the run can make" in derived
+
+
 def test_plan_warns_about_an_absurd_number_of_steps(ctx, devices, tmp_path):
     from backend.runs.files import read_status, update_status
     from backend.runs.info import InfoReader
@@ -101,6 +125,21 @@ def test_verdict_says_what_does_not_fit(ctx, devices):
     _, estimate = train.plan(ctx, "zh", "Qwen/Qwen2.5-7B-Instruct", "demo", {"rows": 10}, as_dicts([H100]),
                              *browser_values(small))
     assert estimate.startswith("✅ NVIDIA H100 放得下") and "bf16" in estimate
+
+
+def test_the_hint_names_only_settings_not_on_that_make_it_fit(ctx):
+    """Checkpointing on and QLoRA 4-bit chosen: the Plan suggests neither, only a batch and a cutoff
+    that fit, each with the estimate it gives."""
+    config = tiny_config(method="qlora", quantization_bits=4, gradient_checkpointing=True, devices="cpu",
+                         per_device_train_batch_size=32, cutoff_len=2048)
+    small_cpu = as_dicts([Device("cpu", "CPU", 8.0, False, False)])
+    for lang, words in (("en", "Each of these alone makes it fit: per_device_train_batch_size "),
+                        ("zh", "以下任一项单独即可放下：per_device_train_batch_size 设为 ")):
+        _, estimate = train.plan(ctx, lang, "Qwen/Qwen2.5-0.5B-Instruct", "demo", {"rows": 10}, small_cpu,
+                                 *browser_values(config))
+        verdict = estimate.split("\n")[0]
+        assert verdict.startswith(("❌ Does not fit on CPU", "❌ CPU 放不下")) and words in verdict, verdict
+        assert "gradient_checkpointing" not in verdict and "qlora" not in verdict and "GiB）" in verdict or "GiB)" in verdict
 
 
 def test_invalid_settings_show_the_config_sentence(ctx, devices):

@@ -83,6 +83,8 @@ TEXT: dict[str, dict[str, str]] = {
                                "zh": "chosen 与 rejected 相同：这一对学不到任何东西"},
     "data.check.contradicting_pair": {"en": "Same prompt and answers, opposite preferences (A over B and B over A)",
                                       "zh": "提示和回答相同但偏好相反（A 优于 B 且 B 优于 A）"},
+    "data.check.prompt_fills_cutoff": {"en": "The prompt alone fills cutoff_len: training leaves the pair out",
+                                       "zh": "仅提问就占满截断长度：训练时这一对会被略过"},
     "data.check.length_bias": {"en": "Pairs whose chosen answer is longer than the rejected one",
                                "zh": "chosen 回答比 rejected 更长的配对"},
     "data.check.schema": {"en": "Rows that cannot be used (unreadable, missing field, wrong type)", "zh": "无法使用的行（无法读取、缺少字段、类型错误）"},

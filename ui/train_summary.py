@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 from backend.config import ABSURD_LEARNING_RATE, MANY_STEPS, ConfigError, RunConfig, derived_numbers, split_sizes
 from backend.models.hardware import Device, resolve_precision, training_devices
-from backend.models.memory import architecture_for, choose_checkpointing, config_estimate_kwargs, estimate_memory, shard
+from backend.models.memory import architecture_for
+from backend.models.memory_advice import fit_hint, run_memory
 from backend.runs.workspace import Workspace
 from ui.scale_view import world_size
 
@@ -36,17 +37,27 @@ def hardware_text(msg: Msg, devices: list[Device] | None) -> str:
     return "\n".join(lines)
 
 
-def dataset_rows(dataset: str, workspace: Workspace, dataset_name: str | None = None) -> dict:
-    """{"rows": total rows, "has_eval": bool} of 'demo', a workspace dataset or a
-    file; {"error": sentence} when it cannot be read. Rows are before the
-    cutoff filter, so the step numbers are an upper bound."""
-    from backend.data.resolve import dataset_size
+def dataset_rows(dataset: str, workspace: Workspace, dataset_name: str | None = None, model: str = "",
+                 chat_template: str = "auto", stage: str = "sft") -> dict:
+    """{"rows": total rows, "has_eval": bool} of 'demo', a workspace dataset or a file; {"error":
+    sentence} when it cannot be read. For a preference stage also "pairs" (the rows are chosen-rejected
+    pairs) and, with the model on disk, "measured": each row's tokens as the worker counts them, so the
+    Plan counts the rows the cutoff leaves out; without it the step numbers are an upper bound."""
+    from backend.data.pair_rows import measure_dataset
+    from backend.data.resolve import dataset_size, load_rows, resolve_dataset
 
     try:
         rows, has_eval = dataset_size(dataset, workspace, dataset_name)
+        out = {"rows": rows, "has_eval": has_eval}
+        if stage != "sft" and dataset not in ("", "demo", "identity"):
+            first = next(iter(load_rows(resolve_dataset(dataset, workspace), dataset_name=dataset_name)[0]), {})
+            out["pairs"] = "chosen" in first
+            folder = local_model_folder(model, workspace)
+            if folder is not None:
+                out["measured"] = measure_dataset(dataset, workspace, folder, chat_template, dataset_name)
     except (OSError, ValueError, KeyError, json.JSONDecodeError) as error:
         return {"error": str(error)}
-    return {"rows": rows, "has_eval": has_eval}
+    return out
 
 
 def derived_text(msg: Msg, config: RunConfig, rows: dict | None, world_size: int = 1,
@@ -57,11 +68,50 @@ def derived_text(msg: Msg, config: RunConfig, rows: dict | None, world_size: int
     if not rows or "rows" not in rows:
         return msg("train.derived.no_rows", error=(rows or {}).get("error", ""))
     train_rows = rows["rows"] if rows.get("has_eval") else split_sizes(rows["rows"], config.val_size)[0]
+    if config.stage != "sft":
+        return preference_text(msg, config, rows, train_rows, world_size)
     replay = replay_count(config, train_rows) if replay_applies(config, train_rows, has_template) else 0
     numbers = derived_numbers(config, train_rows + replay, world_size)
-    text = msg("train.derived", rows=train_rows + replay, **numbers)
+    text = msg("train.derived", rows=train_rows + replay, **numbers) + "\n\n" + msg("train.derived.at_most")
     if replay:
         text += "\n\n" + msg("train.derived.replay", replay=replay, rows=train_rows, setting=config.replay)
+    return text + _plan_warnings(msg, config, numbers)
+
+
+def preference_text(msg: Msg, config: RunConfig, rows: dict, train_rows: int, world_size: int) -> str:
+    """The Plan of a preference stage: counted as the worker counts (kto: a row per answer; rows the
+    cutoff leaves out) when the rows were measured, else an upper bound that says so."""
+    from backend.data.pair_rows import CUT, trained_rows
+    from backend.data.resolve import split_rows
+
+    measured = rows.get("measured")
+    if measured is None:
+        trained = train_rows * (2 if config.stage == "kto" and rows.get("pairs") else 1)
+        numbers = derived_numbers(config, trained, world_size)
+        text = msg("train.derived", rows=trained, **numbers) + "\n\n" + msg("train.derived.at_most")
+    else:
+        if not rows.get("has_eval"):
+            measured = split_rows(measured, config.val_size, config.seed)[0]  # the worker's own split
+        counted = trained_rows(measured, config.stage, config.cutoff_len)
+        numbers = derived_numbers(config, counted.rows, world_size)
+        text = msg("train.derived", rows=counted.rows, **numbers)
+        left = counted.left_out.get(CUT, 0)
+        unusable = sum(counted.left_out.values()) - left
+        if left:
+            text += "\n\n" + msg("train.derived.pairs_left_out", count=left, cutoff=config.cutoff_len,
+                                  needed=counted.needed)
+        if counted.cut:
+            text += "\n\n" + msg("train.derived.pairs_cut", count=counted.cut, cutoff=config.cutoff_len,
+                                  needed=counted.needed)
+        if unusable:
+            text += "\n\n" + msg("train.derived.pairs_unusable", count=unusable)
+    if config.stage == "kto" and rows.get("pairs"):
+        text += "\n\n" + msg("train.derived.kto_pairs", pairs=train_rows, rows=2 * train_rows)
+    return text + _plan_warnings(msg, config, numbers)
+
+
+def _plan_warnings(msg: Msg, config: RunConfig, numbers: dict) -> str:
+    text = ""
     if config.learning_rate > ABSURD_LEARNING_RATE:
         text += "\n\n" + msg("train.derived.absurd_lr", lr=config.learning_rate)
     if numbers["total_steps"] > MANY_STEPS:  # the same threshold the worker warns at
@@ -87,13 +137,11 @@ def estimate_text(msg: Msg, config: RunConfig, workspace: Workspace, devices: li
     except (ValueError, ConfigError) as error:
         return f"⚠️ {localize(error, lang)}"
     device = min(targets, key=lambda d: d.memory_gb)  # DDP replicates: the smallest device decides
-    kind = "cpu" if device.id == "cpu" else "cuda"
-    kwargs = config_estimate_kwargs(config, precision, kind)
     # gradient_checkpointing "auto": the worker makes the same choice from the same estimate.
-    checkpointing, _ = choose_checkpointing(config.gradient_checkpointing, device.memory_gb, arch=arch, **kwargs)
-    estimate = estimate_memory(arch, gradient_checkpointing=checkpointing, **kwargs)
     # Sharded over every GPU of the run (all nodes / Ray workers): the verdict is per GPU.
-    estimate = shard(estimate, arch, config.distributed, world_size(config, devices), config.cpu_offload, precision)
+    run = run_memory(config, arch, device, precision, world_size(config, devices))
+    checkpointing = run.settings["gradient_checkpointing"]
+    estimate = run.estimate()
     parts = ("weights", "adapters", "gradients", "optimizer", "activations", "runtime")
     parts += ("reference",) if estimate.reference_gb else ()
     parts += ("overlap",) if estimate.overlap_gb else ()  # negative: the rows still add up to the total
@@ -102,7 +150,7 @@ def estimate_text(msg: Msg, config: RunConfig, workspace: Workspace, devices: li
     verdict_key = "train.estimate.fits" if estimate.fits(device.memory_gb) else "train.estimate.too_big"
     verdict = msg(verdict_key, total=estimate.total_gb, device=device.name, memory=device.memory_gb)
     if verdict_key == "train.estimate.too_big":
-        verdict += " " + msg("train.estimate.hints")
+        verdict += " " + localize(fit_hint(run), lang)  # only changes that make it fit, with their estimates
     header = msg("train.estimate.header", params=estimate.total_params / 1e6,
                  trainable=estimate.trainable_params / 1e6, precision=precision)
     if estimate.sharding != "none":

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from backend.chat.preferences import TIE, read_preferences
 from backend.runs.files import CONFIG_FILE
+from backend.runs.workspace import Workspace
 
 
 class VoteDataError(ValueError):
@@ -123,4 +124,23 @@ def preference_run_values(run_dir: Path, dataset: str) -> dict:
                   else None)
     if config.method == "full" and folder.is_dir():
         values["model_name_or_path"] = str(folder)
+    workspace = Workspace(Path(run_dir).parent.parent)  # a run folder sits in workspace/runs/
+    values["cutoff_len"] = _cutoff_for_votes(values, votes_to_pairs(run_dir)[0], workspace.models_dir)
     return json.loads(json.dumps(values))
+
+
+def _cutoff_for_votes(values: dict, pairs: list[dict], models_dir: Path) -> int:
+    """A cutoff_len that fits the vote pairs whole (prompt + the longer answer): multi-turn votes
+    carry their conversation, and a prompt that fills the stage's cutoff would leave its pair out.
+    The stage's value stays when the model is not on disk yet (the Plan then says "at most")."""
+    from backend.data.pair_rows import fitting_cutoff, measure, worker_tokenizer
+    from backend.models.loading import model_context_length, needs_build, resolve_model_path
+
+    model = values["model_name_or_path"]
+    if needs_build(model, models_dir):
+        return values["cutoff_len"]
+    folder = resolve_model_path(model, models_dir)
+    tokenizer = worker_tokenizer(folder, values.get("chat_template", "auto"))
+    if tokenizer is None or not Path(folder).is_dir():
+        return values["cutoff_len"]
+    return fitting_cutoff(measure(tokenizer, pairs), values["cutoff_len"], model_context_length(folder))

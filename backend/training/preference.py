@@ -20,6 +20,7 @@ import logging
 from pathlib import Path
 
 from backend.config import ConfigError, RunConfig
+from backend.data.pair_rows import CUT, EMPTY, SAME, left_out, measure, stage_rows
 from backend.data.resolve import load_rows, resolve_dataset, split_rows
 from backend.messages import Message, msg
 from backend.runs.workspace import Workspace
@@ -27,54 +28,19 @@ from backend.training.dataset import RowCounts
 
 log = logging.getLogger("backend.train")
 REFERENCE_ADAPTER = "ref"
-# Why a pair is left out (RowCounts reasons: summary.json and the refusal below).
-EMPTY = "empty chosen / rejected answer"
-SAME = "chosen same as rejected"
-CUT = "answer cut away by cutoff_len"
-
-
-def preference_rows(rows: list[dict], stage: str, source: str) -> list[dict]:
-    """Canonical preference rows in the form the stage's TRL trainer reads.
-    kto takes pairs too (chosen -> label true, rejected -> false, as TRL does)."""
-    pairs = [r for r in rows if "chosen" in r]
-    labelled = [r for r in rows if "completion" in r]
-    if not pairs and not labelled:
-        raise ConfigError(f"stage {stage} needs preference data, but {source} holds instruction rows; "
-                          f"give pairs (prompt, chosen, rejected) or use stage sft.")
-    if stage != "kto":
-        if labelled:
-            raise ConfigError(f"stage {stage} trains on chosen-rejected pairs, but {source} holds KTO rows "
-                              f"(prompt, completion, label); use stage kto.")
-        return [{"prompt": r["prompt"], "chosen": r["chosen"], "rejected": r["rejected"]} for r in pairs]
-    out = [{"prompt": r["prompt"], "completion": r["completion"], "label": bool(r["label"])} for r in labelled]
-    for r in pairs:
-        out += [{"prompt": r["prompt"], "completion": r["chosen"], "label": True},
-                {"prompt": r["prompt"], "completion": r["rejected"], "label": False}]
-    return out
 
 
 def usable(tokenizer, rows: list[dict], config: RunConfig, counts: RowCounts) -> list[dict]:
-    """Drops rows whose prompt alone fills cutoff_len (the answers would be cut
-    away entirely) and rows with an empty answer; counts truncated ones."""
+    """The rows that train (backend/data/pair_rows.py: the rule the check and the Plan apply too);
+    counts the left-out ones by reason and the ones cut to cutoff_len."""
     kept = []
-    for row in rows:
+    for row, tokens in zip(rows, measure(tokenizer, rows)):
         counts.total += 1
-        answers = [row["chosen"], row["rejected"]] if "chosen" in row else [row["completion"]]
-        texts = ["".join(m["content"] for m in a) for a in answers]
-        if any(not text.strip() for text in texts):
-            counts.drop(EMPTY)
+        reason = left_out(tokens, config.cutoff_len)
+        if reason:
+            counts.drop(reason)
             continue
-        if len(texts) == 2 and texts[0] == texts[1]:   # the same rule as the same_answer check
-            counts.drop(SAME)   # its loss is a constant: no gradient, only a skewed reward average
-            continue
-        prompt = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=True,
-                                               return_dict=False)
-        if len(prompt) >= config.cutoff_len:
-            counts.drop(CUT)
-            continue
-        longest = max(len(tokenizer.apply_chat_template(row["prompt"] + a, tokenize=True, return_dict=False))
-                      for a in answers)
-        counts.truncated += longest > config.cutoff_len
+        counts.truncated += tokens.longest > config.cutoff_len
         kept.append(row)
     return kept
 
@@ -99,8 +65,8 @@ def build_preference_datasets(tokenizer, config: RunConfig, workspace: Workspace
         rows, eval_rows = split_rows(rows, config.val_size, config.seed)
     if config.val_size == 0:
         eval_rows = None
-    train = usable(tokenizer, preference_rows(rows, config.stage, config.dataset), config, counts)
-    evaluation = usable(tokenizer, preference_rows(eval_rows, config.stage, config.dataset), config, counts) \
+    train = usable(tokenizer, stage_rows(rows, config.stage, config.dataset), config, counts)
+    evaluation = usable(tokenizer, stage_rows(eval_rows, config.stage, config.dataset), config, counts) \
         if eval_rows else []
     counts.train, counts.eval = len(train), len(evaluation)
     if not train:

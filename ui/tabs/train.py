@@ -80,6 +80,21 @@ TEXT: dict[str, dict[str, str]] = {
                        "对于这个规模的模型（{size} 参数；{why}）：{settings}。"),
     "train.suggest.now": _("now", "当前"),
     "train.suggest.apply": _("Use these settings", "使用这些设置"),
+    "train.derived.at_most": _("These are the most steps the run can make: rows that cutoff_len leaves out are counted when "
+                               "the run starts (train.log and summary.json say how many).",
+                               "这是运行最多会走的步数：因截断长度而略过的行在运行开始时才统计（train.log 和 summary.json 会写明数量）。"),
+    "train.derived.pairs_left_out": _("⚠ **{count}** rows are left out: their prompt alone fills cutoff_len {cutoff}, so no "
+                                      "answer token would be left to compare. cutoff_len {needed} keeps every row whole.",
+                                      "⚠ 有 **{count}** 行会被略过：仅提问就占满截断长度 {cutoff}，不剩任何回答词元可比较。"
+                                      "截断长度设为 {needed} 可完整保留所有行。"),
+    "train.derived.pairs_cut": _("{count} rows are over cutoff_len {cutoff}: they train with their answers cut at the end "
+                                 "(cutoff_len {needed} keeps every row whole).",
+                                 "{count} 行超过截断长度 {cutoff}：训练时回答末尾会被截掉（截断长度设为 {needed} 可完整保留所有行）。"),
+    "train.derived.pairs_unusable": _("{count} rows are left out for an empty answer or chosen equal to rejected "
+                                      "(the Data tab's checks list them).",
+                                      "{count} 行因回答为空或 chosen 与 rejected 相同而被略过（数据页的检查会列出它们）。"),
+    "train.derived.kto_pairs": _("kto trains one row per answer: {pairs} pairs are {rows} rows.",
+                                 "kto 每个回答训练一行：{pairs} 对即 {rows} 行。"),
     "train.derived.no_rows": _("Step numbers appear once the dataset can be read. {error}", "数据集可读后显示步数。{error}"),
     "train.estimate.unknown": _("No memory estimate: {reason}", "无法估算显存：{reason}"),
     "train.estimate.header": _("{params:.1f} M parameters, {trainable:.2f} M trainable, computing in {precision}.",
@@ -103,8 +118,6 @@ TEXT: dict[str, dict[str, str]] = {
                              "✅ {device} 放得下：约 {total:.2f} GiB / {memory:.1f} GiB。"),
     "train.estimate.too_big": _("❌ Does not fit on {device}: about {total:.2f} GiB needed, {memory:.1f} GiB there (10% kept free).",
                                 "❌ {device} 放不下：约需 {total:.2f} GiB，设备仅 {memory:.1f} GiB（保留 10%）。"),
-    "train.estimate.hints": _("Try gradient checkpointing, QLoRA 4-bit, a smaller batch (raise accumulation instead) or a shorter cutoff.",
-                              "可尝试梯度检查点、QLoRA 4-bit、更小的批大小（改用梯度累积）或更短的截断长度。"),
     "train.estimate.per_gpu": _("Per GPU: {sharding} shards the state over {world} GPUs.",
                                 "每块 GPU：{sharding} 将状态分片到 {world} 块 GPU。"),
     "train.estimate.cpu_offload": _("Offloaded to CPU memory: about {cpu:.2f} GiB per GPU process.",
@@ -189,8 +202,13 @@ def take_suggestion(proposed: list[Any] | None, *values) -> list[Any]:
     return taken
 
 
-def count_rows(ctx: UIContext, dataset: str, dataset_name: str | None = None) -> dict:
-    return summary.dataset_rows((dataset or "identity").strip(), ctx.workspace, (dataset_name or "").strip() or None)
+ROWS_FIELDS = ("chat_template", "stage")  # count_rows' settings after the model
+
+
+def count_rows(ctx: UIContext, dataset: str, dataset_name: str | None = None, model: str = "",
+               chat_template: str = "auto", stage: str = "sft") -> dict:
+    return summary.dataset_rows((dataset or "identity").strip(), ctx.workspace, (dataset_name or "").strip() or None,
+                                (model or "").strip(), chat_template or "auto", stage or "sft")
 
 
 def plan(ctx: UIContext, lang: str, model: str, dataset: str, rows: dict, devices: list[dict],
@@ -372,13 +390,14 @@ def _wire(ctx: UIContext, c: dict, form: list) -> None:
     head = [lang, c["model"], c["dataset"]]
     plan_inputs = [*head, c["rows"], c["devices"], *form]
     plan_outputs = [c["derived"], c["estimate"]]
-    rows_inputs = [c["dataset"], c["dataset_name"]]
+    # A preference stage's rows are measured with the model's tokenizer: they follow these too.
+    rows_inputs = [c["dataset"], c["dataset_name"], c["model"], *[form[forms.NAMES.index(n)] for n in ROWS_FIELDS]]
 
     def do_plan(*values):
         return plan(ctx, *values)
 
-    def do_rows(dataset, dataset_name):
-        return count_rows(ctx, dataset, dataset_name)
+    def do_rows(*values):
+        return count_rows(ctx, *values)
 
     def do_model(lang, model):
         return check_model(ctx, lang, model)
@@ -418,7 +437,8 @@ def _wire(ctx: UIContext, c: dict, form: list) -> None:
         lambda: ("", gr.update(visible=False), None), None, [c["suggest"], c["suggest_apply"], c["suggested"]],
         **private)
     lang.change(do_hardware_text, [lang, c["devices"]], c["hardware"], **private)
-    for trigger in (c["dataset"].change, c["dataset_name"].change):
+    for trigger in (c["dataset"].change, c["dataset_name"].change, c["model"].change,
+                    *[form[forms.NAMES.index(n)].change for n in ROWS_FIELDS]):
         trigger(do_rows, rows_inputs, c["rows"], **private)
     c["dataset"].focus(lambda: gr.update(choices=_dataset_choices(ctx)), None, c["dataset"], **private)
     if shared_dataset is not None:  # a dataset saved in Data becomes the one to train on

@@ -1,7 +1,8 @@
 """Checks for preference data (pairs and KTO rows), in the same Report as the
 instruction checks: chosen equal to rejected, an empty answer, the same prompt
 with contradicting preferences (A over B in one row, B over A in another),
-pairs over the cutoff (prompt + the longer answer), and the length bias: the
+pairs whose prompt alone fills the cutoff (training leaves them out), pairs
+over the cutoff (prompt + the longer answer: cut in training), and the length bias: the
 share of pairs whose chosen answer is longer (DPO can learn verbosity instead
 of quality when that share is far from one half).
 """
@@ -14,19 +15,15 @@ import numpy as np
 
 from backend.data.checks.report import CheckResult, flag_row, rejected_detail
 from backend.data.checks.specs import PAIR_SPECS
-from backend.data.encode import count_tokens
 from backend.data.load import SourceRow
+from backend.data.pair_rows import answers_of, measure
 from backend.data.textrules import row_key
 
-PAIR_TOKEN_CHECKS = ("over_cutoff",)
+PAIR_TOKEN_CHECKS = ("prompt_fills_cutoff", "over_cutoff")
 
 
 def text_of(messages: list[dict]) -> str:
     return "\n".join(m["content"] for m in messages)
-
-
-def answers_of(row: dict) -> list[list[dict]]:
-    return [row["chosen"], row["rejected"]] if "chosen" in row else [row["completion"]]
 
 
 class PairChecker:
@@ -85,13 +82,15 @@ class PairChecker:
             self.flag("contradicting_pair", index, f"row {seen[0]} prefers the other answer")
 
     def _count_batch(self) -> None:
-        rows = [{"messages": row["prompt"] + answer} for _, row in self.batch for answer in answers_of(row)]
-        lengths = iter(count_tokens(self.tokenizer, rows))
-        for index, row in self.batch:
-            length = max(next(lengths) for _ in answers_of(row))
-            self.token_lengths.append(length)
-            if length > self.cutoff_len:
-                self.flag("over_cutoff", index, f"{length} tokens > cutoff {self.cutoff_len}")
+        # Training's own rule (backend/data/pair_rows.py): a prompt that fills the cutoff leaves the
+        # pair out; a longer pair is trained with its answers cut.
+        for (index, _), tokens in zip(self.batch, measure(self.tokenizer, [row for _, row in self.batch])):
+            self.token_lengths.append(tokens.longest)
+            if tokens.prompt >= self.cutoff_len:
+                self.flag("prompt_fills_cutoff", index, f"the prompt alone is {tokens.prompt} tokens (cutoff "
+                                                        f"{self.cutoff_len}); cutoff_len {tokens.longest} keeps it whole")
+            elif tokens.longest > self.cutoff_len:
+                self.flag("over_cutoff", index, f"{tokens.longest} tokens > cutoff {self.cutoff_len}")
         self.batch = []
 
     def finish(self) -> dict:

@@ -50,6 +50,8 @@ _PAIR_SPECS = [
               "Drop them: {fix}"),
     CheckSpec("contradicting_pair", "warning", "Same prompt and answers, opposite preferences (A over B and B over A)",
               "Drop the contradicting rows: {fix}"),
+    CheckSpec("prompt_fills_cutoff", "error", "The prompt alone fills cutoff_len: training leaves the pair out",
+              "Raise cutoff_len to what the detail says fits, or shorten the prompts (earlier turns)"),
     CheckSpec("over_cutoff", "warning", "Prompt + the longer answer over cutoff_len tokens (cut in training)",
               "Raise cutoff_len, or shorten the prompts"),
     CheckSpec("length_bias", "info", "Pairs whose chosen answer is longer than the rejected one",
