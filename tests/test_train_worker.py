@@ -193,19 +193,33 @@ def test_qlora_8bit_with_rslora_and_neftune(workspace, subprocess_env, quick):
 
 
 def test_tensorboard_files_and_early_stopping_names_the_best_checkpoint(workspace, subprocess_env, quick):
-    """A threshold no eval can beat: patience 1 stops at the second evaluation."""
+    """A threshold no eval can beat: patience 2 stops at the third evaluation. The log says so, and
+    final/ holds the best checkpoint's weights, the one summary.json names, not the last step's."""
+    from safetensors.torch import load_file
+
     run = workspace.runs_dir / "early"
     result = worker(workspace, subprocess_env, *quick, "val_size=0.5", "eval_steps=1", "save_steps=1", "max_steps=10",
-                    "early_stopping_patience=1", "early_stopping_threshold=100", "report_to=tensorboard",
+                    "early_stopping_patience=2", "early_stopping_threshold=100", "report_to=tensorboard",
                     "save_total_limit=1", run_dir=run)
     status = assert_completed(result, run)
-    assert status["global_step"] == 2 and status["max_steps"] == 10
+    assert status["global_step"] == 3 and status["max_steps"] == 10
     assert list((run / "tensorboard").rglob("events.out.tfevents.*")), list(run.rglob("*"))
     evals = {r["step"]: r["eval_loss"] for r in metrics(run) if r["kind"] == "eval"}
     best_step = min(evals, key=evals.get)
+    assert best_step < 3, evals  # the eval loss of these rows is lowest after step 2: the case to check
     summary = json.loads((run / "summary.json").read_text())
     assert summary["best_checkpoint"] == f"checkpoint-{best_step}" and summary["best_eval_loss"] == pytest.approx(evals[best_step], rel=1e-5)
     assert (run / summary["best_checkpoint"] / "COMPLETE").is_file()  # kept, though save_total_limit is 1
+    assert summary["early_stopped_at"] == 3 and summary["final_step"] == best_step
+    final, best, last = (load_file(run / folder / "adapter_model.safetensors")
+                         for folder in ("final", f"checkpoint-{best_step}", "checkpoint-3"))
+    assert final.keys() == best.keys() and all(final[k].equal(best[k]) for k in final)
+    assert not all(final[k].equal(last[k]) for k in final)
+    log = (run / "train.log").read_text()
+    assert "INFO early stopping at step 3 of 10: eval_loss" in log, log[-3000:]
+    assert f"final/ holds checkpoint-{best_step}, the best eval_loss" in log
+    assert "completed at step 3 of 10 (early stopping)" in log
+    assert "without load_best_model_at_end" not in log + result.stderr  # transformers' warning: not so here
 
 
 def test_full_run(workspace, subprocess_env, demo_model_dir, quick):

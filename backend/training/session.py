@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from transformers import EarlyStoppingCallback, PrinterCallback, Trainer, TrainerState, TrainingArguments, set_seed
+from transformers import PrinterCallback, Trainer, TrainerState, TrainingArguments, set_seed
 
 from backend.config import ConfigError, import_reference
 from backend.data.resolve import resolve_dataset
@@ -23,6 +23,7 @@ from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, Fi
 from backend.training.cli import Job, StopRequest
 from backend.training.dataset import RowCounts, build_datasets
 from backend.training.disk import remove_partial_saves
+from backend.training.early_stop import EarlyStop, best_weights, early_stop_of
 from backend.training.metrics_log import MetricsCallback
 from backend.training.model import attention_implementation, build_model, parameter_counts
 from backend.training.model_stage import prepare_model
@@ -141,7 +142,7 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
     if config.early_stopping_patience:
         if eval_data is None:
             raise ConfigError(msg("train.no_eval_rows"))
-        callbacks.append(EarlyStoppingCallback(config.early_stopping_patience, config.early_stopping_threshold))
+        callbacks.append(EarlyStop(config.early_stopping_patience, config.early_stopping_threshold))
     callbacks.append(PlanCheck(job.run_dir if job.is_main else None, config))
     callbacks += [*extra_callbacks, *user_callbacks]  # extra: Ray's reporting, after the markers
     if preference:
@@ -237,20 +238,24 @@ def _resume_step(job: Job) -> int:
 
 def finish(session: Session, final_state: str) -> int:
     job, trainer = session.job, session.trainer
+    final_step = None
     if final_state == "completed":
         final = job.run_dir / FINAL_DIR
         if job.is_main and session.disk is not None:
             session.disk.check(final=True)  # a clear refusal now, not a half-written final/
+        final_step = best_weights(trainer, job.run_dir, session.checkpoints.best)  # the best after an early stop
         trainer.save_model(str(final))  # adapter (or full model) + tokenizer
         _barrier()
         if job.is_main:
             mark_complete(final)
     if job.is_main:
+        stopper = early_stop_of(trainer)
         summary = write_summary(
             job.run_dir, state=trainer.state, train_output=session.output,
             clock=session.clock,
             counts=session.counts.as_dict(), best=session.checkpoints.best, precision=session.precision,
-            world_size=job.world_size, final_state=final_state, parameters=session.parameters)
+            world_size=job.world_size, final_state=final_state, parameters=session.parameters,
+            final_step=final_step, early_stopped_at=stopper.stopped_at if stopper else None)
         append_metrics(job.run_dir, {"time": round(time.time(), 3), "step": trainer.state.global_step,
                                      "epoch": round(trainer.state.epoch or 0.0, 4), "kind": "system",
                                      "event": "end", "state": final_state,
@@ -258,5 +263,7 @@ def finish(session: Session, final_state: str) -> int:
         update_status(job.run_dir, state=final_state, exit_code=0, ended_at=time.time(),
                       global_step=trainer.state.global_step, max_steps=trainer.state.max_steps,
                       epoch=round(trainer.state.epoch or 0.0, 4))
-        log.info("%s at step %d; summary in %s", final_state, trainer.state.global_step, job.run_dir / "summary.json")
+        early = f" of {trainer.state.max_steps} (early stopping)" if summary.get("early_stopped_at") else ""
+        log.info("%s at step %d%s; summary in %s", final_state, trainer.state.global_step, early,
+                 job.run_dir / "summary.json")
     return 0

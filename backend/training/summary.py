@@ -49,9 +49,12 @@ def peak_memory() -> dict:
 
 def write_summary(run_dir: Path, *, state, train_output, clock: RunClock,
                   counts: dict, best: tuple[int, float] | None, precision: str, world_size: int,
-                  final_state: str, parameters: dict) -> dict:
+                  final_state: str, parameters: dict, final_step: int | None = None,
+                  early_stopped_at: int | None = None) -> dict:
     """Time, tokens and tokens/s cover the whole run (every session, up to global_step);
-    train_runtime_s is the Trainer's own figure, of this session only."""
+    train_runtime_s is the Trainer's own figure, of this session only. `final_step`: the step
+    whose weights final/ holds (the best checkpoint's after an early stop); `early_stopped_at`:
+    the step where early stopping ended the run, None when it did not."""
     wall = clock.seconds()
     metrics = getattr(train_output, "metrics", {}) or {}
     train_losses = [e["loss"] for e in state.log_history if "loss" in e]
@@ -70,6 +73,8 @@ def write_summary(run_dir: Path, *, state, train_output, clock: RunClock,
         "first_train_loss": train_losses[0] if train_losses else None,
         "best_checkpoint": f"checkpoint-{best[0]}" if best else None,
         "best_eval_loss": best[1] if best else None,
+        "early_stopped_at": early_stopped_at,
+        "final_step": final_step,  # None: no final/ (the run was stopped)
         "precision": precision,
         "world_size": world_size,
         **counts,
