@@ -122,9 +122,9 @@ def trained_rows(measured: list[RowTokens], stage: str, cutoff_len: int) -> Trai
     return out
 
 
-# The Plan measures preference datasets up to this many rows (the demo tokenizer: about
-# 10k rows a second on one core); beyond it, the Plan says "at most".
-PLAN_ROWS = 20_000
+# The Plan measures preference datasets up to this many rows (measured: about 600 pairs a second
+# with the demo tokenizer on the 2-core dev machine, so a few seconds); beyond it, "at most".
+PLAN_ROWS = 2_000
 
 
 def measure_dataset(dataset: str, workspace, model_folder, chat_template: str,
