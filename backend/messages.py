@@ -73,6 +73,14 @@ CATALOGUE: dict[str, str] = {
     "config.precompute_stage": "precompute_ref_log_probs applies to stage dpo only.",
     "config.dataset_name": "dataset_name = {dataset_name!r} only applies to a LLaMA-Factory data folder "
                            "(with dataset_info.json), and {dataset!r} is not one; clear dataset_name.",
+    "config.sft_on_pairs": "stage sft trains on instruction or chat rows, but {source} holds preference pairs ({shape}); "
+                           "choose stage dpo, orpo or simpo to train on the pairs, or give instruction rows.",
+    "config.sft_on_kto": "stage sft trains on instruction or chat rows, but {source} holds KTO rows (answers labelled "
+                         "desirable or undesirable), and sft would learn the undesirable ones too; choose stage kto.",
+    "config.stage_needs_preference": "stage {stage} needs preference data, but {source} holds instruction rows ({shape}); "
+                                     "give pairs (prompt, chosen, rejected) or use stage sft.",
+    "config.stage_needs_pairs": "stage {stage} trains on chosen-rejected pairs, but {source} holds KTO rows (prompt, "
+                                "completion, label); use stage kto.",
     "config.dora_8bit_cpu": "DoRA on an 8-bit base fails on the CPU after the first step; choose quantization_bits 4, or turn use_dora off.",
     # --- runs (backend/runs/store.py, backend/runs/info.py) -----------------------------------------
     "train.no_config": "Give --config run.yaml, --recipe starter (or demo-tiny), or --resume RUN_DIR; --print-default-config shows a starting point.",
@@ -276,6 +284,9 @@ CATALOGUE: dict[str, str] = {
                            "labelled answers use prompt, completion, label (KTO)",
     "data.ranking_columns": "dataset '{name}' is marked ranking but its rows have columns {columns}",
     "data.hint.ranking_columns": "Give it chosen and rejected columns",
+    "data.kto_columns": "dataset '{name}' has a kto_tag column but its rows have columns {columns}",
+    "data.hint.kto_columns": "Give each row a conversation (messages), or an instruction and an output, beside "
+                             "its kto_tag",
     "data.unknown_mapping": "unknown mapping key(s) {keys}",
     "data.hint.mapping_keys": "Map instruction / input / output / system / history, or messages (+ role_tag, content_tag ...)",
     "data.mapped_missing": "the mapped column(s) {columns} are not in the file",

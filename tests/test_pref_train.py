@@ -160,6 +160,9 @@ def _safe_train(run: Path) -> list[dict]:
 @pytest.mark.parametrize("sets,words", [
     (["stage=kto", "loss_type=ipo"], "does not apply to stage kto"),
     (["stage=dpo", "dataset=demo"], "holds instruction rows"),
+    # sft on pairs read no 'messages' from them and ended in a KeyError traceback.
+    (["stage=sft", "dataset=demo-pairs"], "stage sft trains on instruction or chat rows, but demo-pairs holds "
+                                          "preference pairs"),
 ])
 def test_refused_preference_settings_exit_2(workspace, subprocess_env, sets, words):
     run = workspace.runs_dir / "refused"

@@ -52,6 +52,14 @@ ZH: dict[str, str] = {
     "config.precompute_stage": "precompute_ref_log_probs 只适用于 dpo 阶段。",
     "config.dataset_name": "dataset_name = {dataset_name!r} 只适用于 LLaMA-Factory 数据文件夹（含 dataset_info.json），"
                            "而 {dataset!r} 不是；请清空 dataset_name。",
+    "config.sft_on_pairs": "sft 阶段训练的是指令或对话数据，但 {source} 是偏好对（{shape}）；要训练这些偏好对请选择 dpo、"
+                           "orpo 或 simpo 阶段，或者提供指令数据。",
+    "config.sft_on_kto": "sft 阶段训练的是指令或对话数据，但 {source} 是 KTO 数据（标为期望或不期望的回答），sft 会把"
+                         "不期望的回答也学进去；请选择 kto 阶段。",
+    "config.stage_needs_preference": "{stage} 阶段需要偏好数据，但 {source} 是指令数据（{shape}）；请提供偏好对"
+                                     "（prompt、chosen、rejected），或使用 sft 阶段。",
+    "config.stage_needs_pairs": "{stage} 阶段训练的是 chosen-rejected 偏好对，但 {source} 是 KTO 数据（prompt、"
+                                "completion、label）；请使用 kto 阶段。",
     "config.dora_8bit_cpu": "在 CPU 上，8 位基础模型配 DoRA 会在第一步之后失败；请选择 quantization_bits 4，或关闭 use_dora。",
     # --- runs --------------------------------------------------------------------------------------
     "train.no_config": "请给出 --config run.yaml、--recipe starter（或 demo-tiny），或 --resume RUN_DIR；--print-default-config 会打印一个起点配置。",
@@ -239,6 +247,8 @@ ZH: dict[str, str] = {
     "data.hint.pair_half": "偏好样本对需要 chosen 和 rejected 两个回答（以及 prompt）；单个带标签的回答请用 prompt、completion、label（KTO）",
     "data.ranking_columns": "数据集“{name}”标记为 ranking，但其行的列为 {columns}",
     "data.hint.ranking_columns": "请提供 chosen 和 rejected 两列",
+    "data.kto_columns": "数据集 '{name}' 有 kto_tag 列，但它的记录的列是 {columns}",
+    "data.hint.kto_columns": "请在每条记录的 kto_tag 旁给出对话（messages），或 instruction 和 output",
     "data.unknown_mapping": "未知的映射键 {keys}",
     "data.hint.mapping_keys": "请映射 instruction / input / output / system / history，或 messages（加 role_tag、content_tag 等）",
     "data.mapped_missing": "映射的列 {columns} 不在文件中",

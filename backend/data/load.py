@@ -16,7 +16,7 @@ from typing import Any
 
 from backend.data.errors import DataError
 from backend.data.read import file_type, iter_records
-from backend.data.shapes import Shape, convert, detect_shape, known_shape_of, shape_from_mapping
+from backend.data.shapes import SHAREGPT_TAGS, Shape, convert, detect_shape, known_shape_of, shape_from_mapping
 from backend.data.text_encoding import describe_encoding, detect_encoding
 from backend.messages import Message, msg
 
@@ -130,33 +130,37 @@ def _open_dataset_info(folder: Path, dataset: str | None) -> Source:
     encoding = None if kind == "parquet" else detect_encoding(data_path)
     first = _first_record(data_path, kind, encoding).value
     formatting = entry.get("formatting", "alpaca")
-    mapping = dict(entry.get("columns") or {})
-    mapping.update(entry.get("tags") or {})
+    columns = dict(entry.get("columns") or {})
+    mapping = {**columns, **(entry.get("tags") or {})}
     if formatting == "sharegpt":
         mapping.setdefault("messages", "conversations")
     elif formatting != "alpaca":
         raise DataError(info_path, msg("data.formatting", name=dataset, formatting=formatting),
                         msg("data.hint.alpaca_sharegpt"))
-    if entry.get("ranking"):
-        return _preference_entry(folder, dataset, entry, data_path, kind, encoding, first, mapping, formatting)
+    if entry.get("ranking") or columns.get("kto_tag"):
+        return _preference_entry(folder, dataset, data_path, kind, encoding, first, mapping)
     mapping = {k: v for k, v in mapping.items() if k not in ("images", "videos", "audios", "chosen", "rejected", "kto_tag")}
     shape = shape_from_mapping(mapping, first, str(data_path), origin=f"{DATASET_INFO} entry '{dataset}'")
     return Source(data_path, f"{folder}:{dataset}", kind, encoding, shape)
 
 
-def _preference_entry(folder, dataset, entry, data_path, kind, encoding, first, mapping, formatting) -> Source:
-    """A `ranking: true` entry: pairwise alpaca or sharegpt with chosen / rejected columns."""
+def _preference_entry(folder, dataset, data_path, kind, encoding, first, mapping) -> Source:
+    """A `ranking: true` entry (chosen / rejected) or one with a `kto_tag` column (answers labelled
+    desirable or not), in alpaca or sharegpt form; the entry's own role / content tags apply."""
     from backend.data.pairwise import detect_pair_shape
 
-    columns = {"prompt": "instruction", "query": "input", "response": "output"}
-    wanted = {columns.get(k, k): v for k, v in mapping.items() if not k.endswith("_tag")}
-    if formatting == "sharegpt":
-        wanted["messages"] = mapping.get("messages", "conversations")
+    names = {"prompt": "instruction", "query": "input", "response": "output", "kto_tag": "label"}
+    wanted = {names.get(k, k): v for k, v in mapping.items() if k not in SHAREGPT_TAGS}
     shape = detect_pair_shape(first, wanted)
     info_path = folder / DATASET_INFO
     if shape is None:
-        raise DataError(info_path, msg("data.ranking_columns", name=dataset, columns=", ".join(map(str, first))),
+        columns = ", ".join(map(str, first))
+        if "label" in wanted:
+            raise DataError(info_path, msg("data.kto_columns", name=dataset, columns=columns),
+                            msg("data.hint.kto_columns"))
+        raise DataError(info_path, msg("data.ranking_columns", name=dataset, columns=columns),
                         msg("data.hint.ranking_columns"))
+    shape.tags.update({k: v for k, v in mapping.items() if k in SHAREGPT_TAGS})
     shape.origin = f"{DATASET_INFO} entry '{dataset}'"
     return Source(data_path, f"{folder}:{dataset}", kind, encoding, shape)
 

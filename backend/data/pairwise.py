@@ -12,7 +12,9 @@ Shapes detected (see `detect_pair_shape`):
   * pairwise: TRL's `prompt`, `chosen`, `rejected`, each text or a list of messages;
   * pairwise-transcript: only `chosen` / `rejected`, two whole conversations that share
     their prefix (HH-RLHF's "\\n\\nHuman: ... \\n\\nAssistant: ..." text, or message lists);
-  * kto: `prompt`, `completion`, `label`.
+  * kto: answers labelled desirable (true) or undesirable (false): TRL's `prompt`, `completion`, `label`,
+    or LLaMA-Factory's `kto_tag` column beside a conversation whose last turn is the answer (sharegpt /
+    OpenAI messages) or beside alpaca's `instruction`, `input`, `output`.
 An empty chosen / rejected answer converts (the `empty_answer` check reports it);
 a missing column, null, or a value of the wrong type is a row problem.
 """
@@ -35,8 +37,10 @@ from backend.messages import msg
 
 PAIR_SHAPES = ("pairwise-alpaca", "pairwise-sharegpt", "pairwise", "pairwise-transcript")
 PREFERENCE_SHAPES = (*PAIR_SHAPES, "kto")
-PAIR_KEYS = ("prompt", "instruction", "input", "system", "history", "messages", "chosen", "rejected",
+PAIR_KEYS = ("prompt", "instruction", "input", "output", "system", "history", "messages", "chosen", "rejected",
              "completion", "label")
+# The columns a KTO row holds its prompt and answer in, besides the label.
+KTO_FORMS = (("prompt", "completion"), ("messages",), ("instruction", "output"))
 TRANSCRIPT_TURN = re.compile(r"(?:^|\n\n)(Human|Assistant): ")
 
 
@@ -57,24 +61,49 @@ def detect_pair_shape(first: dict, mapping: dict[str, str] | None = None) -> Sha
     else:
         present = set(first)
     pick = {k: columns[k] for k in PAIR_KEYS if k in present}
-    if "chosen" in present and "rejected" in present:
+    if ("chosen" in present and "rejected" in present) or _labelled(first, pick, mapping):
         for conv in ("conversations", "messages"):
-            if conv in first and conv not in pick.values():
+            if conv in first and conv not in pick.values() and "messages" not in (mapping or {}):
                 pick["messages"] = conv
+    if "label" in pick and _labelled(first, pick, mapping):
+        return _kto_shape(first, pick)
+    if "chosen" in present and "rejected" in present:
         if "messages" in pick:
-            sample = first.get(pick["messages"])
-            turn = next((t for t in sample if isinstance(t, dict)), {}) if isinstance(sample, list) else {}
-            tags = OPENAI_TAGS if "role" in turn or "from" not in turn else SHAREGPT_TAGS
-            return Shape("pairwise-sharegpt", _only(pick, "messages", "chosen", "rejected", "system"), dict(tags))
+            return Shape("pairwise-sharegpt", _only(pick, "messages", "chosen", "rejected", "system"),
+                         _turn_tags(first, pick["messages"]))
         if "instruction" in pick:
             return Shape("pairwise-alpaca", _only(pick, "instruction", "input", "chosen", "rejected", "system",
                                                   "history"))
         if "prompt" in pick:
             return Shape("pairwise", _only(pick, "prompt", "chosen", "rejected", "system"), dict(OPENAI_TAGS))
         return Shape("pairwise-transcript", _only(pick, "chosen", "rejected"), dict(OPENAI_TAGS))
-    if "completion" in present and "label" in present and "prompt" in present:
-        return Shape("kto", _only(pick, "prompt", "completion", "label", "system"), dict(OPENAI_TAGS))
     return None
+
+
+def _labelled(first: dict, pick: dict, mapping: dict | None) -> bool:
+    """A KTO label beside a prompt and an answer: TRL's prompt / completion / label, or a label column that
+    a mapping names (LLaMA-Factory's kto_tag) or that holds true / false beside a conversation or alpaca row
+    (a bare `label` beside them may be a class of a classification set)."""
+    if "label" not in pick or "chosen" in pick:
+        return False
+    if "prompt" in pick and "completion" in pick:
+        return True
+    named = bool(mapping and "label" in mapping) or isinstance(first.get(pick["label"]), bool)
+    return named and ("messages" in pick or ("instruction" in pick and "output" in pick))
+
+
+def _kto_shape(first: dict, pick: dict) -> Shape:
+    form = next(form for form in KTO_FORMS if all(k in pick for k in form))
+    extra = ("system",) if form != ("instruction", "output") else ("input", "system", "history")
+    tags = _turn_tags(first, pick["messages"]) if form == ("messages",) else dict(OPENAI_TAGS)
+    return Shape("kto", _only(pick, *form, *extra, "label"), tags)
+
+
+def _turn_tags(first: dict, column: str) -> dict:
+    """{role, content} or sharegpt's {from, value} keys, from the first turn of the conversation column."""
+    sample = first.get(column)
+    turn = next((t for t in sample if isinstance(t, dict)), {}) if isinstance(sample, list) else {}
+    return dict(OPENAI_TAGS if "role" in turn or "from" not in turn else SHAREGPT_TAGS)
 
 
 def _only(pick: dict, *keys: str) -> dict:
@@ -83,7 +112,8 @@ def _only(pick: dict, *keys: str) -> dict:
 
 def required_columns(shape: Shape) -> list[str]:
     if shape.name == "kto":
-        return [shape.columns["prompt"], shape.columns["completion"], shape.columns["label"]]
+        form = next(form for form in KTO_FORMS if all(k in shape.columns for k in form))
+        return [shape.columns[k] for k in (*form, "label")]
     return [shape.columns["chosen"], shape.columns["rejected"]]
 
 
@@ -99,12 +129,17 @@ def convert_pair(raw: dict, shape: Shape) -> tuple[dict | None, RowProblems]:
     if shape.name == "pairwise-transcript":
         row = _transcripts(raw[cols["chosen"]], raw[cols["rejected"]], cols, shape.tags, problems)
         return (None if problems else row), problems
-    prompt = _prompt(raw, shape, problems)
-    if shape.name == "kto":
-        completion = _answer(raw[cols["completion"]], cols["completion"], shape, problems)
+    if shape.name == "kto" and "messages" in cols:
+        prompt, completion = _conversation_answer(raw, shape, problems)
+        row = {"prompt": prompt, "completion": completion, "label": _label(raw[cols["label"]], cols["label"], problems)}
+    elif shape.name == "kto":
+        prompt = _prompt(raw, shape, problems)
+        answer = cols.get("completion", cols.get("output"))
+        completion = _answer(raw[answer], answer, shape, problems)
         label = _label(raw[cols["label"]], cols["label"], problems)
         row = {"prompt": prompt, "completion": completion, "label": label}
     else:
+        prompt = _prompt(raw, shape, problems)
         row = {"prompt": prompt, "chosen": _answer(raw[cols["chosen"]], cols["chosen"], shape, problems),
                "rejected": _answer(raw[cols["rejected"]], cols["rejected"], shape, problems)}
     if not problems and not any(m["role"] == "user" for m in prompt):
@@ -116,7 +151,7 @@ def convert_pair(raw: dict, shape: Shape) -> tuple[dict | None, RowProblems]:
 def _prompt(raw: dict, shape: Shape, problems: RowProblems) -> list[dict]:
     cols = shape.columns
     messages = _system(raw, cols, problems)
-    if shape.name == "pairwise-alpaca":
+    if "instruction" in cols:  # LLaMA-Factory's alpaca pairs and KTO rows
         messages += _history(raw.get(cols.get("history", "history")), problems)
         instruction = _text(raw.get(cols["instruction"]), cols["instruction"], problems)
         query = _text(raw.get(cols.get("input", "input")), cols.get("input", "input"), problems, optional=True)
@@ -128,6 +163,15 @@ def _prompt(raw: dict, shape: Shape, problems: RowProblems) -> list[dict]:
     if isinstance(value, str) and shape.name != "pairwise-sharegpt":
         return [*messages, {"role": "user", "content": value}]
     return messages + _messages(value, column, shape.tags, problems)
+
+
+def _conversation_answer(raw: dict, shape: Shape, problems: RowProblems) -> tuple[list[dict], list[dict]]:
+    """A labelled conversation (LLaMA-Factory's KTO rows) -> (the turns before the answer, [the answer])."""
+    column = shape.columns["messages"]
+    turns = _system(raw, shape.columns, problems) + _messages(raw.get(column), column, shape.tags, problems)
+    if not problems and (not turns or turns[-1]["role"] != "assistant"):
+        problems.add(column, msg("row.ends_with_user" if turns else "row.no_assistant"))
+    return turns[:-1], turns[-1:]
 
 
 def _messages(value, column: str, tags: dict, problems: RowProblems) -> list[dict]:
@@ -146,7 +190,10 @@ def _messages(value, column: str, tags: dict, problems: RowProblems) -> list[dic
 
 
 def _tags_for(turn: dict, tags: dict) -> dict:
-    """A message's own keys decide: {role, content} or sharegpt's {from, value}."""
+    """The shape's keys when the message has them (a dataset_info.json's own tags included); else the
+    message's own keys decide: {role, content} or sharegpt's {from, value}."""
+    if tags["role_tag"] in turn:
+        return dict(tags)
     return dict(SHAREGPT_TAGS) if "from" in turn and "role" not in turn else dict(tags)
 
 

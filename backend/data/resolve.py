@@ -70,33 +70,49 @@ def _is_plain_name(name: str) -> bool:
 def check_dataset(name: str, workspace: Workspace, dataset_name: str | None = None, stage: str = "sft") -> Path:
     """Resolve the dataset and open it (cheap: the first record only), so a
     file the data backend cannot read fails before torch is imported.
-    `dataset_name` picks one dataset of a LLaMA-Factory folder; a preference
-    `stage` refuses instruction rows (and kto-only rows for pair stages)."""
+    `dataset_name` picks one dataset of a LLaMA-Factory folder; the `stage`
+    refuses data of the other kind (preference rows for sft, instruction
+    rows for a preference stage, kto-only rows for pair stages)."""
     from backend.data.load import open_source
 
     source = resolve_dataset(name, workspace)
     if dataset_name and (is_workspace_dataset(source) or not source.is_dir()):
         raise ConfigError(msg("config.dataset_name", dataset_name=dataset_name, dataset=name))
-    if not is_workspace_dataset(source) or stage != "sft":
-        try:
-            shape = open_source(source, dataset=dataset_name).shape.name
-        except DataError as error:
-            raise DatasetUnreadable(str(error)) from error
-        if stage != "sft":
-            check_shape(shape, stage, name)
+    if is_workspace_dataset(source):
+        check_shape(_saved_shape(source), stage, name)
+        return source
+    try:
+        shape = open_source(source, dataset=dataset_name).shape.name
+    except DataError as error:
+        raise DatasetUnreadable(str(error)) from error
+    check_shape(shape, stage, f"{name}:{dataset_name}" if dataset_name else name)
     return source
+
+
+def _saved_shape(folder: Path) -> str:
+    """'openai', 'pairwise' or 'kto': the kind of a workspace dataset's canonical rows, from its first
+    line (the rows were checked when it was saved, and its file may be large)."""
+    import json
+
+    with open(folder / TRAIN_FILE, encoding="utf-8") as handle:
+        first = next((line for line in handle if line.strip()), "{}")
+    row = json.loads(first)
+    return "kto" if "completion" in row else "pairwise" if "chosen" in row else "openai"
 
 
 def check_shape(shape: str, stage: str, source: str) -> None:
     """Refuses data of the wrong kind for the stage (kto also takes pairs) before anything loads."""
     from backend.data.pairwise import is_preference
 
+    if stage == "sft":
+        if is_preference(shape):
+            raise ConfigError(msg("config.sft_on_kto", source=source) if shape == "kto"
+                              else msg("config.sft_on_pairs", source=source, shape=shape))
+        return
     if not is_preference(shape):
-        raise ConfigError(f"stage {stage} needs preference data, but {source} holds instruction rows ({shape}); "
-                          f"give pairs (prompt, chosen, rejected) or use stage sft.")
+        raise ConfigError(msg("config.stage_needs_preference", stage=stage, source=source, shape=shape))
     if stage != "kto" and shape == "kto":
-        raise ConfigError(f"stage {stage} trains on chosen-rejected pairs, but {source} holds KTO rows "
-                          f"(prompt, completion, label); use stage kto.")
+        raise ConfigError(msg("config.stage_needs_pairs", stage=stage, source=source))
 
 
 def load_rows(source: Path, counts=None, dataset_name: str | None = None) -> tuple[list[dict], list[dict] | None]:

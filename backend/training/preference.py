@@ -25,6 +25,7 @@ from backend.data.resolve import load_rows, resolve_dataset, split_rows
 from backend.messages import Message, msg
 from backend.runs.workspace import Workspace
 from backend.training.dataset import RowCounts
+from backend.training.pair_tokens import counting_pair_tokens
 
 log = logging.getLogger("backend.train")
 REFERENCE_ADAPTER = "ref"
@@ -103,6 +104,7 @@ def preference_trainer(config: RunConfig, model, arguments: dict, train_data, ev
 
     datasets.disable_progress_bars()  # TRL's tokenising bars would fill train.log
     config_class, trainer_class, extra = _stage(config)
+    trainer_class = counting_pair_tokens(trainer_class)  # ORPO / SimPO batches have no input_ids to count
     arguments = dict(arguments)
     # TRL's rows carry no "length" column, and KTO pairs each row with its batch neighbours.
     arguments.update(train_sampling_strategy="sequential" if config.stage == "kto" else "random",
