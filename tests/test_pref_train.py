@@ -116,8 +116,13 @@ def test_stage_trains_on_pairs(workspace, subprocess_env, four_pairs, stage, met
     extra = {"qlora": ["quantization_bits=4"], "full": ["learning_rate=1e-4"]}.get(method, [])
     result = worker(workspace, subprocess_env, f"stage={stage}", f"method={method}", f"dataset={four_pairs}",
                     *QUICK, *extra, "val_size=0", "max_steps=5", "save_steps=5", run_dir=run)
-    assert_contract(result, run, stage)
+    summary = assert_contract(result, run, stage)
     assert_learns(run)
+    # Tokens are counted for every stage (ORPO / SimPO batches have chosen_ / rejected_input_ids only),
+    # without the Trainer's "Tried to track the number of tokens seen" warning in the log.
+    assert all(r["tokens_per_second"] > 0 for r in records(run, "train")), records(run, "train")
+    assert summary["train_tokens"] > 0 and summary["train_tokens_per_second"] > 0, summary
+    assert "Tried to track the number of tokens seen" not in (run / "train.log").read_text() + result.stderr
     if method == "full":
         assert "reference: a frozen copy of the model" in (run / "train.log").read_text()
     elif stage == "dpo":
