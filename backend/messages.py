@@ -111,6 +111,9 @@ CATALOGUE: dict[str, str] = {
     "run.exited": "The worker exited with code {code}; see train.log.",
     "run.lost": "The worker (pid {pid}) ended without recording a final state: it was killed, crashed or the machine restarted. {hint}",
     "run.lost_signal": "The worker (pid {pid}) ended without recording a final state (killed by signal {signal}): it was killed, crashed or the machine restarted. {hint}",
+    "run.lost_oom": "The worker (pid {pid}) was killed by signal 9 (SIGKILL), the signal the kernel's "
+                    "out-of-memory killer sends when the machine runs out of memory (or someone killed it by "
+                    "hand). {estimate} {hint}",
     "run.hint.resume": "Resume continues from {checkpoint}.",
     "run.hint.restart": "No checkpoint was completed, so start it again instead.",
     # --- the worker's failures and advice (backend/training/errors.py) -------------------------
@@ -121,6 +124,8 @@ CATALOGUE: dict[str, str] = {
                                  "lora or full.",
     "train.advice.model": "Check model_name_or_path: a local Hugging Face folder, 'demo', or a preset.",
     "train.error.oom": "The GPU ran out of memory ({error}).",
+    "train.error.oom_gpu": "The GPU ran out of memory ({error}). {estimate}",
+    "train.error.oom_cpu": "The worker ran out of memory: the machine's RAM was not enough ({error}). {estimate}",
     "train.error.disk": "Not enough disk space on the disk mounted at {mount} ({free} free) to save the run: {error}.",
     "train.advice.disk": "Free space on that disk or lower save_total_limit, then resume: it continues from "
                          "{checkpoint}, which was kept.",
@@ -151,6 +156,21 @@ CATALOGUE: dict[str, str] = {
     "memory.no_config": "{path} does not exist: the folder is not a Hugging Face model.",
     "memory.bad_json": "{path} is not valid JSON ({error}).",
     "memory.demo_not_built": "The demo model is not built yet (it is built on the first run); the estimate appears once it exists.",
+    # What to change when a run does not fit (backend/models/memory_advice.py): each with the estimate it gives.
+    "memory.change.checkpointing": "turn on gradient_checkpointing (about {total:.2f} GiB)",
+    "memory.change.qlora": "method qlora with quantization_bits 4 (about {total:.2f} GiB)",
+    "memory.change.batch": "per_device_train_batch_size {batch} with gradient_accumulation_steps {accumulation}, "
+                           "the same effective batch (about {total:.2f} GiB)",
+    "memory.change.cutoff": "cutoff_len {cutoff}, longer rows are cut (about {total:.2f} GiB)",
+    "memory.fit.any": "Each of these alone makes it fit: {changes}.",
+    "memory.fit.together": "No single change makes it fit; these do, one after another (each estimate includes "
+                           "the changes before it): {changes}.",
+    "memory.fit.none": "Even with gradient checkpointing, QLoRA 4-bit, batch 1 and cutoff_len {cutoff} it needs "
+                       "about {total:.2f} GiB: choose a smaller model or a device with more memory than {device}.",
+    "memory.oom.estimate": "The memory estimate for this run is about {total:.2f} GiB of the {memory:.1f} GiB on "
+                           "{device}.",
+    "memory.oom.nothing_left": "Gradient checkpointing and QLoRA 4-bit are on and the batch and cutoff are at "
+                               "their smallest: choose a smaller model or a machine with more memory.",
     # --- chat (backend/chat/) ----------------------------------------------------------------------
     "chat.device_busy": "Training run {run_id} is using {device} right now; loading models there may run it out of "
                         "memory mid-run. Choose the CPU as device, or wait until the run ends.",

@@ -87,6 +87,8 @@ ZH: dict[str, str] = {
     "run.exited": "训练进程以退出码 {code} 结束；详见 train.log。",
     "run.lost": "训练进程（pid {pid}）结束时没有记录最终状态：它被终止、崩溃了，或机器重启了。{hint}",
     "run.lost_signal": "训练进程（pid {pid}）结束时没有记录最终状态（被信号 {signal} 终止）：它被终止、崩溃了，或机器重启了。{hint}",
+    "run.lost_oom": "训练进程（pid {pid}）被信号 9（SIGKILL）终止：机器内存耗尽时，内核的 OOM killer 会发出这个信号"
+                    "（也可能是有人手动终止）。{estimate}{hint}",
     "run.hint.resume": "点击“继续”将从 {checkpoint} 接着训练。",
     "run.hint.restart": "没有完成任何检查点，请重新开始这个运行。",
     # --- the worker's failures and advice -----------------------------------------------------------
@@ -96,6 +98,8 @@ ZH: dict[str, str] = {
     "train.advice.bitsandbytes": "请安装 bitsandbytes（pip install bitsandbytes==0.50.2），或选择 lora 或 full 方法。",
     "train.advice.model": "请检查 model_name_or_path：本地 Hugging Face 文件夹、'demo' 或预设。",
     "train.error.oom": "GPU 显存不足（{error}）。",
+    "train.error.oom_gpu": "GPU 显存不足（{error}）。{estimate}",
+    "train.error.oom_cpu": "训练进程内存不足：本机内存不够（{error}）。{estimate}",
     "train.error.disk": "挂载在 {mount} 的磁盘空间不足（剩余 {free}），无法保存运行：{error}。",
     "train.advice.disk": "请释放该磁盘空间或调低 save_total_limit，然后继续：将从已保留的 {checkpoint} 继续。",
     "train.advice.disk_none": "请释放该磁盘空间，然后重新开始运行：磁盘写满前没有完成任何检查点。",
@@ -123,6 +127,17 @@ ZH: dict[str, str] = {
     "memory.no_config": "{path} 不存在：该文件夹不是 Hugging Face 模型。",
     "memory.bad_json": "{path} 不是有效的 JSON（{error}）。",
     "memory.demo_not_built": "演示模型尚未构建（首次运行时构建，应用启动时也会在后台构建）；构建完成后显示估算。",
+    "memory.change.checkpointing": "开启 gradient_checkpointing（约 {total:.2f} GiB）",
+    "memory.change.qlora": "使用 qlora 方法并设 quantization_bits 为 4（约 {total:.2f} GiB）",
+    "memory.change.batch": "per_device_train_batch_size 设为 {batch}，gradient_accumulation_steps 设为 {accumulation}，"
+                           "有效批大小不变（约 {total:.2f} GiB）",
+    "memory.change.cutoff": "cutoff_len 设为 {cutoff}，更长的行会被截断（约 {total:.2f} GiB）",
+    "memory.fit.any": "以下任一项单独即可放下：{changes}。",
+    "memory.fit.together": "单独一项都放不下；依次做以下改动即可（每项的估算包含前面的改动）：{changes}。",
+    "memory.fit.none": "即使开启梯度检查点、使用 QLoRA 4 位、批大小为 1、cutoff_len 为 {cutoff}，仍需约 {total:.2f} GiB："
+                       "请选择更小的模型，或内存比 {device} 更大的设备。",
+    "memory.oom.estimate": "此运行的内存估算约为 {total:.2f} GiB（{device} 共 {memory:.1f} GiB）。",
+    "memory.oom.nothing_left": "梯度检查点和 QLoRA 4 位均已开启，批大小和 cutoff 已是最小：请选择更小的模型或内存更大的机器。",
     # --- chat ---------------------------------------------------------------------------------------
     "chat.device_busy": "训练运行 {run_id} 正在使用 {device}；在上面加载模型可能让它中途显存不足。请改用 CPU，或等该运行结束。",
     "chat.problem.max_tokens": "最大新生成 token 数必须至少为 1（当前为 {value}）。",

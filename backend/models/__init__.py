@@ -7,6 +7,7 @@ gguf_source.py  a GGUF file checked and converted once into a Hugging Face folde
 offline.py    the real pretrained models shipped as GGUF files in registry packages
 hardware.py   detect devices, choose training devices, CUDA_VISIBLE_DEVICES for a launch
 memory.py     the memory estimate of a run (weights, adapters, optimizer, activations, logits, shards)
+memory_advice.py  what to change when a run does not fit or ran out of memory, each change with its estimate
 hub_cache.py  find a hub model in the local Hugging Face cache (export of hub-model runs)
 chat_templates.py  the chat template a run trains with (own, known, ChatML added), its EOS, the stop ids
 """
