@@ -71,6 +71,17 @@ class RecordModel(TrainerCallback):
         return control
 
 
+class AskForImpossibleMemory(TrainerCallback):
+    """At the first step, asks torch's CPU allocator for a 1 PiB tensor: malloc fails at once
+    (no page is touched), and the worker meets the allocator's real "can't allocate memory"."""
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        import torch
+
+        torch.empty(2**50, dtype=torch.uint8)
+        return control
+
+
 def offset_loss(outputs, labels, num_items_in_batch=None):
     """The documented example loss plus 1000: a logged loss above 1000 proves the
     worker trained with this function (the model's own loss is about 8 here)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -228,10 +229,29 @@ class RunStore:
                                     **_said("error", last or msg("run.exited", code=exit_code)))
         processes.kill_leftovers(status.get("pgid"), status.get("launcher_create_time") or status.get("create_time"))
         hint = self._resume_hint(run_dir)
+        if exit_code == -signal.SIGKILL:  # unasked (a stop is handled above): most often the kernel's OOM killer
+            return self._record_end(run_dir, status, state="lost", exit_code=exit_code, ended_at=time.time(),
+                                    **self._killed_by_memory(run_dir, status, hint))
         error = (msg("run.lost_signal", pid=status["pid"], signal=-exit_code, hint=hint) if exit_code
                  else msg("run.lost", pid=status["pid"], hint=hint))
         return self._record_end(run_dir, status, state="lost", exit_code=exit_code, ended_at=time.time(),
                                 **_said("error", error))
+
+    def _killed_by_memory(self, run_dir: Path, status: dict, hint: Message) -> dict:
+        """error + advice for a worker killed by SIGKILL: memory, the run's estimate, the settings to turn."""
+        from backend.models import memory_advice
+
+        try:
+            config = self._reader.config(run_dir)
+            devices = self._resolve_devices(config)
+        except RunError:
+            return _said("error", msg("run.lost_oom", pid=status["pid"], estimate="", hint=hint))
+        world = launch.processes_per_node(config, devices) * config.nnodes
+        run = memory_advice.memory_of_run(config, self.workspace.models_dir, devices, status.get("precision"), world)
+        estimate = memory_advice.estimate_sentence(run) if run else ""
+        advice = memory_advice.oom_advice(run) if run else memory_advice.advice_without_estimate(config)
+        return {**_said("error", msg("run.lost_oom", pid=status["pid"], estimate=estimate, hint=hint)),
+                **_said("advice", advice)}
 
     def _record_end(self, run_dir: Path, seen: dict, **fields) -> dict:
         """Write the end of a vanished worker, unless another store (or the

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from backend.config import ConfigError, RunConfig
 from backend.messages import Message, message_of, msg
+from backend.models.memory_advice import advice_without_estimate as oom_advice
 from backend.runs.files import update_status
 from backend.training.disk import DiskFullError, free_on, is_disk_full, is_read_only, mount_point, remove_partial_saves
 
@@ -48,7 +49,9 @@ def _first_line(error: BaseException) -> str:
     return text[0] if text else type(error).__name__
 
 
-def explain(error: BaseException, config: RunConfig | None = None, run_dir: Path | None = None) -> Explained:
+def explain(error: BaseException, config: RunConfig | None = None, run_dir: Path | None = None,
+            models_dir: Path | None = None) -> Explained:
+    """`models_dir`: the workspace's models folder, for the memory estimate an out-of-memory error names."""
     from backend.data.resolve import DatasetNotFound
     from backend.models.loading import ModelLoadError
 
@@ -68,7 +71,7 @@ def explain(error: BaseException, config: RunConfig | None = None, run_dir: Path
         missing = "does not exist" in message or "not a model folder" in message or "not a local folder" in message
         return _said(own or message, msg("train.advice.model"), EXIT_CONFIG if missing else EXIT_FAILED)
     if _is_oom(error):
-        return _said(msg("train.error.oom", error=message[:160]), oom_advice(config))
+        return out_of_memory(error, message, config, models_dir)
     if config is not None and config.nnodes > 1 and is_peer_lost(error):
         return node_lost(message, config, run_dir)
     if is_read_only(error):
@@ -134,24 +137,50 @@ def node_lost(message: str, config: RunConfig, run_dir: Path | None) -> Explaine
                            others=others, then=then))
 
 
+# What torch's CPU allocator says when malloc fails (its RuntimeError never says "out of memory").
+CPU_ALLOCATOR = "DefaultCPUAllocator"
+
+
 def _is_oom(error: BaseException) -> bool:
+    if _is_cpu_oom(error):
+        return True
     torch = sys.modules.get("torch")  # no torch loaded yet: it cannot be a torch OOM
     if torch is not None and isinstance(error, torch.OutOfMemoryError):
         return True
     return isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
 
 
-def oom_advice(config: RunConfig | None) -> Message:
-    if config is None:
-        return msg("train.advice.oom_short")
-    steps = [msg("train.oom.batch", batch=config.per_device_train_batch_size,
-                 accumulation=config.gradient_accumulation_steps),
-             msg("train.oom.cutoff", cutoff=config.cutoff_len)]
-    if config.gradient_checkpointing is not True:  # False or auto
-        steps.append(msg("train.oom.checkpointing"))
-    if config.method != "qlora" or config.quantization_bits != 4:
-        steps.append(msg("train.oom.qlora", method=config.method))
-    return msg("train.advice.oom", steps=steps)  # a list of messages: each translated, joined by "; "
+def _is_cpu_oom(error: BaseException) -> bool:
+    return isinstance(error, MemoryError) or (isinstance(error, RuntimeError) and CPU_ALLOCATOR in str(error))
+
+
+def out_of_memory(error: BaseException, message: str, config: RunConfig | None, models_dir: Path | None) -> Explained:
+    """Which memory ran out, the run's estimate, and each setting not already on with the estimate it gives."""
+    from backend.models import memory_advice
+
+    on_cpu = _is_cpu_oom(error)
+    if CPU_ALLOCATOR in message:  # drop torch's "[enforce fail at alloc_cpu.cpp:127] err == 0." prefix
+        message = message[message.index(CPU_ALLOCATOR):]
+    run = _run_memory(config, models_dir) if config is not None and models_dir is not None else None
+    if run is None:
+        said = (msg("train.error.oom_cpu", error=message[:160], estimate="") if on_cpu
+                else msg("train.error.oom", error=message[:160]))
+        return _said(said, oom_advice(config))
+    estimate = memory_advice.estimate_sentence(run)
+    said = msg("train.error.oom_cpu" if on_cpu else "train.error.oom_gpu", error=message[:160], estimate=estimate)
+    return _said(said, memory_advice.oom_advice(run))
+
+
+def _run_memory(config: RunConfig, models_dir: Path):
+    """The run's memory estimate on the devices it trains on; None when there is none."""
+    from backend.models.hardware import training_devices
+    from backend.models.memory_advice import memory_of_run
+
+    try:
+        devices = training_devices(config.devices)
+    except ValueError:
+        return None
+    return memory_of_run(config, models_dir, devices, world_size=int(os.environ.get("WORLD_SIZE", "1")))
 
 
 def fail(job, error: BaseException, run_dir: Path | None = None) -> int:
@@ -162,7 +191,8 @@ def fail(job, error: BaseException, run_dir: Path | None = None) -> int:
     if logged and job.is_main and is_disk_full(error):
         for name in remove_partial_saves(job.run_dir):  # the space is back for the resume
             log.error("removed the incomplete %s", name)
-    explained = explain(error, job.config if job else None, job.run_dir if logged else None)
+    explained = explain(error, job.config if job else None, job.run_dir if logged else None,
+                        job.workspace.models_dir if job else None)
     if not logged and explained.advice == TRACEBACK_ADVICE:
         # No train.log exists to point at: the traceback goes to stderr, above the one line.
         traceback.print_exception(error, file=sys.stderr)
