@@ -1,0 +1,114 @@
+"""LLaMA-Factory's data folder as its data/README.md documents it: every kind of dataset_info.json entry
+(ranking, kto_tag, columns, tags, formatting, hub-only) and every kind of row it ships a demo of is
+either read with all it holds or refused with a sentence that says what it is and what to do.
+
+The files are built here in the demos' own shapes (dpo_en_demo, kto_en_demo, mllm_*, c4_demo)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from backend.config import ConfigError
+from backend.data.cli import main as data_cli
+from backend.data.load import load_rows
+from backend.data.resolve import check_dataset
+from backend.runs.workspace import Workspace
+
+ROLE_TAGS = {"role_tag": "role", "content_tag": "content", "user_tag": "user", "assistant_tag": "assistant"}
+
+
+def _turns(question: str, answer: str) -> list[dict]:
+    return [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
+
+
+def lf_folder(root: Path, entries: dict[str, tuple[dict, list[dict] | None]]) -> Path:
+    """A data folder: dataset_info.json with each entry, and each entry's rows as its file_name."""
+    folder = root / "data"
+    folder.mkdir(exist_ok=True)
+    info = {}
+    for name, (entry, rows) in entries.items():
+        info[name] = entry
+        if rows is not None:
+            (folder / entry["file_name"]).write_text(json.dumps(rows, ensure_ascii=False, indent=2), encoding="utf-8")
+    (folder / "dataset_info.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
+    return folder
+
+
+# kto_en_demo: OpenAI messages whose last turn is the answer, and a boolean `label` named by kto_tag.
+KTO_ROWS = [{"messages": _turns(f"Question {i}?", f"Answer {i}."), "label": i % 3 != 0} for i in range(6)]
+KTO_ENTRY = {"file_name": "kto_en_demo.json", "formatting": "sharegpt",
+             "columns": {"messages": "messages", "kto_tag": "label"}, "tags": ROLE_TAGS}
+DPO_ROWS = [{"conversations": [{"from": "human", "value": f"Question {i}?"}],
+             "chosen": {"from": "gpt", "value": f"Answer {i}."}, "rejected": {"from": "gpt", "value": "No idea."}}
+            for i in range(4)]
+DPO_ENTRY = {"file_name": "dpo_en_demo.json", "ranking": True, "formatting": "sharegpt",
+             "columns": {"messages": "conversations", "chosen": "chosen", "rejected": "rejected"}}
+
+
+@pytest.fixture
+def workspace_only(tmp_path) -> Workspace:
+    return Workspace(tmp_path / "workspace").ensure()
+
+
+def test_sft_on_preference_data_is_refused_with_the_stage_to_choose(tmp_path, workspace_only):
+    folder = lf_folder(tmp_path, {"dpo_en_demo": (DPO_ENTRY, DPO_ROWS), "kto_en_demo": (KTO_ENTRY, KTO_ROWS)})
+    with pytest.raises(ConfigError, match="stage sft .* holds preference pairs .*choose stage dpo, orpo or simpo"):
+        check_dataset(str(folder), workspace_only, "dpo_en_demo", "sft")
+    # The project's own pairs, a workspace dataset, are refused the same way.
+    with pytest.raises(ConfigError, match="demo-pairs holds preference pairs"):
+        check_dataset("demo-pairs", workspace_only, None, "sft")
+    with pytest.raises(ConfigError, match="holds KTO rows .*learn the undesirable ones too; choose stage kto"):
+        check_dataset(str(folder), workspace_only, "kto_en_demo", "sft")
+    assert check_dataset(str(folder), workspace_only, "dpo_en_demo", "dpo") == folder
+
+
+def test_kto_tag_entries_keep_their_labels_from_load_to_fix(tmp_path, workspace_only):
+    alpaca_rows = [{"instruction": "Name a colour", "input": "", "output": "Blue.", "tag": True},
+                   {"instruction": "Name a colour", "input": "warm", "output": "Seven.", "tag": False}]
+    sharegpt_rows = [{"dialog": [{"speaker": "me", "text": "Hi?"}, {"speaker": "bot", "text": "Hello."},
+                                 {"speaker": "me", "text": "2+2?"}, {"speaker": "bot", "text": "5."}], "ok": False}]
+    folder = lf_folder(tmp_path, {
+        "kto_en_demo": (KTO_ENTRY, KTO_ROWS),
+        "kto_alpaca": ({"file_name": "kto_alpaca.json", "columns": {"kto_tag": "tag"}}, alpaca_rows),
+        "kto_tagged": ({"file_name": "kto_tagged.json", "formatting": "sharegpt",
+                        "columns": {"messages": "dialog", "kto_tag": "ok"},
+                        "tags": {"role_tag": "speaker", "content_tag": "text", "user_tag": "me",
+                                 "assistant_tag": "bot"}}, sharegpt_rows),
+    })
+    demo = load_rows(folder, dataset="kto_en_demo")
+    assert demo.source.shape.name == "kto" and demo.total == 6
+    assert demo.rows[0] == {"prompt": [{"role": "user", "content": "Question 0?"}],
+                            "completion": [{"role": "assistant", "content": "Answer 0."}], "label": False}
+    assert [row["label"] for row in demo.rows] == [row["label"] for row in KTO_ROWS]
+    alpaca = load_rows(folder, dataset="kto_alpaca").rows
+    assert alpaca[1] == {"prompt": [{"role": "user", "content": "Name a colour\nwarm"}],
+                         "completion": [{"role": "assistant", "content": "Seven."}], "label": False}
+    tagged = load_rows(folder, dataset="kto_tagged").rows
+    assert tagged == [{"prompt": [{"role": "user", "content": "Hi?"}, {"role": "assistant", "content": "Hello."},
+                                  {"role": "user", "content": "2+2?"}],
+                       "completion": [{"role": "assistant", "content": "5."}], "label": False}]
+    assert check_dataset(str(folder), workspace_only, "kto_en_demo", "kto") == folder
+    # The same file given alone: a conversation beside a true / false label is KTO too.
+    alone = load_rows(folder / "kto_en_demo.json")
+    assert alone.source.shape.name == "kto" and alone.rows == demo.rows
+    # fix saves the rows with their labels.
+    assert data_cli(["fix", str(folder), "--dataset", "kto_en_demo", "--workspace", str(workspace_only.root),
+                     "--out", "kto", "--drop-empty"]) == 0
+    saved = [json.loads(line) for line in (workspace_only.datasets_dir / "kto" / "data.jsonl").open()]
+    assert saved == demo.rows
+
+
+def test_a_ranking_entry_reads_its_own_role_tags(tmp_path):
+    rows = [{"dialog": [{"speaker": "me", "text": "2+2?"}], "chosen": {"speaker": "bot", "text": "4."},
+             "rejected": {"speaker": "bot", "text": "5."}}]
+    folder = lf_folder(tmp_path, {"pairs": ({"file_name": "pairs.json", "formatting": "sharegpt", "ranking": True,
+                                             "columns": {"messages": "dialog", "chosen": "chosen",
+                                                         "rejected": "rejected"},
+                                             "tags": {"role_tag": "speaker", "content_tag": "text", "user_tag": "me",
+                                                      "assistant_tag": "bot"}}, rows)})
+    assert load_rows(folder).rows == [{"prompt": [{"role": "user", "content": "2+2?"}],
+                                       "chosen": [{"role": "assistant", "content": "4."}],
+                                       "rejected": [{"role": "assistant", "content": "5."}]}]
