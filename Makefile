@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench browser clean screenshots
+.PHONY: run test lint bench browser clean screenshots gguf-tools
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-models.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -15,13 +15,44 @@ $(STAMP): requirements.txt requirements-dev.txt requirements-models.txt
 run: $(STAMP)
 	$(PY) app.py
 
+# GGUF export: llama.cpp's converter and quantizer from one llama-cpp-python release, pinned together.
+# The first time compiles llama.cpp (about 10-25 min on 2 cores); the wheel is kept in .cache/wheels,
+# so later set-ups (and a new venv) install it in seconds.
+LLAMA_CPP_VERSION := 0.3.36
+LLAMA_CPP_SDIST := .cache/sdist/llama_cpp_python-$(LLAMA_CPP_VERSION).tar.gz
+LLAMA_CPP_TOOLS := $(VENV)/share/llama.cpp
+GGUF_STAMP := $(VENV)/.gguf-tools-$(LLAMA_CPP_VERSION)
+# Only the library the bindings load: no multimodal library, tools, examples or tests.
+LLAMA_CPP_CMAKE := -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
+
+gguf-tools: $(GGUF_STAMP)
+
+$(LLAMA_CPP_SDIST):
+	$(PY) -m pip download -q --no-deps --no-binary :all: llama-cpp-python==$(LLAMA_CPP_VERSION) -d .cache/sdist
+
+$(GGUF_STAMP): $(STAMP) $(LLAMA_CPP_SDIST) requirements-gguf.txt
+	ls .cache/wheels/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 || \
+		CMAKE_ARGS="$(LLAMA_CPP_CMAKE)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+		$(PY) -m pip wheel -q --no-deps $(LLAMA_CPP_SDIST) -w .cache/wheels
+	$(PY) -m pip install -q --no-deps .cache/wheels/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl
+	$(PY) -m pip install -q -r requirements-gguf.txt
+	rm -rf $(LLAMA_CPP_TOOLS) && mkdir -p $(LLAMA_CPP_TOOLS)
+	tar -xzf $(LLAMA_CPP_SDIST) -C $(LLAMA_CPP_TOOLS) --strip-components=3 \
+		llama_cpp_python-$(LLAMA_CPP_VERSION)/vendor/llama.cpp/convert_hf_to_gguf.py \
+		llama_cpp_python-$(LLAMA_CPP_VERSION)/vendor/llama.cpp/convert_lora_to_gguf.py \
+		llama_cpp_python-$(LLAMA_CPP_VERSION)/vendor/llama.cpp/conversion \
+		llama_cpp_python-$(LLAMA_CPP_VERSION)/vendor/llama.cpp/gguf-py \
+		llama_cpp_python-$(LLAMA_CPP_VERSION)/vendor/llama.cpp/LICENSE
+	echo $(LLAMA_CPP_VERSION) > $(LLAMA_CPP_TOOLS)/VERSION
+	touch $(GGUF_STAMP)
+
 # Browser tests drive Debian's chromium (Playwright cannot download a browser offline).
 browser:
 	@command -v chromium >/dev/null || { \
 		if [ "$$(id -u)" = 0 ]; then apt-get update -q && apt-get install -y -q chromium; \
 		else sudo apt-get update -q && sudo apt-get install -y -q chromium; fi; }
 
-test: $(STAMP) browser
+test: $(STAMP) $(GGUF_STAMP) browser
 	$(PY) -m ruff check .
 	$(PY) -m pytest
 

@@ -194,6 +194,10 @@ CATALOGUE: dict[str, str] = {
     "chat.target.incomplete": "{folder} has no COMPLETE marker: it is still being written or its run was killed "
                               "while saving. Pick a complete checkpoint of the run.",
     "chat.no_base_nothing": "--no-base leaves nothing to answer: give at least one --checkpoint.",
+    "chat.gguf.no_bindings": "{file} is a GGUF file, answered by llama.cpp, whose Python bindings are not installed "
+                             "here: run `make gguf-tools` (it compiles llama-cpp-python), then ask again.",
+    "chat.gguf.unreadable": "llama.cpp cannot load {file} ({error}): export the checkpoint to GGUF again, or pick "
+                            "another column.",
     # --- row-level schema problems (backend/data/shapes.py, pairwise.py): '<field> <problem>' ---
     "row.at": "{where} {problem}",
     'row.too_long': 'holds {chars} characters (over {limit}): remove the row or split the text',
@@ -210,6 +214,12 @@ CATALOGUE: dict[str, str] = {
     'row.system_first': 'a system turn may only come first',
     'row.unknown_role': 'unknown role {role!r}: expected one of {roles}',
     'row.non_text_part': 'holds a non-text part (image / audio): only text is supported',
+    'row.part_not_text': 'holds a {type!r} part: only text parts can be trained on; turn it into text or remove that part',
+    'row.text_part_empty': "holds a text part without its text (a 'text' or 'value' string)",
+    'row.media': 'holds {count} item(s): the app trains text-only models, so the model would never see these '
+                 '{column}; use a text-only dataset, or remove the {column} column',
+    'row.media_placeholder': 'holds a {placeholder} placeholder, which stands for an image, video or audio: the app '
+                             'trains text-only models; use a text-only dataset, or remove the placeholder',
     'row.no_assistant': 'has no assistant turn: nothing to train on',
     'row.ends_with_user': 'ends with a user turn that has no answer: add the answer or drop that turn',
     'row.no_user': 'has no user turn: the answers respond to nothing',
@@ -287,6 +297,23 @@ CATALOGUE: dict[str, str] = {
     "data.hint.inside_folder": "Keep data files inside the folder",
     "data.not_in_folder": "file_name '{name}' is not a file in the folder",
     "data.hint.check_name": "Check the name in dataset_info.json",
+    "data.hub_dataset": "dataset '{name}' is on the {hub} ({repo}), not a file in this folder, and the app reads local "
+                        "files only (it does not download datasets)",
+    "data.hint.download_dataset": "Download it where the hub is reachable (for example `{command}`), then set its entry's \"file_name\" to "
+                                  "the downloaded data file (.json, .jsonl, .csv or .parquet)",
+    "data.remote_dataset": "dataset '{name}' is not a file in this folder ({key}: {value}), and the app reads local "
+                           "files only",
+    "data.hint.local_file": "Save its rows as a .json or .jsonl file in this folder and set \"file_name\" in its entry",
+    "data.media_entry": "dataset '{name}' is multimodal (columns: {columns}): the app trains text-only models, so the "
+                        "media would be dropped",
+    "data.hint.text_only": "Choose a text-only dataset (alpaca, sharegpt or OpenAI messages without images, videos "
+                           "or audios)",
+    "data.pretraining_entry": "dataset '{name}' is pretraining text (columns: prompt={column}, no response): each row "
+                              "is a document, with no answer to train on",
+    "data.pretraining_text": "the rows hold only a '{column}' document each: this is pretraining text, with no answer "
+                             "to train on",
+    "data.hint.pretraining": "The app fine-tunes on rows with answers: alpaca (instruction, output), sharegpt "
+                             "conversations, OpenAI messages or preference pairs",
     "data.mixed_shapes": "the file mixes shapes: it starts as {first} but row {row} is {other} (columns: {columns})",
     "data.hint.split_shapes": "Split it into one file per shape",
     "data.no_usable_rows": "none of the {count} rows can be used; the first problem: {problem}",
@@ -321,6 +348,36 @@ CATALOGUE: dict[str, str] = {
     "data.eval_ratio": "eval_ratio must be at least 0 and below 1, not {value}",
     "data.nothing_left": "no rows left to save: every row was removed by the fixes",
     "data.exists": "dataset '{name}' already exists in {folder}: pick another name or overwrite it",
+    # --- what the loader found: the Data tab's format line (backend/data/load.py, shapes.py) --------------------
+    "data.detected": "{file_type}, {encoding}: {shape}",
+    "data.detected_no_encoding": "{file_type}: {shape}",
+    "data.shape_found": "{shape} ({columns}; {origin})",
+    "data.origin.detected": "detected",
+    "data.origin.mapping": "mapping",
+    "data.origin.entry": "dataset_info.json entry '{name}'",
+    "data.encoding_described": "{encoding} ({description})",
+    "data.encoding.utf8_sig": "UTF-8 with a byte order mark",
+    "data.encoding.gb18030": "GB18030 / GBK, Chinese",
+    "data.encoding.cp1252": "Windows-1252, Western European; Latin-1 text reads the same",
+    # --- why a row is flagged: the reasons under a check's rows (backend/data/checks/run.py, pairs.py) -------
+    "data.note.turn": "{role} message {turn}",
+    "data.note.empty": "{who} is empty",
+    "data.note.found": "{who}: {found}",
+    "data.note.short_response": "response {text!r}",
+    "data.note.same_as_row": "same as row {row}",
+    "data.note.like_row": "like row {row}",
+    "data.note.over_cutoff": "{tokens} tokens > cutoff {cutoff}",
+    "data.note.prompt_tokens": "the prompt alone is {tokens} tokens",
+    "data.note.template_refuses": "the model's chat template refuses this row: {error}",
+    "data.note.conflict_one": "same prompt as row {row}, answers differ",
+    "data.note.conflict_many": "same prompt as rows {rows}{more}, answers differ",
+    "data.note.and_more": " and {count} more",
+    "data.note.outlier": "{chars} characters (fence {fence})",
+    "data.note.scripts_differ": "prompt {prompt}, response {response}",
+    "data.note.script_unlike": "{script} row in a mostly {major} set",
+    "data.note.more_problems": "{problem} (+{count} more)",
+    "data.note.answers_empty": "{answers} empty",
+    "data.note.prefers_other": "row {row} prefers the other answer",
     # --- names typed by the user (backend/runs/safe_names.py) ---------------------------------------------------
     "name.not_allowed": "{what} {text!r} is not allowed: use 1-{max_len} letters (of any alphabet), digits, '.', "
                         "'_' or '-', starting with a letter or digit, without spaces, slashes, '..' or a final "
@@ -492,6 +549,24 @@ CATALOGUE: dict[str, str] = {
     "template.no_terminator": "The chat template ends an assistant turn with no special token, so no EOS can stop an answer: choose chat_template gemma, llama3 or chatml.",
     "template.show.row": "row {row} is not in the file ({count} rows): give --show-template a row number from 0 to {last}, as the report numbers them.",
     "template.show.unusable": "row {row} does not convert into a conversation (the report above says why): give --show-template another row.",
+    # --- GGUF export (backend/export/gguf_export.py, llama_cpp_tools.py) ---------------------------------------------
+    'gguf_export.no_tools': "GGUF export needs llama.cpp's converter and quantizer, and {part} is not installed: run `{command}` once (it compiles llama.cpp: about 10-25 minutes on 2 cores), then export again.",
+    'gguf_export.version_mismatch': "llama.cpp's converter ({converter}) and quantizer ({quantizer}) come from different releases, which can disagree on tensor layouts: run `{command}` to install both from one release.",
+    'gguf_export.unknown_level': 'GGUF level {level!r} is not one this export writes: choose from {levels}.',
+    'gguf_export.needs_imatrix': 'GGUF level {level!r} needs an importance matrix (llama-imatrix over calibration text) to keep its quality, which this export does not compute: choose from {levels} (q4_k_m is the usual default).',
+    'gguf_export.tokenizer_refused': "llama.cpp's converter does not know the tokenizer of {model} (its BPE pre-tokenizer is not one llama.cpp implements, as with a tokenizer trained from scratch), so no GGUF can be written; the merged model is kept. Fine-tune a base model whose tokenizer llama.cpp supports (for example SmolLM2, Qwen, Llama, Gemma) to export GGUF. Converter log: {log}.",
+    'gguf_export.architecture_refused': "llama.cpp's converter does not support the architecture of {model} ({detail}); the merged model is kept and runs in transformers. Converter log: {log}.",
+    'gguf_export.disk_full': 'The disk under {folder} filled up while writing the GGUF file; the partial file was removed and the merged model kept. Free some space and export again. Log: {log}.',
+    'gguf_export.convert_failed': "llama.cpp's converter failed on {model}: {detail}. The partial file was removed and the merged model kept; the whole output is in {log}.",
+    'gguf_export.quantize_failed': "llama.cpp's quantizer could not write {level} (code {code}); the partial file was removed from {folder}. If the disk is full, free space and export again.",
+    'gguf_export.dora_refused': "This adapter uses DoRA, and a GGUF LoRA file has no place for DoRA's magnitude vectors (they would be dropped and the adapter would answer differently): export the merged model as GGUF instead.",
+    'gguf_export.lora_type': 'A GGUF LoRA can be {types}, not {outtype!r}.',
+    'gguf_export.lora_of_full': 'A full fine-tuning run has no adapter to write as a GGUF LoRA: export the whole model as GGUF.',
+    'gguf_export.failed_merged_kept': '{error} The merged model in {out} is complete and kept.',
+    'gguf_export.template_not_expressed': "The training chat template (it starts {start!r}) is not one of the families the Modelfile can write as a Go template (chatml, llama3, gemma): the Modelfile has no TEMPLATE, so Ollama would use the GGUF's own template or its default. Check the prompts Ollama builds before shipping.",
+    'gguf_export.check_summary': "llama.cpp's greedy answers from the f16 file agree with the adapter's over at least the first {tokens} tokens on {agree} of {total} held-out prompts.",
+    'gguf_export.stage.writing': 'writing GGUF {level} (about {size})',
+    'gguf_export.stage.checking': 'running the GGUF files in llama.cpp to check them',
 }
 
 

@@ -41,7 +41,7 @@ def test_bad_rows_are_reported_and_the_others_checked(tmp_path, name):
     case = CASES[name]
     report = check_file(_write(tmp_path, case))
     schema = report.check("schema")
-    details = " | ".join(schema.details.values())
+    details = " | ".join(map(str, schema.details.values()))
     for fragment in case.fragments:
         assert fragment in details, (fragment, details)
     assert report.exit_code == 1

@@ -125,3 +125,28 @@ def test_a_cp1252_upload_names_its_encoding_and_reads_the_accents(ctx, tmp_path)
     out = data.open_upload(ctx, "en", str(path), "", 256, None)
     assert "cp1252 (Windows-1252" in out["status"]
     assert "crème brûlée" in out["preview"]
+
+
+def test_the_format_line_is_chinese_in_the_chinese_ui(ctx, tmp_path):
+    path = tmp_path / "dessert.json"
+    path.write_bytes(json.dumps([{"instruction": "Name a French dessert", "input": "", "output": "crème brûlée"}],
+                                ensure_ascii=False).encode("cp1252"))
+    en = data.open_upload(ctx, "en", str(path), "", 256, None)
+    assert ("json, cp1252 (Windows-1252, Western European; Latin-1 text reads the same): "
+            "alpaca (instruction, input, output; detected)") in en["status"]  # the English is unchanged
+    zh = data.relabel(ctx, "zh", en["state"])  # the language switch, same analysis
+    assert "json，cp1252（Windows-1252，西欧文字；Latin-1 文本读法相同）：alpaca（instruction, input, output；自动识别）" in zh["status"]
+    mapped = data.recheck(ctx, "zh", en["state"], "", 256, "instruction=instruction, output=output")
+    assert "按列映射" in mapped["status"] and "detected" not in mapped["status"]
+
+
+def test_a_checks_row_notes_are_chinese_in_the_chinese_ui(ctx, tmp_path):
+    path = tmp_path / "rows.jsonl"
+    rows = [{"instruction": "Say hi", "output": "Hello there"}, {"instruction": "Say hi", "output": "Hello there"},
+            {"instruction": "Greet", "output": "<b>Hi</b> friend"}]
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    out = data.open_upload(ctx, "zh", str(path), "demo", 256, None)
+    assert "与第 0 行相同" in data.show_check(ctx, "zh", out["state"], "duplicate")
+    html = data.show_check(ctx, "zh", out["state"], "html")
+    assert "assistant 第 1 条消息：&lt;b&gt;" in html and "message 1" not in html
+    assert "same as row 0" in data.show_check(ctx, "en", out["state"], "duplicate")

@@ -126,6 +126,7 @@ def load_tokenizer(workspace: Workspace, model: str | None):
 def check_rows_view(analysis: Analysis, check_id: str, limit: int = 20,
                     lang: str = "en") -> list[tuple[int, list | None, list[str]]]:
     """(file row, messages or None, reasons in `lang`) for the first `limit` rows a check flags."""
+    from backend.messages import Message
     from ui.i18n import localize
 
     check = next((c for c in analysis.report["checks"] if c["id"] == check_id), None)
@@ -135,7 +136,8 @@ def check_rows_view(analysis: Analysis, check_id: str, limit: int = 20,
     rejected = {item.index: item for item in analysis.rejected}
     items = []
     for row in check.get("rows", [])[:limit]:
-        notes = [check["details"][str(row)]] if str(row) in check.get("details", {}) else []
+        note = check.get("detail_messages", {}).get(str(row)) or check.get("details", {}).get(str(row))
+        notes = [localize(Message.from_dict(note) or note, lang)] if note else []
         if row in rejected:  # every problem of the row, translated (the detail is the first one, in English)
             notes = [f"{where}: {localize(message, lang)}" for where, message in rejected[row].problems]
         items.append((row, _shown(by_row.get(row)), notes))

@@ -17,7 +17,7 @@ from typing import Any
 from backend.data.errors import DataError
 from backend.data.read import file_type, iter_records
 from backend.data.shapes import SHAREGPT_TAGS, Shape, convert, detect_shape, known_shape_of, shape_from_mapping
-from backend.data.text_encoding import describe_encoding, detect_encoding
+from backend.data.text_encoding import detect_encoding, encoding_message
 from backend.messages import Message, msg
 
 DATASET_INFO = "dataset_info.json"
@@ -35,8 +35,14 @@ class Source:
     shape: Shape
 
     def describe(self) -> str:
-        enc = f", {describe_encoding(self.encoding)}" if self.encoding else ""
-        return f"{self.file_type}{enc}: {self.shape.describe()}"
+        return str(self.describe_message())
+
+    def describe_message(self) -> Message:
+        """'json, utf-8: alpaca (instruction, output; detected)': type, encoding and shape, translatable."""
+        if not self.encoding:
+            return msg("data.detected_no_encoding", file_type=self.file_type, shape=self.shape.describe_message())
+        return msg("data.detected", file_type=self.file_type, encoding=encoding_message(self.encoding),
+                   shape=self.shape.describe_message())
 
 
 @dataclass
@@ -140,7 +146,7 @@ def _open_dataset_info(folder: Path, dataset: str | None) -> Source:
     if entry.get("ranking") or columns.get("kto_tag"):
         return _preference_entry(folder, dataset, data_path, kind, encoding, first, mapping)
     mapping = {k: v for k, v in mapping.items() if k not in ("images", "videos", "audios", "chosen", "rejected", "kto_tag")}
-    shape = shape_from_mapping(mapping, first, str(data_path), origin=f"{DATASET_INFO} entry '{dataset}'")
+    shape = shape_from_mapping(mapping, first, str(data_path), origin=msg("data.origin.entry", name=dataset))
     return Source(data_path, f"{folder}:{dataset}", kind, encoding, shape)
 
 
@@ -161,7 +167,7 @@ def _preference_entry(folder, dataset, data_path, kind, encoding, first, mapping
         raise DataError(info_path, msg("data.ranking_columns", name=dataset, columns=columns),
                         msg("data.hint.ranking_columns"))
     shape.tags.update({k: v for k, v in mapping.items() if k in SHAREGPT_TAGS})
-    shape.origin = f"{DATASET_INFO} entry '{dataset}'"
+    shape.origin = msg("data.origin.entry", name=dataset)
     return Source(data_path, f"{folder}:{dataset}", kind, encoding, shape)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from backend.data.errors import DataError
 from backend.data.fixes import FixPlan, apply_fixes
 from backend.data.load import SourceRow, iter_rows, no_usable_rows, open_source
+from backend.messages import Message
 
 PAGE_SIZE = 5
 
@@ -26,7 +27,7 @@ PAGE_SIZE = 5
 @dataclass
 class Analysis:
     label: str  # the file or dataset, as shown
-    detected: str  # one sentence from the loader: type, encoding, shape
+    detected: Message  # one sentence from the loader: type, encoding, shape (the UI translates it)
     shape_columns: dict[str, str]  # canonical field -> the file's column (the mapping in use)
     file_columns: list[str]  # the columns of the file's first row
     report: dict | None  # Report.to_dict(all_rows=True) of the rows after the fixes (None: not checked)
@@ -111,7 +112,7 @@ class DataSession:
         report = self._report(fixed.rows, fixed.indices, bool(steps), tokenizer, model, cutoff) if check else None
         source = self.source
         return Analysis(
-            label=source.label, detected=source.describe(), shape_columns=dict(source.shape.columns),
+            label=source.label, detected=source.describe_message(), shape_columns=dict(source.shape.columns),
             file_columns=list(self.file_columns), report=report, rows=fixed.rows, indices=fixed.indices,
             rejected=self.rejected, steps=steps, total=self.total, source_meta=dict(self.provenance),
         )

@@ -53,11 +53,16 @@ class Shape:
     name: str  # alpaca | sharegpt | openai
     columns: dict[str, str]  # canonical field -> the file's column
     tags: dict[str, str] = field(default_factory=dict)  # conversation role / content keys
-    origin: str = "detected"  # detected | mapping | dataset_info.json
+    origin: str | Message = "detected"  # detected | mapping | msg("data.origin.entry") of a dataset_info.json
 
     def describe(self) -> str:
+        return str(self.describe_message())
+
+    def describe_message(self) -> Message:
+        """'alpaca (instruction, output; detected)': the shape, its columns and where they came from."""
         cols = ", ".join(f"{k}={v}" if k != v else k for k, v in self.columns.items())
-        return f"{self.name} ({cols}; {self.origin})"
+        origin = msg(f"data.origin.{self.origin}") if self.origin in ("detected", "mapping") else self.origin
+        return msg("data.shape_found", shape=self.name, columns=cols, origin=origin)
 
     def required(self) -> list[str]:
         if self.name in ("pairwise-alpaca", "pairwise-sharegpt", "pairwise", "pairwise-transcript", "kto"):

@@ -20,20 +20,24 @@ from pathlib import Path
 
 from backend.data.encoding_evidence import Evidence, gather
 from backend.data.errors import DataError
-from backend.messages import msg
+from backend.messages import Message, msg
 
 SAMPLE_BYTES = 1 << 20
 # What the user sees next to the encoding name in the report and the Data tab.
-DESCRIPTIONS = {
-    "utf-8-sig": "UTF-8 with a byte order mark",
-    "gb18030": "GB18030 / GBK, Chinese",
-    "cp1252": "Windows-1252, Western European; Latin-1 text reads the same",
-}
+DESCRIPTIONS = {"utf-8-sig": "data.encoding.utf8_sig", "gb18030": "data.encoding.gb18030",
+                "cp1252": "data.encoding.cp1252"}
+
+
+def encoding_message(encoding: str) -> Message | str:
+    """'cp1252 (Windows-1252, Western European ...)', translatable; a plain encoding name as it is."""
+    if encoding in DESCRIPTIONS:
+        return msg("data.encoding_described", encoding=encoding, description=msg(DESCRIPTIONS[encoding]))
+    return encoding
 
 
 def describe_encoding(encoding: str) -> str:
-    """'cp1252 (Windows-1252, Western European ...)' for notes shown to the user."""
-    return f"{encoding} ({DESCRIPTIONS[encoding]})" if encoding in DESCRIPTIONS else encoding
+    """encoding_message in English, for the report's notes."""
+    return str(encoding_message(encoding))
 
 
 def detect_encoding(path: Path) -> str:

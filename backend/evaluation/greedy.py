@@ -23,11 +23,18 @@ def greedy_answers(model, tokenizer, prompts: list[list[dict]], max_new_tokens: 
     Left padding, so every prompt in a batch ends where generation starts.
     `max_prompt_tokens` keeps the last tokens of a too-long prompt (the part
     next to the answer). `on_batch(done)` is called after each batch."""
+    ids = greedy_token_ids(model, tokenizer, prompts, max_new_tokens, batch_size, max_prompt_tokens, on_batch)
+    return [tokenizer.decode(answer, skip_special_tokens=True).strip() for answer in ids]
+
+
+def greedy_token_ids(model, tokenizer, prompts: list[list[dict]], max_new_tokens: int = 64, batch_size: int = 8,
+                     max_prompt_tokens: int | None = None, on_batch=None) -> list[list[int]]:
+    """The token ids of each greedy answer, up to (not including) its first stop token."""
     import torch
 
     sides = tokenizer.padding_side, tokenizer.truncation_side
     tokenizer.padding_side = tokenizer.truncation_side = "left"
-    answers: list[str] = []
+    answers: list[list[int]] = []
     device = next(model.parameters()).device
     stops = stop_token_ids(tokenizer, getattr(model, "generation_config", None))
     try:
@@ -39,10 +46,17 @@ def greedy_answers(model, tokenizer, prompts: list[list[dict]], max_new_tokens: 
             with torch.no_grad():
                 output = model.generate(**batch, do_sample=False, max_new_tokens=max_new_tokens,
                                         pad_token_id=tokenizer.pad_token_id, eos_token_id=stops)
-            new_tokens = output[:, batch["input_ids"].shape[1]:]
-            answers.extend(t.strip() for t in tokenizer.batch_decode(new_tokens, skip_special_tokens=True))
+            answers.extend(until_stop(row.tolist(), stops) for row in output[:, batch["input_ids"].shape[1]:])
             if on_batch:
                 on_batch(len(answers))
     finally:
         tokenizer.padding_side, tokenizer.truncation_side = sides
     return answers
+
+
+def until_stop(ids: list[int], stops) -> list[int]:
+    """The ids before the first stop token (a finished row of a batch is padded with stop / pad tokens)."""
+    for i, token in enumerate(ids):
+        if token in stops:
+            return ids[:i]
+    return ids

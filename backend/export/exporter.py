@@ -28,6 +28,7 @@ import sys
 import time
 from pathlib import Path
 
+from backend.export.gguf_export import GGUF_NEW_TOKENS
 from backend.export.model_card import build_model_card
 from backend.export.outputs import (
     ExportError,
@@ -61,8 +62,12 @@ QLORA_NOTE = ("QLoRA: the adapter was trained on a 4/8-bit base. Merging into a 
 
 def export_checkpoint(checkpoint: Path, out: Path, *, merge: bool = False, shard_size: str = DEFAULT_SHARD_SIZE,
                       dtype: str = "auto", overwrite: bool = False, make_zip: bool = True, base: str | None = None,
-                      workspace: Workspace | None = None, progress: Path | None = None) -> dict:
-    """Export one checkpoint folder; returns the report (also written to out/export_report.json)."""
+                      workspace: Workspace | None = None, progress: Path | None = None,
+                      gguf: list[str] | None = None, gguf_lora: str | None = None) -> dict:
+    """Export one checkpoint folder; returns the report (also written to out/export_report.json).
+
+    `gguf`: levels (q4_k_m, q8_0, f16, ...) written from the merged model into out/gguf/ and checked
+    by running them in llama.cpp (backend/export/gguf_export.py); `gguf_lora`: the adapter alone too."""
     checkpoint, out = Path(checkpoint).resolve(), Path(out).resolve()
     if not checkpoint.is_dir():
         raise ExportError(msg("export.no_checkpoint", path=checkpoint))
@@ -71,12 +76,15 @@ def export_checkpoint(checkpoint: Path, out: Path, *, merge: bool = False, shard
     workspace = workspace or (Workspace.for_run_dir(run_dir) if run_dir else None)
     max_shard = parse_size(shard_size)
     prepare_output(out, overwrite)
+    request = _gguf_request(gguf, gguf_lora, kind, run_dir, workspace)  # refusals before any heavy step
     if kind == "full":
-        report = _export_full(checkpoint, out, run_dir, workspace, max_shard, progress)
-    elif merge:
-        report = _export_merged(checkpoint, out, run_dir, workspace, max_shard, dtype, base, progress)
+        report = _export_full(checkpoint, out, run_dir, workspace, max_shard, progress, request)
+    elif merge or request:
+        report = _export_merged(checkpoint, out, run_dir, workspace, max_shard, dtype, base, progress, request)
     else:
         report = _export_adapter(checkpoint, out, run_dir, workspace, base, progress)
+    if request:
+        _write_gguf(checkpoint, out, report, request, gguf_lora, progress)
     if make_zip:
         write_progress(progress, stage=msg("export.stage.zipping"))
         report["zip"] = str(write_zip(out))
@@ -96,7 +104,7 @@ def _export_adapter(checkpoint, out, run_dir, workspace, base, progress) -> dict
     return report
 
 
-def _export_full(checkpoint, out, run_dir, workspace, max_shard, progress) -> dict:
+def _export_full(checkpoint, out, run_dir, workspace, max_shard, progress, request=None) -> dict:
     """A full fine-tuning checkpoint already is a whole model: nothing to merge, copy it."""
     staging = out.parent / f".{out.name}.partial"
     ensure_disk_space(out.parent, 2 * sum(f.stat().st_size for f in checkpoint.rglob("*") if f.is_file()))
@@ -105,6 +113,12 @@ def _export_full(checkpoint, out, run_dir, workspace, max_shard, progress) -> di
     prompts = _verification_prompts(run_dir, workspace)
     write_progress(progress, stage=msg("export.stage.verifying"))
     verification = verify_export(checkpoint, staging, prompts, dtype=None)
+    if request:
+        from backend.evaluation.greedy import greedy_token_ids
+        from backend.models.loading import load_model, load_tokenizer
+
+        request.reference_ids = greedy_token_ids(load_model(checkpoint).eval(), load_tokenizer(checkpoint),
+                                                 request.prompts, max_new_tokens=GGUF_NEW_TOKENS)
     report = {"kind": "full", "checkpoint": str(checkpoint), "files": files, "verification": verification,
               "message": "This checkpoint comes from a full fine-tuning run: there is nothing to merge, "
                          "so its weights were copied as they are."}
@@ -113,11 +127,11 @@ def _export_full(checkpoint, out, run_dir, workspace, max_shard, progress) -> di
     return report
 
 
-def _export_merged(checkpoint, out, run_dir, workspace, max_shard, dtype, base, progress) -> dict:
+def _export_merged(checkpoint, out, run_dir, workspace, max_shard, dtype, base, progress, request=None) -> dict:
     import torch
     from peft import PeftModel
 
-    from backend.evaluation.greedy import greedy_answers
+    from backend.evaluation.greedy import greedy_answers, greedy_token_ids
     from backend.models.chat_templates import resize_embeddings, set_stop_ids
     from backend.models.loading import load_model, load_tokenizer
 
@@ -139,6 +153,8 @@ def _export_merged(checkpoint, out, run_dir, workspace, max_shard, dtype, base, 
     prompts = _verification_prompts(run_dir, workspace)
     write_progress(progress, stage=msg("export.stage.check_prompts"))
     adapter_answers = greedy_answers(model, tokenizer, prompts, max_new_tokens=VERIFY_NEW_TOKENS)
+    if request:  # the reference the GGUF files are checked against: the adapter itself
+        request.reference_ids = greedy_token_ids(model, tokenizer, request.prompts, max_new_tokens=GGUF_NEW_TOKENS)
     write_progress(progress, stage=msg("export.stage.merging"))
     merged = model.merge_and_unload()
     write_progress(progress, stage=msg("export.stage.saving"))
@@ -158,8 +174,13 @@ def _export_merged(checkpoint, out, run_dir, workspace, max_shard, dtype, base, 
     return report
 
 
-def _verification_prompts(run_dir, workspace) -> list[list[dict]]:
+def _verification_prompts(run_dir, workspace, count: int = VERIFY_PROMPTS) -> list[list[dict]]:
     """A few prompts from the run's held-out split (else its data, else fixed ones)."""
+    return [prompt for prompt, _ in _held_out_pairs(run_dir, workspace, count)]
+
+
+def _held_out_pairs(run_dir, workspace, count: int) -> list[tuple[list[dict], str]]:
+    """(prompt messages, reference answer) of the first held-out rows; fixed prompts when there are none."""
     from backend.evaluation.greedy import prompt_and_reference
 
     rows = []
@@ -170,9 +191,43 @@ def _verification_prompts(run_dir, workspace) -> list[list[dict]]:
             rows = held_out_rows(run_dir, workspace)
         except Exception:  # noqa: BLE001 - any data problem: the fixed prompts still verify the merge
             rows = []
-    prompts = [prompt_and_reference(r["messages"])[0] for r in rows[:VERIFY_PROMPTS]]
-    prompts = [p for p in prompts if p]
-    return prompts or [[{"role": "user", "content": text}] for text in FALLBACK_PROMPTS]
+    pairs = [prompt_and_reference(r["messages"]) for r in rows[:count]]
+    pairs = [(prompt, answer) for prompt, answer in pairs if prompt]
+    return pairs or [([{"role": "user", "content": text}], "") for text in FALLBACK_PROMPTS]
+
+
+def _gguf_request(levels, lora, kind, run_dir, workspace):
+    """The GGUF part of an export, checked before anything heavy runs (tools present, levels known)."""
+    if not levels and not lora:
+        return None
+    from backend.export.gguf_export import GGUF_PROMPTS, GGUFRequest
+    from backend.export.llama_cpp_tools import DEFAULT_LEVEL, check_tools, parse_levels
+
+    parsed = parse_levels(levels or [DEFAULT_LEVEL])
+    check_tools()
+    pairs = _held_out_pairs(run_dir, workspace, GGUF_PROMPTS)
+    conversations = [prompt + [{"role": "assistant", "content": answer}] for prompt, answer in pairs if answer]
+    return GGUFRequest(parsed, prompts=[prompt for prompt, _ in pairs], conversations=conversations)
+
+
+def _write_gguf(checkpoint, out, report, request, lora, progress) -> dict:
+    """GGUF files beside the published merged model; a refusal names the merged folder, which stays."""
+    from backend.export.gguf_export import export_gguf, export_lora_gguf
+    from backend.export.model_card import gguf_section
+
+    try:
+        gguf = export_gguf(out, out.name, request, progress)
+        if lora:
+            if report["kind"] == "full":
+                raise ExportError(msg("gguf_export.lora_of_full"))
+            gguf["lora"] = export_lora_gguf(checkpoint, report["base_folder"], out / "gguf", out.name, lora)
+    except ExportError as error:
+        raise ExportError(msg("gguf_export.failed_merged_kept", error=message_of(error) or str(error), out=out)) from None
+    report["gguf"] = gguf  # the report on disk holds the GGUF part too
+    (out / REPORT_FILE).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    with open(out / "README.md", "a", encoding="utf-8") as card:
+        card.write("\n" + gguf_section(gguf))
+    return gguf
 
 
 def _finish(staging, out, report, checkpoint, run_dir, workspace, base_model, require_verified=False) -> None:
@@ -220,13 +275,20 @@ def recent_exports(workspace: Workspace, limit: int = 10) -> list[Path]:
 
 
 def start_export(workspace: Workspace, checkpoint: Path, name: str, *, merge: bool, shard_size: str = DEFAULT_SHARD_SIZE,
-                 dtype: str = "auto", overwrite: bool = False, make_zip: bool = True, base: str | None = None) -> Path:
+                 dtype: str = "auto", overwrite: bool = False, make_zip: bool = True, base: str | None = None,
+                 gguf: list[str] | None = None, gguf_lora: str | None = None) -> Path:
     """Launch `python -m backend.export` detached into workspace/exports/<name>; returns the progress file.
 
-    `base`: the base model's folder or hub id when it is not where the run found it (empty: the run's)."""
+    `base`: the base model's folder or hub id when it is not where the run found it (empty: the run's).
+    `gguf` / `gguf_lora`: as export_checkpoint's, checked here before a process starts."""
     out = export_folder(workspace, name)
     prepare_output(out, overwrite)  # refuse an existing folder now, before a process starts
     parse_size(shard_size)
+    if gguf or gguf_lora:
+        from backend.export.llama_cpp_tools import check_tools, parse_levels
+
+        gguf = [level.name for level in parse_levels(gguf or ["q4_k_m"])]
+        check_tools()
     progress = job_progress_path(workspace, name)
     if is_running(progress):
         raise ExportError(msg("export.running", out=out))
@@ -234,6 +296,8 @@ def start_export(workspace: Workspace, checkpoint: Path, name: str, *, merge: bo
     args = ["--checkpoint", str(checkpoint), "--out", str(out), "--shard-size", shard_size, "--dtype", dtype]
     args += ["--merge"] * merge + ["--overwrite"] * overwrite + ["--no-zip"] * (not make_zip)
     args += ["--base", base.strip()] if base and base.strip() else []
+    args += ["--gguf", *gguf] if gguf else []
+    args += ["--gguf-lora", gguf_lora] if gguf_lora else []
     launch("backend.export", args, progress.with_suffix(".log"), progress)
     return progress
 
@@ -250,6 +314,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="dtype of the merged weights (auto: see the module docs)")
     parser.add_argument("--base", help="base model folder or hub id (default: the run's model_name_or_path; "
                                            "a hub id is found in the Hugging Face cache, offline)")
+    parser.add_argument("--gguf", nargs="+", metavar="LEVEL",
+                        help="also write GGUF files for llama.cpp / Ollama from the merged model (implies --merge): "
+                             "q4_k_m (Ollama's default), q5_k_m, q6_k, q8_0, f16, bf16; checked by running them")
+    parser.add_argument("--gguf-lora", choices=("f16", "q8_0"),
+                        help="also write the adapter alone as a GGUF LoRA (llama.cpp --lora, Ollama ADAPTER)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     parser.add_argument("--no-zip", action="store_true", help="do not write <out>.zip")
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
@@ -262,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report = export_checkpoint(Path(args.checkpoint), Path(args.out), merge=args.merge,
                                    shard_size=args.shard_size, dtype=args.dtype, overwrite=args.overwrite,
-                                   make_zip=not args.no_zip, base=args.base, progress=args.progress)
+                                   make_zip=not args.no_zip, base=args.base, progress=args.progress,
+                                   gguf=args.gguf, gguf_lora=args.gguf_lora)
     except ExportError as error:
         write_progress(args.progress, state=FAILED, error=message_of(error) or str(error))
         print(f"export failed: {error}", file=sys.stderr)
@@ -272,7 +342,8 @@ def main(argv: list[str] | None = None) -> int:
         raise
     write_progress(args.progress, state=COMPLETED, stage=msg("job.stage.done"), result=report)
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else _summary(report))
-    return 0
+    # A GGUF whose check failed is kept for inspection, but a script must not take it for a good one.
+    return 1 if report.get("gguf") and not report["gguf"]["passed"] else 0
 
 
 def _summary(report: dict) -> str:
@@ -282,5 +353,9 @@ def _summary(report: dict) -> str:
     if report.get("verification"):
         lines.append("Verification: " + report["verification"]["summary"])
     lines.extend(report.get("notes", []))
+    if report.get("gguf"):
+        from backend.export.model_card import gguf_lines
+
+        lines.extend(gguf_lines(report["gguf"]))
     return "\n".join(lines)
 

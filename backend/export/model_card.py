@@ -146,3 +146,34 @@ def _usage_section(kind: str, base_model: str) -> str:
                 "model = AutoModelForCausalLM.from_pretrained(\"path/to/this/folder\")\n"
                 "tokenizer = AutoTokenizer.from_pretrained(\"path/to/this/folder\")")
     return f"\n## Use\n\n```python\n{code}\n```"
+
+
+def gguf_lines(gguf: dict) -> list[str]:
+    """The GGUF export in plain lines: files, the check against the adapter, each level's KL and top-1."""
+    from backend.messages import CATALOGUE, Message, render
+
+    levels = gguf["checks"]["levels"]
+    lines = [f"GGUF ({'check passed' if gguf['passed'] else 'CHECK FAILED: the files are kept for inspection'}): "
+             + render(Message.from_dict(gguf["checks"]["summary"]), CATALOGUE)]
+    for name, info in gguf["files"].items():
+        level = levels.get(name, {})
+        quality = ""
+        if level.get("mean_kl") is not None:
+            quality = f", mean KL vs f16 {level['mean_kl']:.4g}, top-1 agreement {level['top1_agreement']:.1%}"
+        lines.append(f"  {info['file']}: {info['bytes'] / 1e6:.1f} MB, {level.get('equal', 0)}/{level.get('total', 0)} "
+                     f"greedy answers equal to the adapter's, {level.get('agree_first_8', 0)} agree over the first "
+                     f"8 tokens{quality}")
+    if gguf.get("lora"):
+        lines.append(f"  {gguf['lora']['file']}: the adapter alone ({gguf['lora']['outtype']})")
+    lines.append(f"Ollama: {gguf['ollama']}")
+    if gguf.get("template_note"):
+        lines.append(render(Message.from_dict(gguf["template_note"]), CATALOGUE))
+    return lines
+
+
+def gguf_section(gguf: dict) -> str:
+    body = "\n".join(f"- {line.strip()}" for line in gguf_lines(gguf))
+    return (f"## GGUF (llama.cpp {gguf['llama_cpp_version']}, Ollama)\n\n{body}\n\n"
+            "Checked by running each file in llama.cpp: greedy answers to the run's held-out prompts against "
+            "the adapter's (transformers + peft), and each level's next-token distributions against the f16 "
+            "file's over the held-out answers.\n")

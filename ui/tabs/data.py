@@ -100,7 +100,7 @@ def page_values(ctx: UIContext, lang: str, a: ds.Analysis, page: int, template: 
 def status_text(ctx: UIContext, lang: str, a: ds.Analysis) -> str:
     r = a.report
     summary = r.get("summary", {})
-    text = ctx.msg(lang, "data.status", label=display_name(ctx, a.label), detected=a.detected, rows=a.total, usable=len(a.rows),
+    text = ctx.msg(lang, "data.status", label=display_name(ctx, a.label), detected=localize(a.detected, lang), rows=a.total, usable=len(a.rows),
                    errors=summary.get("error", 0), warnings=summary.get("warning", 0))
     if r.get("token_lengths"):
         t = r["token_lengths"]

@@ -1,5 +1,6 @@
 """Export tab: a checkpoint as its LoRA adapter (+ zip) or merged into the base
-model as sharded safetensors, verified against the adapter.
+model as sharded safetensors, verified against the adapter; optionally GGUF
+files for llama.cpp / Ollama, checked by running them in llama.cpp.
 
 The export runs as a detached `python -m backend.export` process writing to
 workspace/exports/<name>; the tab polls its progress file and then shows the
@@ -20,6 +21,8 @@ from ui.i18n import localize
 
 POLL_EVERY_S = 2.0
 SHARD_SIZES = ("500MB", "1GB", "2GB", "5GB", "10GB")
+GGUF_LEVELS = ("q4_k_m", "q5_k_m", "q6_k", "q8_0", "f16", "bf16")
+NO_LORA = "none"
 
 TEXT: dict[str, dict[str, str]] = {
     "export.run": {"en": "Run", "zh": "训练运行"},
@@ -37,6 +40,14 @@ TEXT: dict[str, dict[str, str]] = {
     "export.overwrite": {"en": "Overwrite an existing export of this name", "zh": "覆盖同名的已有导出"},
     "export.zip": {"en": "Also make a zip to download", "zh": "同时生成可下载的 zip"},
     "export.start": {"en": "Export", "zh": "导出"},
+    "export.gguf": {"en": "GGUF for llama.cpp / Ollama (from the merged model; each file is checked in llama.cpp)",
+                    "zh": "用于 llama.cpp / Ollama 的 GGUF（由合并后的模型生成；每个文件都会在 llama.cpp 中检查）"},
+    "export.gguf_lora": {"en": "Also the adapter alone as a GGUF LoRA", "zh": "同时把适配器单独导出为 GGUF LoRA"},
+    "export.gguf_sizes": {"en": "GGUF sizes: {sizes}", "zh": "GGUF 大小：{sizes}"},
+    "export.gguf_passed": {"en": "GGUF check passed: {summary}", "zh": "GGUF 检查通过：{summary}"},
+    "export.gguf_failed": {"en": "GGUF check FAILED (the files are kept for inspection): {summary}",
+                           "zh": "GGUF 检查未通过（文件已保留以便检查）：{summary}"},
+    "export.gguf_ollama": {"en": "Run it in Ollama:", "zh": "在 Ollama 中运行："},
     "export.jobs": {"en": "Recent exports (kept on disk: shown again after a page refresh or an app restart)",
                     "zh": "最近的导出（保存在磁盘上：刷新页面或重启应用后仍会显示）"},
     "export.download": {"en": "Download", "zh": "下载"},
@@ -86,8 +97,8 @@ def pick_run(ctx: UIContext, current):
     return refresh_runs(ctx, current, None)
 
 
-def describe(ctx: UIContext, lang, current, ckpt, export_kind):
-    """(default name, the notes that apply (QLoRA base, full run), base placeholder)."""
+def describe(ctx: UIContext, lang, current, ckpt, export_kind, gguf_levels=()):
+    """(default name, the notes that apply (QLoRA base, full run, GGUF sizes), base placeholder)."""
     if not current or not ckpt:
         return gr.skip(), "", gr.skip()
     config = _config(ctx.workspace.runs_dir / current)
@@ -96,6 +107,8 @@ def describe(ctx: UIContext, lang, current, ckpt, export_kind):
         notes.append(ctx.msg(lang, "export.note_qlora", bits=config.get("quantization_bits") or 4))
     if config.get("method") == "full":
         notes.append(ctx.msg(lang, "export.note_full"))
+    if gguf_levels:
+        notes.append(_gguf_sizes(ctx, lang, ctx.workspace.runs_dir / current / ckpt, gguf_levels))
     suffix = "merged" if export_kind == "merged" and config.get("method") != "full" else "adapter"
     suffix = "model" if config.get("method") == "full" else suffix
     trained_on = str(config.get("model_name_or_path") or "")
@@ -103,7 +116,7 @@ def describe(ctx: UIContext, lang, current, ckpt, export_kind):
 
 
 def start_job(ctx: UIContext, lang, current, ckpt, export_kind, export_name, shard_size, dtype_name, replace,
-              want_zip, base_model) -> tuple[str, str | None]:
+              want_zip, base_model, gguf_levels=(), gguf_lora=NO_LORA) -> tuple[str, str | None]:
     """Start `python -m backend.export` in the background: (message, its progress file or None)."""
     from backend.export.exporter import export_folder, start_export
     from backend.export.outputs import ExportError
@@ -119,7 +132,9 @@ def start_job(ctx: UIContext, lang, current, ckpt, export_kind, export_name, sha
     try:
         progress = start_export(ctx.workspace, ctx.workspace.runs_dir / current / ckpt, export_name,
                                 merge=export_kind == "merged", shard_size=shard_size, dtype=dtype_name,
-                                overwrite=bool(replace), make_zip=bool(want_zip), base=base_model or None)
+                                overwrite=bool(replace), make_zip=bool(want_zip), base=base_model or None,
+                                gguf=list(gguf_levels or []) or None,
+                                gguf_lora=None if gguf_lora in (None, "", NO_LORA) else gguf_lora)
     except ExportError as error:
         return ctx.msg(lang, "export.msg_error", error=localize(error, lang)), None
     return ctx.msg(lang, "export.msg_started", path=out), str(progress)
@@ -154,6 +169,11 @@ def build(ctx: UIContext) -> None:
     with gr.Row():
         c["overwrite"] = gr.Checkbox(label=ctx.t("export.overwrite"), value=False, elem_id="export-overwrite")
         c["zip"] = gr.Checkbox(label=ctx.t("export.zip"), value=True, elem_id="export-zip")
+    with gr.Row():
+        c["gguf"] = gr.CheckboxGroup(label=ctx.t("export.gguf"), choices=list(GGUF_LEVELS), value=[], scale=3,
+                                     elem_id="export-gguf")
+        c["gguf_lora"] = gr.Dropdown(label=ctx.t("export.gguf_lora"), choices=[NO_LORA, "f16", "q8_0"],
+                                     value=NO_LORA, scale=1, elem_id="export-gguf-lora")
     c["start"] = gr.Button(ctx.t("export.start"), variant="primary", elem_id="export-start")
     c["status"] = gr.Markdown(elem_id="export-status")
     c["jobs"] = gr.Dropdown(label=ctx.t("export.jobs"), choices=[], elem_id="export-jobs")
@@ -168,7 +188,7 @@ def _wire(ctx: UIContext, c: dict) -> None:
 
     private = {"api_visibility": "private"}
     picked = [c["run"], c["checkpoint"]]
-    describe_io = {"fn": partial(describe, ctx), "inputs": [ctx.lang, *picked, c["kind"]],
+    describe_io = {"fn": partial(describe, ctx), "inputs": [ctx.lang, *picked, c["kind"], c["gguf"]],
                    "outputs": [c["name"], c["note"], c["base"]], **private}
     show = {"fn": partial(poll, ctx), "inputs": [ctx.lang, c["job"]], "outputs": [c["report"], c["download"]],
             **private}
@@ -177,7 +197,9 @@ def _wire(ctx: UIContext, c: dict) -> None:
     c["run"].input(partial(pick_run, ctx), c["run"], picked, **private).then(**describe_io)
     c["checkpoint"].input(**describe_io)
     c["kind"].input(**describe_io)
-    form = [ctx.lang, *picked, c["kind"], c["name"], c["shard"], c["dtype"], c["overwrite"], c["zip"], c["base"]]
+    c["gguf"].input(**describe_io)
+    form = [ctx.lang, *picked, c["kind"], c["name"], c["shard"], c["dtype"], c["overwrite"], c["zip"], c["base"],
+            c["gguf"], c["gguf_lora"]]
     c["start"].click(partial(start_job, ctx), form, [c["status"], c["job"]], **private).then(**listing).then(**show)
     c["jobs"].input(partial(job_file, ctx), c["jobs"], c["job"], **private).then(**show)
     gr.Timer(POLL_EVERY_S).tick(show_progress="hidden", **show)
@@ -241,6 +263,8 @@ def _report_view(ctx: UIContext, lang: str, progress_file: Path):
             _verdict(verification), "export.not_verified")
         parts.append(f'<p id="export-verification">{html.escape(ctx.msg(lang, key, summary=verification["summary"]))}</p>')
         parts.append(_verification_table(ctx, lang, verification["rows"]))
+    if result.get("gguf"):
+        parts.append(_gguf_view(ctx, lang, result["gguf"]))
     zip_path = result.get("zip")
     button = gr.update(value=zip_path, visible=True) if zip_path and Path(zip_path).is_file() else gr.update(visible=False)
     return "\n".join(parts), button
@@ -262,3 +286,38 @@ def _verification_table(ctx: UIContext, lang: str, rows: list[dict]) -> str:
         f"<td>{html.escape(r['exported'])}</td><td>{html.escape(ctx.msg(lang, 'export.outcome_' + _outcome(r)))}</td>"
         f"</tr>" for r in rows)
     return f'<table class="export-verification">{head}{body}</table>'
+
+
+def _gguf_sizes(ctx: UIContext, lang: str, checkpoint: Path, levels) -> str:
+    """The size of each GGUF file asked for, or why it cannot be told (that sentence is the refusal to come)."""
+    from backend.export.gguf_export import size_preview
+    from backend.export.outputs import ExportError
+
+    try:
+        sizes = size_preview(checkpoint, ctx.workspace, list(levels))
+    except ExportError as error:
+        return ctx.msg(lang, "export.msg_error", error=localize(error, lang))
+    return ctx.msg(lang, "export.gguf_sizes", sizes=", ".join(f"{k} ≈ {v / 1e6:,.0f} MB" for k, v in sizes.items()))
+
+
+def _gguf_view(ctx: UIContext, lang: str, gguf: dict) -> str:
+    """The GGUF files with what llama.cpp made of each: answers against the adapter's, KL and top-1 against f16."""
+    from backend.messages import Message
+
+    summary = localize(Message.from_dict(gguf["checks"]["summary"]), lang)
+    key = "export.gguf_passed" if gguf.get("passed") else "export.gguf_failed"
+    head = ("<tr><th>file</th><th>MB</th><th>answers equal to the adapter's</th><th>agree over 8 first tokens</th>"
+            "<th>mean KL vs f16</th><th>top-1 vs f16</th></tr>")
+    rows = []
+    for level, info in gguf["files"].items():
+        check = gguf["checks"]["levels"].get(level, {})
+        kl, top1 = check.get("mean_kl"), check.get("top1_agreement")
+        rows.append(f"<tr><td>{html.escape(info['file'])}</td><td>{info['bytes'] / 1e6:,.1f}</td>"
+                    f"<td>{check.get('equal', 0)}/{check.get('total', 0)}</td>"
+                    f"<td>{check.get('agree_first_8', 0)}/{check.get('total', 0)}</td>"
+                    f"<td>{'' if kl is None else f'{kl:.4g}'}</td><td>{'' if top1 is None else f'{top1:.1%}'}</td></tr>")
+    note = localize(Message.from_dict(gguf["template_note"]), lang) if gguf.get("template_note") else ""
+    return (f'<p id="export-gguf-check">{html.escape(ctx.msg(lang, key, summary=summary))}</p>'
+            f'<table class="export-gguf">{head}{"".join(rows)}</table>'
+            + (f"<p>⚠️ {html.escape(note)}</p>" if note else "")
+            + f"<p>{html.escape(ctx.msg(lang, 'export.gguf_ollama'))} <code>{html.escape(gguf['ollama'])}</code></p>")

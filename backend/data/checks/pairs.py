@@ -18,6 +18,7 @@ from backend.data.checks.specs import PAIR_SPECS
 from backend.data.load import SourceRow
 from backend.data.pair_rows import answers_of, measure
 from backend.data.textrules import row_key
+from backend.messages import Message, msg
 
 PAIR_TOKEN_CHECKS = ("prompt_fills_cutoff", "over_cutoff")
 
@@ -41,7 +42,7 @@ class PairChecker:
         self.preferences: dict[bytes, tuple[int, bytes, bytes]] = {}  # prompt key -> (row, chosen key, rejected key)
         self.batch: list[tuple[int, dict]] = []
 
-    def flag(self, check_id: str, row: int, detail: str | None = None) -> None:
+    def flag(self, check_id: str, row: int, detail: str | Message | None = None) -> None:
         flag_row(self.results[check_id], row, detail)
 
     def observe(self, item: SourceRow) -> None:
@@ -56,7 +57,7 @@ class PairChecker:
         texts = [text_of(a) for a in answers_of(row)]
         empty = [n for n, t in zip(names, texts) if not t.strip()]
         if empty:
-            self.flag("empty_answer", index, f"{' and '.join(empty)} empty")
+            self.flag("empty_answer", index, msg("data.note.answers_empty", answers=" and ".join(empty)))
         if "chosen" in row:
             self._pair(index, row, texts)
         else:
@@ -78,8 +79,8 @@ class PairChecker:
         c, r = row_key(row["chosen"]), row_key(row["rejected"])
         seen = self.preferences.setdefault(prompt, (index, c, r))
         if seen[0] != index and (seen[1], seen[2]) == (r, c):
-            self.flag("contradicting_pair", seen[0], f"row {index} prefers the other answer")
-            self.flag("contradicting_pair", index, f"row {seen[0]} prefers the other answer")
+            self.flag("contradicting_pair", seen[0], msg("data.note.prefers_other", row=index))
+            self.flag("contradicting_pair", index, msg("data.note.prefers_other", row=seen[0]))
 
     def _count_batch(self) -> None:
         # Training's own rule (backend/data/pair_rows.py): a prompt that fills the cutoff leaves the

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from backend.messages import Message, msg
+
 SEVERITIES = ("error", "warning", "info")
 EXAMPLES = 10
 
@@ -25,7 +27,7 @@ class CheckSpec:
 class CheckResult:
     spec: CheckSpec
     rows: list[int] = field(default_factory=list)  # every flagged row, ascending
-    details: dict[int, str] = field(default_factory=dict)  # a short reason for the first rows
+    details: dict[int, str | Message] = field(default_factory=dict)  # a short reason for the first rows
 
     @property
     def id(self) -> str:
@@ -47,10 +49,12 @@ class CheckResult:
             "count": self.count,
             "examples": self.rows[:EXAMPLES],
             "hint": self.spec.hint,
-            "details": {str(r): self.details[r] for r in self.rows[:EXAMPLES] if r in self.details},
+            "details": {str(r): str(self.details[r]) for r in self.rows[:EXAMPLES] if r in self.details},
         }
         if all_rows:
             out["rows"] = list(self.rows)
+            # Every kept reason as its message id, for a reader in another language (the Data tab's drill-down).
+            out["detail_messages"] = {str(r): _note(d) for r, d in self.details.items()}
         return out
 
 
@@ -156,17 +160,21 @@ class Report:
 MAX_DETAILS = 1000  # per check: the Data tab pages through flagged rows, details beyond this are not kept
 
 
-def flag_row(result: CheckResult, row: int, detail: str | None = None) -> None:
+def _note(detail: str | Message) -> dict | str:
+    return detail.to_dict() if isinstance(detail, Message) else detail
+
+
+def flag_row(result: CheckResult, row: int, detail: str | Message | None = None) -> None:
     """Record `row` as flagged by `result`'s check, with its detail while there is room."""
     result.rows.append(row)
     if detail and len(result.details) < MAX_DETAILS:
         result.details[row] = detail
 
 
-def rejected_detail(problems: list) -> str:
+def rejected_detail(problems: list) -> str | Message:
     """The schema check's detail of a rejected row: its first problem, and how many more."""
     from backend.data.load import problem_text
 
     where, message = problems[0]
-    more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-    return str(problem_text(where, message)) + more
+    first = problem_text(where, message)
+    return msg("data.note.more_problems", problem=first, count=len(problems) - 1) if len(problems) > 1 else first

@@ -32,6 +32,7 @@ from backend.data.textrules import (
     script_counts,
     script_of,
 )
+from backend.messages import Message, msg
 
 # What a chat template raises for a conversation it cannot render (jinja's
 # TemplateError is an Exception subclass; templates call raise_exception()).
@@ -57,7 +58,7 @@ class Checker:
         self.batch: list[tuple[int, dict]] = []
         self.letters = [0, 0]  # CJK characters, Latin letters in user and assistant turns
 
-    def flag(self, check_id: str, row: int, detail: str | None = None) -> None:
+    def flag(self, check_id: str, row: int, detail: str | Message | None = None) -> None:
         flag_row(self.results[check_id], row, detail)
 
     def observe(self, item: SourceRow) -> None:
@@ -79,23 +80,24 @@ class Checker:
                 self._count_batch()
 
     def _text_checks(self, index: int, messages: list[dict]) -> None:
-        found: dict[str, str] = {}
+        found: dict[str, Message] = {}
         for turn, m in enumerate(messages):
-            text, who = m["content"], f"{m['role']} message {turn}"
+            text, who = m["content"], msg("data.note.turn", role=m["role"], turn=turn)
             if not text.strip():
-                found.setdefault("empty_field", f"{who} is empty")
+                found.setdefault("empty_field", msg("data.note.empty", who=who))
                 continue
             if "html" not in found and (tag := html_found(text)):
-                found["html"] = f"{who}: {tag}"
+                found["html"] = msg("data.note.found", who=who, found=tag)
             if "control_chars" not in found and (char := control_found(text)):
-                found["control_chars"] = f"{who}: {char}"
+                found["control_chars"] = msg("data.note.found", who=who, found=char)
             if "placeholder" not in found and (names := placeholders(text)):
-                found["placeholder"] = f"{who}: " + ", ".join("{{" + n + "}}" for n in dict.fromkeys(names))
+                found["placeholder"] = msg("data.note.found", who=who,
+                                           found=", ".join("{{" + n + "}}" for n in dict.fromkeys(names)))
         for check_id, detail in found.items():
             self.flag(check_id, index, detail)
         prompt, response = prompt_and_response(messages)
         if 0 < len(response.strip()) < MIN_RESPONSE_CHARS:
-            self.flag("short_response", index, f"response {response.strip()!r}")
+            self.flag("short_response", index, msg("data.note.short_response", text=response.strip()))
         p_counts = [0, 0]
         for m in prompt:
             if m["role"] == "user":
@@ -113,11 +115,11 @@ class Checker:
         key = row_key(messages)
         first = self.exact.setdefault(key, index)
         if first != index:
-            self.flag("duplicate", index, f"same as row {first}")
+            self.flag("duplicate", index, msg("data.note.same_as_row", row=first))
         else:
             near = self.near.setdefault(row_key(messages, folded=True), index)
             if near != index:
-                self.flag("near_duplicate", index, f"like row {near}")
+                self.flag("near_duplicate", index, msg("data.note.like_row", row=near))
         prompt, response = prompt_and_response(messages)
         if not any(m["role"] == "user" for m in prompt):
             return
@@ -140,7 +142,7 @@ class Checker:
                 continue
             self.token_lengths.append(length)
             if length > self.cutoff_len:
-                self.flag("over_cutoff", index, f"{length} tokens > cutoff {self.cutoff_len}")
+                self.flag("over_cutoff", index, msg("data.note.over_cutoff", tokens=length, cutoff=self.cutoff_len))
                 over.append((index, row))
         # The cut removes the whole response when everything before the first
         # assistant turn (with its header) already fills the cutoff.
@@ -149,7 +151,7 @@ class Checker:
         prompts = [{"messages": prompt, "add_generation_prompt": True} for _, prompt in over]
         for (index, _), length in zip(over, count_tokens(self.tokenizer, prompts)):
             if length >= self.cutoff_len:
-                self.flag("response_cut", index, f"the prompt alone is {length} tokens")
+                self.flag("response_cut", index, msg("data.note.prompt_tokens", tokens=length))
         self.batch = []
 
     def _lengths(self, rows: list[dict]) -> list[int | None]:
@@ -164,7 +166,7 @@ class Checker:
                 lengths.append(count_tokens(self.tokenizer, [row])[0])
             except TEMPLATE_ERRORS as e:
                 lengths.append(None)
-                self.flag("schema", index, f"the model's chat template refuses this row: {e}")
+                self.flag("schema", index, msg("data.note.template_refuses", error=str(e)))
         return lengths
 
     def finish(self) -> dict:
@@ -178,7 +180,7 @@ class Checker:
         fence = upper_fence(self.chars, OUTLIER_IQR)
         for index, chars in zip(self.usable, self.chars):
             if fence is not None and chars > fence:
-                self.flag("length_outlier", index, f"{chars} characters (fence {fence:.0f})")
+                self.flag("length_outlier", index, msg("data.note.outlier", chars=chars, fence=round(fence)))
         language = self._language()
         for result in self.results.values():
             result.rows.sort()
@@ -192,9 +194,10 @@ class Checker:
         for k, index in enumerate(self.usable):
             row, prompt, response = codes[3 * k : 3 * k + 3]
             if prompt and response and prompt != response:
-                self.flag("language_mix", index, f"prompt {SCRIPTS[prompt]}, response {SCRIPTS[response]}")
+                self.flag("language_mix", index, msg("data.note.scripts_differ", prompt=SCRIPTS[prompt],
+                                                     response=SCRIPTS[response]))
             elif row and row != major:
-                self.flag("language_mix", index, f"{SCRIPTS[row]} row in a mostly {SCRIPTS[major]} set")
+                self.flag("language_mix", index, msg("data.note.script_unlike", script=SCRIPTS[row], major=SCRIPTS[major]))
         cjk, latin = self.letters
         return {
             "cjk_rows": counts["cjk"],
@@ -204,12 +207,14 @@ class Checker:
         }
 
 
-def conflict_detail(row: int, group: list[int], shown: int = 3) -> str:
+def conflict_detail(row: int, group: list[int], shown: int = 3) -> Message:
     """A conflicting row's note: the other rows of its prompt group (never the row itself)."""
     others = [other for other in group if other != row]
     named = ", ".join(str(other) for other in others[:shown])
-    more = f" and {len(others) - shown} more" if len(others) > shown else ""
-    return f"same prompt as row{'s' if len(others) > 1 else ''} {named}{more}, answers differ"
+    if len(others) == 1:
+        return msg("data.note.conflict_one", row=named)
+    more = msg("data.note.and_more", count=len(others) - shown) if len(others) > shown else ""
+    return msg("data.note.conflict_many", rows=named, more=more)
 
 
 def check_file(

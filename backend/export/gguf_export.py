@@ -1,0 +1,185 @@
+"""GGUF files from a merged (or full) model, checked by running them in llama.cpp.
+
+Steps, each after a disk check: llama.cpp's converter writes f16 (and bf16 /
+q8_0 directly), its quantizer writes the k-quants from the f16 file; the
+chat template and EOS are read back from each file; then llama.cpp answers
+the run's held-out prompts greedily and the answers are compared, token by
+token, with the adapter's through transformers + peft, and each level's
+next-token distributions with the f16 file's (mean KL divergence and top-1
+agreement, llama.cpp's own way of judging a quant). An Ollama Modelfile is
+written beside the files. A failed check is reported plainly and the files
+are kept; a refusal removes only the partial file, never the merged model.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from backend.export import llama_cpp_tools as tools
+from backend.export.gguf_checks import compare_answers, distribution_stats, metadata_check
+from backend.export.modelfile import build_modelfile, match_family, stop_texts
+from backend.export.outputs import ExportError, count_parameters, ensure_disk_space
+from backend.messages import msg
+from backend.runs.jobs import write_progress
+
+GGUF_FOLDER = "gguf"
+GGUF_PROMPTS = 10
+GGUF_NEW_TOKENS = 32
+AGREE_TOKENS = 8       # f16 answers must match the adapter's over at least this many first tokens ...
+F16_AGREEMENT = 0.9    # ... on this share of the prompts
+DISK_MARGIN = 1.15
+LORA_TYPES = ("f16", "q8_0")
+
+
+@dataclass
+class GGUFRequest:
+    levels: list[tools.Level]
+    prompts: list[list[dict]] = field(default_factory=list)        # generation prompts (held-out)
+    conversations: list[list[dict]] = field(default_factory=list)  # prompt + reference, for the KL check
+    reference_ids: list[list[int]] | None = None                   # the adapter's greedy answers, as token ids
+
+
+def planned_sizes(model_dir: Path, levels: list[tools.Level]) -> dict[str, int]:
+    """Bytes each file will take, from the parameter count (shown before the export starts)."""
+    parameters = count_parameters(str(model_dir))
+    return {level.name: int(parameters * level.bits_per_weight / 8) for level in levels}
+
+
+def export_gguf(model_dir: Path, name: str, request: GGUFRequest, progress: Path | None = None) -> dict:
+    """Write out/gguf/<name>-<level>.gguf for each level, the Modelfile and the checks; returns the report."""
+    from backend.models.loading import load_tokenizer
+
+    folder = tools.check_tools()
+    started = time.time()
+    out_dir = model_dir / GGUF_FOLDER
+    out_dir.mkdir(exist_ok=True)
+    log = out_dir / "convert.log"
+    tokenizer = load_tokenizer(model_dir)
+    wanted = [level.name for level in request.levels]
+    f16 = tools.LEVELS["f16"]
+    sizes = planned_sizes(model_dir, [f16, *[level for level in request.levels if level is not f16]])
+    files: dict[str, Path] = {}
+    for level in [f16, *[lv for lv in request.levels if lv is not f16]]:
+        target = out_dir / f"{name}-{level.name}.gguf"
+        ensure_disk_space(out_dir, int(sizes[level.name] * DISK_MARGIN))
+        write_progress(progress, stage=msg("gguf_export.stage.writing", level=level.name, size=_mb(sizes[level.name])))
+        partial = target.with_name(target.name + ".partial")
+        if level.outtype:
+            tools.convert(model_dir, partial, level.outtype, log)
+        else:
+            tools.quantize(files["f16"], partial, level)
+        partial.rename(target)
+        files[level.name] = target
+    stops = _stop_ids(tokenizer)
+    write_progress(progress, stage=msg("gguf_export.stage.checking"))
+    metadata = {lv: metadata_check(path, tokenizer, stops) for lv, path in files.items()}
+    checks = run_checks(files, tokenizer, request)
+    match = match_family(tokenizer)
+    main_level = next((lv for lv in wanted if lv != "f16"), wanted[0])
+    modelfile = out_dir / "Modelfile"
+    modelfile.write_text(build_modelfile(files[main_level].name, match, stop_texts(tokenizer, stops)),
+                         encoding="utf-8")
+    if "f16" not in wanted:  # it was the quantizer's source and the checks' reference
+        files.pop("f16").unlink()
+    return {
+        "folder": str(out_dir), "converter": str(folder), "llama_cpp_version": tools.LLAMA_CPP_VERSION,
+        "files": {lv: {"file": p.name, "bytes": p.stat().st_size} for lv, p in files.items()},
+        "planned_bytes": sizes, "metadata": metadata, "checks": checks,
+        "modelfile": modelfile.name, "template_family": match.family.name if match.family else None,
+        "template_note": "" if match.family else msg("gguf_export.template_not_expressed", start=match.reason).to_dict(),
+        "ollama": f"ollama create {_ollama_name(name)} -f {modelfile}",
+        "passed": checks["passed"] and all(m["passed"] for m in metadata.values()),
+        "seconds": round(time.time() - started, 1),
+    }
+
+
+def run_checks(files: dict[str, Path], tokenizer, request: GGUFRequest) -> dict:
+    """llama.cpp's greedy answers against the adapter's, and each level's distributions against f16's."""
+    from backend.data.encode import render
+    from backend.models.gguf_engine import GGUFModel
+
+    texts = [render(tokenizer, p, add_generation_prompt=True) for p in request.prompts]
+    conversations = [render(tokenizer, c) for c in request.conversations]
+    prompt_texts = [render(tokenizer, c[:-1], add_generation_prompt=True) for c in request.conversations]
+    hf_prompt_ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    levels: dict[str, dict] = {}
+    reference_logits = None
+    for level, path in files.items():
+        model = GGUFModel(path, n_ctx=_context(hf_prompt_ids, conversations, tokenizer), logits_all=True)
+        try:
+            prompt_ids = [model.tokenize(t) for t in texts]
+            answers = [model.greedy(ids, GGUF_NEW_TOKENS) for ids in prompt_ids]
+            rows = [dict(compare_answers(want, got, tokenizer), prompt=p[-1]["content"])
+                    for p, want, got in zip(request.prompts, request.reference_ids, answers)]
+            spans = [(len(model.tokenize(p)), model.tokenize(c)) for p, c in zip(prompt_texts, conversations)]
+            logits = [model.logits(ids)[start - 1:len(ids) - 1] for start, ids in spans]
+        finally:
+            model.close()
+        agree = sum(r["agree_first"] >= AGREE_TOKENS or r["equal"] for r in rows)
+        entry = {"equal": sum(r["equal"] for r in rows), "agree_first_8": agree, "total": len(rows), "rows": rows,
+                 "same_prompt_tokens": sum(a == b for a, b in zip(prompt_ids, hf_prompt_ids))}
+        if reference_logits is None:
+            reference_logits = logits
+            entry["passed"] = agree >= math.ceil(F16_AGREEMENT * len(rows))
+        else:
+            entry.update(distribution_stats(reference_logits, logits))
+            entry["passed"] = True  # a quant is measured, not judged: its numbers go into the report
+        levels[level] = entry
+    return {"levels": levels, "passed": levels["f16"]["passed"],
+            "summary": msg("gguf_export.check_summary", agree=levels["f16"]["agree_first_8"], total=levels["f16"]["total"],
+                           tokens=AGREE_TOKENS).to_dict()}
+
+
+def _context(prompt_ids, conversations, tokenizer) -> int:
+    longest = max([len(ids) for ids in prompt_ids] + [len(tokenizer(c)["input_ids"]) for c in conversations] + [1])
+    return max(256, longest + GGUF_NEW_TOKENS + 64)
+
+
+def _stop_ids(tokenizer) -> list[int]:
+    from backend.models.chat_templates import stop_token_ids, turn_terminator
+
+    stops = set(stop_token_ids(tokenizer))
+    terminator = turn_terminator(tokenizer)
+    if terminator is not None:
+        stops.add(terminator)
+    return sorted(stops)
+
+
+def export_lora_gguf(checkpoint: Path, base_dir: str, out_dir: Path, name: str, outtype: str) -> dict:
+    """The adapter alone as a GGUF LoRA (llama.cpp's --lora, Ollama's ADAPTER) beside a base GGUF."""
+    import json
+
+    config = json.loads((checkpoint / "adapter_config.json").read_text(encoding="utf-8"))
+    if config.get("use_dora"):
+        raise ExportError(msg("gguf_export.dora_refused"))
+    if outtype not in LORA_TYPES:
+        raise ExportError(msg("gguf_export.lora_type", outtype=outtype, types=", ".join(LORA_TYPES)))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / f"{name}-lora-{outtype}.gguf"
+    partial = target.with_name(target.name + ".partial")
+    tools.convert_lora(checkpoint, Path(base_dir), partial, outtype, out_dir / "convert.log")
+    partial.rename(target)
+    return {"file": target.name, "bytes": target.stat().st_size, "outtype": outtype}
+
+
+def _ollama_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in name.lower()).strip("-.") or "finetuned"
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:.0f} MB" if size < 1e9 else f"{size / 1e9:.2f} GB"
+
+
+def size_preview(checkpoint: Path, workspace, levels: list[str]) -> dict[str, int]:
+    """Bytes of each GGUF level for this checkpoint's model (the base's parameter count), before starting."""
+    from backend.export.outputs import base_model_for, checkpoint_kind, find_run_dir
+
+    checkpoint = Path(checkpoint)
+    if checkpoint_kind(checkpoint) == "full":
+        folder = checkpoint
+    else:
+        folder = Path(base_model_for(checkpoint, find_run_dir(checkpoint), workspace, None, resolve=True).path)
+    return planned_sizes(folder, tools.parse_levels(levels))

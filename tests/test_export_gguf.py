@@ -1,0 +1,175 @@
+"""GGUF export through llama.cpp's own converter and quantizer, checked by running the files
+in llama.cpp, with the Modelfile Ollama needs and the refusals a user can hit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from backend.export import llama_cpp_tools as tools
+from backend.export.exporter import export_checkpoint
+from backend.export.outputs import ExportError
+from tests.gguf_runs import REPO, build_two_layer_smollm2, train_lora
+
+
+@pytest.fixture(scope="module")
+def small_model(tmp_path_factory, starter_model_dir):
+    return build_two_layer_smollm2(starter_model_dir, tmp_path_factory.mktemp("models") / "smollm2-2-layers")
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory, small_model, subprocess_env_module):
+    return train_lora(small_model, tmp_path_factory.mktemp("gguf-run"), subprocess_env_module)
+
+
+@pytest.fixture(scope="module")
+def subprocess_env_module():
+    import os
+
+    return dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+                OMP_NUM_THREADS="1")
+
+
+@pytest.fixture(scope="module")
+def exported(small_run, tmp_path_factory, subprocess_env_module):
+    """One export of the run's final adapter as f16 + q8_0 + q4_k_m, through the CLI, as a user runs it."""
+    out = tmp_path_factory.mktemp("gguf-out") / "assistant"
+    command = [sys.executable, "-m", "backend.export", "--checkpoint", str(small_run / "final"), "--out", str(out),
+               "--gguf", "q4_k_m", "q8_0", "f16", "--gguf-lora", "f16", "--no-zip", "--json"]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=subprocess_env_module)
+    assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-2000:]
+    return out, json.loads(done.stdout)
+
+
+def test_every_level_is_written_next_to_the_kept_merged_model(exported):
+    out, report = exported
+    gguf = report["gguf"]
+    assert (out / "config.json").is_file() and list(out.glob("*.safetensors"))  # the merged model stays
+    assert set(gguf["files"]) == {"f16", "q8_0", "q4_k_m"}
+    sizes = {level: info["bytes"] for level, info in gguf["files"].items()}
+    assert sizes["q4_k_m"] < sizes["q8_0"] < sizes["f16"]
+    for level, info in gguf["files"].items():
+        assert (out / "gguf" / info["file"]).is_file()
+        assert abs(info["bytes"] - gguf["planned_bytes"][level]) < 0.35 * info["bytes"]  # the size shown before
+    assert not list((out / "gguf").glob("*.partial"))
+
+
+def test_the_template_and_eos_travel_into_every_file(exported):
+    _, report = exported
+    for level, check in report["gguf"]["metadata"].items():
+        assert check["chat_template_same"], level
+        assert check["eos_is_a_stop_token"], level
+        assert check["architecture"] == "llama"
+
+
+def test_llama_cpp_answers_like_the_adapter_and_each_quant_is_measured(exported):
+    _, report = exported
+    checks = report["gguf"]["checks"]
+    f16 = checks["levels"]["f16"]
+    assert f16["total"] == 10
+    assert f16["agree_first_8"] >= 9, json.dumps(f16["rows"], indent=1, ensure_ascii=False)
+    assert f16["same_prompt_tokens"] == 10  # llama.cpp tokenises the rendered prompt as transformers does
+    assert checks["passed"] and report["gguf"]["passed"]
+    for level in ("q8_0", "q4_k_m"):
+        entry = checks["levels"][level]
+        assert entry["positions"] > 50 and entry["mean_kl"] >= 0
+        assert 0 < entry["top1_agreement"] <= 1
+    # q8_0 keeps the distribution closer to f16 than q4_k_m does
+    assert checks["levels"]["q8_0"]["mean_kl"] < checks["levels"]["q4_k_m"]["mean_kl"]
+
+
+def test_the_modelfile_renders_like_training_and_stops_on_the_end_of_turn(exported, small_model):
+    from backend.export.modelfile import FAMILIES, SAMPLES, match_family
+    from backend.models.loading import load_tokenizer
+
+    out, report = exported
+    text = (out / "gguf" / "Modelfile").read_text(encoding="utf-8")
+    assert text.startswith(f"FROM ./{report['gguf']['files']['q4_k_m']['file']}\n")
+    assert 'PARAMETER stop "<|im_end|>"' in text
+    assert "TEMPLATE \"\"\"" in text and report["gguf"]["template_family"] == "chatml"
+    # SmolLM2's template inserts its own system prompt when a chat has none: the Modelfile says it too
+    assert 'SYSTEM """You are a helpful AI assistant named SmolLM, trained by Hugging Face"""' in text
+    assert "ollama create assistant -f" in report["gguf"]["ollama"]
+    tokenizer = load_tokenizer(small_model)
+    match = match_family(tokenizer)
+    chatml = next(f for f in FAMILIES if f.name == "chatml")
+    assert match.family is chatml
+    assert chatml.render(match.system, SAMPLES[0]) == tokenizer.apply_chat_template(
+        SAMPLES[0], tokenize=False, add_generation_prompt=True)
+
+
+def test_the_lora_gguf_and_the_model_card(exported):
+    from gguf import GGUFReader
+
+    out, report = exported
+    lora = out / "gguf" / report["gguf"]["lora"]["file"]
+    reader = GGUFReader(str(lora))
+    assert reader.get_field("general.type").contents() == "adapter"
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "## GGUF" in card and "mean KL vs f16" in card and "ollama create" in card
+
+
+def test_the_demo_models_own_tokenizer_is_refused_and_the_merged_model_kept(tmp_path, workspace):
+    """The demo model's byte-level BPE was trained here: llama.cpp's converter does not know it."""
+    from tests.eval_export_runs import cached_run
+
+    run = cached_run(workspace, workspace.models_dir / "demo", "lora")
+    out = tmp_path / "demo-export"
+    with pytest.raises(ExportError) as refused:
+        export_checkpoint(run / "checkpoint-8", out, gguf=["q8_0"], make_zip=False, workspace=workspace)
+    text = str(refused.value)
+    assert "does not know the tokenizer" in text and "merged model" in text and str(out) in text
+    assert (out / "config.json").is_file()  # the merged model is complete and kept
+    assert not list((out / "gguf").glob("*.gguf*"))  # no partial file left behind
+
+
+@pytest.mark.parametrize("level, words", [("iq2_xs", "importance matrix"), ("q3_weird", "is not one this export")])
+def test_levels_that_cannot_be_written_are_refused_before_anything_runs(level, words):
+    with pytest.raises(ExportError, match=words):
+        tools.parse_levels([level])
+
+
+def test_a_converter_from_another_release_is_refused(tmp_path, monkeypatch):
+    folder = tmp_path / "llama.cpp"
+    folder.mkdir()
+    (folder / "convert_hf_to_gguf.py").write_text("", encoding="utf-8")
+    (folder / "VERSION").write_text("0.0.1\n", encoding="utf-8")
+    monkeypatch.setenv(tools.TOOLS_ENV, str(folder))
+    with pytest.raises(ExportError, match="different releases"):
+        tools.check_tools()
+
+
+def test_dora_adapters_are_refused_for_a_gguf_lora(tmp_path):
+    from backend.export.gguf_export import export_lora_gguf
+
+    (tmp_path / "adapter_config.json").write_text(json.dumps({"use_dora": True}), encoding="utf-8")
+    with pytest.raises(ExportError, match="DoRA"):
+        export_lora_gguf(tmp_path, str(tmp_path), tmp_path / "out", "x", "f16")
+
+
+@pytest.mark.parametrize("family", ["chatml", "llama3", "gemma"])
+def test_each_training_template_family_gets_its_ollama_template(gemma_model_dir, family):
+    """The templates the real-model runs train with (backend/models/chat_templates.py) each match
+    the Go template of their family, rendered the same on single, system and multi-turn chats."""
+    from backend.export.modelfile import match_family
+    from backend.models.chat_templates import KNOWN
+    from backend.models.loading import load_tokenizer
+
+    tokenizer = load_tokenizer(gemma_model_dir)
+    tokenizer.chat_template = KNOWN[family].template
+    match = match_family(tokenizer)
+    assert match.family is not None and match.family.name == family and match.system is None
+
+
+def test_a_template_no_family_expresses_gets_no_template_and_a_sentence(gemma_model_dir):
+    from backend.export.modelfile import build_modelfile, match_family
+    from backend.models.loading import load_tokenizer
+
+    tokenizer = load_tokenizer(gemma_model_dir)
+    tokenizer.chat_template = "{% for m in messages %}### {{ m['role'] }}: {{ m['content'] }}\n{% endfor %}### assistant:"
+    match = match_family(tokenizer)
+    assert match.family is None and match.reason.startswith("### user: Hi there.")
+    assert "TEMPLATE" not in build_modelfile("m.gguf", match, ["</s>"])
