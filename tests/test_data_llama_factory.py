@@ -13,6 +13,7 @@ import pytest
 
 from backend.config import ConfigError
 from backend.data.cli import main as data_cli
+from backend.data.errors import DataError
 from backend.data.load import load_rows
 from backend.data.resolve import check_dataset
 from backend.runs.workspace import Workspace
@@ -112,3 +113,70 @@ def test_a_ranking_entry_reads_its_own_role_tags(tmp_path):
     assert load_rows(folder).rows == [{"prompt": [{"role": "user", "content": "2+2?"}],
                                        "chosen": [{"role": "assistant", "content": "4."}],
                                        "rejected": [{"role": "assistant", "content": "5."}]}]
+
+
+@pytest.mark.parametrize("column, placeholder", [("images", "<image>"), ("videos", "<video>"), ("audios", "<audio>")])
+def test_multimodal_entries_and_rows_are_refused_not_trained_without_their_media(tmp_path, column, placeholder):
+    rows = [{"messages": _turns(f"{placeholder}Who are they?", "Players."), column: [f"mllm_demo_data/1.{column}"]}]
+    entry = {"file_name": "mllm.json", "formatting": "sharegpt", "columns": {"messages": "messages", column: column},
+             "tags": ROLE_TAGS}
+    folder = lf_folder(tmp_path, {"mllm": (entry, rows)})
+    with pytest.raises(DataError, match=f"dataset 'mllm' is multimodal \\(columns: {column}={column}\\): the app "
+                                        "trains text-only models.*Choose a text-only dataset"):
+        load_rows(folder)
+    # The file alone: each row is unusable, and says why.
+    with pytest.raises(DataError, match=f"{column} holds 1 item\\(s\\): the app trains text-only models"):
+        load_rows(folder / "mllm.json")
+    # A placeholder without its media column is no plain text either (LLaMA-Factory reads it as media).
+    bare = tmp_path / "placeholder.jsonl"
+    bare.write_text(json.dumps({"instruction": f"{placeholder}Describe it", "output": "A cat."}) + "\n"
+                    + json.dumps({"instruction": "Say hi", "output": "Hi"}) + "\n", encoding="utf-8")
+    loaded = load_rows(bare)
+    assert loaded.indices == [1]
+    assert f"holds a {placeholder} placeholder" in str(loaded.rejected[0].problems[0][1])
+
+
+def test_text_parts_with_value_load_and_other_parts_are_named(tmp_path):
+    row = {"messages": [{"role": "system", "content": [{"type": "text", "value": "Be brief."}]},
+                        {"role": "user", "content": [{"type": "text", "value": "Hi"}, {"type": "text", "text": "!"}]},
+                        {"role": "assistant", "content": [{"type": "text", "value": "Hello."}]}]}
+    path = tmp_path / "parts.jsonl"
+    refused = {kind: {"messages": [{"role": "user", "content": "Hi"},
+                                   {"role": "assistant", "content": [{"type": kind, "value": "x"},
+                                                                     {"type": "text", "value": "Hello."}]}]}
+               for kind in ("reasoning", "tool_call", "image_url")}
+    path.write_text("".join(json.dumps(r) + "\n" for r in [row, *refused.values()]), encoding="utf-8")
+    loaded = load_rows(path)
+    assert loaded.rows == [{"messages": [{"role": "system", "content": "Be brief."},
+                                         {"role": "user", "content": "Hi!"},
+                                         {"role": "assistant", "content": "Hello."}]}]
+    for item, kind in zip(loaded.rejected, refused):
+        assert item.problems == [("messages[1].content[0]", item.problems[0][1])]
+        assert str(item.problems[0][1]).startswith(f"holds a '{kind}' part: only text parts can be trained on")
+
+
+@pytest.mark.parametrize("entry, words", [
+    ({"hf_hub_url": "llamafactory/alpaca_en", "ms_hub_url": "llamafactory/alpaca_en"},
+     ["dataset 'alpaca_en' is on the Hugging Face hub (llamafactory/alpaca_en), not a file in this folder",
+      "hf download llamafactory/alpaca_en --repo-type dataset"]),
+    ({"ms_hub_url": "deepctrl/deepctrl-sft-data"},
+     ["on the ModelScope hub (deepctrl/deepctrl-sft-data)", "modelscope download --dataset deepctrl/deepctrl-sft-data"]),
+    ({"script_url": "belle_multiturn", "formatting": "sharegpt"},
+     ["dataset 'alpaca_en' is not a file in this folder (script_url: belle_multiturn)", "set \"file_name\""]),
+])
+def test_an_entry_that_lives_elsewhere_is_said_to_be_one(tmp_path, entry, words):
+    folder = lf_folder(tmp_path, {"alpaca_en": (entry, None), "dpo_en_demo": (DPO_ENTRY, DPO_ROWS)})
+    with pytest.raises(DataError) as refused:
+        load_rows(folder, dataset="alpaca_en")
+    assert all(word in str(refused.value) for word in words), str(refused.value)
+    assert "has no local dataset named" not in str(refused.value)
+
+
+def test_pretraining_text_is_named_with_what_the_app_takes(tmp_path):
+    rows = [{"text": "A document about the sea."}, {"text": "Another document."}]
+    folder = lf_folder(tmp_path, {"c4_demo": ({"file_name": "c4_demo.json", "columns": {"prompt": "text"}}, rows)})
+    expected = "pretraining text.*no answer to train on. The app fine-tunes on rows with answers: alpaca"
+    with pytest.raises(DataError, match=f"dataset 'c4_demo' is {expected}"):
+        load_rows(folder)
+    with pytest.raises(DataError, match=f"only a 'text' document each: this is {expected}"):
+        load_rows(folder / "c4_demo.json")

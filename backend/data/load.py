@@ -18,6 +18,7 @@ from backend.data.errors import DataError
 from backend.data.read import file_type, iter_records
 from backend.data.shapes import SHAREGPT_TAGS, Shape, convert, detect_shape, known_shape_of, shape_from_mapping
 from backend.data.text_encoding import detect_encoding, encoding_message
+from backend.data.unsupported import media_columns
 from backend.messages import Message, msg
 
 DATASET_INFO = "dataset_info.json"
@@ -129,6 +130,9 @@ def _open_dataset_info(folder: Path, dataset: str | None) -> Source:
         dataset = next(iter(local))
     entry = local.get(dataset)
     if entry is None:
+        remote = not_local(info_path, dataset, info.get(dataset))
+        if remote:
+            raise remote
         raise DataError(info_path, msg("data.no_dataset_named", name=dataset),
                         msg("data.hint.choose_one_of", names=", ".join(sorted(local))))
     data_path = _inside(folder, entry["file_name"], info_path)
@@ -143,11 +147,53 @@ def _open_dataset_info(folder: Path, dataset: str | None) -> Source:
     elif formatting != "alpaca":
         raise DataError(info_path, msg("data.formatting", name=dataset, formatting=formatting),
                         msg("data.hint.alpaca_sharegpt"))
+    _refuse_untrainable(info_path, dataset, entry, columns, first)
     if entry.get("ranking") or columns.get("kto_tag"):
         return _preference_entry(folder, dataset, data_path, kind, encoding, first, mapping)
-    mapping = {k: v for k, v in mapping.items() if k not in ("images", "videos", "audios", "chosen", "rejected", "kto_tag")}
+    mapping = {k: v for k, v in mapping.items() if k not in ("chosen", "rejected", "kto_tag")}
     shape = shape_from_mapping(mapping, first, str(data_path), origin=msg("data.origin.entry", name=dataset))
     return Source(data_path, f"{folder}:{dataset}", kind, encoding, shape)
+
+
+# Where LLaMA-Factory reads an entry without file_name from, in its own order of precedence.
+HUBS = {"hf_hub_url": ("Hugging Face hub", "hf download {repo} --repo-type dataset --local-dir {target}"),
+        "ms_hub_url": ("ModelScope hub", "modelscope download --dataset {repo} --local_dir {target}"),
+        "om_hub_url": ("Modelers hub", "openmind-cli pull {repo} --repo_type dataset --local_dir {target}")}
+REMOTE_KEYS = ("script_url", "cloud_file_name")
+
+
+def not_local(info_path: Path, dataset: str, entry) -> DataError | None:
+    """An entry LLaMA-Factory reads from a hub, a loading script or cloud storage: said as such (the
+    app reads local files), with how to fetch it, rather than as an unknown name. None for any other."""
+    if not isinstance(entry, dict):
+        return None
+    target = info_path.parent / dataset
+    for key, (hub, command) in HUBS.items():
+        if isinstance(entry.get(key), str):
+            repo = entry[key]
+            return DataError(info_path, msg("data.hub_dataset", name=dataset, hub=hub, repo=repo),
+                             msg("data.hint.download_dataset", command=command.format(repo=repo, target=target)))
+    key = next((k for k in REMOTE_KEYS if entry.get(k)), None)
+    if key:
+        return DataError(info_path, msg("data.remote_dataset", name=dataset, key=key, value=entry[key]),
+                         msg("data.hint.local_file"))
+    return None
+
+
+def _refuse_untrainable(info_path: Path, dataset: str, entry: dict, columns: dict, first: dict) -> None:
+    """An entry the app can read but not train on: multimodal, or pretraining documents (a prompt
+    column and no response, LLaMA-Factory's `columns: {prompt: text}`)."""
+    media = media_columns(columns)
+    if media:
+        raise DataError(info_path, msg("data.media_entry", name=dataset,
+                                       columns=", ".join(f"{k}={columns[k]}" for k in media)),
+                        msg("data.hint.text_only"))
+    if entry.get("formatting", "alpaca") != "alpaca" or entry.get("ranking") or columns.get("kto_tag"):
+        return
+    prompt, response = columns.get("prompt", "instruction"), columns.get("response", "output")
+    if "response" not in columns and response not in first and prompt in first:
+        raise DataError(info_path, msg("data.pretraining_entry", name=dataset, column=prompt),
+                        msg("data.hint.pretraining"))
 
 
 def _preference_entry(folder, dataset, data_path, kind, encoding, first, mapping) -> Source:

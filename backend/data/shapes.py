@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass, field
 
 from backend.data.errors import DataError
+from backend.data.unsupported import is_pretraining_text, media_in_row, placeholder_in
 from backend.messages import Message, msg
 
 OBSERVATION_PREFIX = "Tool result:\n"
@@ -98,6 +99,8 @@ def detect_shape(first: dict, file: str, mapping: dict[str, str] | None = None, 
         return _conversation_shape("messages", first)
     if "instruction" in first and "output" in first:
         return Shape("alpaca", {k: k for k in ALPACA_KEYS if k in first or k in ("instruction", "output", "input")})
+    if is_pretraining_text(first):
+        raise DataError(file, msg("data.pretraining_text", column="text"), msg("data.hint.pretraining"), row=row)
     raise DataError(
         file,
         msg("data.no_shape", columns=", ".join(map(str, first)) or "(none)"),
@@ -198,18 +201,35 @@ def _field(raw: dict, column: str, problems: RowProblems) -> str | None:
 def convert(raw: dict, shape: Shape) -> tuple[dict | None, RowProblems, set[str]]:
     """One raw row -> (canonical row or None, problems, flags)."""
     problems, flags = RowProblems(), set()
+    media = media_in_row(raw)
+    if media:  # the model would never see them: refused before the text is read
+        problems.add(*media)
+        return None, problems, flags
     if shape.name.startswith(("pairwise", "kto")):
         from backend.data.pairwise import convert_pair
 
         row, problems = convert_pair(raw, shape)
-        return row, problems, flags
+        if row is not None:
+            _refuse_placeholders([m for key in ("prompt", "chosen", "rejected", "completion")
+                                  for m in row.get(key, [])], shape, problems)
+        return (None if problems else row), problems, flags
     if shape.name == "alpaca":
         messages = _alpaca(raw, shape.columns, problems, flags)
     else:
         messages = _conversation(raw, shape, problems)
+    if messages is not None and not problems:
+        _refuse_placeholders(messages, shape, problems)
     if problems or messages is None:
         return None, problems, flags
     return {"messages": messages}, problems, flags
+
+
+def _refuse_placeholders(messages: list[dict], shape: Shape, problems: RowProblems) -> None:
+    problem = placeholder_in(m["content"] for m in messages)
+    if problem:
+        cols = shape.columns
+        # the column the text came from (a transcript pair has only its chosen / rejected columns)
+        problems.add(next(cols[k] for k in ("messages", "instruction", "prompt", "chosen") if k in cols), problem)
 
 
 def _system(raw: dict, columns: dict, problems: RowProblems) -> list[dict]:
@@ -295,8 +315,10 @@ def _turn(turn: dict, where: str, tags: dict, problems: RowProblems) -> dict | N
     content_value = turn.get(tags["content_tag"])
     if tags["role_tag"] == "role" and role == "assistant" and content_value is None and turn.get("tool_calls"):
         content_value = json.dumps(turn["tool_calls"], ensure_ascii=False)
-    if isinstance(content_value, list) and tags["role_tag"] == "role":
+    if isinstance(content_value, list):
         content_value = _content_parts(content_value, f"{where}.{tags['content_tag']}", problems)
+        if content_value is None:
+            return None  # the part is named; "is empty" on top of it would mislead
     content = _text(content_value, f"{where}.{tags['content_tag']}", problems)
     roles = {
         tags["user_tag"]: "user",
@@ -324,13 +346,19 @@ def _turn(turn: dict, where: str, tags: dict, problems: RowProblems) -> dict | N
 
 
 def _content_parts(parts: list, where: str, problems: RowProblems) -> str | None:
+    """A list of content parts -> their text. OpenAI's parts hold it under `text`, LLaMA-Factory's
+    newer ones under `value`; any other part (image_url, reasoning, tool_call ...) is named."""
     texts = []
-    for part in parts:
-        if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
-            texts.append(part["text"])
-        else:
-            problems.add(where, msg("row.non_text_part"))
+    for i, part in enumerate(parts):
+        kind = part.get("type") if isinstance(part, dict) else None
+        text = next((part[key] for key in ("text", "value") if isinstance(part.get(key), str)), None) \
+            if kind == "text" else None
+        if text is None:
+            named = kind if isinstance(kind, str) else type(part).__name__
+            problems.add(f"{where}[{i}]", msg("row.text_part_empty") if kind == "text"
+                         else msg("row.part_not_text", type=named))
             return None
+        texts.append(text)
     return "".join(texts)
 
 
