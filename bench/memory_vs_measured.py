@@ -72,10 +72,14 @@ def run_case(model_path: Path, settings: dict, data: Path, root: Path, n: int, d
     config.save(run_dir / "config.yaml")
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     started = time.time()
-    subprocess.run([sys.executable, "-m", "backend.train", "--config", str(run_dir / "config.yaml"),
-                    "--run-dir", str(run_dir)], cwd=REPO, env=env, check=False,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen([sys.executable, "-m", "backend.train", "--config", str(run_dir / "config.yaml"),
+                               "--run-dir", str(run_dir)], cwd=REPO, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # The kernel's peak for this child (ru_maxrss, KiB): what summary.json records, also when the worker
+    # fails after its steps.
+    usage = os.wait4(worker.pid, 0)[2]
     summary = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
+    summary.setdefault("peak_rss_gb", round(usage.ru_maxrss / 2**20, 3))
     arch = Architecture.from_folder(model_path)
     precision = summary.get("precision") or "fp32"
     device_kind = "cuda" if "peak_allocated_gb" in summary else "cpu"

@@ -38,10 +38,14 @@ RUNTIME_GB = {"cuda": 0.6, "cpu": 0.5}
 # tensors counted below (glibc keeps freed blocks, backward temporaries):
 # measured with bench/memory_vs_measured.py, see docs/MEMORY.md. Unmeasured on GPUs: 1.
 ACTIVATION_FACTOR = {"cuda": 1.0, "cpu": 1.75}
-# With gradient checkpointing the CPU heap keeps much more beyond the live tensors (each
-# recomputed layer is freed and reallocated once per step): 4.5x on the SmolLM2-135M
-# architecture (bench/memory_vs_measured.py --size 135m, docs/MEMORY.md). Unmeasured on GPUs: 1.
-CHECKPOINTED_FACTOR = {"cuda": 1.0, "cpu": 4.5}
+# With gradient checkpointing each layer's full activations are freed after the forward and
+# recomputed in backward; on the CPU glibc keeps part of those freed blocks resident, so the
+# heap beyond the live tensors grows with the number of layers recomputed: this share of one
+# layer's full activations per layer after the first, fitted on SmolLM2-135M (30 layers) and
+# checked on the 2-layer demo (bench/checkpointing_memory.py, docs/MEMORY.md). A multiple of
+# the live tensors instead (4.5x, fitted at 135M) said checkpointing raised the demo's memory.
+# The CUDA caching allocator reuses freed blocks of the same sizes: 0, unmeasured.
+CHECKPOINT_HEAP_SHARE = {"cuda": 0.0, "cpu": 0.55}
 # Keep this share of the device free: allocator fragmentation, other processes.
 HEADROOM = 0.10
 LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -243,10 +247,12 @@ def estimate_memory(arch: Architecture, *, method: str, precision: str, batch_si
     gradients = trainable * 4
     optimizer = trainable * OPTIMIZER_BYTES.get(optim, 8)
     kind = "cpu" if device_kind == "cpu" else "cuda"
-    factor = (CHECKPOINTED_FACTOR if gradient_checkpointing else ACTIVATION_FACTOR)[kind]
-    activations = factor * _activation_bytes(
+    activations = ACTIVATION_FACTOR[kind] * _activation_bytes(
         arch, method, compute, batch_size, cutoff_len, gradient_checkpointing, lora_target, lora_dropout,
         chunked_loss)
+    if gradient_checkpointing:
+        layer = _layer_bytes(arch, method, compute, batch_size * cutoff_len, lora_target, lora_dropout)
+        activations += CHECKPOINT_HEAP_SHARE[kind] * (layers - 1) * layer
     # LoRA / QLoRA: the adapters' gradients are under 1% of the activations and the
     # CPU factor was fitted with them counted whole, so only full fine-tuning gets it.
     overlap = 0.0
@@ -287,11 +293,7 @@ def _activation_bytes(arch: Architecture, method: str, compute: int, batch_size:
                       checkpointing: bool, lora_target: str | list[str], lora_dropout: float,
                       chunked_loss: bool = False) -> int:
     tokens = batch_size * cutoff_len  # padded to the longest in the batch: cutoff is the worst case
-    dropout_inputs = 0
-    if method != "full" and lora_dropout > 0:
-        shapes = arch.linear_shapes()
-        dropout_inputs = sum(shapes[n][0] for n in target_names(lora_target))
-    per_layer = activation_elements_per_token(arch, dropout_inputs) * compute * tokens
+    per_layer = _layer_bytes(arch, method, compute, tokens, lora_target, lora_dropout)
     if checkpointing:
         # Only each layer's input is kept; one layer is recomputed at a time in backward.
         layers = arch.num_hidden_layers * arch.hidden_size * compute * tokens + per_layer
@@ -308,6 +310,16 @@ def _activation_bytes(arch: Architecture, method: str, compute: int, batch_size:
         from_chunk = 2 * 64 * 2**20
         logits = min(logits, from_chunk) + tokens * arch.hidden_size * 4
     return layers + logits
+
+
+def _layer_bytes(arch: Architecture, method: str, compute: int, tokens: int, lora_target: str | list[str],
+                 lora_dropout: float) -> int:
+    """What one decoder layer keeps for backward over `tokens` tokens (bytes)."""
+    dropout_inputs = 0
+    if method != "full" and lora_dropout > 0:
+        shapes = arch.linear_shapes()
+        dropout_inputs = sum(shapes[n][0] for n in target_names(lora_target))
+    return activation_elements_per_token(arch, dropout_inputs) * compute * tokens
 
 
 # distributed setting -> how the state is split over the GPUs.
