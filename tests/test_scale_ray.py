@@ -123,5 +123,12 @@ def test_ray_train_through_the_cli_and_the_run_store(workspace, subprocess_env, 
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["state"] == "completed" and summary["world_size"] == 2 and summary["global_step"] == STEPS
     log = (run_dir / "train.log").read_text()
-    assert "(RayTrainWorker" in log and f"INFO step {STEPS}/{STEPS}" in log  # the workers' lines reach train.log
+    assert f"INFO step {STEPS}/{STEPS}" in log and "INFO saved checkpoint-" in log  # rank 0 writes train.log
+    # Ray's own stream (its actors, the workers' stdout / stderr) is in ray.log: train.log is the user's.
+    for noise in ("(RayTrainWorker", "(TrainController", "(PlacementGroupCleaner", "Failed to query Ray Train",
+                  "LOAD_GLOBAL", "RETURN_VALUE", "Token authentication"):
+        assert noise not in log, (noise, log[-3000:])
+    assert log.count(f"INFO step {STEPS}/{STEPS}") == 1  # once: not also through Ray's stream
+    ray_log = (run_dir / "ray.log").read_text()
+    assert "(RayTrainWorker pid=" in ray_log and "(TrainController pid=" in ray_log, ray_log[-3000:]
     assert not (run_dir / ".stop-requested").exists()

@@ -28,6 +28,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 from backend.runs.files import read_status
+from backend.scale.ray_log import RayLogFile
 
 log = logging.getLogger("backend.train")
 STOP_FILE = ".stop-requested"
@@ -49,7 +50,8 @@ def run_on_ray(job, stop) -> int:
     stop_file = job.run_dir / STOP_FILE
     stop_file.unlink(missing_ok=True)  # a resume after a stop starts clean
     _forget_ray_checkpoints(job.run_dir)
-    _init(ray, config)
+    ray_log = RayLogFile(job.run_dir)
+    _init(ray, config, ray_log)
 
     def on_sigterm(signum, frame) -> None:
         stop.requested = True
@@ -66,7 +68,8 @@ def run_on_ray(job, stop) -> int:
                                      resources_per_worker=resources),
         run_config=RunConfig(name=job.run_dir.name, storage_path=str(job.run_dir.parent)),
     )
-    log.info("Ray Train: %d workers at %s", config.ray_num_workers, config.ray_address)
+    log.info("Ray Train: %d workers at %s; Ray's own messages are in %s", config.ray_num_workers,
+             config.ray_address, ray_log.path)
     try:
         trainer.fit()
     except Exception:
@@ -76,6 +79,7 @@ def run_on_ray(job, stop) -> int:
         raise
     finally:
         ray.shutdown()
+        ray_log.close()
         stop_file.unlink(missing_ok=True)
     return int(read_status(job.run_dir).get("exit_code") or 0)
 
@@ -92,13 +96,14 @@ def _forget_ray_checkpoints(run_dir: Path) -> None:
         snapshot.unlink()
 
 
-def _init(ray, config) -> None:
+def _init(ray, config, ray_log: RayLogFile) -> None:
     env = {k: os.environ[k] for k in PROPAGATE if k in os.environ}
     env.update({k: v for k, v in os.environ.items() if k.startswith("FINETUNE_STUDIO_")})
     paths = [str(REPO_ROOT), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    # The workers' output reaches train.log through the driver, each line prefixed "(RayTrainWorker pid=...)".
-    common = dict(runtime_env={"env_vars": env}, logging_level=logging.WARNING, log_to_driver=True)
+    # The workers' output reaches the driver, which keeps it in ray.log; rank 0 writes train.log itself.
+    common = dict(runtime_env={"env_vars": env}, configure_logging=False, log_to_driver=True)
+    ray_log.before_init()
     if config.ray_address == "local":
         # A small local instance: logical CPUs for the workers, no dashboard, a small object store
         # (the session moves no data through it).
@@ -113,6 +118,7 @@ def _init(ray, config) -> None:
 
             raise ConfigError(msg("scale.ray_none_running") if config.ray_address == "auto" else
                               msg("scale.ray_unreachable", address=config.ray_address, error="gone")) from None
+    ray_log.after_init()
 
 
 def _job_fields(job) -> dict:
@@ -136,7 +142,7 @@ def _worker_loop(loop_config: dict) -> None:
               workspace=Workspace(Path(fields["workspace"])), resuming=fields["resuming"],
               resume_from=Path(fields["resume_from"]) if fields["resume_from"] else None,
               warnings=fields["warnings"])  # rank and world size: from Ray's RANK / WORLD_SIZE
-    setup_logging(job, to_file=False)
+    setup_logging(job)  # rank 0: into train.log itself (the stream Ray forwards goes to ray.log)
     stop = StopFile(job.run_dir / STOP_FILE)
     try:
         session = build(job, stop, extra_callbacks=(RayReport(job.run_dir),))

@@ -218,15 +218,15 @@ def create_run_dir(job: Job) -> None:
         job.config.save(config_file)
 
 
-def setup_logging(job: Job, to_file: bool = True) -> None:
+def setup_logging(job: Job) -> None:
     """Log lines to stderr, and into train.log unless stderr already is train.log
-    (the run store redirects the worker's output there: no duplicate lines).
-    `to_file=False`: a Ray worker, whose stderr Ray forwards to the driver's train.log."""
+    (the run store redirects the worker's output there: no duplicate lines). A Ray
+    worker's stderr goes to the driver's ray.log: its rank 0 writes train.log here."""
     level = logging.INFO if job.is_main else logging.WARNING
     formatter = logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%d %H:%M:%S")
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     log_file = job.run_dir / LOG_FILE
-    if to_file and job.is_main and not _same_file(sys.stderr, log_file):
+    if job.is_main and not _same_file(sys.stderr, log_file):
         handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
     for name in ("backend", "transformers"):
         logger = logging.getLogger(name)
