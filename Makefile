@@ -22,8 +22,14 @@ LLAMA_CPP_VERSION := 0.3.36
 LLAMA_CPP_SDIST := .cache/sdist/llama_cpp_python-$(LLAMA_CPP_VERSION).tar.gz
 LLAMA_CPP_TOOLS := $(VENV)/share/llama.cpp
 GGUF_STAMP := $(VENV)/.gguf-tools-$(LLAMA_CPP_VERSION)
-# Only the library the bindings load: no multimodal library, tools, examples or tests.
-LLAMA_CPP_CMAKE := -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
+# Only the library the bindings load (no multimodal library, tools, examples or tests), and for
+# x86-64 with AVX2, not -march=native: on a CPU that reports AMX, a native build runs AMX tile
+# instructions the virtual machine refuses (SIGILL in every quantised matmul), and a portable
+# wheel can be cached and reused on another machine.
+LLAMA_CPP_CMAKE := -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF \
+	-DLLAMA_BUILD_SERVER=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+	-DGGML_BMI2=ON
+LLAMA_CPP_WHEELS := .cache/wheels/llama.cpp-$(LLAMA_CPP_VERSION)-avx2
 
 gguf-tools: $(GGUF_STAMP)
 
@@ -31,10 +37,10 @@ $(LLAMA_CPP_SDIST):
 	$(PY) -m pip download -q --no-deps --no-binary :all: llama-cpp-python==$(LLAMA_CPP_VERSION) -d .cache/sdist
 
 $(GGUF_STAMP): $(STAMP) $(LLAMA_CPP_SDIST) requirements-gguf.txt
-	ls .cache/wheels/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 || \
+	ls $(LLAMA_CPP_WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 || \
 		CMAKE_ARGS="$(LLAMA_CPP_CMAKE)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
-		$(PY) -m pip wheel -q --no-deps $(LLAMA_CPP_SDIST) -w .cache/wheels
-	$(PY) -m pip install -q --no-deps .cache/wheels/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl
+		$(PY) -m pip wheel -q --no-deps --no-cache-dir $(LLAMA_CPP_SDIST) -w $(LLAMA_CPP_WHEELS)
+	$(PY) -m pip install -q --no-deps --force-reinstall $(LLAMA_CPP_WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl
 	$(PY) -m pip install -q -r requirements-gguf.txt
 	rm -rf $(LLAMA_CPP_TOOLS) && mkdir -p $(LLAMA_CPP_TOOLS)
 	tar -xzf $(LLAMA_CPP_SDIST) -C $(LLAMA_CPP_TOOLS) --strip-components=3 \

@@ -4,44 +4,24 @@ in llama.cpp, with the Modelfile Ollama needs and the refusals a user can hit.""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from backend.export import llama_cpp_tools as tools
 from backend.export.exporter import export_checkpoint
 from backend.export.outputs import ExportError
-from tests.gguf_runs import REPO, build_two_layer_smollm2, train_lora
 
 
-@pytest.fixture(scope="module")
-def small_model(tmp_path_factory, starter_model_dir):
-    return build_two_layer_smollm2(starter_model_dir, tmp_path_factory.mktemp("models") / "smollm2-2-layers")
+# The session's one export (tests/conftest.py), shared with the Chat and serve tests of GGUF files.
+@pytest.fixture
+def small_model(gguf_model_dir):
+    return gguf_model_dir
 
 
-@pytest.fixture(scope="module")
-def small_run(tmp_path_factory, small_model, subprocess_env_module):
-    return train_lora(small_model, tmp_path_factory.mktemp("gguf-run"), subprocess_env_module)
-
-
-@pytest.fixture(scope="module")
-def subprocess_env_module():
-    import os
-
-    return dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
-                OMP_NUM_THREADS="1")
-
-
-@pytest.fixture(scope="module")
-def exported(small_run, tmp_path_factory, subprocess_env_module):
-    """One export of the run's final adapter as f16 + q8_0 + q4_k_m, through the CLI, as a user runs it."""
-    out = tmp_path_factory.mktemp("gguf-out") / "assistant"
-    command = [sys.executable, "-m", "backend.export", "--checkpoint", str(small_run / "final"), "--out", str(out),
-               "--gguf", "q4_k_m", "q8_0", "f16", "--gguf-lora", "f16", "--no-zip", "--json"]
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=subprocess_env_module)
-    assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-2000:]
-    return out, json.loads(done.stdout)
+@pytest.fixture
+def exported(gguf_export):
+    """(export folder, report) of the run's final adapter as f16 + q8_0 + q4_k_m, through the CLI."""
+    return gguf_export
 
 
 def test_every_level_is_written_next_to_the_kept_merged_model(exported):
@@ -112,11 +92,11 @@ def test_the_lora_gguf_and_the_model_card(exported):
     assert "## GGUF" in card and "mean KL vs f16" in card and "ollama create" in card
 
 
-def test_the_demo_models_own_tokenizer_is_refused_and_the_merged_model_kept(tmp_path, workspace):
+def test_the_demo_models_own_tokenizer_is_refused_and_the_merged_model_kept(tmp_path, workspace, demo_model_dir):
     """The demo model's byte-level BPE was trained here: llama.cpp's converter does not know it."""
     from tests.eval_export_runs import cached_run
 
-    run = cached_run(workspace, workspace.models_dir / "demo", "lora")
+    run = cached_run(workspace, demo_model_dir, "lora")
     out = tmp_path / "demo-export"
     with pytest.raises(ExportError) as refused:
         export_checkpoint(run / "checkpoint-8", out, gguf=["q8_0"], make_zip=False, workspace=workspace)

@@ -179,8 +179,9 @@ def _verification_prompts(run_dir, workspace, count: int = VERIFY_PROMPTS) -> li
     return [prompt for prompt, _ in _held_out_pairs(run_dir, workspace, count)]
 
 
-def _held_out_pairs(run_dir, workspace, count: int) -> list[tuple[list[dict], str]]:
-    """(prompt messages, reference answer) of the first held-out rows; fixed prompts when there are none."""
+def _held_out_pairs(run_dir, workspace, count: int, fill: bool = False) -> list[tuple[list[dict], str]]:
+    """(prompt messages, reference answer) of the first held-out rows; fixed prompts when there are none.
+    `fill`: up to `count` with the general held-out questions (never trained on) when the split is smaller."""
     from backend.evaluation.greedy import prompt_and_reference
 
     rows = []
@@ -193,6 +194,10 @@ def _held_out_pairs(run_dir, workspace, count: int) -> list[tuple[list[dict], st
             rows = []
     pairs = [prompt_and_reference(r["messages"]) for r in rows[:count]]
     pairs = [(prompt, answer) for prompt, answer in pairs if prompt]
+    if fill and len(pairs) < count:
+        from backend.data.general_prompts import HELD_OUT_QUESTIONS
+
+        pairs += [([{"role": "user", "content": q}], "") for q, _ in HELD_OUT_QUESTIONS[:count - len(pairs)]]
     return pairs or [([{"role": "user", "content": text}], "") for text in FALLBACK_PROMPTS]
 
 
@@ -205,9 +210,8 @@ def _gguf_request(levels, lora, kind, run_dir, workspace):
 
     parsed = parse_levels(levels or [DEFAULT_LEVEL])
     check_tools()
-    pairs = _held_out_pairs(run_dir, workspace, GGUF_PROMPTS)
-    conversations = [prompt + [{"role": "assistant", "content": answer}] for prompt, answer in pairs if answer]
-    return GGUFRequest(parsed, prompts=[prompt for prompt, _ in pairs], conversations=conversations)
+    pairs = _held_out_pairs(run_dir, workspace, GGUF_PROMPTS, fill=True)
+    return GGUFRequest(parsed, prompts=[prompt for prompt, _ in pairs], answers=[answer for _, answer in pairs])
 
 
 def _write_gguf(checkpoint, out, report, request, lora, progress) -> dict:

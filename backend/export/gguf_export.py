@@ -38,7 +38,7 @@ LORA_TYPES = ("f16", "q8_0")
 class GGUFRequest:
     levels: list[tools.Level]
     prompts: list[list[dict]] = field(default_factory=list)        # generation prompts (held-out)
-    conversations: list[list[dict]] = field(default_factory=list)  # prompt + reference, for the KL check
+    answers: list[str] = field(default_factory=list)               # each prompt's reference answer, or ""
     reference_ids: list[list[int]] | None = None                   # the adapter's greedy answers, as token ids
 
 
@@ -102,8 +102,13 @@ def run_checks(files: dict[str, Path], tokenizer, request: GGUFRequest) -> dict:
     from backend.models.gguf_engine import GGUFModel
 
     texts = [render(tokenizer, p, add_generation_prompt=True) for p in request.prompts]
-    conversations = [render(tokenizer, c) for c in request.conversations]
-    prompt_texts = [render(tokenizer, c[:-1], add_generation_prompt=True) for c in request.conversations]
+    # The distributions are compared over each held-out answer; a prompt without one (a general
+    # question) over the adapter's own greedy answer, the text the exported model should reproduce.
+    answers = [answer or tokenizer.decode(ids, skip_special_tokens=True)
+               for answer, ids in zip(request.answers, request.reference_ids)]
+    pairs = [(p, a) for p, a in zip(request.prompts, answers) if a.strip()]
+    conversations = [render(tokenizer, p + [{"role": "assistant", "content": a}]) for p, a in pairs]
+    prompt_texts = [render(tokenizer, p, add_generation_prompt=True) for p, _ in pairs]
     hf_prompt_ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
     levels: dict[str, dict] = {}
     reference_logits = None
