@@ -198,6 +198,11 @@ CATALOGUE: dict[str, str] = {
                              "here: run `make gguf-tools` (it compiles llama-cpp-python), then ask again.",
     "chat.gguf.unreadable": "llama.cpp cannot load {file} ({error}): export the checkpoint to GGUF again, or pick "
                             "another column.",
+    "votes.no_pairs": "Run {run} has no votes that make a pair yet ({skips}); compare two or more checkpoints in "
+                      "blind mode and vote first.",
+    "votes.skips": "{votes} votes, {ties} ties, {single} single-column, {no_answers} without answers, {same} losing "
+                   "answers empty or the same as the winner's, {context} answering after other earlier turns than the "
+                   "winner's",
     # --- row-level schema problems (backend/data/shapes.py, pairwise.py): '<field> <problem>' ---
     "row.at": "{where} {problem}",
     'row.too_long': 'holds {chars} characters (over {limit}): remove the row or split the text',

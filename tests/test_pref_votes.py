@@ -213,3 +213,44 @@ def test_train_form_stage_switch_and_prefill():
     assert moved["learning_rate"] == 1e-5  # changed by the user: kept
     model, dataset, *form = forms.prefill_values(tiny_config().with_overrides(["stage=kto", "dataset=votes"]).to_dict())
     assert (model, dataset) == ("demo", "votes") and dict(zip(forms.NAMES, form))["stage"] == "kto"
+
+
+def test_vote_panel_says_its_refusals_in_chinese(voted_run):
+    """No pairs yet, or a name that is not a plain folder name: the user's language, not the backend's English."""
+    from ui.context import UIContext
+    from ui.tabs import chat
+    from ui.vote_panel import save_votes, train_on_votes
+
+    ws, _ = voted_run
+    ctx = UIContext(workspace=ws, texts=chat.TEXT, i18n=None)
+    empty = ws.runs_dir / "run-empty"
+    empty.mkdir()
+    tiny_config().save(empty / "config.yaml")
+    text, values = train_on_votes(ctx, "zh", ["run-empty"], "")
+    assert values is None and text.startswith("⚠️")
+    assert "还没有能组成一对回答的投票" in text and "0 次投票" in text and "no votes" not in text
+    assert "no votes that make a pair yet (0 votes, 0 ties" in save_votes(ctx, "en", ["run-empty"], "")
+    refused = save_votes(ctx, "zh", ["run-a"], "../outside")
+    assert refused.startswith("⚠️") and "../outside" in refused and "not allowed" not in refused.lower()
+
+
+def test_default_votes_name_fits_the_dataset_name_limit_for_long_run_ids(tmp_path):
+    """A run id is a timestamp, a label of up to 40 characters and a '-N' suffix: 'votes-' + it can pass 64."""
+    from backend.chat.vote_data import default_dataset_name
+    from backend.data.saved_datasets import validate_name
+    from ui.context import UIContext
+    from ui.tabs import chat
+    from ui.vote_panel import save_votes
+
+    ws = Workspace(tmp_path / "ws").ensure()
+    long_id = "20260101-120000-" + "a-very-long-run-label-that-fills-forty-c" + "-999"
+    assert len(f"votes-{long_id}") > 64
+    names = {default_dataset_name(run_id) for run_id in (long_id, long_id[:-1] + "8", "20260101-120000-" + "中" * 40)}
+    assert len(names) == 3 and all(validate_name(name) == name for name in names)
+    assert default_dataset_name("run-a") == "votes-run-a"   # a short id stays whole
+    run = ws.runs_dir / long_id
+    run.mkdir()
+    PreferenceStore().record([run], ["base", "final"], "final", "Hi", {"base": "Yo", "final": "Hello."})
+    ctx = UIContext(workspace=ws, texts=chat.TEXT, i18n=None)
+    assert "Saved 1 pairs" in save_votes(ctx, "en", [long_id], "")
+    assert (ws.datasets_dir / default_dataset_name(long_id) / "meta.json").is_file()

@@ -161,6 +161,9 @@ ZH: dict[str, str] = {
     "chat.gguf.no_bindings": "{file} 是 GGUF 文件，需要由 llama.cpp 回答，但这里没有安装它的 Python 绑定："
                              "请运行 `make gguf-tools`（会编译 llama-cpp-python），然后再试。",
     "chat.gguf.unreadable": "llama.cpp 无法加载 {file}（{error}）：请重新把该检查点导出为 GGUF，或选择其他列。",
+    "votes.no_pairs": "运行 {run} 还没有能组成一对回答的投票（{skips}）；请先在盲评模式下比较两个或更多检查点并投票。",
+    "votes.skips": "{votes} 次投票，平局 {ties}，单列 {single}，无回答 {no_answers}，落败回答为空或与胜者相同 {same}，"
+                   "落败回答前的对话与胜者不同 {context}",
     "row.at": "{where} {problem}",
     'row.too_long': '有 {chars} 个字符（超过 {limit}）：请删除该行或拆分文本',
     'row.null': '为空（null）：请填入文本或删除该行',

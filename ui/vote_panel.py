@@ -11,6 +11,7 @@ from functools import partial
 from pathlib import Path
 
 from ui.context import UIContext
+from ui.i18n import localize
 
 TEXT: dict[str, dict[str, str]] = {
     "chat.votes_title": {"en": "Votes as training data", "zh": "把投票变成训练数据"},
@@ -34,7 +35,9 @@ TEXT: dict[str, dict[str, str]] = {
 
 
 def default_name(run_ids: list[str] | None) -> str:
-    return f"votes-{run_ids[0]}" if run_ids else "votes"
+    from backend.chat.vote_data import default_dataset_name
+
+    return default_dataset_name(run_ids[0]) if run_ids else "votes"
 
 
 def save_votes(ctx: UIContext, lang: str, run_ids: list[str] | None, name: str) -> str:
@@ -48,7 +51,7 @@ def save_votes(ctx: UIContext, lang: str, run_ids: list[str] | None, name: str) 
         _, info = save_votes_dataset(ctx.workspace.runs_dir / run_ids[0], ctx.workspace.datasets_dir, name,
                                      overwrite=True)
     except VoteDataError as error:
-        return ctx.msg(lang, "chat.msg_votes_error", error=str(error))
+        return ctx.msg(lang, "chat.msg_votes_error", error=localize(error, lang))
     return ctx.msg(lang, "chat.msg_votes_saved", pairs=info["pairs"], votes=info["votes"], run=run_ids[0], name=name,
                    ties=info.get("skipped_ties", 0), single=info.get("skipped_single", 0),
                    old=info.get("skipped_no_answers", 0), same=info.get("skipped_answers", 0),

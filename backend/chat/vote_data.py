@@ -13,18 +13,20 @@ and the counts.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections import Counter
 from pathlib import Path
 
 from backend.chat.preferences import TIE, read_preferences
+from backend.messages import Message, UserError, message_of, msg
 from backend.runs.files import CONFIG_FILE
 from backend.runs.workspace import Workspace
 
 
-class VoteDataError(ValueError):
-    """Nothing to save, or a bad name; the message is meant for the user."""
+class VoteDataError(UserError, ValueError):
+    """Nothing to save, or a bad name; the message is catalogued (backend/messages.py)."""
 
 
 def votes_to_pairs(run_dir: Path) -> tuple[list[dict], dict]:
@@ -77,6 +79,23 @@ def voted_checkpoint(run_dir: Path) -> str | None:
     return wins.most_common(1)[0][0] if wins else None
 
 
+def default_dataset_name(run_id: str) -> str:
+    """"votes-<run id>", the name the Chat tab offers. A run id is a timestamp, a label of up to 40
+    characters and a '-N' suffix, so this can pass a dataset name's limit: then the id is shortened
+    and ends in 8 hex digits of its hash, so runs that differ only at the end still get different names."""
+    from backend.data.saved_datasets import MAX_NAME
+    from backend.runs.safe_names import MAX_BYTES, clean_name, is_plain_name
+
+    name = f"votes-{run_id}"
+    if is_plain_name(name) and len(name) <= MAX_NAME:
+        return name
+    digest = "-" + hashlib.sha256(run_id.encode("utf-8")).hexdigest()[:8]
+    head = clean_name(name, "votes", MAX_NAME - len(digest))
+    while len(head.encode("utf-8")) > MAX_BYTES - len(digest):  # only with 4-byte letters
+        head = head[:-1].rstrip("-.")
+    return head + digest
+
+
 def save_votes_dataset(run_dir: Path, datasets_dir: Path, name: str, overwrite: bool = False) -> tuple[Path, dict]:
     """Write the votes of `run_dir` as workspace dataset `name`; returns (folder, provenance)."""
     from backend.data.saved_datasets import save_dataset, validate_name
@@ -84,12 +103,11 @@ def save_votes_dataset(run_dir: Path, datasets_dir: Path, name: str, overwrite: 
     try:
         validate_name(name)
     except ValueError as error:
-        raise VoteDataError(str(error)) from None
+        raise VoteDataError(message_of(error) or str(error)) from None
     run_dir = Path(run_dir)
     rows, counts = votes_to_pairs(run_dir)
     if not rows:
-        raise VoteDataError(f"Run {run_dir.name} has no votes that make a pair yet ({_skips(counts)}); "
-                            f"compare two or more checkpoints in blind mode and vote first.")
+        raise VoteDataError(msg("votes.no_pairs", run=run_dir.name, skips=_skips(counts)))
     provenance = {"path": f"votes of run {run_dir.name}", "sha256": None, "format": "pairwise",
                   "generator": "chat votes", "run": run_dir.name, "checkpoints": counts["checkpoints"],
                   "date": time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -98,15 +116,14 @@ def save_votes_dataset(run_dir: Path, datasets_dir: Path, name: str, overwrite: 
         folder = save_dataset(datasets_dir, name, rows, source=provenance, fixes=[], rows_before=counts["votes"],
                               overwrite=overwrite)
     except FileExistsError as error:
-        raise VoteDataError(str(error)) from None
+        raise VoteDataError(message_of(error) or str(error)) from None
     return folder, provenance
 
 
-def _skips(counts: dict) -> str:
-    return (f"{counts.get('votes', 0)} votes, {counts.get('skipped_ties', 0)} ties, "
-            f"{counts.get('skipped_single', 0)} single-column, {counts.get('skipped_no_answers', 0)} without answers, "
-            f"{counts.get('skipped_answers', 0)} losing answers empty or the same as the winner's, "
-            f"{counts.get('skipped_context', 0)} answering after other earlier turns than the winner's")
+def _skips(counts: dict) -> Message:
+    return msg("votes.skips", votes=counts.get("votes", 0), ties=counts.get("skipped_ties", 0),
+               single=counts.get("skipped_single", 0), no_answers=counts.get("skipped_no_answers", 0),
+               same=counts.get("skipped_answers", 0), context=counts.get("skipped_context", 0))
 
 
 def preference_run_values(run_dir: Path, dataset: str) -> dict:

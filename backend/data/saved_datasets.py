@@ -25,6 +25,7 @@ from backend.data.errors import DataError
 from backend.messages import UserError, msg
 
 TRAIN_FILE, EVAL_FILE, META_FILE = "data.jsonl", "eval.jsonl", "meta.json"
+MAX_NAME = 64  # characters of a dataset name (its folder's name)
 
 
 class DatasetRefused(UserError, ValueError):
@@ -39,7 +40,7 @@ def validate_name(name: str) -> str:
     """A dataset name is one plain folder name: no separators, no '..', no hidden names."""
     from backend.runs.safe_names import checked_name
 
-    return checked_name(name, msg("name.dataset"), 64)
+    return checked_name(name, msg("name.dataset"), MAX_NAME)
 
 
 def file_sha256(path: str | Path) -> str:
