@@ -200,7 +200,8 @@ class RunConfig:
         form="advanced", trainer=converted("optim"), resume=FREE)
     lr_scheduler_type: str = _f("cosine", "Learning-rate schedule.", SCHEDULERS,
         form="training", trainer=copied("lr_scheduler_type"), resume=FREE)
-    warmup_ratio: float = _f(0.05, "Share of the total steps spent warming up the learning rate.",
+    warmup_ratio: float = _f(0.05, "Share of the total steps spent warming up the learning rate (none on a run "
+                             "of fewer than 20 steps, whose first step would otherwise learn nothing).",
         form="training", trainer=copied("warmup_steps"), resume=FREE, bounds=share(step=0.01))
     weight_decay: float = _f(0.0, "AdamW weight decay.",
         form="advanced", trainer=copied("weight_decay"), resume=FREE, bounds=at_least(0, "config.not_negative", step=0.01))
@@ -556,11 +557,17 @@ MANY_STEPS = 1_000_000
 # A learning rate above this trains no model (LoRA trains at 1e-4 to 1e-3): the Plan warns, and the
 # worker stops the run when the loss turns NaN or infinite (backend/training/callbacks.py).
 ABSURD_LEARNING_RATE = 1.0
+# transformers' schedulers run a warmup of W steps at 0, 1/W, ..., (W-1)/W of learning_rate: the
+# first optimizer step never moves the weights. On a long run that is one step in hundreds; a run
+# of fewer than WARMUP_MIN_STEPS (a handful of vote pairs, a quick try) would lose a real share of
+# its training, and at the default warmup_ratio 0.05 its whole warmup would be that one lost step.
+# Such a run trains at the full learning rate from its first step (the Plan and train.log say so).
+WARMUP_MIN_STEPS = 20
 
 
 def derived_numbers(config: RunConfig, num_train_rows: int, world_size: int = 1) -> dict:
     """The numbers the UI shows next to the form: effective batch, optimizer
-    steps per epoch, total steps and warmup steps (as the Trainer computes them)."""
+    steps per epoch, total steps and warmup steps (the worker hands the Trainer these steps)."""
     effective_batch = config.per_device_train_batch_size * config.gradient_accumulation_steps * world_size
     batches_per_device = math.ceil(num_train_rows / (config.per_device_train_batch_size * world_size)) if num_train_rows else 0
     # Rounded up, as the Trainer does: a last partial accumulation is one more optimizer step.
@@ -573,7 +580,8 @@ def derived_numbers(config: RunConfig, num_train_rows: int, world_size: int = 1)
         "effective_batch": effective_batch,
         "steps_per_epoch": steps_per_epoch,
         "total_steps": total_steps,
-        "warmup_steps": math.ceil(config.warmup_ratio * total_steps),
+        # as the Trainer counts a ratio (rounded up); none on a short run (WARMUP_MIN_STEPS)
+        "warmup_steps": math.ceil(config.warmup_ratio * total_steps) if total_steps >= WARMUP_MIN_STEPS else 0,
         "epochs": round(total_steps / steps_per_epoch, 2) if steps_per_epoch else 0.0,
     }
 

@@ -82,7 +82,9 @@ def test_derived_numbers():
     config = RunConfig(per_device_train_batch_size=4, gradient_accumulation_steps=2, num_train_epochs=2, warmup_ratio=0.1)
     numbers = derived_numbers(config, num_train_rows=100, world_size=2)
     # 100 rows / (4 per device x 2 devices) = 13 batches per device; 13 / 2 accumulation rounds up to 7 steps
-    assert numbers == {"effective_batch": 16, "steps_per_epoch": 7, "total_steps": 14, "warmup_steps": 2, "epochs": 2.0}
+    # 14 steps are too few for a warmup (WARMUP_MIN_STEPS): its first step would run at learning rate 0
+    assert numbers == {"effective_batch": 16, "steps_per_epoch": 7, "total_steps": 14, "warmup_steps": 0, "epochs": 2.0}
+    assert derived_numbers(config, num_train_rows=200, world_size=2)["warmup_steps"] == 3  # ceil(0.1 x 26 steps)
     assert derived_numbers(RunConfig(max_steps=30), 10)["total_steps"] == 30
     assert split_sizes(100, 0.1) == (90, 10) and split_sizes(5, 0.01) == (4, 1) and split_sizes(5, 0) == (5, 0)
 

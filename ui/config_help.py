@@ -60,7 +60,7 @@ HELP_ZH: dict[str, str] = {
     "gradient_accumulation_steps": "每个优化步包含的前向传播次数。",
     "optim": "优化器。auto：AdamW，在 CUDA GPU 上融合为一个内核（CPU 上用普通实现，实测更快）。",
     "lr_scheduler_type": "学习率调度方式。",
-    "warmup_ratio": "总步数中用于学习率预热的比例。",
+    "warmup_ratio": "总步数中用于学习率预热的比例（少于 20 步的运行不预热，否则它的第一步什么也学不到）。",
     "weight_decay": "AdamW 权重衰减。",
     "max_grad_norm": "梯度裁剪范数（0 = 不裁剪）。",
     "neftune_noise_alpha": "NEFTune 嵌入噪声（常用 5）；留空 = 关闭。",

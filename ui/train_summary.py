@@ -10,7 +10,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from backend.config import ABSURD_LEARNING_RATE, MANY_STEPS, ConfigError, RunConfig, derived_numbers, split_sizes
+from backend.config import (
+    ABSURD_LEARNING_RATE,
+    MANY_STEPS,
+    WARMUP_MIN_STEPS,
+    ConfigError,
+    RunConfig,
+    derived_numbers,
+    split_sizes,
+)
 from backend.models.hardware import Device, resolve_precision, training_devices
 from backend.models.memory import architecture_for
 from backend.models.memory_advice import fit_hint, run_memory
@@ -117,6 +125,8 @@ def _plan_warnings(msg: Msg, config: RunConfig, numbers: dict) -> str:
     if numbers["total_steps"] > MANY_STEPS:  # the same threshold the worker warns at
         knob = "max_steps" if config.max_steps > 0 else "num_train_epochs"
         text += "\n\n" + msg("train.derived.many_steps", total_steps=numbers["total_steps"], knob=knob)
+    if config.warmup_ratio > 0 and numbers["total_steps"] and not numbers["warmup_steps"]:
+        text += "\n\n" + msg("train.derived.no_warmup", min_steps=WARMUP_MIN_STEPS)
     return text
 
 

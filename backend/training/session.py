@@ -134,6 +134,7 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
              parameters["trainable_parameters"], parameters["total_parameters"])
     args = argument_values(config, job.run_dir, precision, eval_data is not None, on_cpu, job.world_size,
                            decoder_layer_classes(model), checkpointing)
+    args["warmup_steps"] = warmup_steps(config, counts.train, job.world_size)
     checkpoints = CheckpointCallback(job.run_dir, config.save_total_limit)
     disk = DiskSpaceCallback(job.run_dir, parameters["trainable_parameters"] * 12 + 2**20)
     # Order matters: the stop flag and DefaultFlowCallback decide should_save before the disk check.
@@ -166,6 +167,21 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
     )
     trainer.remove_callback(PrinterCallback)  # MetricsCallback writes the readable line instead
     return Session(job, trainer, counts, precision, checkpoints, parameters, clock, disk)
+
+
+def warmup_steps(config, train_rows: int, world_size: int) -> int:
+    """The warmup in optimizer steps, not warmup_ratio: none on a run too short for one (WARMUP_MIN_STEPS)."""
+    from backend.config import WARMUP_MIN_STEPS, derived_numbers
+
+    numbers = derived_numbers(config, train_rows, world_size)
+    steps, total = numbers["warmup_steps"], numbers["total_steps"]
+    if steps:
+        log.info("warmup: %d of %d steps (warmup_ratio %g)", steps, total, config.warmup_ratio)
+    elif config.warmup_ratio > 0:
+        log.info("warmup: none (warmup_ratio %g of %d steps; a run of fewer than %d steps trains at the full "
+                 "learning rate from its first step, which a warmup would run at 0)",
+                 config.warmup_ratio, total, WARMUP_MIN_STEPS)
+    return steps
 
 
 def _reference(config, adapter) -> str:

@@ -67,6 +67,8 @@ TEXT: dict[str, dict[str, str]] = {
                        "**{rows}** 条训练数据 → 有效批大小 **{effective_batch}**，每轮 **{steps_per_epoch}** 步，共 **{total_steps}** 步（**{epochs}** 轮），预热 **{warmup_steps}** 步。"),
     "train.derived.many_steps": _("⚠ **{total_steps:,}** optimizer steps: the worker will say how long that takes after its first step. Lower {knob} unless you mean it.",
                                   "⚠ 共 **{total_steps:,}** 个优化步：训练第一步后会给出预计用时。除非确有此意，请调低 {knob}。"),
+    "train.derived.no_warmup": _("No warmup: a run of fewer than {min_steps} steps trains at the full learning rate from its first step (a warmup's first step runs at learning rate 0 and would learn nothing).",
+                                 "不预热：少于 {min_steps} 步的运行从第一步起就用完整的学习率（预热的第一步学习率为 0，什么也学不到）。"),
     "train.derived.absurd_lr": _("⚠ learning_rate **{lr:g}** is far above any that trains (LoRA: 1e-4 to 1e-3, full: 1e-5 to 1e-4): the loss would become NaN within a few steps, and the worker would then stop the run. Lower it unless you mean it.",
                                  "⚠ learning_rate **{lr:g}** 远高于任何能正常训练的值（LoRA：1e-4 到 1e-3，全量：1e-5 到 1e-4）：损失几步之内就会变成 NaN，随后训练进程会停止这次运行。除非确有此意，请调低它。"),
     "train.derived.replay": _("Replay ({setting}): up to **{replay}** of the base model's own answers to general prompts "
