@@ -84,19 +84,27 @@ def main(argv: list[str] | None = None) -> None:
     from ui.shell import build_app, launch_options
 
     workspace = Workspace(root).ensure()
-    if not args.no_demo_build:  # the first Start then finds the default model converted or built
-        from backend.config_recipes import recipe_config
-        from backend.training.model_stage import start_background_build
-
-        default = recipe_config(args.recipe)
-        replay = workspace.datasets_dir if default.replay != "off" else None
-        start_background_build(workspace.models_dir, default.model_name_or_path, replay_cache=replay)
     demo = build_app(workspace, recipe=args.recipe)
     options = launch_options(demo, workspace, share=args.share, auth=auth, max_file_size=args.max_file_size)
     # Only requests addressed to a name the app listens as, and not sent by another site's page (DNS rebinding, CSRF).
     guard = host_guard(args.host, args.allow_remote or (), share=args.share)
     demo.queue(default_concurrency_limit=4).launch(server_name=args.host, server_port=args.port,
-                                                   app_kwargs={"middleware": [guard]}, **options)
+                                                   app_kwargs={"middleware": [guard]}, prevent_thread_lock=True,
+                                                   **options)
+    # launch() returns once the page answers. Only then the default model's build starts (torch, a
+    # conversion, replay answers): started before, it took a core of two from the start-up.
+    if not args.no_demo_build:  # the first Start then finds the default model converted or built
+        start_default_build(workspace, args.recipe)
+    demo.block_thread()
+
+
+def start_default_build(workspace, recipe: str) -> None:
+    from backend.config_recipes import recipe_config
+    from backend.training.model_stage import start_background_build
+
+    default = recipe_config(recipe)
+    replay = workspace.datasets_dir if default.replay != "off" else None
+    start_background_build(workspace.models_dir, default.model_name_or_path, replay_cache=replay)
 
 
 if __name__ == "__main__":

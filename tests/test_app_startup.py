@@ -4,8 +4,12 @@ imported, and the shell keeps working whatever tab modules exist."""
 from __future__ import annotations
 
 import re
+import subprocess
 
-from tests.browser.harness import AppProcess, http_status
+import psutil
+
+from tests.browser.harness import REPO, AppProcess, app_env, http_status
+from tests.polling import wait_for
 
 HEAVY = ("torch", "transformers", "peft", "accelerate", "bitsandbytes", "datasets")
 
@@ -22,6 +26,33 @@ def test_launched_app_serves_the_page_before_importing_torch(tmp_path):
         # The tabs were built (importlib's own imports are not traced; what they import is).
         assert re.search(r"\|\s+ui\.data_session\s*$", log, flags=re.M)
         assert not imported & set(HEAVY), f"imported before the first request: {sorted(imported & set(HEAVY))}"
+
+
+def test_the_default_model_builds_once_the_page_answers_below_the_apps_priority(tmp_path):
+    """A new workspace's background build (demo-tiny's demo model here) starts only after the page
+    answers, at a lower CPU priority than the app: started before the UI was built, it took a core
+    of two from the start-up."""
+    env = app_env()
+    env.pop("FINETUNE_STUDIO_NO_DEMO_BUILD")
+    app = AppProcess(tmp_path / "ws", env=env)
+    with open(app.log_path, "ab") as log:   # not app.start(): that waits for the page first
+        app.process = subprocess.Popen(app.command(), cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+    ui = psutil.Process(app.process.pid)
+
+    def the_build():
+        assert app.process.poll() is None, app.log_tail()
+        return next((c for c in ui.children() if "backend.training.model_stage" in c.cmdline()), None)
+
+    build = None
+    try:
+        build = wait_for(the_build, "the background build", every_s=0.02)
+        assert http_status(app.url) == 200, "the build started before the page answered"
+        assert build.nice() > ui.nice()
+    finally:
+        if build is not None:   # its own session: the app's end does not end it
+            build.kill()
+        app.stop()
 
 
 def test_settings_round_trip(tmp_path):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import threading
 import time
@@ -31,6 +32,8 @@ CONVERT_STAGE = "convert_model"
 PROGRESS_FILE = ".demo-build.json"
 MIRROR_EVERY_S = 1.0  # how often a run copies the build's progress into its status
 LOG_EVERY = 0.1  # a train.log line per 10% of the build
+# Added to the app's nice value for its background build (Unix nice: 0 normal, 19 lowest).
+BACKGROUND_NICENESS = 10
 
 
 class BuildStopped(Exception):
@@ -173,8 +176,22 @@ def start_background_build(models_dir: Path, name: str = "demo", replay_cache: P
     argv = [sys.executable, "-m", "backend.training.model_stage", "--models", str(models_dir), "--model", name]
     if replay_cache is not None:
         argv += ["--replay-cache", str(replay_cache)]
-    return spawn_detached(argv, Path(models_dir) / ".model-build.log", repo_env(None),
-                          cwd=Path(__file__).resolve().parents[2])
+    process = spawn_detached(argv, Path(models_dir) / ".model-build.log", repo_env(None),
+                             cwd=Path(__file__).resolve().parents[2])
+    _lower_priority(process.pid)
+    return process
+
+
+def _lower_priority(pid: int) -> None:
+    """The background build yields the CPU to the app's page and to training runs; it still takes
+    every idle core. Set while the new interpreter has no thread yet: the threads it starts
+    (torch's) inherit the value."""
+    if not hasattr(os, "setpriority"):   # Windows
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, os.getpriority(os.PRIO_PROCESS, 0) + BACKGROUND_NICENESS)
+    except OSError as error:   # gone already (it failed at once: its log says why)
+        log.info("could not lower the background build's priority: %s", error)
 
 
 def main(argv: list[str] | None = None) -> int:
