@@ -130,3 +130,37 @@ def _train_demo(tmp_path_factory, demo_model_dir, name: str, sets: list[str]) ->
         f"demo run failed (exit {result.returncode}): {status.get('error')}\n{result.stderr[-3000:]}")
     assert len(list_checkpoints(run_dir)) >= 2 and (run_dir / "final" / "COMPLETE").is_file()
     return run_dir
+
+
+# --- GGUF: one small real model, one LoRA run on it and one export, shared by every GGUF test -------------
+
+@pytest.fixture(scope="session")
+def gguf_env() -> dict:
+    return dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+                OMP_NUM_THREADS="1")
+
+
+@pytest.fixture(scope="session")
+def gguf_model_dir(tmp_path_factory, starter_model_dir) -> Path:
+    """SmolLM2 cut to two layers (tests/gguf_runs.py): a model llama.cpp's converter accepts, 35M parameters."""
+    from tests.gguf_runs import build_two_layer_smollm2
+
+    return build_two_layer_smollm2(starter_model_dir, tmp_path_factory.mktemp("models") / "smollm2-2-layers")
+
+
+@pytest.fixture(scope="session")
+def gguf_run(tmp_path_factory, gguf_model_dir, gguf_env) -> Path:
+    """A short LoRA run on it (workspace/runs/gguf-run) through the real worker."""
+    from tests.gguf_runs import train_lora
+
+    return train_lora(gguf_model_dir, tmp_path_factory.mktemp("gguf-run"), gguf_env)
+
+
+@pytest.fixture(scope="session")
+def gguf_export(gguf_run, gguf_env) -> tuple[Path, dict]:
+    """The run's final adapter exported as f16 + q8_0 + q4_k_m (+ a GGUF LoRA) into the run's own
+    workspace, workspace/exports/assistant, through the export CLI: (export folder, its report)."""
+    from tests.gguf_runs import export_gguf_cli
+
+    out = gguf_run.parent.parent / "exports" / "assistant"
+    return out, export_gguf_cli(gguf_run / "final", out, gguf_env)

@@ -54,3 +54,14 @@ def train_lora(model_dir: Path, root: Path, env: dict, run_id: str = "gguf-run",
     status = read_status(run_dir)
     assert done.returncode == 0 and status.get("state") == "completed", done.stderr[-3000:]
     return run_dir
+
+
+def export_gguf_cli(checkpoint: Path, out: Path, env: dict) -> dict:
+    """`python -m backend.export --gguf q4_k_m q8_0 f16 --gguf-lora f16` as a user runs it; returns its report."""
+    import json
+
+    command = [sys.executable, "-m", "backend.export", "--checkpoint", str(checkpoint), "--out", str(out),
+               "--gguf", "q4_k_m", "q8_0", "f16", "--gguf-lora", "f16", "--no-zip", "--json"]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-2000:]
+    return json.loads(done.stdout)

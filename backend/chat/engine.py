@@ -1,7 +1,9 @@
 """The chat engine: every base model loaded once per (model, device, bits),
 each LoRA checkpoint attached to it as a named peft adapter, so switching
 columns is `set_adapter`, not a reload. Full fine-tuning checkpoints are
-models of their own (`plan()` tells their memory cost before loading).
+models of their own (`plan()` tells their memory cost before loading), and an
+exported GGUF file is answered by llama.cpp on the CPU, one row at a time
+(backend/chat/gguf_generation.py), with the same prompt rules.
 
 Not a singleton: whoever needs one creates it and owns it (the Chat tab makes
 one per UI process in build(); the CLI one per command). All model work is
@@ -33,7 +35,8 @@ from backend.chat.generation import (
     build_prompt,
     generate_stream,
 )
-from backend.chat.targets import ChatTarget
+from backend.chat.gguf_generation import load_gguf, stream_gguf
+from backend.chat.targets import GGUF, ChatTarget
 from backend.messages import Message, message_of, msg
 from backend.models import loading
 
@@ -107,6 +110,7 @@ class ChatEngine:
         self._lock = threading.Lock()
         self._bases: dict[tuple, _Loaded] = {}    # (model, device, bits, chat_template) -> base (+ adapters)
         self._full: dict[tuple, _Loaded] = {}     # (checkpoint, device) -> full model
+        self._gguf: dict[str, _Loaded] = {}       # GGUF file -> llama.cpp model (the CPU, whatever the device)
 
     # ------------------------------------------------------------ loading
 
@@ -134,6 +138,10 @@ class ChatEngine:
     def _ensure(self, target: ChatTarget, device: str, keep: frozenset = frozenset()) -> _Loaded:
         """Load what `target` needs (once) and make it the active model; an eviction spares the
         checkpoint folders in `keep` (the other rows of the same batch)."""
+        if target.kind == GGUF:
+            if target.checkpoint not in self._gguf:
+                self._gguf[target.checkpoint] = _Loaded(*load_gguf(target))
+            return self._gguf[target.checkpoint]
         if target.kind == "full":
             key = (target.checkpoint, device)
             if key not in self._full:
@@ -212,7 +220,7 @@ class ChatEngine:
             prompt = build_prompt(loaded.tokenizer, messages, loaded.context_length, settings.max_new_tokens)
             reply.notices.extend(prompt.notices)
             with self._activated(loaded, target) as model:
-                yield from generate_stream(model, loaded.tokenizer, prompt, settings, stop, reply)
+                yield from _answer(target)(model, loaded.tokenizer, prompt, settings, stop, reply)
 
     def stream_prompt(self, target: ChatTarget, make_prompt, settings: GenerationSettings, device: str,
                       stop: threading.Event, reply: Reply):
@@ -223,7 +231,7 @@ class ChatEngine:
             loaded = self._ensure(target, device)
             prompt = make_prompt(loaded.tokenizer, loaded.context_length)
             with self._activated(loaded, target) as model:
-                yield from generate_stream(model, loaded.tokenizer, prompt, settings, stop, reply)
+                yield from _answer(target)(model, loaded.tokenizer, prompt, settings, stop, reply)
 
     def stream_together(self, targets: list[ChatTarget], histories: list[list[dict]], user_text: str,
                         settings: GenerationSettings, device: str = "cpu", stop: threading.Event | None = None,
@@ -243,17 +251,31 @@ class ChatEngine:
                     for index in rows:
                         replies[index].finish = "stopped"
                     continue
-                entry = entries[rows[0]]
-                names = adapter_names_for(entry, [targets[i] for i in rows])
-                activated = self._activated(entry, targets[rows[0]]) if names is None else contextlib.nullcontext(entry.model)
-                with activated as model, contextlib.closing(generate_together(
-                        model, entry.tokenizer, [prompts[i] for i in rows], settings, stop, [replies[i] for i in rows],
-                        names)) as stream:   # closed at once if our caller stops listening: generation ends
-                    for partial in stream:
-                        for index, text in zip(rows, partial):
-                            texts[index] = text
-                        yield list(texts)
+                for partial in self._answer_rows(rows, targets, entries, prompts, settings, stop, replies):
+                    for index, text in zip(rows, partial):
+                        texts[index] = text
+                    yield list(texts)
         yield [reply.text for reply in replies]
+
+    def _answer_rows(self, rows, targets, entries, prompts, settings, stop, replies):
+        """Yield the texts of `rows` (one group of groups()) as they grow: one generate batch, or for
+        a GGUF file llama.cpp answering row after row. Closing it ends generation at once."""
+        entry = entries[rows[0]]
+        if targets[rows[0]].kind == GGUF:
+            texts = [""] * len(rows)
+            for position, index in enumerate(rows):
+                with contextlib.closing(stream_gguf(entry.model, entry.tokenizer, prompts[index], settings, stop,
+                                                    replies[index])) as stream:
+                    for text in stream:
+                        texts[position] = text
+                        yield list(texts)
+            return
+        names = adapter_names_for(entry, [targets[i] for i in rows])
+        activated = self._activated(entry, targets[rows[0]]) if names is None else contextlib.nullcontext(entry.model)
+        with activated as model, contextlib.closing(generate_together(
+                model, entry.tokenizer, [prompts[i] for i in rows], settings, stop, [replies[i] for i in rows],
+                names)) as stream:   # closed at once if our caller stops listening: generation ends
+            yield from stream
 
     def stream_prompts_together(self, targets: list[ChatTarget], make_prompts: list, settings: GenerationSettings,
                                 device: str, stop, replies: list[Reply], errors: dict[int, Exception]):
@@ -272,16 +294,10 @@ class ChatEngine:
                     errors[index] = error
             texts = [""] * len(targets)
             for rows in groups(targets, entries, prompts, settings):
-                entry = entries[rows[0]]
-                names = adapter_names_for(entry, [targets[i] for i in rows])
-                activated = self._activated(entry, targets[rows[0]]) if names is None else contextlib.nullcontext(entry.model)
-                with activated as model, contextlib.closing(generate_together(
-                        model, entry.tokenizer, [prompts[i] for i in rows], settings, stop, [replies[i] for i in rows],
-                        names)) as stream:
-                    for partial in stream:
-                        for index, text in zip(rows, partial):
-                            texts[index] = text
-                        yield list(texts)
+                for partial in self._answer_rows(rows, targets, entries, prompts, settings, stop, replies):
+                    for index, text in zip(rows, partial):
+                        texts[index] = text
+                    yield list(texts)
 
     def _prepare_columns(self, targets, histories, user_text, settings, device, replies):
         """Each column's loaded model and prompt (None where loading or templating failed: said in its reply)."""
@@ -311,6 +327,11 @@ class ChatEngine:
         lines, seen = [], set()
         dtype = default_dtype(device)
         for target in targets:
+            if target.kind == GGUF:
+                state = "already in memory" if target.checkpoint in self._gguf else \
+                    f"about {Path(target.checkpoint).stat().st_size / MIB:,.0f} MiB"
+                lines.append(f"{target.label}: GGUF file, answered by llama.cpp on the CPU: {state}.")
+                continue
             if target.kind == "full":
                 key = ("full", target.checkpoint)
                 loaded = (target.checkpoint, device) in self._full
@@ -343,17 +364,26 @@ class ChatEngine:
                  + (f" + {len(entry.adapters)} adapter(s)" if entry.adapters else "")
                  for (model, device, bits, _), entry in self._bases.items()]
         lines += [f"{Path(ckpt).parent.name}/{Path(ckpt).name} (full) on {device}" for (ckpt, device) in self._full]
+        lines += [f"{Path(file).name} (GGUF, llama.cpp) on cpu" for file in self._gguf]
         return lines
 
     def unload(self, device: str = "cpu") -> dict:
         """Drop every model, free the memory, and measure it (MiB before / after)."""
         with self._lock:
             before = memory_now(device)
-            count = len(self._bases) + len(self._full)
+            count = len(self._bases) + len(self._full) + len(self._gguf)
             self._bases.clear()
             self._full.clear()
+            for entry in self._gguf.values():
+                entry.model.close()   # llama.cpp's memory is its own: the garbage collector does not see it
+            self._gguf.clear()
             _release_freed_memory()
             return {"models": count, "before": before, "after": memory_now(device)}
+
+
+def _answer(target: ChatTarget):
+    """The generation that streams this target's answer: llama.cpp for a GGUF file, else transformers."""
+    return stream_gguf if target.kind == GGUF else generate_stream
 
 
 def _base_key(target: ChatTarget, device: str) -> tuple:

@@ -24,6 +24,7 @@ from backend.runs.files import (
 )
 
 BASE = "base"
+GGUF = "gguf"   # an exported GGUF file, answered by llama.cpp (backend/chat/gguf_targets.py)
 ADAPTER_CONFIG = "adapter_config.json"
 TRAINER_STATE = "trainer_state.json"
 
@@ -34,10 +35,10 @@ class TargetError(UserError, ValueError):
 
 @dataclass(frozen=True)
 class ChatTarget:
-    """One column: the base model, or a checkpoint on top of it."""
-    model: str                      # base model folder (resolved path) or hub id
-    checkpoint: str | None = None   # checkpoint folder; None = the base model itself
-    kind: str = BASE                # "base" | "lora" | "full"
+    """One column: the base model, a checkpoint on top of it, or a GGUF file exported from one."""
+    model: str                      # base model folder (resolved path) or hub id; a bare GGUF file: the file
+    checkpoint: str | None = None   # checkpoint folder or GGUF file; None = the base model itself
+    kind: str = BASE                # "base" | "lora" | "full" | "gguf"
     run_id: str | None = None
     name: str = BASE                # "base", "checkpoint-40", "final", or a folder name
     step: int | None = None
@@ -45,6 +46,11 @@ class ChatTarget:
     quantization_bits: int | None = None
     trust_remote_code: bool = False
     chat_template: str = "auto"     # the run's RunConfig.chat_template: base and checkpoints render alike
+    # GGUF only: the export folder whose tokenizer renders the prompt (the run's template; None: the
+    # file's own tokenizer.chat_template), the checkpoint it was exported from, and its level (q4_k_m).
+    tokenizer: str | None = None
+    source: str | None = None
+    level: str | None = None
 
     @property
     def key(self) -> str:

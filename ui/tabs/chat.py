@@ -135,8 +135,10 @@ class ChatServices:
         return resolve_model_path(name, self.ctx.workspace.models_dir)
 
     def targets(self, run_ids: list[str] | None) -> dict:
-        """Chat targets (base models and checkpoints) of the chosen runs, by dropdown value."""
-        return catalog(self.runs_dir, list(run_ids or []), self.resolve)
+        """Chat targets (base models, checkpoints, GGUF exports) of the chosen runs, by dropdown value."""
+        from backend.export.exporter import exports_dir
+
+        return catalog(self.runs_dir, list(run_ids or []), self.resolve, exports_dir(self.ctx.workspace))
 
     def say(self, lang: str | None) -> Say:
         return lambda key, **values: self.ctx.msg(lang, key, **values)
