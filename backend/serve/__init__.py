@@ -8,7 +8,7 @@ prompts.py    token ids: chat template or a plain / token-id completion prompt
 bridge.py     bounded queue + one generation thread on the ChatEngine; stop strings
 batching.py   waiting greedy requests answered by one generate call (--max-batch)
 responses.py  completion bodies and server-sent event chunks
-names.py      served names: base, checkpoint-<step>, final (re-read from disk)
+names.py      served names: base, checkpoint-<step>, final (re-read from disk); --gguf: the file's stem
 vllm.py       --engine vllm: the `vllm serve --enable-lora --lora-modules` command
 server_job.py start / stop / read a server as a background job (for the UI)
 

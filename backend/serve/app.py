@@ -18,6 +18,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException
 
+from backend.chat.targets import GGUF
 from backend.serve.bridge import Bridge, Job
 from backend.serve.names import ServedModels
 from backend.serve.protocol import ApiError, chat_request, completion_request, parse_body
@@ -185,4 +186,5 @@ def build_app(served: ServedModels, bridge: Bridge, settings: Settings, lifespan
 def _model_card(served: ServedModels, name: str) -> dict:
     target = served.get(name)
     return {"id": name, "object": "model", "created": served.created(name), "owned_by": "finetune-studio",
-            "parent": None if target.checkpoint is None else "base", "kind": target.kind, "step": target.step}
+            "parent": None if target.checkpoint is None or target.kind == GGUF else "base", "kind": target.kind,
+            "step": target.step}

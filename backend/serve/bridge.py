@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import torch
 
 from backend.chat.generation import ChatError, GenerationSettings, Prompt, Reply
-from backend.chat.targets import ChatTarget
+from backend.chat.targets import GGUF, ChatTarget
 from backend.models.loading import ModelLoadError
 from backend.serve.prompts import prompt_ids
 from backend.serve.protocol import ApiError, Request
@@ -231,9 +231,10 @@ class StopStrings:
 
 def batchable(job: Job) -> bool:
     """Greedy requests without stop strings share a batch: one generation config fits them all,
-    and each row ends at its own eos or max_tokens (backend/chat/batch.py)."""
+    and each row ends at its own eos or max_tokens (backend/chat/batch.py). A GGUF file (llama.cpp
+    answers one request at a time here) and a full checkpoint do not."""
     sampling = job.request.sampling
-    return sampling.temperature == 0 and not sampling.stop and job.target.kind != "full"
+    return sampling.temperature == 0 and not sampling.stop and job.target.kind not in ("full", GGUF)
 
 
 def batch_key(job: Job) -> tuple:

@@ -1,9 +1,11 @@
 """python -m backend.serve --run RUN_DIR [--checkpoint NAME ...] [--model BASE] [--host 127.0.0.1]
 [--port 8000] [--api-key KEY] [--device cpu|cuda:N] [--engine transformers|vllm]
+python -m backend.serve --gguf FILE [--host 127.0.0.1] [--port 8000] [--api-key KEY]
 
 Serves the run's base and every complete checkpoint behind an OpenAI-compatible
-API. Refused settings exit 2 with one sentence; the models load before the
-port answers, so a load failure is reported at start, not at the first request."""
+API, or one GGUF file through llama.cpp on the CPU under the file's stem.
+Refused settings exit 2 with one sentence; the models load before the port
+answers, so a load failure is reported at start, not at the first request."""
 
 from __future__ import annotations
 
@@ -25,7 +27,11 @@ class Refused(ValueError):
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m backend.serve", description=__doc__.splitlines()[0])
-    parser.add_argument("--run", required=True, help="run folder (workspace/runs/<run-id>)")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run", help="run folder (workspace/runs/<run-id>)")
+    source.add_argument("--gguf", type=Path, metavar="FILE",
+                        help="a GGUF file (e.g. workspace/exports/<name>/gguf/<name>-q4_k_m.gguf), answered by "
+                             "llama.cpp on the CPU; its model name is the file's stem")
     parser.add_argument("--checkpoint", action="extend", nargs="+", default=[], metavar="NAME",
                         help="serve only these checkpoints (e.g. checkpoint-40 final) besides the base; default: all")
     parser.add_argument("--model", default=None, help="base model folder, if not the one in the run's config.yaml")
@@ -83,9 +89,32 @@ def check_args(args: argparse.Namespace) -> None:
         raise Refused(f"--max-adapters {args.max_adapters} must be 1 or more (the LoRA checkpoints kept attached).")
     if args.max_body is not None and args.max_body < 1024:
         raise Refused(f"--max-body {args.max_body} is too small for any request: use at least 1024 bytes.")
+    if args.gguf is not None:
+        check_gguf_args(args)
+        return
     problems = device_problems(args.device)
     if problems:
         raise Refused(" ".join(str(p) for p in problems))
+
+
+def check_gguf_args(args: argparse.Namespace) -> None:
+    """--gguf serves one file with llama.cpp: the run's options do not apply, and the bindings must be there."""
+    for given, option in ((args.checkpoint, "--checkpoint"), (args.model, "--model"),
+                          (args.engine != "transformers", "--engine"), (args.device != "cpu", "--device")):
+        if given:
+            raise Refused(f"{option} does not apply to --gguf, which serves that one file with llama.cpp on the "
+                          f"CPU: leave {option} out, or serve a run with --run.")
+    file = args.gguf.expanduser()
+    if not file.is_file():
+        raise Refused(f"GGUF file {file} does not exist: give the file an export wrote, e.g. "
+                      "workspace/exports/<name>/gguf/<name>-q4_k_m.gguf.")
+    if file.suffix.lower() != ".gguf":
+        raise Refused(f"{file} is not a .gguf file: give a GGUF file, or serve a run folder with --run.")
+    try:
+        import llama_cpp  # noqa: F401 - the bindings --gguf answers with
+    except ImportError:
+        raise Refused("--gguf needs llama.cpp's Python bindings, which are not installed here: run "
+                      "`make gguf-tools` (it compiles llama-cpp-python), then start the server again.") from None
 
 
 def open_socket(host: str, port: int) -> socket.socket:
@@ -109,8 +138,10 @@ def open_socket(host: str, port: int) -> socket.socket:
 def served_models(args: argparse.Namespace):
     from backend.models import loading
     from backend.runs.workspace import Workspace
-    from backend.serve.names import NamesError, ServedModels
+    from backend.serve.names import NamesError, ServedFile, ServedModels
 
+    if args.gguf is not None:
+        return ServedFile(args.gguf.expanduser())
     run_dir = Path(args.run).expanduser()
     if not run_dir.is_dir():
         raise Refused(f"Run folder {run_dir} does not exist: give --run workspace/runs/<run-id>.")

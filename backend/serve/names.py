@@ -1,7 +1,8 @@
 """The names a served run answers to: `base`, each complete `checkpoint-<step>`
 and `final`, read from the run folder (backend/chat/targets.py, the same
 list the Chat tab offers). Without --checkpoint the list is re-read on each
-lookup, so checkpoints a running training saves later are served too."""
+lookup, so checkpoints a running training saves later are served too. With
+--gguf, the one name is the GGUF file's stem (ServedFile)."""
 
 from __future__ import annotations
 
@@ -78,5 +79,36 @@ class ServedModels:
         folder = target.checkpoint if target and target.checkpoint else self.run_dir / CONFIG_FILE
         try:
             return int(os.stat(folder).st_mtime)
+        except OSError:
+            return 0
+
+
+class ServedFile:
+    """One GGUF file served under its stem (`python -m backend.serve --gguf FILE`), answered by
+    llama.cpp; the same lookups as ServedModels, so the routes and errors are the same."""
+
+    def __init__(self, gguf_file: Path):
+        from backend.chat.gguf_targets import file_target
+
+        self.target = file_target(gguf_file)
+
+    def refresh(self) -> dict[str, ChatTarget]:
+        return {self.target.name: self.target}
+
+    def names(self) -> list[str]:
+        return [self.target.name]
+
+    def get(self, name: str) -> ChatTarget:
+        if name != self.target.name:
+            raise ApiError(404, f"The model '{name}' does not exist on this server. Use one of: {self.target.name}.",
+                           param="model", code="model_not_found")
+        if not Path(self.target.checkpoint).is_file():
+            raise ApiError(404, f"The model '{name}' was removed from disk ({self.target.checkpoint}): restart the "
+                                "server with a GGUF file that exists.", param="model", code="model_not_found")
+        return self.target
+
+    def created(self, name: str) -> int:
+        try:
+            return int(os.stat(self.target.checkpoint).st_mtime)
         except OSError:
             return 0

@@ -34,11 +34,14 @@ def server_env() -> dict:
 class ServerProcess:
     """`python -m backend.serve` as a real process; its output goes to a log file."""
 
-    def __init__(self, run_dir: Path, *extra: str):
+    def __init__(self, run_dir: Path, *extra: str, source: tuple[str, ...] | None = None):
+        """`source`: what to serve instead of `--run run_dir` (e.g. ("--gguf", FILE)); the log goes two
+        folders above run_dir either way (the workspace)."""
         self.port = free_port()
         self.run_dir = Path(run_dir)
         self.log = self.run_dir.parent.parent / f"serve-{self.port}.log"
-        self.command = [sys.executable, "-m", "backend.serve", "--run", str(run_dir), "--port", str(self.port), *extra]
+        self.command = [sys.executable, "-m", "backend.serve", *(source or ("--run", str(run_dir))),
+                        "--port", str(self.port), *extra]
         self.process: subprocess.Popen | None = None
 
     @property
