@@ -239,3 +239,30 @@ def test_rows_the_chat_template_refuses_become_schema_findings():
     assert report.check("schema").rows == [1]
     assert "roles must alternate" in str(report.check("schema").details[1])
     assert report.token_lengths.count == 2
+
+
+def test_over_cutoff_says_what_the_overflow_setting_does_with_the_rows():
+    """overflow: truncate cuts an over-long row in training, overflow: drop leaves it out (the worker's rule)."""
+    tok = build_tokenizer(CHATML)
+    rows = [_msg("hello", "short answer"), _msg("hi", "world " * 300)]
+    cut = check_rows(rows, tokenizer=tok, cutoff_len=64).check("over_cutoff")
+    dropped = check_rows(rows, tokenizer=tok, cutoff_len=64, overflow="drop").check("over_cutoff")
+    assert cut.rows == dropped.rows == [1]
+    assert "cut in training" in cut.spec.title and "left out" not in cut.spec.title
+    assert "left out of training" in dropped.spec.title and "cut in training" not in dropped.spec.title
+    assert "overflow to truncate" in dropped.spec.hint
+    assert dropped.to_dict()["text_id"] == "over_cutoff_drop" and cut.to_dict()["text_id"] == "over_cutoff"
+
+
+def test_cli_check_follows_overflow(tmp_path, workspace, subprocess_env):
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps({"instruction": "Tell a story", "output": "once upon a time " * 40}) + "\n")
+    titles = {}
+    for overflow in ("truncate", "drop"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "backend.data", "check", str(path), "--model", "demo", "--workspace",
+             str(workspace.root), "--cutoff", "32", "--overflow", overflow, "--json"],
+            capture_output=True, text=True, env=subprocess_env, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        titles[overflow] = next(c for c in json.loads(proc.stdout)["checks"] if c["id"] == "over_cutoff")["title"]
+    assert "cut in training" in titles["truncate"] and "left out of training" in titles["drop"]

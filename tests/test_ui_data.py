@@ -150,3 +150,18 @@ def test_a_checks_row_notes_are_chinese_in_the_chinese_ui(ctx, tmp_path):
     html = data.show_check(ctx, "zh", out["state"], "html")
     assert "assistant 第 1 条消息：&lt;b&gt;" in html and "message 1" not in html
     assert "same as row 0" in data.show_check(ctx, "en", out["state"], "duplicate")
+
+
+def test_the_over_cutoff_row_follows_the_overflow_setting(ctx, tmp_path):
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps({"instruction": "Tell a story", "output": "once upon a time " * 40}) + "\n")
+    meaning = {}
+    for overflow in ("truncate", "drop"):
+        for lang in ("en", "zh"):
+            summary = data.open_upload(ctx, lang, str(path), "demo", 32, None, overflow)["summary"]
+            meaning[overflow, lang] = summary[summary.iloc[:, 1] == "over_cutoff"].iloc[0, 3]
+    assert "cut in training" in meaning["truncate", "en"] and "left out of training" in meaning["drop", "en"]
+    assert "截断" in meaning["truncate", "zh"] and "不参与训练" in meaning["drop", "zh"]
+    state = data.open_upload(ctx, "en", str(path), "demo", 32, None, "drop")["state"]
+    again = data.recheck(ctx, "en", state, "demo", 32, "", "truncate")["summary"]
+    assert "cut in training" in again[again.iloc[:, 1] == "over_cutoff"].iloc[0, 3]

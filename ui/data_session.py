@@ -72,10 +72,11 @@ def analyse(workspace: Workspace, state: dict) -> Analysis:
         kept = _Kept(DataSession(state["path"], state.get("mapping")))  # let go or never opened: read it again
         _keep(token or secrets.token_hex(8), kept)
     plan, model, cutoff = state.get("plan") or {}, state.get("model"), int(state.get("cutoff", 256))
-    key = (json.dumps(plan, sort_keys=True), model, cutoff)
+    overflow = state.get("overflow") or "truncate"
+    key = (json.dumps(plan, sort_keys=True), model, cutoff, overflow)
     if kept.key != key:
         tokenizer = load_tokenizer(workspace, model)
-        kept.analysis = kept.session.analyse(FixPlan(**plan_values(plan)), tokenizer, model, cutoff)
+        kept.analysis = kept.session.analyse(FixPlan(**plan_values(plan)), tokenizer, model, cutoff, overflow=overflow)
         kept.template = first_row_template(tokenizer, kept.analysis, cutoff)
         kept.key = key
     return kept.analysis

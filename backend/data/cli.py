@@ -13,6 +13,7 @@ import logging
 import sys
 from pathlib import Path
 
+from backend.config import OVERFLOW
 from backend.data.errors import DataError
 from backend.data.fix_table import add_cli_flags, plan_values
 from backend.data.prepare import load_model_tokenizer, model_tokenizer_and_template
@@ -66,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "ones, and the EOS after each answer")
     check.add_argument("--chat-template", default="auto",
                        help="the run's chat_template: auto (default), own, gemma, llama3, chatml")
+    check.add_argument("--overflow", choices=OVERFLOW, default="truncate",
+                       help="the run's overflow: what training does with rows over --cutoff, cut them (truncate, "
+                            "the default) or leave them out (drop); the over_cutoff check says which")
     fix = sub.add_parser("fix", help="apply fixes and save a workspace dataset (the file is not modified)")
     _common(fix)
     fix.add_argument("--out", required=True, help="name of the workspace dataset to write")
@@ -84,7 +88,7 @@ def run_check(args) -> int:
     tokenizer, template = model_tokenizer_and_template(args.model, Path(args.workspace), args.chat_template)
     report = check_file(
         args.file, tokenizer=tokenizer, model=args.model, cutoff_len=args.cutoff,
-        mapping=parse_mapping(args.mapping), dataset=args.dataset,
+        mapping=parse_mapping(args.mapping), dataset=args.dataset, overflow=args.overflow,
     )
     shown = show_template(args, tokenizer, template) if args.show_template is not None else None
     if args.json:

@@ -104,12 +104,13 @@ class DataSession:
         return len(self.items)
 
     def analyse(self, plan: FixPlan | None = None, tokenizer=None, model: str | None = None, cutoff: int = 1024,
-                check: bool = True) -> Analysis:
-        """The rows after `plan`, their check report (unless `check` is False) and the provenance."""
+                check: bool = True, overflow: str = "truncate") -> Analysis:
+        """The rows after `plan`, their check report (unless `check` is False) and the provenance;
+        `overflow` (RunConfig's) is what the checks say training does with rows over `cutoff`."""
         plan = plan or FixPlan()
         fixed = apply_fixes(self.rows, self.indices, plan, tokenizer, cutoff)
         steps = [s.to_dict() for s in fixed.steps]
-        report = self._report(fixed.rows, fixed.indices, bool(steps), tokenizer, model, cutoff) if check else None
+        report = self._report(fixed.rows, fixed.indices, bool(steps), tokenizer, model, cutoff, overflow) if check else None
         source = self.source
         return Analysis(
             label=source.label, detected=source.describe_message(), shape_columns=dict(source.shape.columns),
@@ -117,18 +118,19 @@ class DataSession:
             rejected=self.rejected, steps=steps, total=self.total, source_meta=dict(self.provenance),
         )
 
-    def _report(self, rows: list[dict], indices: list[int], fixed: bool, tokenizer, model, cutoff) -> dict:
+    def _report(self, rows: list[dict], indices: list[int], fixed: bool, tokenizer, model, cutoff, overflow) -> dict:
         """The same checks `python -m backend.data check` runs, over the rows in memory. Without fixes
         they see every row of the file (the schema check lists the rejected ones); after fixes, the
         fixed rows only (rejected rows are already left out), still numbered as rows of the file."""
         from backend.data.checks.run import check_source
 
         if not fixed:
-            report = check_source(self.source, self.items, tokenizer=tokenizer, model=model, cutoff_len=cutoff)
+            report = check_source(self.source, self.items, tokenizer=tokenizer, model=model, cutoff_len=cutoff,
+                                  overflow=overflow)
             return report.to_dict(all_rows=True)
         items = (SourceRow(index, None, row, [], self.flags.get(index, set())) for index, row in zip(indices, rows))
         report = check_source(self.source, items, tokenizer=tokenizer, model=model, cutoff_len=cutoff,
-                              require_usable=False)
+                              require_usable=False, overflow=overflow)
         out = report.to_dict(all_rows=True)
         out["rows"], out["schema_rejected"] = self.total, len(self.rejected)
         return out

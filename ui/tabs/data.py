@@ -15,7 +15,7 @@ from typing import Any
 
 import gradio as gr
 
-from backend.config import RunConfig
+from backend.config import OVERFLOW, RunConfig
 from backend.data.errors import DataError
 from backend.data.fix_table import BY_KEY as FIX_BY_KEY
 from backend.data.fix_table import FIXES
@@ -37,8 +37,9 @@ def _recipe_model(ctx: UIContext) -> str:
     return recipe_config(ctx.recipe).model_name_or_path
 
 
-def new_state(path: str, model: str, cutoff: int) -> dict:
-    return {"path": str(path), "mapping": None, "plan": {}, "model": model or DEFAULT_MODEL, "cutoff": int(cutoff or 256)}
+def new_state(path: str, model: str, cutoff: int, overflow: str = "truncate") -> dict:
+    return {"path": str(path), "mapping": None, "plan": {}, "model": model or DEFAULT_MODEL, "cutoff": int(cutoff or 256),
+            "overflow": overflow or "truncate"}
 
 
 # ---------------------------------------------------------------- views (plain values)
@@ -123,7 +124,7 @@ def summary_table(ctx: UIContext, lang: str, report: dict):
     rows = []
     for c in sorted(report["checks"], key=lambda c: (SEVERITY_ORDER[c["severity"]], -c["count"])):
         rows.append([ctx.msg(lang, "data.sev." + c["severity"]), c["id"],
-                     c["count"], _text(ctx, lang, f"data.check.{c['id']}", c["title"])])
+                     c["count"], _text(ctx, lang, f"data.check.{c.get('text_id') or c['id']}", c["title"])])
     columns = [ctx.msg(lang, k) for k in ("data.col.severity", "data.col.check", "data.col.count", "data.col.meaning")]
     return pd.DataFrame(rows, columns=columns)
 
@@ -158,27 +159,31 @@ def error_text(ctx: UIContext, lang: str, error: Exception) -> str:
 
 # ---------------------------------------------------------------- handlers (tested directly)
 
-def open_upload(ctx: UIContext, lang: str, file: str | None, model: str, cutoff: int, state: dict | None):
+def open_upload(ctx: UIContext, lang: str, file: str | None, model: str, cutoff: int, state: dict | None,
+                overflow: str = "truncate"):
     if not file:
         return {"status": ctx.msg(lang, "data.pick_first")}
-    return _safe(ctx, lang, lambda: render(ctx, lang, new_state(file, model, cutoff), read=True))
+    return _safe(ctx, lang, lambda: render(ctx, lang, new_state(file, model, cutoff, overflow), read=True))
 
 
-def open_dataset(ctx: UIContext, lang: str, name: str | None, model: str, cutoff: int, state: dict | None):
+def open_dataset(ctx: UIContext, lang: str, name: str | None, model: str, cutoff: int, state: dict | None,
+                 overflow: str = "truncate"):
     if not name:
         return {"status": ctx.msg(lang, "data.pick_first")}
-    return _safe(ctx, lang, lambda: render(ctx, lang, new_state(ds.dataset_source(ctx.workspace, name), model, cutoff),
-                                           read=True))
+    return _safe(ctx, lang, lambda: render(ctx, lang, new_state(ds.dataset_source(ctx.workspace, name), model, cutoff,
+                                                                overflow), read=True))
 
 
-def recheck(ctx: UIContext, lang: str, state: dict | None, model: str, cutoff: int, mapping_text: str):
+def recheck(ctx: UIContext, lang: str, state: dict | None, model: str, cutoff: int, mapping_text: str,
+            overflow: str = "truncate"):
     if not state:
         return {"status": ctx.msg(lang, "data.pick_first")}
 
     def run():
         mapping = ds.parse_pairs(mapping_text, ctx.msg(lang, "data.mapping"))
         return render(ctx, lang, {**state, "model": model or DEFAULT_MODEL, "cutoff": int(cutoff or 256),
-                                  "mapping": mapping or None}, read=True)  # "Check again" sees an edited file
+                                  "overflow": overflow or "truncate", "mapping": mapping or None},
+                      read=True)  # "Check again" sees an edited file
     return _safe(ctx, lang, run)
 
 
@@ -303,6 +308,8 @@ def build(ctx: UIContext) -> None:
                                     label=t("data.model"), elem_id="data-model")
                 cutoff = gr.Number(value=last.get("cutoff", 256), minimum=16, maximum=131072, precision=0,
                                    label=t("data.cutoff"), elem_id="data-cutoff")
+                overflow = gr.Radio(choices=list(OVERFLOW), value=last.get("overflow", "truncate"),
+                                    label=t("data.overflow"), elem_id="data-overflow")
             c["mapping"] = gr.Textbox(label=t("data.mapping"), info=t("data.mapping_help"), elem_id="data-mapping")
             c["columns"] = gr.Markdown(elem_id="data-columns")
             check = gr.Button(t("data.check_btn"), elem_id="data-check")
@@ -342,29 +349,31 @@ def build(ctx: UIContext) -> None:
         overwrite = gr.Checkbox(label=t("data.overwrite"))
         save = gr.Button(t("data.save_btn"), variant="primary", elem_id="data-save")
     saved = gr.Markdown(elem_id="data-saved")
-    _wire(ctx, c, upload, pick, refresh, model, cutoff, check, prev, nxt, fix_buttons, undo,
+    _wire(ctx, c, upload, pick, refresh, (model, cutoff, overflow), check, prev, nxt, fix_buttons, undo,
           (eval_ratio, seed, overwrite, save, saved))
     _public_api(ctx)
 
 
-def _wire(ctx, c, upload, pick, refresh, model, cutoff, check, prev, nxt, fix_buttons, undo, saving) -> None:
+def _wire(ctx, c, upload, pick, refresh, counting, check, prev, nxt, fix_buttons, undo, saving) -> None:
     lang, state = ctx.lang, c["state"]
+    model, cutoff, overflow = counting  # the tokenizer, cutoff_len and overflow the checks count with
     outs = [c[k] for k in OUT_KEYS]
 
     def to_components(values: dict) -> dict:
         return {c[k]: v for k, v in values.items() if k in c}
 
-    def remember(m, n):
-        ctx.remember(data={"model": m or _recipe_model(ctx), "cutoff": int(n or 256)})
+    def remember(m, n, o):
+        ctx.remember(data={"model": m or _recipe_model(ctx), "cutoff": int(n or 256), "overflow": o or "truncate"})
 
-    upload.upload(lambda lg, f, m, n, s: to_components(open_upload(ctx, lg, f, m, n, s)),
-                  [lang, upload, model, cutoff, state], outs, **PRIVATE)
-    pick.input(lambda lg, name, m, n, s: to_components(open_dataset(ctx, lg, name, m, n, s)),
-               [lang, pick, model, cutoff, state], outs, **PRIVATE)
+    upload.upload(lambda lg, f, m, n, s, o: to_components(open_upload(ctx, lg, f, m, n, s, o)),
+                  [lang, upload, model, cutoff, state, overflow], outs, **PRIVATE)
+    pick.input(lambda lg, name, m, n, s, o: to_components(open_dataset(ctx, lg, name, m, n, s, o)),
+               [lang, pick, model, cutoff, state, overflow], outs, **PRIVATE)
     for trigger in (refresh.click, pick.focus):
         trigger(lambda: gr.update(choices=ds.workspace_datasets(ctx.workspace)), None, pick, **PRIVATE)
-    check.click(lambda lg, s, m, n, mp: to_components(recheck(ctx, lg, s, m, n, mp)),
-                [lang, state, model, cutoff, c["mapping"]], outs, **PRIVATE).then(remember, [model, cutoff], None, **PRIVATE)
+    check.click(lambda lg, s, m, n, mp, o: to_components(recheck(ctx, lg, s, m, n, mp, o)),
+                [lang, state, model, cutoff, c["mapping"], overflow], outs,
+                **PRIVATE).then(remember, [model, cutoff, overflow], None, **PRIVATE)
     lang.change(lambda lg, s: to_components(relabel(ctx, lg, s)), [lang, state], outs, **PRIVATE)
     for key, button in fix_buttons.items():
         button.click(lambda lg, s, fill, key=key: to_components(apply_fix(ctx, lg, s, key, fill)),

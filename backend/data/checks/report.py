@@ -21,6 +21,11 @@ class CheckSpec:
     severity: str  # error | warning | info
     title: str
     hint: str  # what to do about it (names the fix)
+    text_id: str = ""  # the UI's text for the title (data.check.<text_id>) when it is not the id's usual one
+
+    @property
+    def text_key(self) -> str:
+        return self.text_id or self.id
 
 
 @dataclass
@@ -49,6 +54,7 @@ class CheckResult:
             "count": self.count,
             "examples": self.rows[:EXAMPLES],
             "hint": self.spec.hint,
+            "text_id": self.spec.text_key,
             "details": {str(r): str(self.details[r]) for r in self.rows[:EXAMPLES] if r in self.details},
         }
         if all_rows:

@@ -17,7 +17,7 @@ from pathlib import Path
 from jinja2.exceptions import TemplateError
 
 from backend.data.checks.report import CheckResult, Report, flag_row, rejected_detail
-from backend.data.checks.specs import MIN_RESPONSE_CHARS, OUTLIER_IQR, SPECS, TOKEN_CHECKS
+from backend.data.checks.specs import MIN_RESPONSE_CHARS, OUTLIER_IQR, TOKEN_CHECKS, specs_for
 from backend.data.checks.stats import token_stats, upper_fence
 from backend.data.encode import count_tokens, first_prompt
 from backend.data.load import Source, SourceRow, iter_rows, no_usable_rows, open_source
@@ -42,9 +42,10 @@ SCRIPTS = ("none", "cjk", "latin")
 
 
 class Checker:
-    def __init__(self, tokenizer=None, cutoff_len: int = 1024, batch_size: int = 1000):
+    def __init__(self, tokenizer=None, cutoff_len: int = 1024, batch_size: int = 1000, overflow: str = "truncate"):
         self.tokenizer, self.cutoff_len, self.batch_size = tokenizer, cutoff_len, batch_size
-        self.results = {s.id: CheckResult(s) for s in SPECS if tokenizer is not None or s.id not in TOKEN_CHECKS}
+        self.results = {s.id: CheckResult(s) for s in specs_for(overflow)
+                        if tokenizer is not None or s.id not in TOKEN_CHECKS}
         self.exact: dict[bytes, int] = {}
         self.near: dict[bytes, int] = {}
         self.prompts: dict[bytes, int] = {}  # prompt key -> first row << 64 | its response digest
@@ -226,19 +227,21 @@ def check_file(
     mapping: dict[str, str] | None = None,
     dataset: str | None = None,
     progress: Callable[[int], None] | None = None,
+    overflow: str = "truncate",
 ) -> Report:
-    """Stream the file once through every check. Raises DataError when it cannot be read."""
+    """Stream the file once through every check. Raises DataError when it cannot be read.
+    `overflow`: RunConfig.overflow, what training does with rows over `cutoff_len` (cut or drop)."""
     source = open_source(path, mapping, dataset)
     return check_source(source, iter_rows(source), tokenizer=tokenizer, model=model, cutoff_len=cutoff_len,
-                        progress=progress)
+                        progress=progress, overflow=overflow)
 
 
 def check_source(source: Source, items: Iterable[SourceRow], *, tokenizer=None, model: str | None = None,
                  cutoff_len: int = 1024, progress: Callable[[int], None] | None = None,
-                 require_usable: bool = True) -> Report:
+                 require_usable: bool = True, overflow: str = "truncate") -> Report:
     """Every check over `items` of `source`: streamed from the file by `check_file`, or rows
     already read (and fixed) by a data session (backend/data/prepare.py)."""
-    checker = _checker_for(source.shape.name, tokenizer, cutoff_len)
+    checker = _checker_for(source.shape.name, tokenizer, cutoff_len, overflow)
     _feed(checker, items, progress)
     if require_usable and not checker.usable:
         raise no_usable_rows(source, checker.first_rejected, checker.rows_seen)
@@ -250,22 +253,26 @@ def check_source(source: Source, items: Iterable[SourceRow], *, tokenizer=None, 
 
 
 def check_rows(rows: list[dict], *, tokenizer=None, model: str | None = None, cutoff_len: int = 1024,
-               label: str = "(rows)") -> Report:
+               label: str = "(rows)", overflow: str = "truncate") -> Report:
     """The same checks on canonical rows already in memory (e.g. after fixes)."""
     from backend.data.pairwise import is_preference_row
 
-    checker = _checker_for("pairwise" if rows and is_preference_row(rows[0]) else "canonical", tokenizer, cutoff_len)
+    checker = _checker_for("pairwise" if rows and is_preference_row(rows[0]) else "canonical", tokenizer, cutoff_len,
+                           overflow)
     _feed(checker, (SourceRow(i, None, row) for i, row in enumerate(rows)), None)
     report = _report(checker, label, "canonical", "rows", None, model)
     report.detected = f"{len(rows)} canonical rows"
     return report
 
 
-def _checker_for(shape: str, tokenizer, cutoff_len: int):
+def _checker_for(shape: str, tokenizer, cutoff_len: int, overflow: str = "truncate"):
+    """Preference pairs have their own rule for long rows (backend/data/pair_rows.py): overflow is the SFT worker's."""
     from backend.data.checks.pairs import PairChecker
     from backend.data.pairwise import is_preference
 
-    return PairChecker(tokenizer, cutoff_len) if is_preference(shape) else Checker(tokenizer, cutoff_len)
+    if is_preference(shape):
+        return PairChecker(tokenizer, cutoff_len)
+    return Checker(tokenizer, cutoff_len, overflow=overflow)
 
 
 def _feed(checker: Checker, items: Iterable[SourceRow], progress) -> None:

@@ -59,6 +59,13 @@ _PAIR_SPECS = [
 ]
 
 
+# overflow: drop (RunConfig) makes the worker leave over-long rows out instead of cutting them
+# (backend/training/dataset.py): the same check, in the words of that setting.
+_OVER_CUTOFF_DROP = CheckSpec("over_cutoff", "warning", "Longer than cutoff_len tokens (left out of training: overflow drop)",
+                              "Raise cutoff_len, set overflow to truncate to train on their start, or {fix}",
+                              text_id="over_cutoff_drop")
+
+
 def _with_fix(spec: CheckSpec) -> CheckSpec:
     return dataclasses.replace(spec, hint=spec.hint.replace("{fix}", hint_fix(spec.id)))
 
@@ -66,6 +73,13 @@ def _with_fix(spec: CheckSpec) -> CheckSpec:
 SPECS = [_with_fix(spec) for spec in _SPECS]
 PAIR_SPECS = [_with_fix(spec) for spec in _PAIR_SPECS]
 BY_ID = {spec.id: spec for spec in SPECS + PAIR_SPECS}
+
+
+def specs_for(overflow: str = "truncate") -> list[CheckSpec]:
+    """The instruction-row checks in the words of what the worker does with over-long rows."""
+    if overflow == "drop":
+        return [_with_fix(_OVER_CUTOFF_DROP) if spec.id == "over_cutoff" else spec for spec in SPECS]
+    return SPECS
 TOKEN_CHECKS = ("over_cutoff", "response_cut")
 MIN_RESPONSE_CHARS = 3
 OUTLIER_IQR = 3.0
