@@ -33,7 +33,7 @@ def test_every_level_is_written_next_to_the_kept_merged_model(exported):
     assert sizes["q4_k_m"] < sizes["q8_0"] < sizes["f16"]
     for level, info in gguf["files"].items():
         assert (out / "gguf" / info["file"]).is_file()
-        assert abs(info["bytes"] - gguf["planned_bytes"][level]) < 0.35 * info["bytes"]  # the size shown before
+        assert abs(info["bytes"] - gguf["planned_bytes"][level]) < 0.25 * info["bytes"]  # the size shown before
     assert not list((out / "gguf").glob("*.partial"))
 
 
@@ -55,7 +55,7 @@ def test_llama_cpp_answers_like_the_adapter_and_each_quant_is_measured(exported)
     assert checks["passed"] and report["gguf"]["passed"]
     for level in ("q8_0", "q4_k_m"):
         entry = checks["levels"][level]
-        assert entry["positions"] > 50 and entry["mean_kl"] >= 0
+        assert entry["positions"] > 20 and entry["mean_kl"] >= 0
         assert 0 < entry["top1_agreement"] <= 1
     # q8_0 keeps the distribution closer to f16 than q4_k_m does
     assert checks["levels"]["q8_0"]["mean_kl"] < checks["levels"]["q4_k_m"]["mean_kl"]

@@ -32,6 +32,9 @@ AGREE_TOKENS = 8       # f16 answers must match the adapter's over at least this
 F16_AGREEMENT = 0.9    # ... on this share of the prompts
 DISK_MARGIN = 1.15
 LORA_TYPES = ("f16", "q8_0")
+# Bits per weight of the type llama.cpp falls back to when a k-quant's rows are not a multiple of 256
+# (q4_k -> q5_0, q5_k -> q5_1, q6_k -> q8_0; llama-quant.cpp), measured as written with the mixes' q6_k/q8_0 parts.
+K_QUANT_FALLBACK_BITS = {"q4_k_m": 6.0, "q5_k_m": 6.5, "q6_k": 8.5}
 
 
 @dataclass
@@ -43,9 +46,39 @@ class GGUFRequest:
 
 
 def planned_sizes(model_dir: Path, levels: list[tools.Level]) -> dict[str, int]:
-    """Bytes each file will take, from the parameter count (shown before the export starts)."""
-    parameters = count_parameters(str(model_dir))
-    return {level.name: int(parameters * level.bits_per_weight / 8) for level in levels}
+    """Bytes each file will take (shown before the export starts), tensor by tensor from the
+    safetensors headers: 1-D tensors stay f32, and a k-quant's rows must be a multiple of 256
+    values, else llama.cpp falls back to a 32-block type (SmolLM2's 576 columns do)."""
+    tensors = _tensor_shapes(model_dir)
+    if not tensors:  # no safetensors headers to read: the parameter count alone
+        parameters = count_parameters(str(model_dir))
+        return {level.name: int(parameters * level.bits_per_weight / 8) for level in levels}
+    sizes = {}
+    for level in levels:
+        bits = 0.0
+        for name, shape in tensors:
+            count = math.prod(shape)
+            if len(shape) < 2:
+                bits += 32 * count
+                continue
+            # The _m mixes keep the output (or the tied embedding that serves as it) in q6_k.
+            kind = "q6_k" if level.ftype is not None and ("lm_head" in name or "embed" in name) else level.name
+            if level.ftype is not None and shape[-1] % 256:
+                bits += K_QUANT_FALLBACK_BITS[kind] * count
+            else:
+                bits += tools.LEVELS[kind].bits_per_weight * count
+        sizes[level.name] = int(bits / 8)
+    return sizes
+
+
+def _tensor_shapes(model_dir: Path) -> list[tuple[str, tuple[int, ...]]]:
+    from safetensors import safe_open
+
+    tensors = []
+    for file in sorted(Path(model_dir).glob("*.safetensors")):
+        with safe_open(str(file), framework="pt") as handle:
+            tensors += [(key, tuple(handle.get_slice(key).get_shape())) for key in handle.keys()]  # noqa: SIM118
+    return tensors
 
 
 def export_gguf(model_dir: Path, name: str, request: GGUFRequest, progress: Path | None = None) -> dict:
