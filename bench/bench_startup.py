@@ -40,15 +40,16 @@ def time_import_gradio() -> float:
     return time.perf_counter() - start
 
 
-def time_app_first_200(workspace: Path, demo_build: bool = True) -> float:
-    """`python app.py --workspace NEW` to the first 200 on `/`; `demo_build` False adds --no-demo-build."""
+def time_app_first_200(workspace: Path, demo_build: bool = True, repo: Path = REPO) -> float:
+    """`python app.py --workspace NEW` of `repo` to the first 200 on `/`; `demo_build` False adds --no-demo-build."""
     env = app_env()
     env.pop("FINETUNE_STUDIO_NO_DEMO_BUILD")   # the tests' setting: a user's start builds the default model
+    env["PYTHONPATH"] = str(repo)
     flags = [] if demo_build else ["--no-demo-build"]
     port = free_port()
     start = time.perf_counter()
-    process = subprocess.Popen([sys.executable, str(REPO / "app.py"), "--port", str(port), "--workspace", str(workspace),
-                                *flags], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    process = subprocess.Popen([sys.executable, str(repo / "app.py"), "--port", str(port), "--workspace", str(workspace),
+                                *flags], cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)
     try:
         while http_status(f"http://127.0.0.1:{port}/", timeout=1) != 200:
@@ -74,24 +75,33 @@ def kill_builds(workspace: Path) -> None:
 KINDS = ("gradio", "app", "app_no_build")
 
 
-def measure(repeat: int) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {kind: [] for kind in KINDS}
+def measure(repeat: int, before: Path | None = None) -> dict[str, list[float]]:
+    """Seconds of each kind; with `before` (another checkout), its app.py too, as a user starts it."""
+    kinds = KINDS + (("before",) if before else ())
+    times: dict[str, list[float]] = {kind: [] for kind in kinds}
     with tempfile.TemporaryDirectory() as tmp:
         time_import_gradio()  # warm the file cache once for all, not timed
         for i in range(repeat):
-            for kind in KINDS[i % 3:] + KINDS[:i % 3]:   # each kind first, second and third in turn
+            turn = i % len(kinds)
+            for kind in kinds[turn:] + kinds[:turn]:      # each kind first, second, ... in turn
                 workspace = Path(tmp) / f"{kind}-{i}"     # a fresh workspace each time: a first launch
                 if kind == "gradio":
                     times[kind].append(time_import_gradio())
                 else:
-                    times[kind].append(time_app_first_200(workspace, demo_build=kind == "app"))
+                    times[kind].append(time_app_first_200(workspace, demo_build=kind != "app_no_build",
+                                                          repo=before if kind == "before" else REPO))
     return times
 
 
-def section(times: dict[str, list[float]], command: str) -> str:
+def section(times: dict[str, list[float]], command: str, before_label: str = "") -> str:
     gradio, app, bare = (statistics.median(times[kind]) for kind in KINDS)
     ratio, bare_ratio = app / gradio, bare / gradio
     load = os.getloadavg()[0]
+    before = ""
+    if "before" in times:
+        median = statistics.median(times["before"])
+        before = (f"\nBefore ({before_label}), in the same run: `app.py` median {median:.2f} s, ratio "
+                  f"**{median / gradio:.2f}x**; runs {', '.join(f'{t:.2f}' for t in times['before'])}.\n")
     return f"""{SECTION}
 
 What: wall time from starting `python app.py --port P --workspace NEW_DIR` to
@@ -116,7 +126,7 @@ Command (repo root):
 | runs | `import gradio` median | `app.py` to first 200 median | ratio | goal | with `--no-demo-build` | ratio |
 |---|---|---|---|---|---|---|
 | {len(times['app'])} | {gradio:.2f} s | {app:.2f} s | **{ratio:.2f}x** | < 1.5x | {bare:.2f} s | {bare_ratio:.2f}x |
-
+{before}
 All runs (s): import gradio {', '.join(f'{t:.2f}' for t in times['gradio'])}; app.py {', '.join(f'{t:.2f}' for t in times['app'])}; app.py --no-demo-build {', '.join(f'{t:.2f}' for t in times['app_no_build'])}.
 Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs shared with other jobs
 (1-minute load average at the end: {load:.1f}), Python {platform.python_version()}.
@@ -140,10 +150,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--write", type=Path, help="update the Start-up section of this markdown file")
+    parser.add_argument("--before", type=Path, help="another checkout (git archive COMMIT | tar -x -C DIR) whose "
+                                                    "app.py is measured in the same run, to compare")
+    parser.add_argument("--before-label", default="", help="what --before holds, for the text (e.g. its commit)")
     args = parser.parse_args()
-    times = measure(args.repeat)
-    command = f".venv/bin/python bench/bench_startup.py --repeat {args.repeat} --write docs/BENCHMARKS.md"
-    text = section(times, command)
+    times = measure(args.repeat, args.before)
+    before = f" --before DIR --before-label '{args.before_label}'" if args.before else ""
+    command = f".venv/bin/python bench/bench_startup.py --repeat {args.repeat}{before} --write docs/BENCHMARKS.md"
+    text = section(times, command, args.before_label or str(args.before))
     print(text)
     if args.write:
         write_section(args.write, text)
