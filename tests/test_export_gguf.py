@@ -153,3 +153,37 @@ def test_a_template_no_family_expresses_gets_no_template_and_a_sentence(gemma_mo
     match = match_family(tokenizer)
     assert match.family is None and match.reason.startswith("### user: Hi there.")
     assert "TEMPLATE" not in build_modelfile("m.gguf", match, ["</s>"])
+
+
+def test_an_architecture_the_converter_does_not_know_is_named(tmp_path, gguf_model_dir):
+    """llama.cpp's real converter on a model folder whose architecture it has no class for."""
+    import shutil
+
+    if not tools.tools_folder().joinpath("convert_hf_to_gguf.py").is_file():
+        pytest.fail("llama.cpp's converter is not installed: run `make gguf-tools`")
+    model = tmp_path / "odd-model"
+    shutil.copytree(gguf_model_dir, model)
+    config = json.loads((model / "config.json").read_text(encoding="utf-8"))
+    config["architectures"] = ["StudioOddForCausalLM"]
+    (model / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    out = tmp_path / "odd-f16.gguf"
+    with pytest.raises(ExportError, match="does not support the architecture") as refused:
+        tools.convert(model, out, "f16", tmp_path / "convert.log")
+    assert "StudioOddForCausalLM" in str(refused.value) and not out.exists()
+
+
+def test_a_check_that_fails_says_so_and_keeps_the_file(exported, small_model):
+    """The same f16 file judged against answers it does not give: not passed, rows show where they part."""
+    from backend.export.gguf_export import GGUFRequest, run_checks
+    from backend.models.loading import load_tokenizer
+
+    out, report = exported
+    f16 = out / "gguf" / report["gguf"]["files"]["f16"]["file"]
+    tokenizer = load_tokenizer(out)
+    prompts = [[{"role": "user", "content": "What is the capital of France?"}],
+               [{"role": "user", "content": "Name a colour."}]]
+    wrong = [tokenizer("Certainly not this answer at all", add_special_tokens=False)["input_ids"]] * 2
+    checks = run_checks({"f16": f16}, tokenizer, GGUFRequest([tools.LEVELS["f16"]], prompts, ["", ""], wrong))
+    assert not checks["passed"] and checks["levels"]["f16"]["agree_first_8"] < 2
+    assert all(row["agree_first"] < 8 and row["reference"] for row in checks["levels"]["f16"]["rows"])
+    assert f16.is_file()
