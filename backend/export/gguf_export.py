@@ -14,6 +14,7 @@ are kept; a refusal removes only the partial file, never the merged model.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,7 +99,9 @@ def export_gguf(model_dir: Path, name: str, request: GGUFRequest, progress: Path
     for level in [f16, *[lv for lv in request.levels if lv is not f16]]:
         target = out_dir / f"{name}-{level.name}.gguf"
         ensure_disk_space(out_dir, int(sizes[level.name] * DISK_MARGIN))
-        write_progress(progress, stage=msg("gguf_export.stage.writing", level=level.name, size=_mb(sizes[level.name])))
+        stage = msg("gguf_export.stage.writing", level=level.name, size=_mb(sizes[level.name]))
+        write_progress(progress, stage=stage)
+        print(stage, file=sys.stderr, flush=True)  # the command line sees each size before its file is written
         partial = target.with_name(target.name + ".partial")
         if level.outtype:
             tools.convert(model_dir, partial, level.outtype, log)
