@@ -64,3 +64,21 @@ def test_refusals_and_a_real_adapter_export_shown_again_from_disk(ctx):
     listed, shown = export.last_jobs(ctx, None)   # a refreshed page finds the export on disk
     assert listed["choices"] == ["run-a-adapter"] and shown == job
     assert export.job_file(ctx, "run-a-adapter") == job and export.job_file(ctx, "../x") is None
+
+
+def test_gguf_sizes_before_start_and_the_checks_after(gguf_run, gguf_export):
+    """The GGUF part of the tab on the session's real GGUF export: sizes shown when levels are ticked,
+    refusals before any process starts, and the report's per-level checks and Ollama line."""
+    from backend.runs.workspace import Workspace
+
+    workspace = Workspace(gguf_run.parent.parent)
+    tab = UIContext(workspace=workspace, texts=merge_texts(export.TEXT), i18n=None)
+    _, notes, _ = export.describe(tab, "en", gguf_run.name, "final", "merged", ["q4_k_m", "f16"])
+    assert notes.startswith("GGUF sizes: q4_k_m ≈") and "f16 ≈ 71 MB" in notes
+    said, job = export.start_job(tab, "en", gguf_run.name, "final", "merged", "x", "2GB", "auto", False, False, "",
+                                 ["iq2_xs"], "none")
+    assert job is None and "importance matrix" in said
+    out, report = gguf_export
+    view = export._gguf_view(tab, "zh", report["gguf"])
+    assert 'id="export-gguf-check"' in view and "GGUF 检查通过" in view
+    assert view.count("<tr>") == 1 + len(report["gguf"]["files"]) and "ollama create assistant" in view
