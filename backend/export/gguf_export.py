@@ -94,9 +94,10 @@ def export_gguf(model_dir: Path, name: str, request: GGUFRequest, progress: Path
     tokenizer = load_tokenizer(model_dir)
     wanted = [level.name for level in request.levels]
     f16 = tools.LEVELS["f16"]
-    sizes = planned_sizes(model_dir, [f16, *[level for level in request.levels if level is not f16]])
+    order = [f16, *[level for level in request.levels if level is not f16]]  # f16 first: the k-quants' source
+    sizes = planned_sizes(model_dir, order)
     files: dict[str, Path] = {}
-    for level in [f16, *[lv for lv in request.levels if lv is not f16]]:
+    for level in order:
         target = out_dir / f"{name}-{level.name}.gguf"
         ensure_disk_space(out_dir, int(sizes[level.name] * DISK_MARGIN))
         stage = msg("gguf_export.stage.writing", level=level.name, size=_mb(sizes[level.name]))
@@ -109,7 +110,7 @@ def export_gguf(model_dir: Path, name: str, request: GGUFRequest, progress: Path
             tools.quantize(files["f16"], partial, level)
         partial.rename(target)
         files[level.name] = target
-    stops = _stop_ids(tokenizer)
+    stops = _stop_ids(model_dir, tokenizer)
     write_progress(progress, stage=msg("gguf_export.stage.checking"))
     metadata = {lv: metadata_check(path, tokenizer, stops) for lv, path in files.items()}
     checks = run_checks(files, tokenizer, request)
@@ -179,14 +180,17 @@ def _context(prompt_ids, conversations, tokenizer) -> int:
     return max(256, longest + GGUF_NEW_TOKENS + 64)
 
 
-def _stop_ids(tokenizer) -> list[int]:
-    from backend.models.chat_templates import stop_token_ids, turn_terminator
+def _stop_ids(model_dir: Path, tokenizer) -> list[int]:
+    """What the exported model stops on in Chat, Evaluate and the server: the same rule for the GGUF."""
+    from transformers import GenerationConfig
 
-    stops = set(stop_token_ids(tokenizer))
-    terminator = turn_terminator(tokenizer)
-    if terminator is not None:
-        stops.add(terminator)
-    return sorted(stops)
+    from backend.models.chat_templates import stop_token_ids
+
+    try:
+        config = GenerationConfig.from_pretrained(model_dir)
+    except OSError:  # no generation_config.json: the tokenizer's EOS alone
+        config = None
+    return stop_token_ids(tokenizer, config)
 
 
 def export_lora_gguf(checkpoint: Path, base_dir: str, out_dir: Path, name: str, outtype: str) -> dict:
