@@ -112,8 +112,12 @@ class AppProcess:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(grace)
 
-    def restart(self, timeout: float = 90.0) -> AppProcess:
-        """Stop and start again on the same port and workspace, like a user re-running app.py."""
+    def restart(self, timeout: float = 90.0, page=None) -> AppProcess:
+        """Stop and start again on the same port and workspace, like a user re-running app.py.
+        `page`, open on the app, leaves it first: left there, gradio's page reloads itself when the
+        server comes back, and that reload interrupted the test's own navigation to the new app."""
+        if page is not None:
+            page.goto("about:blank")
         self.stop()
         deadline = time.monotonic() + 30
         while http_status(self.url, timeout=1) is not None and time.monotonic() < deadline:

@@ -92,7 +92,7 @@ def test_newcomer_journey(app, page, shared_data):
     before = wait_until(lambda: (n := chart_points(page, "runs-chart-loss")) >= 2 and n, "loss points on the chart", 180)
 
     # The app restarts in the middle of the run: the worker goes on, the chart keeps every earlier point and grows.
-    app.restart()
+    app.restart(page=page)
     open_app(page, app)
     tab(page, "Runs")
     after = wait_until(lambda: chart_points(page, "runs-chart-loss"), "the chart after a restart", 120)

@@ -39,7 +39,7 @@ def test_language_switch_translates_and_is_remembered(app, page):
     assert tabs[0] == "数据" and all(name.isascii() is False for name in tabs), tabs
     screenshot(page, "shell-zh")
     # The choice is saved: a new page (and a restarted app) opens in Chinese.
-    app.restart()
+    app.restart(page=page)
     page.goto(app.url, wait_until="domcontentloaded")
     wait_app_loaded(page)
     page.locator("#shell-title").get_by_text("在本机用你自己的数据微调语言模型").wait_for()
