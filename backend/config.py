@@ -229,6 +229,10 @@ class RunConfig:
     label_smoothing: float = _f(0.0, "TRL label_smoothing: the assumed share of flipped preference labels "
                                 "(robust / conservative DPO, SimPO), in [0, 0.5).",
         form="preference", trainer=PREFERENCE, resume=FREE, bounds=share("config.label_smoothing", high=0.5, step=0.01, preference_only=True))
+    rpo_alpha: float = _f(0.0, "dpo: weight of an SFT term, the chosen answers' mean token loss, added to the "
+                          "preference loss (RPO; TRL 1.16 names it loss_type [..., 'sft'] with loss_weights "
+                          "[1, rpo_alpha]). Keeps the answers the run started from; 0 = off.",
+        form="preference", trainer=PREFERENCE, resume=FREE, bounds=at_least(0, "config.not_negative", step=0.1, preference_only=True))
     simpo_gamma: float = _f(0.5, "TRL simpo_gamma: the target reward margin of SimPO.",
         form="preference", trainer=PREFERENCE, resume=FREE, bounds=Bounds(step=0.1))
     desirable_weight: float = _f(1.0, "TRL desirable_weight (kto): weight of the rows labelled true.",
@@ -351,6 +355,8 @@ class RunConfig:
             raise ConfigError(msg("config.loss_function_stage"))
         if self.precompute_ref_log_probs and self.stage != "dpo":
             raise ConfigError(msg("config.precompute_stage"))
+        if self.rpo_alpha and self.stage != "dpo":
+            raise ConfigError(msg("config.rpo_alpha_stage", stage=self.stage))
 
     def _check_bounds(self, preference: bool) -> None:
         """Each number inside its field's bounds (metadata "bounds"; the form's widgets use the

@@ -71,6 +71,8 @@ CATALOGUE: dict[str, str] = {
                                 "tab) and give the merged folder as model_name_or_path.",
     "config.loss_function_stage": "loss_function replaces the SFT loss only; clear it for a preference stage.",
     "config.precompute_stage": "precompute_ref_log_probs applies to stage dpo only.",
+    "config.rpo_alpha_stage": "rpo_alpha (an SFT term beside the DPO loss) applies to stage dpo only; set it to 0 "
+                              "for stage {stage}.",
     "config.dataset_name": "dataset_name = {dataset_name!r} only applies to a LLaMA-Factory data folder "
                            "(with dataset_info.json), and {dataset!r} is not one; clear dataset_name.",
     "config.sft_on_pairs": "stage sft trains on instruction or chat rows, but {source} holds preference pairs ({shape}); "

@@ -22,6 +22,8 @@ HELP_ZH: dict[str, str] = {
     "loss_type": "TRL loss_type。dpo：sigmoid（默认）、hinge、ipo、robust、bco_pair、sppo_hard、nca_pair、apo_zero、"
                  "apo_down；kto：kto（默认）、apo_zero_unpaired。",
     "label_smoothing": "TRL label_smoothing：假定被标反的偏好比例（robust / conservative DPO、SimPO），在 [0, 0.5) 之间。",
+    "rpo_alpha": "dpo：SFT 项的权重，即 chosen 回答的平均 token 损失，加到偏好损失上（RPO；TRL 1.16 中为 "
+                 "loss_type [..., 'sft'] 配 loss_weights [1, rpo_alpha]）。保住训练起点的回答；0 = 关闭。",
     "simpo_gamma": "TRL simpo_gamma：SimPO 的目标奖励差。",
     "desirable_weight": "TRL desirable_weight（kto）：标签为 true 的样本权重。",
     "undesirable_weight": "TRL undesirable_weight（kto）：标签为 false 的样本权重。",

@@ -257,6 +257,7 @@ FIELD_TEXT: dict[str, dict[str, str]] = {f"train.field.{name}": text for name, t
     "beta": _label("beta", "beta"),
     "loss_type": _label("Loss type", "损失类型"),
     "label_smoothing": _label("Label smoothing", "标签平滑"),
+    "rpo_alpha": _label("SFT term weight (rpo_alpha)", "SFT 项权重（rpo_alpha）"),
     "simpo_gamma": _label("SimPO gamma", "SimPO gamma"),
     "desirable_weight": _label("KTO desirable weight", "KTO 正例权重"),
     "undesirable_weight": _label("KTO undesirable weight", "KTO 负例权重"),

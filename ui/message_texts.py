@@ -50,6 +50,7 @@ ZH: dict[str, str] = {
                                 "再把合并后的文件夹填为 model_name_or_path。",
     "config.loss_function_stage": "loss_function 只替换 SFT 的损失；偏好训练阶段请清空它。",
     "config.precompute_stage": "precompute_ref_log_probs 只适用于 dpo 阶段。",
+    "config.rpo_alpha_stage": "rpo_alpha（DPO 损失之外的 SFT 项）只适用于 dpo 阶段；{stage} 阶段请设为 0。",
     "config.dataset_name": "dataset_name = {dataset_name!r} 只适用于 LLaMA-Factory 数据文件夹（含 dataset_info.json），"
                            "而 {dataset!r} 不是；请清空 dataset_name。",
     "config.sft_on_pairs": "sft 阶段训练的是指令或对话数据，但 {source} 是偏好对（{shape}）；要训练这些偏好对请选择 dpo、"

@@ -129,7 +129,10 @@ def _stage(config: RunConfig):
     if config.stage == "dpo":
         from trl import DPOConfig, DPOTrainer
 
-        return DPOConfig, DPOTrainer, dict(beta=config.beta, loss_type=[config.loss_type or "sigmoid"],
+        losses, weights = [config.loss_type or "sigmoid"], None
+        if config.rpo_alpha:  # RPO: TRL 1.16 adds the chosen answers' NLL as a second loss ("sft")
+            losses, weights = [*losses, "sft"], [1.0, config.rpo_alpha]
+        return DPOConfig, DPOTrainer, dict(beta=config.beta, loss_type=losses, loss_weights=weights,
                                            label_smoothing=config.label_smoothing,
                                            precompute_ref_log_probs=config.precompute_ref_log_probs)
     if config.stage == "kto":
