@@ -12,6 +12,7 @@ sentence a user can act on.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import importlib
@@ -24,6 +25,7 @@ from typing import Any, get_args, get_origin, get_type_hints
 import yaml
 
 from backend.config_policy import (
+    ANY_NUMBER,
     APP,
     FILE_ONLY,
     FREE,
@@ -73,9 +75,15 @@ REPORT_TO = ("none", "tensorboard", "wandb")
 OVERFLOW = ("truncate", "drop")
 REPLAY = ("auto", "on", "off")
 # --- preference tuning: TRL's trainers and their field names -------------------
-STAGES = ("sft", "dpo", "orpo", "simpo", "kto")
+STAGES = ("sft", "dpo", "orpo", "simpo", "kto", "grpo")
 PAIR_LOSSES = ("sigmoid", "hinge", "ipo", "robust", "bco_pair", "sppo_hard", "nca_pair", "apo_zero", "apo_down")
 KTO_LOSSES = ("kto", "apo_zero_unpaired")
+# TRL 1.16's GRPO losses that need no other setting (luspo / vespo need sequence-level sampling ratios).
+GRPO_LOSSES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo")
+# --- reinforcement learning with rewards (grpo): the reward presets (backend/training/rewards.py) ---
+REWARD_KINDS = ("exact_match", "format", "length", "contains", "not_contains")
+# The format reward's default: reasoning in <think>, then the answer in <answer>.
+THINK_ANSWER = r"<think>.*?</think>\s*<answer>.*?</answer>"
 # Chosen when the stage changes away from sft and the field still holds its sft
 # default (profiled on the demo model: docs/DEMO.md, "Preference tuning").
 STAGE_DEFAULTS = {
@@ -87,6 +95,11 @@ STAGE_DEFAULTS = {
               "lora_dropout": 0.0, "save_steps": 20, "beta": 2.0},
     "kto": {"learning_rate": 5e-4, "cutoff_len": 64, "per_device_train_batch_size": 8, "num_train_epochs": 2.0,
             "lora_dropout": 0.0, "save_steps": 20},
+    # per_device_train_batch_size counts completions in TRL's GRPO: 8 = one prompt's group of 8.
+    # beta 0.04 keeps a KL term (and its chart) against the reference; TRL's own default is 0 (none).
+    "grpo": {"learning_rate": 2e-4, "cutoff_len": 256, "per_device_train_batch_size": 8, "num_train_epochs": 1.0,
+             "lora_dropout": 0.0, "save_steps": 20, "beta": 0.04, "val_size": 0.0, "logging_steps": 1,
+             "rewards": [{"kind": "exact_match", "weight": 1.0}, {"kind": "format", "weight": 1.0}]},
 }
 # The demo-tiny recipe's SFT settings (backend/config_recipes.py): the 2M demo model learns at a rate
 # that would wreck a real model. A stage switch treats them as defaults too.
@@ -213,18 +226,20 @@ class RunConfig:
         form="advanced", trainer=copied("seed", "data_seed"), resume=WARN, bounds=between(0, 2**32 - 1, step=1))
     # --- preference tuning (stage) -----------------------------------------
     stage: str = _f("sft", "sft: instruction data; dpo / orpo / simpo: chosen-rejected pairs; kto: labelled "
-                    "single answers (TRL's trainers).", STAGES,
+                    "single answers; grpo: prompts, rewarded completions sampled by the model (TRL's trainers).", STAGES,
         form="preference", trainer=PREFERENCE, resume=MUST_MATCH)
     init_adapter: str | None = _f(None, "Start from an SFT run's adapter (RUN/final or RUN/checkpoint-N) and "
                                   "continue training it; the reference is that adapter, frozen. Empty: a new adapter "
                                   "on the base, whose reference is the base (adapter disabled).",
         form="preference", trainer=APP, resume=MUST_MATCH)
     beta: float = _f(0.1, "TRL beta: dpo / kto: how far the model may move from the reference (higher = closer); "
-                     "orpo: weight of the odds-ratio term; simpo: reward scale (typical 2.0).",
+                     "orpo: weight of the odds-ratio term; simpo: reward scale (typical 2.0); grpo: weight of the KL "
+                     "term against the reference (0: none, no reference pass).",
         form="preference", trainer=PREFERENCE, resume=FREE, bounds=above(0, step=0.01, preference_only=True))
     loss_type: str | None = _f(None, "TRL loss_type. dpo: sigmoid (default), hinge, ipo, robust, bco_pair, "
-                               "sppo_hard, nca_pair, apo_zero, apo_down; kto: kto (default), apo_zero_unpaired.",
-                               (None, *PAIR_LOSSES, *KTO_LOSSES),
+                               "sppo_hard, nca_pair, apo_zero, apo_down; kto: kto (default), apo_zero_unpaired; grpo: dapo "
+                               "(default), grpo, dr_grpo, bnpo, cispo, sapo.",
+                               (None, *PAIR_LOSSES, *KTO_LOSSES, *GRPO_LOSSES),
         form="preference", trainer=PREFERENCE, resume=FREE)
     label_smoothing: float = _f(0.0, "TRL label_smoothing: the assumed share of flipped preference labels "
                                 "(robust / conservative DPO, SimPO), in [0, 0.5).",
@@ -241,6 +256,30 @@ class RunConfig:
         form="preference", trainer=PREFERENCE, resume=FREE, bounds=above(0, "config.kto_weights", step=0.1, preference_only=True))
     precompute_ref_log_probs: bool = _f(False, "TRL precompute_ref_log_probs (dpo): one reference pass over the "
                                         "data before training instead of one per step.",
+        form="preference", trainer=PREFERENCE, resume=FREE)
+    # --- grpo: rewards for sampled completions (TRL's GRPOTrainer, docs/PREFERENCE.md) ----------
+    num_generations: int = _f(8, "TRL num_generations (grpo): completions sampled per prompt, compared within "
+                              "their group. The effective batch (which counts completions) must be a multiple of it.",
+        form="preference", trainer=PREFERENCE, resume=WARN, bounds=at_least(2, "config.num_generations", step=1))
+    max_completion_length: int = _f(128, "TRL max_completion_length (grpo): the most tokens a sampled completion "
+                                    "may have (TRL's default is 512; every token is generated one by one).",
+        form="preference", trainer=PREFERENCE, resume=FREE, bounds=at_least(1, "config.above_zero", step=1))
+    temperature: float = _f(1.0, "TRL temperature (grpo): sampling temperature of the completions; a group needs "
+                            "varied answers to compare.",
+        form="preference", trainer=PREFERENCE, resume=FREE, bounds=above(0, step=0.05))
+    rewards: list[dict] = _f([], "grpo reward presets, each {kind, weight, ...}: exact_match (the answer against "
+                             "the data's reference answer, numbers normalised), format (regex `pattern` the whole "
+                             "completion must match; default <think>...</think><answer>...</answer>), length "
+                             "(`min` / `max` completion tokens), contains / not_contains (`text`).",
+        form=FILE_ONLY, trainer=PREFERENCE, resume=FREE)
+    reward_functions: list[str] = _f([], "Your own grpo rewards as 'module:function' with TRL's signature "
+                                     "f(prompts, completions, **kwargs) -> list[float]; the reference answers "
+                                     "come as the `answer` keyword.",
+        form=FILE_ONLY, trainer=PREFERENCE, resume=FREE)
+    reward_weights: list[float] = _f([], "Weights of reward_functions, in their order (empty: 1 each).",
+        form=FILE_ONLY, trainer=PREFERENCE, resume=FREE, bounds=ANY_NUMBER)
+    use_vllm: bool = _f(False, "TRL use_vllm (grpo): generate the completions with vLLM, colocated on the "
+                        "training GPU (CUDA and the vllm package only).",
         form="preference", trainer=PREFERENCE, resume=FREE)
     # --- evaluation and checkpoints ----------------------------------------
     logging_steps: int = _f(5, "Log train metrics every N optimizer steps.",
@@ -340,10 +379,12 @@ class RunConfig:
         check_config(self)  # sharding, nodes and Ray: every rule in one module
 
     def _validate_stage(self) -> None:
+        if self.use_vllm and self.stage != "grpo":
+            raise ConfigError(msg("config.vllm_stage", stage=self.stage))
         if self.stage == "sft":
             return
         if self.loss_type is not None:
-            allowed = KTO_LOSSES if self.stage == "kto" else PAIR_LOSSES if self.stage == "dpo" else ()
+            allowed = {"kto": KTO_LOSSES, "dpo": PAIR_LOSSES, "grpo": GRPO_LOSSES}.get(self.stage, ())
             if self.loss_type not in allowed:
                 raise ConfigError(msg("config.loss_type_stage", loss_type=self.loss_type, stage=self.stage,
                                       allowed=", ".join(allowed)) if allowed
@@ -355,6 +396,10 @@ class RunConfig:
             raise ConfigError(msg("config.loss_function_stage"))
         if self.precompute_ref_log_probs and self.stage != "dpo":
             raise ConfigError(msg("config.precompute_stage"))
+        if self.stage == "grpo":
+            from backend.training.rewards import check_reward_settings
+
+            check_reward_settings(self)  # presets, function names, weights, the batch and num_generations
         if self.rpo_alpha and self.stage != "dpo":
             raise ConfigError(msg("config.rpo_alpha_stage", stage=self.stage))
 
@@ -365,6 +410,8 @@ class RunConfig:
             bounds, value = f.metadata.get("bounds"), getattr(self, f.name)
             if bounds is None or value is None or bounds.joint or bounds.preference_only != preference:
                 continue
+            if f.name == "beta" and self.stage == "grpo" and value >= 0:
+                continue  # grpo's beta 0 is TRL's default: no KL term and no reference pass
             if not bounds.contains(value):
                 template = CATALOGUE[bounds.message]
                 raise ConfigError(msg(bounds.message, **message_args(template, f.name, value, bounds)))
@@ -407,6 +454,10 @@ class RunConfig:
             raise ConfigError(msg("config.liger_missing"))
         if self.torch_compile and on_cpu and not (shutil.which("cc") or shutil.which("gcc")):
             raise ConfigError(msg("config.compile_no_compiler"))
+        if self.use_vllm and on_cpu:
+            raise ConfigError(msg("config.vllm_cpu"))
+        if self.use_vllm and importlib.util.find_spec("vllm") is None:
+            raise ConfigError(msg("config.vllm_missing"))
 
     # --- serialisation -------------------------------------------------------
     def to_dict(self) -> dict:
@@ -432,7 +483,7 @@ class RunConfig:
         hints = get_type_hints(cls)
         data = {k: _coerce(k, v, hints[k]) for k, v in data.items()}
         if data.get("stage") in STAGE_DEFAULTS:  # settings the file leaves out take the stage's defaults
-            data = {**STAGE_DEFAULTS[data["stage"]], **data}
+            data = {**copy.deepcopy(STAGE_DEFAULTS[data["stage"]]), **data}
         return cls(**data)
 
     @classmethod
@@ -490,14 +541,15 @@ def stage_switch(values: dict, stage: str) -> dict:
     old stage's default takes the new stage's default; changed ones are kept."""
     old = STAGE_DEFAULTS.get(values.get("stage", "sft"), {})
     new = STAGE_DEFAULTS.get(stage, {})
-    defaults = {f.name: f.default for f in dataclasses.fields(RunConfig)}
+    defaults = {f.name: f.default_factory() if f.default is dataclasses.MISSING else f.default
+                for f in dataclasses.fields(RunConfig)}
     out = dict(values, stage=stage)
     for name in {*old, *new}:
-        at_default = {old.get(name, defaults[name])}
+        at_default = [old.get(name, defaults[name])]  # a list, not a set: rewards is a list of mappings
         if values.get("stage", "sft") == "sft" and name in DEMO_TINY:
-            at_default.add(DEMO_TINY[name])  # the demo-tiny recipe's sft value is a default too
+            at_default.append(DEMO_TINY[name])  # the demo-tiny recipe's sft value is a default too
         if values.get(name) in at_default:
-            out[name] = new.get(name, defaults[name])
+            out[name] = copy.deepcopy(new.get(name, defaults[name]))
     return out
 
 
@@ -515,6 +567,8 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
     if value is None:
         return None
     types = [t for t in get_args(hint) if t is not type(None)] if get_origin(hint) is not None and get_origin(hint) is not list else [hint]
+    if get_origin(hint) is list and get_args(hint)[0] in (dict, float):
+        return _coerce_items(name, value, get_args(hint)[0])
     if get_origin(hint) is list or list in [get_origin(t) for t in types]:
         if isinstance(value, list):
             return [str(v) for v in value]
@@ -548,6 +602,24 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
             return "on" if value else "off"  # YAML 1.1 reads a bare on / off as a boolean
     expected = " or ".join(getattr(t, "__name__", str(t)) for t in types)
     raise ConfigError(msg("config.type", name=name, value=value, expected=expected))
+
+
+def _coerce_items(name: str, value: Any, kind: type) -> list:
+    """A list of mappings (rewards) or of numbers (reward_weights), given as a list or as YAML / JSON text."""
+    if isinstance(value, str):
+        try:
+            value = yaml.safe_load(value) if value.strip() else []
+        except yaml.YAMLError as error:
+            raise ConfigError(msg("config.yaml", error=error)) from None
+    if isinstance(value, (dict, int, float)) and not isinstance(value, bool):
+        value = [value]  # one reward, or one weight
+    if not isinstance(value, list):
+        raise ConfigError(msg("config.type", name=name, value=value, expected=f"a list of {kind.__name__}"))
+    if kind is dict:
+        if not all(isinstance(item, dict) for item in value):
+            raise ConfigError(msg("config.type", name=name, value=value, expected="a list of mappings"))
+        return [dict(item) for item in value]
+    return [_coerce(name, item, float) for item in value]
 
 
 # --- derived numbers ---------------------------------------------------------

@@ -15,12 +15,12 @@ HELP_ZH: dict[str, str] = {
                      "（Gemma、Llama 3、ChatML），否则使用 ChatML 并添加它的 token（扩展嵌入层并训练新增的行）。"
                      "模板的回合结束符会成为 EOS；两者都随每个检查点保存。",
     "dataset": "训练数据：'demo'、工作区数据集名称，或文件（JSON、JSONL、CSV、Parquet）。",
-    "stage": "sft：指令数据；dpo / orpo / simpo：chosen-rejected 样本对；kto：带标签的单个回答（TRL 的训练器）。",
+    "stage": "sft：指令数据；dpo / orpo / simpo：chosen-rejected 样本对；kto：带标签的单个回答；grpo：提示，由模型采样回答并按奖励打分（TRL 的训练器）。",
     "init_adapter": "从 SFT 运行的适配器开始（RUN/final 或 RUN/checkpoint-N）并继续训练它；参考模型是冻结的该适配器。"
                     "留空：在基础模型上新建适配器，参考模型为基础模型（关闭适配器）。",
-    "beta": "TRL beta：dpo / kto 中模型可偏离参考模型的程度（越大越接近）；orpo 中几率比项的权重；simpo 中奖励缩放（常用 2.0）。",
+    "beta": "TRL beta：dpo / kto 中模型可偏离参考模型的程度（越大越接近）；orpo 中几率比项的权重；simpo 中奖励缩放（常用 2.0）；grpo 中相对参考模型的 KL 项权重（0：不用，也不计算参考模型）。",
     "loss_type": "TRL loss_type。dpo：sigmoid（默认）、hinge、ipo、robust、bco_pair、sppo_hard、nca_pair、apo_zero、"
-                 "apo_down；kto：kto（默认）、apo_zero_unpaired。",
+                 "apo_down；kto：kto（默认）、apo_zero_unpaired；grpo：dapo（默认）、grpo、dr_grpo、bnpo、cispo、sapo。",
     "label_smoothing": "TRL label_smoothing：假定被标反的偏好比例（robust / conservative DPO、SimPO），在 [0, 0.5) 之间。",
     "rpo_alpha": "dpo：SFT 项的权重，即 chosen 回答的平均 token 损失，加到偏好损失上（RPO；TRL 1.16 中为 "
                  "loss_type [..., 'sft'] 配 loss_weights [1, rpo_alpha]）。保住训练起点的回答；0 = 关闭。",
@@ -28,6 +28,13 @@ HELP_ZH: dict[str, str] = {
     "desirable_weight": "TRL desirable_weight（kto）：标签为 true 的样本权重。",
     "undesirable_weight": "TRL undesirable_weight（kto）：标签为 false 的样本权重。",
     "precompute_ref_log_probs": "TRL precompute_ref_log_probs（dpo）：训练前对数据做一次参考模型计算，而不是每步一次。",
+    "num_generations": "TRL num_generations（grpo）：每个提示采样的回答数，在同组内相互比较。有效批大小（按回答计）必须是它的整数倍。",
+    "max_completion_length": "TRL max_completion_length（grpo）：采样回答最多的 token 数（TRL 默认 512；每个 token 逐个生成）。",
+    "temperature": "TRL temperature（grpo）：采样回答的温度；一组回答需要有差异才能比较。",
+    "rewards": "grpo 奖励预设，每项 {kind, weight, ...}：exact_match（答案与数据中的参考答案比较，数字归一化）、format（整个回答须匹配的正则 `pattern`；默认 <think>...</think><answer>...</answer>）、length（回答 token 数 `min` / `max`）、contains / not_contains（`text`）。",
+    "reward_functions": "自己的 grpo 奖励函数，写作 'module:function'，签名同 TRL：f(prompts, completions, **kwargs) -> list[float]；参考答案以关键字 `answer` 传入。",
+    "reward_weights": "reward_functions 的权重，按其顺序（留空：各为 1）。",
+    "use_vllm": "TRL use_vllm（grpo）：用 vLLM 生成回答，与训练共用 GPU（仅限 CUDA 且装有 vllm 包）。",
     "dataset_name": "LLaMA-Factory 数据文件夹（其 dataset_info.json）中用于训练的数据集；文件夹只含一个时留空。",
     "cutoff_len": "每条样本的最大 token 数（套用对话模板之后）。",
     "overflow": "样本长于 cutoff_len 时如何处理。",
