@@ -181,12 +181,13 @@ def append_metrics(run_dir: Path, record: dict) -> None:
 
 
 class MetricsTail:
-    """Incremental reader of metrics.jsonl: each `read_new()` returns only the
-    records appended since the last call (it keeps a byte offset and never
-    re-reads the file). A partial last line is left for the next call."""
+    """Incremental reader of metrics.jsonl (or another JSON-lines file of the run,
+    `name`): each `read_new()` returns only the records appended since the last
+    call (it keeps a byte offset and never re-reads the file). A partial last
+    line is left for the next call."""
 
-    def __init__(self, run_dir: Path):
-        self.path = Path(run_dir) / METRICS_FILE
+    def __init__(self, run_dir: Path, name: str = METRICS_FILE):
+        self.path = Path(run_dir) / name
         self.offset = 0
 
     def read_new(self) -> list[dict]:

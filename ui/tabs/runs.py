@@ -13,7 +13,7 @@ import gradio as gr
 
 from backend.runs.files import LOG_FILE, MetricsTail, tail_text
 from backend.runs.store import RunError
-from ui import run_view
+from ui import grpo_panel, run_view
 from ui.context import UIContext
 from ui.forms import _label as _
 from ui.i18n import localize
@@ -25,6 +25,7 @@ LOG_BYTES = 8000
 CHART_KEYS = ("loss", "lr", "grad_norm", "tokens", "memory", "layers", "rewards", "accuracy")
 
 TEXT: dict[str, dict[str, str]] = {
+    **grpo_panel.TEXT,
     "runs.table": _("Runs", "运行列表"),
     "runs.refresh": _("Refresh", "刷新"),
     "runs.select": _("Watch run", "查看运行"),
@@ -203,6 +204,7 @@ def build(ctx: UIContext) -> None:
         with gr.Row():
             plots += [gr.Plot(label=ctx.t(f"runs.chart.{k}"), elem_id=f"runs-chart-{k.replace('_', '-')}")
                       for k in row]
+    grpo_panel.build(ctx, c["select"])  # shown for a GRPO run only
     c["log"] = gr.Textbox(label=ctx.t("runs.log"), lines=12, max_lines=12, autoscroll=True, interactive=False,
                           elem_id="runs-log")
     with gr.Accordion(ctx.t("runs.compare"), open=False):

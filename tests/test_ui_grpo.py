@@ -1,0 +1,112 @@
+"""The Runs tab's GRPO panel and the Train tab's GRPO section.
+
+The view tests write a run folder's metrics.jsonl and completions.jsonl in
+the shape the GRPO stage writes them (TRL's logged keys plus format_share;
+one sample a line) and read them back through the panel's tails: they test
+the view, not the worker. The run test starts a real GRPO run from the Train
+tab on the demo model and watches it in the Runs tab's panel."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ui import grpo_charts, grpo_panel
+from ui.context import UIContext
+from ui.i18n import merge_texts
+from ui.tabs import runs, train
+
+
+@pytest.fixture
+def ctx(workspace):
+    return UIContext(workspace=workspace, texts=merge_texts(train.TEXT, runs.TEXT), i18n=None)
+
+
+def _train_record(step: int, custom: float | None = 0.5) -> dict:
+    record = {"time": 100.0 + step, "step": step, "epoch": step / 10, "kind": "train", "loss": 0.01 * step,
+              "reward": 0.2 * step, "reward_std": 0.1, "rewards/exact_match/mean": 0.1 * step,
+              "rewards/format/mean": 0.25 * step, "completions/mean_length": 20.0 + step,
+              "completions/min_length": 5.0, "completions/max_length": 32.0, "format_share": 0.25 * step}
+    if custom is not None:
+        record["rewards/ends_politely/mean"] = custom
+    return record
+
+
+def _sample(step: int, n: int) -> dict:
+    return {"step": step, "prompt": [{"role": "user", "content": f"What is {n} + {n}?"}],
+            "completion": f"<think>add</think><answer>{2 * n + step}</answer>",
+            "rewards": {"exact_match": 1.0 if step == 2 else 0.0, "format": 1.0, "ends_politely": None},
+            "reward": 2.0 if step == 2 else 1.0}
+
+
+def _append(path, items, tail: str = "") -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write("".join(json.dumps(i) + "\n" for i in items) + tail)
+
+
+def test_the_panel_charts_each_reward_and_shows_the_samples_of_each_logging_step(ctx, tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    metrics, completions = run_dir / "metrics.jsonl", run_dir / grpo_panel.COMPLETIONS_FILE
+    _append(metrics, [{"time": 99.0, "step": 0, "kind": "system", "event": "start"}, _train_record(1)])
+    _append(completions, [_sample(1, 3), _sample(1, 4)], tail='{"step": 2, "prompt": "torn')  # a line being written
+    watch = grpo_panel.GrpoWatch()
+    watch.follow("run", run_dir, grpo=True)
+    assert watch.read_new() and len(watch.records) == 2 and len(watch.samples) == 2
+
+    note, table = grpo_panel.samples_view(ctx, "en", watch, None)
+    assert note == "2 completions of step 1 (newest: step 1)."
+    assert table["headers"] == ["prompt", "completion", "exact match", "format", "ends_politely", "weighted sum"]
+    assert table["data"][0] == ["user: What is 3 + 3?", "<think>add</think><answer>7</answer>", "0", "1", "–", "1"]
+
+    # The torn line completes, a later step arrives: only the new lines are read.
+    with open(completions, "a", encoding="utf-8") as handle:
+        handle.write(' cut", "completion": "x", "rewards": {}, "reward": 0}\n' + json.dumps(_sample(2, 5)) + "\n")
+    _append(metrics, [_train_record(2)])
+    assert watch.read_new() and len(watch.records) == 3 and len(watch.samples) == 4
+    assert not watch.read_new()
+    note, table = grpo_panel.samples_view(ctx, "en", watch, "")
+    assert note == "2 completions of step 2 (newest: step 2)." and table["data"][1][-1] == "2"
+    assert grpo_charts.sample_steps(watch.samples) == [2, 1]
+    note, earlier = grpo_panel.samples_view(ctx, "en", watch, "1")  # the step picker's value
+    assert note.startswith("2 completions of step 1") and earlier["data"][1][0] == "user: What is 4 + 4?"
+
+    rewards, length, share, kl = grpo_panel.figures(ctx, "en", watch.records)
+    assert [t.name for t in rewards.data] == ["exact match", "format", "ends_politely", "weighted sum"]
+    assert list(rewards.data[3].y) == [0.2, 0.4] and list(rewards.data[0].x) == [1, 2]
+    assert [t.name for t in length.data] == ["mean", "shortest", "longest"] and list(length.data[0].y) == [21.0, 22.0]
+    assert list(share.data[0].y) == [0.25, 0.5] and tuple(share.layout.yaxis.range) == (0, 1.02)
+    assert not kl.data and kl.layout.annotations[0].text == "No KL: beta is 0 (no reference model)"
+
+    zh_rewards, *_ = grpo_panel.figures(ctx, "zh", watch.records)
+    assert [t.name for t in zh_rewards.data] == ["完全匹配", "格式", "ends_politely", "加权和"]
+    note, table = grpo_panel.samples_view(ctx, "zh", watch, None)
+    assert note == "第 2 步的 2 条生成（最新：第 2 步）。" and table["headers"][:2] == ["提示", "生成"]
+
+
+def test_a_run_without_files_or_samples_says_so(ctx, tmp_path):
+    watch = grpo_panel.GrpoWatch()
+    watch.follow("run", tmp_path, grpo=True)
+    assert not watch.read_new()
+    note, table = grpo_panel.samples_view(ctx, "en", watch, None)
+    assert note.startswith("No sample completions yet") and table["data"] == [["", "", ""]]
+    figures = grpo_panel.figures(ctx, "en", [])
+    assert all(f.layout.annotations[0].text == "Waiting for the first logged step…" for f in figures)
+    without_format = {k: v for k, v in _train_record(1).items() if k != "format_share"}
+    _, _, share, kl = grpo_panel.figures(ctx, "en", [{**without_format, "kl": 0.01}])
+    assert share.layout.annotations[0].text == "No format reward in this run" and list(kl.data[0].y) == [0.01]
+
+
+def test_sample_table_copes_with_odd_lines():
+    samples = [{"step": 3, "prompt": "p" * 1000, "completion": {"role": "assistant", "content": "ok"},
+                "rewards": [1, 2], "reward": float("nan")},
+               {"step": "x", "prompt": "no step"}, {"prompt": "no step at all"}]
+    table = grpo_charts.sample_table(samples, None, {"prompt": "prompt", "completion": "completion",
+                                                     "weighted_sum": "sum"})
+    assert table["headers"] == ["prompt", "completion", "sum"]
+    (prompt, completion, total), = table["data"]
+    assert len(prompt) == grpo_charts.PROMPT_CHARS and prompt.endswith("…") and completion == "ok" and total == "–"
+    many = [{"step": s, "prompt": "", "completion": "", "rewards": {}, "reward": 0} for s in range(300)]
+    kept = grpo_charts.keep_newest(many)
+    assert len(kept) == grpo_charts.KEPT_STEPS and kept[0]["step"] == 300 - grpo_charts.KEPT_STEPS
