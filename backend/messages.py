@@ -140,6 +140,17 @@ CATALOGUE: dict[str, str] = {
                     "hand). {estimate} {hint}",
     "run.hint.resume": "Resume continues from {checkpoint}.",
     "run.hint.restart": "No checkpoint was completed, so start it again instead.",
+    # --- the run queue (backend/runs/queue.py, python -m backend.train --queue) -----------------
+    "queue.cancelled": "Cancelled while it waited in the queue; it never started. Start it again from the Train "
+                       "tab or its config.yaml.",
+    "queue.not_waiting": "Run {run_id} is not waiting in the queue (state: {state}); only a waiting run can be "
+                         "cancelled, moved or started now.",
+    "queue.queued": "Run {run_id} is queued behind run {behind}; it starts by itself when that one ends.",
+    "queue.started": "Run {run_id} started.",
+    "queue.ended": "Run {run_id} ended: {state}.",
+    "queue.left_waiting": "Stopped waiting; run {run_id} stays in the queue and starts when the app (or another "
+                          "--queue command) serves it. Cancel it in the Runs tab to take it out.",
+    "queue.cli_only_new": "--queue puts a new run in the queue; it cannot be used with {flag}.",
     # --- the worker's failures and advice (backend/training/errors.py) -------------------------
     "train.advice.config": "Fix the setting named above and start again.",
     "train.advice.dataset": "Check the dataset path, or pick a dataset saved in the Data tab.",

@@ -31,6 +31,10 @@ def main(argv: list[str] | None = None) -> int:
 
         print(recipe_config(args.recipe or "starter").to_yaml(), end="")
         return 0
+    if args.queue:  # not the worker: a process that queues the run and waits for it (no torch here)
+        from backend.runs.queue_wait import enqueue_and_wait
+
+        return enqueue_and_wait(args)
     stop = StopRequest().install()  # first: a stop during the slow loading still ends cleanly
     job = None
     try:

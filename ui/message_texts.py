@@ -114,6 +114,14 @@ ZH: dict[str, str] = {
                     "（也可能是有人手动终止）。{estimate}{hint}",
     "run.hint.resume": "点击“继续”将从 {checkpoint} 接着训练。",
     "run.hint.restart": "没有完成任何检查点，请重新开始这个运行。",
+    "queue.cancelled": "在队列中等待时已取消，从未开始。可在“训练”页或用它的 config.yaml 重新开始。",
+    "queue.not_waiting": "运行 {run_id} 不在队列中等待（状态：{state}）；只有等待中的运行可以取消、移动或立即开始。",
+    "queue.queued": "运行 {run_id} 已排在运行 {behind} 之后；那个运行结束后它会自动开始。",
+    "queue.started": "运行 {run_id} 已开始。",
+    "queue.ended": "运行 {run_id} 已结束：{state}。",
+    "queue.left_waiting": "已停止等待；运行 {run_id} 仍在队列中，应用（或另一个 --queue 命令）会在轮到它时开始它。"
+                          "如要移出队列，请在“运行”页取消它。",
+    "queue.cli_only_new": "--queue 把新运行放入队列，不能与 {flag} 一起使用。",
     # --- the worker's failures and advice -----------------------------------------------------------
     "train.advice.config": "请修改上面提到的设置后重新开始。",
     "train.advice.dataset": "请检查数据集路径，或选择在数据页保存的数据集。",

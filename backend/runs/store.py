@@ -9,7 +9,8 @@ and this store again only once the worker is gone without a final state
 (lost) or was killed after a stop's grace period.
 
 Policy: one job per device set. A start on devices a live run holds is
-refused (not queued) with a message naming that run.
+refused here with a message naming that run; the queue (queue.py) is the
+way to wait for them instead.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class RunStore:
         self._reader = InfoReader()
         # One status check-and-write at a time (UI handlers and stop escalation run in threads).
         self._refresh_lock = threading.RLock()
+        self._launch_depth = threading.local()  # how deep this thread is inside launch_lock()
 
     # --- create and start ------------------------------------------------------
     def command_for(self, config: RunConfig, run_dir: Path | None = None) -> tuple[list[str], str]:
@@ -101,9 +103,9 @@ class RunStore:
 
     def start(self, run_id: str) -> None:
         status = self.refresh(run_id)
-        if status.get("state") != "queued" or status.get("pid"):
+        if not _not_started(status):
             raise RunError(msg("run.already_started", run_id=run_id, state=status.get("state")))
-        self._launch(run_id, status["command"], {})
+        self._launch(run_id, status["command"], {}, still=_not_started)
 
     def launch(self, config: RunConfig) -> str:
         run_id = self.create(config)
@@ -141,13 +143,20 @@ class RunStore:
                   for c in self.node_commands(resumed, run_dir, resume=True)]
         self._launch(run_id, argv, {"resumed_from": checkpoints[-1].name, "resume_overrides": overrides,
                                     "node_commands": others,
-                                    "ended_at": None, "exit_code": None, "error": None, "advice": None})
+                                    "ended_at": None, "exit_code": None, "error": None, "advice": None},
+                     still=lambda s: s.get("state") in RESUMABLE)
 
-    def _launch(self, run_id: str, argv: list[str], fields: dict) -> None:
+    def _launch(self, run_id: str, argv: list[str], fields: dict, still=None) -> None:
+        """Start `argv` for the run unless its devices are busy, or (`still`) its status.json,
+        read again under the lock, no longer allows it: two stores (two app processes, the
+        queue's schedulers) that saw the same run ready never both start it."""
         run_dir = self._run_dir(run_id)
-        devices = read_status(run_dir).get("devices") or []
         # The lock makes check-then-launch atomic across threads and UI processes.
-        with self._lock():
+        with self.launch_lock():
+            status = read_status(run_dir)
+            if still is not None and not still(status):
+                raise RunError(msg("run.already_started", run_id=run_id, state=status.get("state")))
+            devices = status.get("devices") or []
             busy = self.busy_devices()
             taken = [d for d in devices if d in busy]
             if taken:
@@ -272,6 +281,13 @@ class RunStore:
             return msg("run.hint.resume", checkpoint=checkpoints[-1].name)
         return msg("run.hint.restart")
 
+    def reap(self) -> None:
+        """Refresh the runs this store started, so a child that exited is reaped (no zombie) and its
+        end recorded, even when nobody looks at the runs (the queue's scheduler calls this each tick)."""
+        for run_id in list(self._children):
+            with contextlib.suppress(RunError):
+                self.refresh(run_id)
+
     def busy_devices(self) -> dict[str, str]:
         """Device id -> id of the live run that holds it."""
         busy = {}
@@ -342,8 +358,24 @@ class RunStore:
     def _is_live(status: dict) -> bool:
         return status.get("state") in ("queued", "running") and bool(status.get("pid"))
 
-    def _lock(self):
-        return file_lock(self.runs_dir / ".launch.lock")
+    @contextlib.contextmanager
+    def launch_lock(self):
+        """The workspace's launch lock (runs/.launch.lock): whoever holds it may check devices and
+        start a run. Re-entrant in one thread, so the queue can decide and start under one hold."""
+        depth = getattr(self._launch_depth, "n", 0)
+        if depth:
+            self._launch_depth.n = depth + 1
+            try:
+                yield
+            finally:
+                self._launch_depth.n = depth
+            return
+        with file_lock(self.runs_dir / ".launch.lock"):
+            self._launch_depth.n = 1
+            try:
+                yield
+            finally:
+                self._launch_depth.n = 0
 
 
 def _live_process(status: dict) -> tuple[int | None, float | None]:
@@ -357,6 +389,11 @@ def _live_process(status: dict) -> tuple[int | None, float | None]:
         if pid and processes.is_alive(pid, started):
             return int(pid), float(started)
     return None, None
+
+
+def _not_started(status: dict) -> bool:
+    """A run created (or waiting in the queue) whose worker was never launched."""
+    return status.get("state") == "queued" and not status.get("pid")
 
 
 def _alive(status: dict) -> bool:

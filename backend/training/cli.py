@@ -4,6 +4,7 @@
     python -m backend.train --set stage=dpo --set dataset=NAME [...]      (the defaults as the base)
     python -m backend.train --resume RUN_DIR [--set key=value ...]
     python -m backend.train --print-default-config
+    python -m backend.train --config run.yaml --queue [--workspace DIR]   (backend/runs/queue_wait.py)
 """
 
 from __future__ import annotations
@@ -73,6 +74,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "or demo-tiny (the 2M demo model on its fact rows, seconds a run).")
     parser.add_argument("--print-default-config", action="store_true",
                         help="Print the recipe's config (--recipe, default starter) as YAML.")
+    parser.add_argument("--queue", action="store_true",
+                        help="Put the run in the workspace's queue: it starts when its devices are free (after "
+                             "the runs before it); this command waits, serving the queue, until the run ends.")
     return parser.parse_args(argv)
 
 

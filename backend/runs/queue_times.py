@@ -1,0 +1,75 @@
+"""Estimated start and end of each run in the queue (queue.py's QueueEntry).
+
+A run's duration: once it runs, the steps left times its own seconds per
+step so far; before, its planned steps times the seconds per step of the
+newest completed run of the same model and method in this workspace (start
+to end, so loading is spread over the steps). Without either it is unknown,
+and so is every later start on its devices: the queue shows "unknown"
+rather than a guess. Starts follow the queue's own rule: a run starts when
+the runs before it on its devices have ended.
+"""
+
+from __future__ import annotations
+
+import time
+
+from backend.runs.files import read_status
+from backend.runs.info import RunInfo
+from backend.runs.store import RunStore
+
+
+def fill_times(store: RunStore, entries: list, now: float | None = None) -> None:
+    """Set duration_s, estimate_source, estimated_start and estimated_end on queue entries given
+    running first, then waiting in queue order."""
+    now = time.time() if now is None else now
+    free_at: dict[str, float | None] = {}  # device -> when it is free (None: unknown)
+    for run_id, end in _other_live_runs(store, entries, now):
+        for device in read_status(store.runs_dir / run_id).get("devices") or []:
+            free_at[device] = end
+    for entry in entries:
+        info = entry.info
+        entry.duration_s, entry.estimate_source = run_duration(store, info, now)
+        if entry.position is None:  # running
+            entry.estimated_start = info.started_at
+            entry.estimated_end = now + entry.duration_s if entry.duration_s is not None else None
+        else:
+            waits = [free_at.get(d, now) for d in info.devices]
+            entry.estimated_start = None if None in waits else max([now, *waits])
+            entry.estimated_end = (entry.estimated_start + entry.duration_s
+                                   if entry.estimated_start is not None and entry.duration_s is not None else None)
+        for device in info.devices:
+            free_at[device] = entry.estimated_end
+
+
+def run_duration(store: RunStore, info: RunInfo, now: float) -> tuple[float | None, str]:
+    """(seconds, source) the run still needs: "measured" from its own steps, "earlier_run" from a
+    finished run's speed, "unknown" (None)."""
+    if info.state == "running" and info.global_step > 0 and info.max_steps and info.started_at:
+        per_step = (now - info.started_at) / info.global_step
+        return max(0.0, (info.max_steps - info.global_step) * per_step), "measured"
+    steps = info.max_steps
+    per_step = _seconds_per_step_of_earlier_run(store, info)
+    if steps and per_step:
+        left = steps - (info.global_step if info.state == "running" else 0)
+        return max(0.0, left * per_step), "earlier_run"
+    return None, "unknown"
+
+
+def _seconds_per_step_of_earlier_run(store: RunStore, info: RunInfo) -> float | None:
+    done = [i for i in store.list() if i.state == "completed" and i.model == info.model
+            and i.method == info.method and i.global_step and i.started_at and i.ended_at]
+    if not done:
+        return None
+    newest = max(done, key=lambda i: i.ended_at)
+    return (newest.ended_at - newest.started_at) / newest.global_step
+
+
+def _other_live_runs(store: RunStore, entries: list, now: float) -> list[tuple[str, float | None]]:
+    """Live runs that did not come through the queue (started directly), with their estimated end."""
+    shown = {e.info.run_id for e in entries}
+    out = []
+    for run_id in set(store.busy_devices().values()) - shown:
+        info = store.get(run_id)
+        seconds, _ = run_duration(store, info, now)
+        out.append((run_id, now + seconds if seconds is not None else None))
+    return out
