@@ -483,6 +483,48 @@ CATALOGUE: dict[str, str] = {
     "evaluate.unknown_checkpoint": "No complete checkpoint {names} in {run}; choose from: {available}.",
     "evaluate.running": "An evaluation of {run} is already running; wait for it to finish.",
     "evaluate.choose": "Choose at least one checkpoint (or the base model) to evaluate.",
+    # --- benchmarks with lm-evaluation-harness (backend/evaluation/benchmarks.py, benchmark_specs.py) -----------
+    "benchmark.choose_task": "Choose at least one benchmark task: {alternatives} (written by the project, no hub "
+                             "needed), a task YAML file or folder, or an lm-eval task name such as hellaswag.",
+    "benchmark.running": "A benchmark of {run} is already running; wait for it to finish.",
+    "benchmark.unknown_task": "No benchmark task {name!r}: it is not one of the project's tasks ({alternatives}), "
+                              "not a task file or folder, and lm-evaluation-harness knows no task of that name.{close} "
+                              "Give one of those, or the path of your own task YAML file.",
+    "benchmark.hub_offline": "Task {name!r} needs its data from the Hugging Face hub, which cannot be reached "
+                             "({why}), and the data is not in the local cache. Run a local task instead: "
+                             "{alternatives}, or your own task file (dataset_path: json with "
+                             "dataset_kwargs.data_files).",
+    "benchmark.task_failed": "lm-evaluation-harness cannot load task {name!r}: {error}",
+    "benchmark.no_file": "Task file {path} does not exist. Give a task YAML file or folder, or one of the "
+                         "project's tasks: {alternatives}.",
+    "benchmark.empty_folder": "{folder} holds no task YAML file (a .yaml file with a task: field).",
+    "benchmark.bad_yaml": "Task file {file} is not valid YAML: {error}",
+    "benchmark.not_mapping": "Task file {file} must be a YAML mapping of field: value, like lm-eval's task files.",
+    "benchmark.group_file": "{file} is a group of tasks (group: without task:); give the task files it names, "
+                            "or their folder.",
+    "benchmark.missing_field": "Task file {file} has no {field}: {why}. Add it and run again.",
+    "benchmark.output_type": "Task file {file} has output_type {value!r}; lm-eval runs: {allowed}.",
+    "benchmark.data_missing": "Task file {file} reads {data} (dataset_kwargs.data_files), which does not exist; "
+                              "give the data file's full path.",
+    "benchmark.data_beside": "Task file {file} reads {data} (dataset_kwargs.data_files), which lm-eval looks for "
+                             "in the folder the benchmark runs in; the file is beside the task file: write "
+                             "it as {path}.",
+    "benchmark.base_gone": "The base model of run {run} is gone: {path} does not exist. The run's LoRA checkpoints "
+                           "answer only on top of their base: put the model folder back at that path, or "
+                           "benchmark a run whose base exists.",
+    "benchmark.base_not_cached": "The base model of run {run}, {name!r}, is not in the local hub cache and the hub "
+                                 "cannot be reached ({why}); download it first (huggingface-cli download {name}) "
+                                 "or benchmark a run on a local model.",
+    "benchmark.why.task": "the name the results are listed under",
+    "benchmark.why.dataset_path": "where the questions come from (json with dataset_kwargs.data_files for a local "
+                                  "file, or a hub dataset id)",
+    "benchmark.why.split": "the split of the data to evaluate on (test_split or validation_split)",
+    "benchmark.why.data_files": "the data file(s) a dataset_path: {builder} task reads",
+    "benchmark.why.doc_to_text": "the prompt built from each row",
+    "benchmark.why.doc_to_target": "the right answer of each row",
+    "benchmark.why.doc_to_choice": "the answers a multiple_choice task picks from",
+    "benchmark.stage.tasks": "reading the tasks",
+    "benchmark.stage.checkpoint": "benchmarking {name}",
     # --- background jobs: evaluation and export stages (backend/evaluation/evaluator.py, backend/export/exporter.py) --------
     "job.stage.starting": "starting",
     "job.stage.done": "done",

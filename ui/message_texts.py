@@ -411,6 +411,37 @@ ZH: dict[str, str] = {
     "export.verify_failed": "校验失败：{summary} 导出结果保留在 {failed} 以便检查，而不是 {out}；请附上 {report} 报告此问题。",
     "export.bad_name": "{error} 它将成为文件夹 workspace/exports/<name>。",
     "export.running": "正在向 {out} 导出；请等它完成。",
+    "benchmark.choose_task": "请至少选择一个基准任务：{alternatives}（项目自带，无需连接 hub）、任务 YAML 文件或文件夹，"
+                             "或 lm-eval 的任务名（例如 hellaswag）。",
+    "benchmark.running": "{run} 的基准测试正在运行；请等它结束。",
+    "benchmark.unknown_task": "没有基准任务 {name!r}：它不是项目自带的任务（{alternatives}），不是任务文件或文件夹，"
+                              "lm-evaluation-harness 也没有这个名字的任务。{close}请给出其中一种，或你自己的任务 YAML 文件路径。",
+    "benchmark.hub_offline": "任务 {name!r} 的数据需要从 Hugging Face hub 下载，但 hub 无法连接（{why}），本地缓存里也没有。"
+                             "请改用本地任务：{alternatives}，或你自己的任务文件（dataset_path: json 加 dataset_kwargs.data_files）。",
+    "benchmark.task_failed": "lm-evaluation-harness 无法加载任务 {name!r}：{error}",
+    "benchmark.no_file": "任务文件 {path} 不存在。请给出任务 YAML 文件或文件夹，或项目自带的任务：{alternatives}。",
+    "benchmark.empty_folder": "{folder} 中没有任务 YAML 文件（带 task: 字段的 .yaml 文件）。",
+    "benchmark.bad_yaml": "任务文件 {file} 不是有效的 YAML：{error}",
+    "benchmark.not_mapping": "任务文件 {file} 必须是“字段: 值”形式的 YAML 映射，与 lm-eval 的任务文件相同。",
+    "benchmark.group_file": "{file} 是一组任务（有 group: 没有 task:）；请给出它列出的任务文件或其所在文件夹。",
+    "benchmark.missing_field": "任务文件 {file} 缺少 {field}：{why}。请补上后再运行。",
+    "benchmark.output_type": "任务文件 {file} 的 output_type 为 {value!r}；lm-eval 支持：{allowed}。",
+    "benchmark.data_missing": "任务文件 {file} 读取的 {data}（dataset_kwargs.data_files）不存在；请写出数据文件的完整路径。",
+    "benchmark.data_beside": "任务文件 {file} 读取的 {data}（dataset_kwargs.data_files）会在运行基准测试的文件夹中查找；"
+                             "该文件在任务文件旁边：请写成 {path}。",
+    "benchmark.base_gone": "运行 {run} 的基座模型已不存在：{path} 不存在。该运行的 LoRA 检查点只能在基座之上作答："
+                           "请把模型文件夹放回该路径，或对基座仍在的运行做基准测试。",
+    "benchmark.base_not_cached": "运行 {run} 的基座模型 {name!r} 不在本地 hub 缓存中，且 hub 无法连接（{why}）；"
+                                 "请先下载（huggingface-cli download {name}），或对本地模型上的运行做基准测试。",
+    "benchmark.why.task": "结果列出时使用的名字",
+    "benchmark.why.dataset_path": "题目从哪里来（本地文件用 json 加 dataset_kwargs.data_files，或 hub 数据集 id）",
+    "benchmark.why.split": "用来评估的数据划分（test_split 或 validation_split）",
+    "benchmark.why.data_files": "dataset_path: {builder} 的任务要读取的数据文件",
+    "benchmark.why.doc_to_text": "由每行数据生成的提示",
+    "benchmark.why.doc_to_target": "每行数据的正确答案",
+    "benchmark.why.doc_to_choice": "multiple_choice 任务从中选择的答案",
+    "benchmark.stage.tasks": "读取任务",
+    "benchmark.stage.checkpoint": "正在测试 {name}",
     "evaluate.no_split": "运行 {run} 没有留出的验证集（val_size = {val_size}）；请改为上传评估文件。",
     "evaluate.bad_file": "无法把 {name} 用作评估集：{error}",
     "evaluate.no_pairs": "{label} 中没有可评分的 chosen-rejected 配对（KTO 数据没有配对）。",

@@ -6,4 +6,7 @@ text_scores.py  BLEU, ROUGE-1/2/L, exact match of answers against references
 greedy.py       greedy answers to prompts, shared with export verification
 pair_scores.py  preference accuracy and margins of DPO-style runs
 heldout.py      held-out identity and general prompts: the new name learned, the base's right answers kept
+benchmarks.py   lm-evaluation-harness on the base and checkpoints: eval/<checkpoint>/benchmarks.json
+benchmark_specs.py  task names, task files and the hub checked before lm-eval runs
+benchmark_tasks.py  the project's own lm-eval task files (demo facts, general questions)
 """

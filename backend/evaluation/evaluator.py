@@ -2,6 +2,7 @@
 and greedy answers scored with BLEU, ROUGE-1/2/L and exact match.
 
     python -m backend.evaluate --run RUN [--checkpoint NAME ...] [--data FILE] [--json] [--max-samples N]
+    python -m backend.evaluate --run RUN --benchmark TASK [TASK ...]   # lm-evaluation-harness (benchmarks.py)
 
 Results land in the run folder, one folder per checkpoint ("base" for the
 base model): eval/<checkpoint>/metrics.json and predictions.jsonl, so they
@@ -298,12 +299,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS)
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
     parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    parser.add_argument("--benchmark", nargs="+", metavar="TASK",
+                        help="run lm-evaluation-harness tasks instead: studio_facts_choice studio_facts_answer "
+                             "studio_general_choice, a task YAML file or folder, or an lm-eval task name "
+                             "(--max-samples limits the questions per task)")
+    parser.add_argument("--no-chat-template", action="store_true",
+                        help="benchmark prompts as plain text, not in the run's chat template")
     parser.add_argument("--progress", type=Path, help=argparse.SUPPRESS)  # set by the UI's background launcher
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.benchmark:
+        return benchmark_main(args)
     try:
         summary = evaluate_run(args.run, args.checkpoint, args.data, args.max_samples, args.max_new_tokens,
                                args.batch_size, progress=args.progress)
@@ -316,6 +325,25 @@ def main(argv: list[str] | None = None) -> int:
         raise
     write_progress(args.progress, state=COMPLETED, stage=msg("job.stage.done"))
     print(json.dumps(summary, indent=2, ensure_ascii=False) if args.json else _table(summary))
+    return 0
+
+
+def benchmark_main(args: argparse.Namespace) -> int:
+    from backend.evaluation.benchmark_specs import BenchmarkError
+    from backend.evaluation.benchmarks import as_json, run_benchmarks, summary_table
+
+    try:
+        summary = run_benchmarks(args.run, args.benchmark, args.checkpoint, args.max_samples,
+                                 not args.no_chat_template, args.batch_size, progress=args.progress)
+    except BenchmarkError as error:
+        write_progress(args.progress, state=FAILED, error=message_of(error) or str(error))
+        print(f"benchmark failed: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:  # noqa: BLE001 - model loading etc.: the UI shows the message, the log the trace
+        write_progress(args.progress, state=FAILED, error=f"{type(error).__name__}: {error}")
+        raise
+    write_progress(args.progress, state=COMPLETED, stage=msg("job.stage.done"))
+    print(as_json(summary) if args.json else summary_table(summary))
     return 0
 
 
