@@ -650,6 +650,10 @@ def derived_numbers(config: RunConfig, num_train_rows: int, world_size: int = 1)
     batches_per_device = math.ceil(num_train_rows / (config.per_device_train_batch_size * world_size)) if num_train_rows else 0
     # Rounded up, as the Trainer does: a last partial accumulation is one more optimizer step.
     steps_per_epoch = max(1, math.ceil(batches_per_device / config.gradient_accumulation_steps)) if num_train_rows else 0
+    if config.stage == "grpo" and num_train_rows:
+        # A batch counts completions (num_generations per prompt), and TRL's sampler drops the prompts
+        # of a last, partial step (floor): fewer prompts than one step trains nothing.
+        steps_per_epoch = num_train_rows * config.num_generations // effective_batch
     if config.max_steps > 0:
         total_steps = config.max_steps
     else:

@@ -99,6 +99,7 @@ CATALOGUE: dict[str, str] = {
     "config.reward_result": "reward_functions: {ref!r} returned {got} for {n} completions; it should return a list of {n} floats (None where it cannot score one).",
     "config.vllm_stage": "use_vllm generates grpo completions; stage {stage} samples none: turn use_vllm off.",
     "config.vllm_cpu": "use_vllm needs a CUDA GPU (vLLM does not generate on the CPU here); turn it off to train grpo on the CPU, where the model generates the completions itself.",
+    "config.grpo_on_pairs": "stage grpo samples its own answers to prompts, but {source} holds preference data ({shape}); give instruction rows or prompts (their answers are the reference), or choose stage dpo / kto for this data.",
     "config.vllm_missing": "use_vllm needs the vllm package, which is not installed here: pip install vllm on the GPU machine, or turn use_vllm off.",
     "train.grpo_context": "prompts of up to {prompt} tokens plus max_completion_length {completion} make {total} tokens, over the model's context of {context}; lower max_completion_length to {fit} or give shorter prompts.",
     "train.grpo_prompt_cut": "{count} of {total} prompts are longer than cutoff_len {cutoff} tokens and are left out (grpo keeps a prompt whole); raise cutoff_len to {longest} or give shorter prompts.",

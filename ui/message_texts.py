@@ -77,6 +77,7 @@ ZH: dict[str, str] = {
     "config.reward_result": "reward_functions：{ref!r} 对 {n} 个回答返回了 {got}；它应返回 {n} 个浮点数的列表（无法评分的回答为 None）。",
     "config.vllm_stage": "use_vllm 用于生成 grpo 的回答；{stage} 阶段不采样回答：请关闭 use_vllm。",
     "config.vllm_cpu": "use_vllm 需要 CUDA GPU（这里 vLLM 不能在 CPU 上生成）；在 CPU 上训练 grpo 请关闭它，由模型自己生成回答。",
+    "config.grpo_on_pairs": "grpo 阶段对提示自己采样回答，但 {source} 是偏好数据（{shape}）；请提供指令数据或提示（其答案作为参考答案），或为这份数据选择 dpo / kto 阶段。",
     "config.vllm_missing": "use_vllm 需要 vllm 包，这里没有安装：请在 GPU 机器上 pip install vllm，或关闭 use_vllm。",
     "train.grpo_context": "提示最长 {prompt} 个 token，加上 max_completion_length {completion}，共 {total} 个 token，超过模型的上下文 {context}；请把 max_completion_length 降到 {fit}，或使用更短的提示。",
     "train.grpo_prompt_cut": "{total} 个提示中有 {count} 个长于 cutoff_len {cutoff} 个 token，被略过（grpo 保持提示完整）；请把 cutoff_len 提高到 {longest}，或使用更短的提示。",

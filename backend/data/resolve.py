@@ -84,9 +84,20 @@ def check_dataset(name: str, workspace: Workspace, dataset_name: str | None = No
     try:
         shape = open_source(source, dataset=dataset_name).shape.name
     except DataError as error:
+        if stage == "grpo" and source.is_file() and _prompt_file(source):
+            return source  # prompts alone, without answers: grpo reads them itself
         raise DatasetUnreadable(str(error)) from error
     check_shape(shape, stage, f"{name}:{dataset_name}" if dataset_name else name)
     return source
+
+
+def _prompt_file(source: Path) -> bool:
+    from backend.training.grpo_data import read_prompt_file
+
+    try:
+        return bool(read_prompt_file(source))
+    except (DataError, OSError, ValueError):
+        return False
 
 
 def _saved_shape(folder: Path) -> str:
@@ -104,7 +115,9 @@ def check_shape(shape: str, stage: str, source: str) -> None:
     """Refuses data of the wrong kind for the stage (kto also takes pairs) before anything loads."""
     from backend.data.pairwise import is_preference
 
-    if stage == "sft":
+    if stage in ("sft", "grpo"):  # grpo: prompts of instruction rows (backend/training/grpo_data.py)
+        if is_preference(shape) and stage == "grpo":
+            raise ConfigError(msg("config.grpo_on_pairs", source=source, shape=shape))
         if is_preference(shape):
             raise ConfigError(msg("config.sft_on_kto", source=source) if shape == "kto"
                               else msg("config.sft_on_pairs", source=source, shape=shape))

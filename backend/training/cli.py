@@ -113,6 +113,10 @@ def check_references(config: RunConfig) -> None:
         target = import_reference(ref)
         if not (isinstance(target, TrainerCallback) or isinstance(target, type) and issubclass(target, TrainerCallback)):
             raise ConfigError(msg("config.not_callback", ref=ref, kind=_kind(target)))
+    if config.stage == "grpo" and config.reward_functions:
+        from backend.training.rewards import check_user_functions
+
+        check_user_functions(config)  # imported and called once on a sample completion
     if config.loss_function:
         target = import_reference(config.loss_function)
         if not callable(target) or isinstance(target, type):

@@ -45,7 +45,9 @@ log = logging.getLogger("backend.train")
 LAYER = re.compile(r"\.(?:layers|h|blocks|layer)\.(\d+)\.")
 ATTN_WORDS = ("attn", "attention")
 MLP_WORDS = ("mlp", "feed_forward", "ffn", "experts")
-PREFERENCE_KEYS = ("rewards/", "logps/", "logits/", "kl", "nll_loss", "log_odds_")
+PREFERENCE_KEYS = ("rewards/", "logps/", "logits/", "kl", "nll_loss", "log_odds_",
+                   # grpo (TRL's names): the weighted reward, each reward, completion lengths, KL, entropy
+                   "reward", "completions/", "format_share", "frac_reward_zero_std", "entropy", "clip_ratio/")
 
 
 def memory_now() -> dict:
@@ -166,6 +168,9 @@ class MetricsCallback(TrainerCallback):
         log.info("step %d/%d  epoch %.2f  loss %.4f  lr %.3g  grad_norm %s  %.0f tok/s", state.global_step,
                  state.max_steps, state.epoch or 0.0, logs["loss"], logs.get("learning_rate", 0.0),
                  f"{logs['grad_norm']:.3f}" if "grad_norm" in logs else "-", fields["tokens_per_second"])
+        if isinstance(logs.get("reward"), (int, float)):  # grpo: what the sampled completions scored
+            log.info("step %d  reward %.3f  completion length %.1f tokens", state.global_step, logs["reward"],
+                     logs.get("completions/mean_length") or 0.0)
 
     def _unclipped(self, grad_norm) -> dict:
         """Clipping scales every gradient by one factor: undo it so the groups match grad_norm."""

@@ -115,7 +115,14 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
         from backend.training.preference import build_preference_datasets, init_adapter_dir
 
         adapter = init_adapter_dir(config, job.workspace)
-        train_data, eval_data, counts = build_preference_datasets(tokenizer, config, job.workspace)
+        if config.stage == "grpo":
+            from backend.models.loading import model_context_length
+            from backend.training.grpo_data import build_grpo_datasets
+
+            train_data, eval_data, counts = build_grpo_datasets(tokenizer, config, job.workspace,
+                                                                model_context_length(model_path))
+        else:
+            train_data, eval_data, counts = build_preference_datasets(tokenizer, config, job.workspace)
     else:
         adapter = None
         train_data, eval_data, counts = build_datasets(tokenizer, config, job.workspace,
@@ -150,6 +157,8 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
         from backend.training.preference import preference_trainer
 
         log.info("stage %s (TRL), reference: %s", config.stage, _reference(config, adapter))
+        if config.stage == "grpo":
+            from backend.training.grpo import grpo_trainer as preference_trainer  # sampled completions, rewards
         trainer = preference_trainer(config, model, args, train_data, eval_data, tokenizer, callbacks,
                                      continued=adapter is not None)
         trainer.remove_callback(PrinterCallback)
@@ -187,6 +196,8 @@ def warmup_steps(config, train_rows: int, world_size: int) -> int:
 def _reference(config, adapter) -> str:
     if config.stage in ("orpo", "simpo"):
         return "none (reference-free loss)"
+    if config.stage == "grpo" and config.beta == 0:
+        return "none (beta 0: no KL term)"
     if config.method == "full":
         return "a frozen copy of the model"
     return f"the adapter {adapter} (frozen copy)" if adapter else "the base model (adapter disabled)"

@@ -1,0 +1,161 @@
+"""grpo's data: prompts, each with the reference answer where the data has one.
+
+Any instruction format the data backend reads (alpaca, sharegpt, OpenAI
+messages, a workspace dataset) gives a prompt (the turns before the last
+assistant turn, system prompt included) and a reference (that assistant turn's
+text; empty means none). A file of prompts alone, which the data backend
+refuses as "nothing to train on" for sft, is read here too: records with a
+`prompt` / `instruction` / `question` / `query` / `problem` column (and `input`),
+an optional `answer` / `output` / `response` / `solution` column, or `messages`
+that end with a user turn.
+
+A prompt longer than cutoff_len is left out whole (grpo never cuts a prompt:
+the model would answer another question).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from backend.config import ConfigError
+from backend.data.resolve import DatasetUnreadable, load_rows, resolve_dataset, split_rows
+from backend.messages import msg
+from backend.runs.workspace import Workspace
+from backend.training.dataset import RowCounts
+from backend.training.rewards import ANSWER_COLUMN, needs_reference
+
+log = logging.getLogger("backend.train")
+PROMPT_KEYS = ("prompt", "instruction", "question", "query", "problem")
+ANSWER_KEYS = ("answer", "output", "response", "solution", "reference")
+LONG_PROMPT = "prompt longer than cutoff_len"
+NO_PROMPT = "no user turn"
+
+
+def prompt_rows(rows: list[dict]) -> list[dict]:
+    """Canonical rows ({"messages": [...]}) -> {"prompt": [messages], "answer": text or None}."""
+    out = []
+    for row in rows:
+        messages = list(row.get("messages") or [])
+        answer = None
+        if messages and messages[-1].get("role") == "assistant":
+            answer = str(messages[-1].get("content") or "").strip() or None
+            messages = messages[:-1]
+        out.append({"prompt": messages, ANSWER_COLUMN: answer})
+    return out
+
+
+def read_prompt_file(source: Path) -> list[dict]:
+    """A file of prompts alone (no answers, or answers in a column of its own)."""
+    from backend.data.load import file_type
+    from backend.data.read import iter_records
+
+    rows = []
+    for record in iter_records(source, file_type(source)):
+        value = record.value if isinstance(record.value, dict) else {}
+        messages = value.get("messages")
+        if isinstance(messages, list) and messages and all(isinstance(m, dict) for m in messages):
+            rows.append({"messages": [{"role": str(m.get("role")), "content": str(m.get("content") or "")}
+                                      for m in messages]})
+            continue
+        key = next((k for k in PROMPT_KEYS if isinstance(value.get(k), str) and value[k].strip()), None)
+        if key is None:
+            continue
+        text = value[key] + (f"\n\n{value['input']}" if isinstance(value.get("input"), str) and value["input"].strip() else "")
+        turns = ([{"role": "system", "content": value["system"]}] if isinstance(value.get("system"), str) and value["system"] else [])
+        turns.append({"role": "user", "content": text})
+        answer = next((value[k] for k in ANSWER_KEYS if value.get(k) is not None and str(value[k]).strip()), None)
+        if answer is not None:
+            turns.append({"role": "assistant", "content": str(answer)})
+        rows.append({"messages": turns})
+    return rows
+
+
+def load_prompts(config, workspace: Workspace, counts: RowCounts | None = None):
+    """(train prompt rows, eval prompt rows or None) before the cutoff filter."""
+    source = resolve_dataset(config.dataset, workspace)
+    try:
+        rows, eval_rows = load_rows(source, counts, config.dataset_name)
+    except DatasetUnreadable:
+        if source.is_dir():
+            raise
+        rows, eval_rows = read_prompt_file(source), None  # prompts alone: the data backend wants answers
+        if not rows:
+            raise
+    if eval_rows is None and config.val_size > 0:
+        rows, eval_rows = split_rows(rows, config.val_size, config.seed)
+    if config.val_size == 0:
+        eval_rows = None
+    return prompt_rows(rows), (prompt_rows(eval_rows) if eval_rows else None)
+
+
+def prompt_tokens(tokenizer, prompt: list[dict]) -> int:
+    """Tokens of the prompt as TRL feeds it: the chat template with the assistant header."""
+    ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True)
+    if isinstance(ids, dict) or hasattr(ids, "keys"):
+        ids = ids["input_ids"]
+    return len(ids)
+
+
+def usable_prompts(tokenizer, rows: list[dict], config, counts: RowCounts) -> list[dict]:
+    kept = []
+    for row in rows:
+        counts.total += 1
+        if not any(m.get("role") == "user" for m in row["prompt"]):
+            counts.drop(NO_PROMPT)
+            continue
+        if prompt_tokens(tokenizer, row["prompt"]) > config.cutoff_len:
+            counts.drop(LONG_PROMPT)
+            continue
+        kept.append(row)
+    return kept
+
+
+def check_prompts(tokenizer, rows: list[dict], config, context_length: int | None, source: str) -> None:
+    """The checks that need the tokenizer and the rows, before the model loads (ConfigError, a sentence)."""
+    lengths = [prompt_tokens(tokenizer, row["prompt"]) for row in rows]
+    if not lengths:
+        return
+    longest = max(lengths)
+    fitting = [n for n in lengths if n <= config.cutoff_len]
+    if context_length and (max(fitting or lengths) + config.max_completion_length > context_length):
+        prompt = max(fitting or lengths)
+        raise ConfigError(msg("train.grpo_context", prompt=prompt, completion=config.max_completion_length,
+                              total=prompt + config.max_completion_length, context=context_length,
+                              fit=max(1, context_length - prompt)))
+    if longest > config.cutoff_len:
+        log.warning("%s", msg("train.grpo_prompt_cut", count=len(lengths) - len(fitting), total=len(lengths),
+                              cutoff=config.cutoff_len, longest=longest))
+    referenced = needs_reference(config)
+    if referenced:
+        missing = sum(row[ANSWER_COLUMN] is None for row in rows)
+        if missing == len(rows):
+            raise ConfigError(msg("train.grpo_no_reference", rewards=", ".join(referenced), source=source))
+        if missing:
+            log.warning("%s", msg("train.grpo_some_reference", missing=missing, total=len(rows),
+                                  rewards=", ".join(referenced)))
+
+
+def to_dataset(rows: list[dict]):
+    """A datasets.Dataset; without the answer column when no row has a reference."""
+    from datasets import Dataset
+
+    if all(row[ANSWER_COLUMN] is None for row in rows):
+        rows = [{"prompt": row["prompt"]} for row in rows]
+    else:
+        rows = [{"prompt": row["prompt"], ANSWER_COLUMN: row[ANSWER_COLUMN] or ""} for row in rows]
+    return Dataset.from_list(rows)
+
+
+def build_grpo_datasets(tokenizer, config, workspace: Workspace, context_length: int | None = None):
+    """(train Dataset, eval Dataset or None, RowCounts) of prompts in TRL's conversational form."""
+    counts = RowCounts()
+    train_rows, eval_rows = load_prompts(config, workspace, counts)
+    check_prompts(tokenizer, train_rows, config, context_length, config.dataset)
+    train = usable_prompts(tokenizer, train_rows, config, counts)
+    evaluation = usable_prompts(tokenizer, eval_rows, config, counts) if eval_rows else []
+    counts.train, counts.eval = len(train), len(evaluation)
+    if not train:
+        reasons = ", ".join(f"{count} {reason}" for reason, count in counts.reasons.items()) or "no rows"
+        raise ConfigError(msg("train.grpo_no_prompts", reasons=reasons))
+    return to_dataset(train), (to_dataset(evaluation) if evaluation else None), counts
