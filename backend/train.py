@@ -35,6 +35,10 @@ def main(argv: list[str] | None = None) -> int:
         from backend.runs.queue_wait import enqueue_and_wait
 
         return enqueue_and_wait(args)
+    if args.dry_run:
+        from backend.training.dry_run import dry_run
+
+        return dry_run(args)
     stop = StopRequest().install()  # first: a stop during the slow loading still ends cleanly
     job = None
     try:

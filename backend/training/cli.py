@@ -74,6 +74,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "or demo-tiny (the 2M demo model on its fact rows, seconds a run).")
     parser.add_argument("--print-default-config", action="store_true",
                         help="Print the recipe's config (--recipe, default starter) as YAML.")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="Check the config, print the steps and the time estimate; train nothing.")
     parser.add_argument("--queue", action="store_true",
                         help="Put the run in the workspace's queue: it starts when its devices are free (after "
                              "the runs before it); this command waits, serving the queue, until the run ends.")

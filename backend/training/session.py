@@ -223,6 +223,8 @@ def train(session: Session, stop: StopRequest) -> str:
     elif job.resuming:
         log.warning("no complete checkpoint in %s: starting again from step 0", job.run_dir)
     _system_record(session, "resume" if resume else "start")
+    if job.is_main and not job.resuming:
+        record_estimate(session)
     if job.is_main and (warning := steps_warning(planned_steps(session), job.config)):
         log.warning(warning)  # an absurd plan (num_train_epochs=1e30): said before any time is spent
         update_status(job.run_dir, plan_warning=warning)
@@ -246,6 +248,44 @@ def planned_steps(session: Session) -> int:
     from backend.config import derived_numbers
 
     return derived_numbers(session.job.config, session.counts.train, session.job.world_size)["total_steps"]
+
+
+def is_listed_run(job: Job) -> bool:
+    """A run of the workspace's runs/ folder (a speed probe trains in a scratch folder elsewhere)."""
+    return job.run_dir.parent.resolve() == job.workspace.runs_dir.resolve()
+
+
+def record_estimate(session: Session) -> None:
+    """status.json's "estimate" as the run starts (backend/training/estimate.py), for summary.json to set
+    beside the actual time. An estimate that cannot be made never stops the run."""
+    from backend.training.estimate import estimate_run_seconds
+
+    job = session.job
+    if not is_listed_run(job):
+        return
+    try:
+        estimate = estimate_run_seconds(job.config, job.workspace, planned_steps(session),
+                                        training_devices(job.config.devices))
+    except Exception as error:  # noqa: BLE001 - an estimate is advice, the run goes on without it
+        log.info("time estimate: none (%s)", error)
+        return
+    log.info("time estimate: %s", estimate.message())
+    update_status(job.run_dir, estimate=estimate.to_dict())
+
+
+def record_run_speed(job: Job, summary: dict) -> None:
+    """This run's wall seconds a step into the workspace speed log: the next run of these settings is
+    estimated from it (evaluation and saves included, as in its wall time)."""
+    from backend.runs.files import METRICS_FILE
+    from backend.runs.speed_log import read_lines, record_speed, speed_profile
+
+    steps = summary.get("global_step") or 0
+    if not is_listed_run(job) or summary.get("sessions", 1) != 1 or steps < 1 or not summary.get("wall_time_s"):
+        return  # a resumed run's seconds do not split cleanly by session
+    profile = speed_profile(read_lines(job.run_dir / METRICS_FILE), summary["wall_time_s"], job.config)
+    record_speed(job.workspace.root, job.config, source="run", seconds_per_step=summary["wall_time_s"] / steps,
+                 steps=steps, tokens_per_second=summary.get("train_tokens_per_second"), run_id=job.run_dir.name,
+                 profile=profile)
 
 
 def _system_record(session: Session, event: str) -> None:
@@ -282,11 +322,13 @@ def finish(session: Session, final_state: str) -> int:
             clock=session.clock,
             counts=session.counts.as_dict(), best=session.checkpoints.best, precision=session.precision,
             world_size=job.world_size, final_state=final_state, parameters=session.parameters,
-            final_step=final_step, early_stopped_at=stopper.stopped_at if stopper else None)
+            final_step=final_step, early_stopped_at=stopper.stopped_at if stopper else None,
+            estimate=read_status(job.run_dir).get("estimate"))
         append_metrics(job.run_dir, {"time": round(time.time(), 3), "step": trainer.state.global_step,
                                      "epoch": round(trainer.state.epoch or 0.0, 4), "kind": "system",
                                      "event": "end", "state": final_state,
                                      **{k: v for k, v in summary.items() if k.startswith("peak_")}})
+        record_run_speed(job, summary)  # after the end line: the profile ends there
         update_status(job.run_dir, state=final_state, exit_code=0, ended_at=time.time(),
                       global_step=trainer.state.global_step, max_steps=trainer.state.max_steps,
                       epoch=round(trainer.state.epoch or 0.0, 4))

@@ -1,0 +1,214 @@
+"""How long a run will train, before it starts: seconds a step x steps, with a range and its source.
+
+Sources, best first:
+  runs   this machine's own earlier runs of the same model and settings (workspace speed log,
+         backend/runs/speed_log.py): their wall seconds per step, evaluation and saves included;
+  probe  a speed probe: a few real steps of this config in a subprocess (backend/training/speed_probe.py);
+  flops  the model's training FLOPs per token over the device's rate (a CPU's measured matmul rate,
+         a GPU's listed peak) at an assumed share of it: an order of magnitude, said as such.
+
+The seconds are training time after the model has loaded (summary.json's wall_time_s).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+
+from backend.config import RunConfig, derived_numbers, split_sizes
+from backend.messages import Message, msg
+from backend.runs.files import atomic_write_json, read_json
+from backend.runs.speed_log import matching_records
+from backend.runs.workspace import Workspace
+
+RECENT = 5  # the newest measurements of a key that count (the machine's load drifts)
+# Range around the measured seconds a step: a shared machine's load moves a run's speed by this
+# much between runs (docs/BENCHMARKS.md, "Time estimate").
+RUNS_SPREAD, PROBE_SPREAD = 0.15, 0.25
+# (c): training reaches this share of the device's rate; low / high bound the guess.
+FLOPS_SHARE = {"cpu": (0.1, 0.3, 0.6), "gpu": (0.15, 0.35, 0.55)}
+# Dense bf16 peak, TFLOP/s, of GPUs by a part of their name (their makers' data sheets).
+LISTED_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40": 181.0, "L4": 121.0, "A10": 125.0,
+                 "4090": 165.0, "3090": 71.0, "A6000": 155.0, "V100": 125.0, "T4": 65.0}
+UNKNOWN_GPU_TFLOPS = 100.0
+SAMPLE_ROWS = 64  # rows tokenised to guess the tokens of a step for (c)
+DEVICE_RATE_FILE = "speed/device_rate.json"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    seconds_low: float
+    seconds_mid: float
+    seconds_high: float
+    source: str             # "runs" | "probe" | "flops"
+    seconds_per_step: float
+    steps: int
+    detail: dict = field(default_factory=dict)  # what the message says: counts, rates, when
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def message(self) -> Message:
+        spans = {"mid": short_duration(self.seconds_mid), "low": short_duration(self.seconds_low),
+                 "high": short_duration(self.seconds_high), "steps": self.steps,
+                 "per_step": f"{self.seconds_per_step:.3g}"}
+        return msg(f"estimate.{self.source}", **spans, **self.detail)
+
+
+def short_duration(seconds: float) -> str:
+    """45 -> '45 s', 200 -> '3.3 min', 7200 -> '2 h', 3e5 -> '3.5 days'."""
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size * (2 if unit == "days" else 1):
+            return f"{seconds / size:.2g} {unit}" if seconds / size < 10 else f"{seconds / size:.0f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def total_of(estimates: list[Estimate]) -> dict:
+    """A sweep's or a queue's runs added up: {"low", "mid", "high" (seconds), "sources": {source: runs}}."""
+    sources: dict[str, int] = {}
+    for e in estimates:
+        sources[e.source] = sources.get(e.source, 0) + 1
+    return {"low": sum(e.seconds_low for e in estimates), "mid": sum(e.seconds_mid for e in estimates),
+            "high": sum(e.seconds_high for e in estimates), "sources": sources}
+
+
+def planned_steps(config: RunConfig, workspace: Workspace, world_size: int = 1) -> int:
+    """Optimizer steps as the Plan counts them (rows before the cutoff filter: an upper bound)."""
+    from backend.data.resolve import dataset_size
+    from backend.models.loading import has_own_chat_template
+    from backend.training.replay import replay_applies, replay_count
+
+    rows, has_eval = dataset_size(config.dataset, workspace, config.dataset_name)
+    train_rows = rows if has_eval else split_sizes(rows, config.val_size)[0]
+    if replay_applies(config, train_rows, has_own_chat_template(config.model_name_or_path, workspace.models_dir)):
+        train_rows += replay_count(config, train_rows)
+    return derived_numbers(config, train_rows, world_size)["total_steps"]
+
+
+def estimate_run_seconds(config: RunConfig, workspace: Workspace, total_steps: int | None = None,
+                         devices: list | None = None) -> Estimate:
+    """The run's training time. Raises ValueError (a catalogued message) when not even (c) applies."""
+    steps = planned_steps(config, workspace) if total_steps is None else total_steps
+    runs = matching_records(workspace.root, config, source="run")[-RECENT:]
+    if runs:
+        return _measured(runs, config, steps, "runs", RUNS_SPREAD, {"count": len(runs)})
+    probes = matching_records(workspace.root, config, source="probe")[-1:]
+    if probes:
+        when = time.strftime("%H:%M", time.localtime(probes[0]["time"]))
+        return _measured(probes, config, steps, "probe", PROBE_SPREAD, {"probe_steps": probes[0]["steps"], "when": when})
+    return _from_flops(config, workspace, steps, devices)
+
+
+def _measured(records: list[dict], config: RunConfig, steps: int, source: str, spread: float,
+              detail: dict) -> Estimate:
+    """Each record's profile (set-up, steps, evaluations + saves, end) applied to this run's steps; a
+    record without one scales its wall seconds a step."""
+    from backend.runs.speed_log import profile_seconds
+
+    has_eval = config.val_size > 0
+    seconds = [profile_seconds(r["profile"], config, steps, has_eval) if r.get("profile")
+               else r["seconds_per_step"] * steps for r in records]
+    mid = statistics.median(seconds)
+    return Estimate(seconds_low=min(seconds) * (1 - spread), seconds_mid=mid,
+                    seconds_high=max(seconds) * (1 + spread), source=source,
+                    seconds_per_step=mid / steps if steps else 0.0, steps=steps, detail=detail)
+
+
+def training_flops_per_token(config: RunConfig, workspace: Workspace) -> float:
+    """Matmul FLOPs of one trained token: forward 2N; backward 2N for the activations' gradients and,
+    when the weights train (full), 2N more; gradient checkpointing recomputes the forward (2N).
+    N: the decoder's linear weights plus the lm_head (the input embedding is a lookup)."""
+    from backend.models.memory import architecture_for
+
+    arch = architecture_for(config.model_name_or_path, workspace.models_dir)
+    n = arch.num_hidden_layers * arch.layer_linear_params() + arch.vocab_size * arch.hidden_size
+    per_n = 6 if config.method == "full" else 4
+    if config.gradient_checkpointing is True:
+        per_n += 2
+    return float(per_n * n)
+
+
+def tokens_per_row(config: RunConfig, workspace: Workspace) -> float:
+    """Mean tokens of a row, from the first SAMPLE_ROWS rows through the model's tokenizer when the model is
+    on disk, else about 4 characters a token; at most cutoff_len."""
+    from backend.data.resolve import load_rows, resolve_dataset
+
+    try:
+        if config.dataset in ("", "demo"):
+            from backend.data.demo_rows import build_demo_rows
+
+            rows = build_demo_rows()[:SAMPLE_ROWS]
+        else:
+            rows = load_rows(resolve_dataset(config.dataset, workspace), dataset_name=config.dataset_name)[0][:SAMPLE_ROWS]
+        texts = [" ".join(str(m.get("content", "")) for m in row.get("messages", [])) or json.dumps(row)
+                 for row in rows]
+    except (OSError, ValueError, KeyError):
+        return float(config.cutoff_len)
+    if not texts:
+        return float(config.cutoff_len)
+    lengths = _token_lengths(config, workspace, texts) or [len(t) / 4 for t in texts]
+    return float(min(config.cutoff_len, statistics.mean(lengths) + 8))  # + the template's few tokens
+
+
+def _token_lengths(config: RunConfig, workspace: Workspace, texts: list[str]) -> list[int] | None:
+    from pathlib import Path
+
+    from backend.models.loading import DEMO_MODEL, load_tokenizer, needs_build, resolve_model_path
+
+    try:
+        if needs_build(config.model_name_or_path, workspace.models_dir):
+            return None  # nothing is built or converted for an estimate
+        folder = Path(resolve_model_path(config.model_name_or_path or DEMO_MODEL, workspace.models_dir))
+        if not folder.is_dir():
+            return None
+        tokenizer = load_tokenizer(str(folder), trust_remote_code=False)
+        return [len(ids) for ids in tokenizer(texts)["input_ids"]]
+    except Exception:  # noqa: BLE001 - any tokenizer trouble: the character guess instead
+        return None
+
+
+def device_rate(devices: list | None, workspace: Workspace) -> tuple[str, float, str]:
+    """(device name, TFLOP/s, "measured" | "listed") of the run's first device."""
+    device = (devices or [None])[0]
+    if device is not None and getattr(device, "id", "cpu") != "cpu":
+        listed = next((v for k, v in LISTED_TFLOPS.items() if k in device.name), UNKNOWN_GPU_TFLOPS)
+        return device.name, listed, "listed"
+    return "CPU", cpu_matmul_tflops(workspace), "measured"
+
+
+def cpu_matmul_tflops(workspace: Workspace) -> float:
+    """fp32 matmul rate of this machine with the threads a worker gets, measured once (about 0.3 s)
+    and kept in the workspace per host name."""
+    path = workspace.root / DEVICE_RATE_FILE
+    saved = read_json(path, {}) or {}
+    host = socket.gethostname()
+    if isinstance(saved.get(host), (int, float)):
+        return float(saved[host])
+    import torch
+
+    a, b = torch.randn(512, 512), torch.randn(512, 512)
+    a @ b  # the first call pays the kernel set-up
+    started, count = time.perf_counter(), 0
+    while time.perf_counter() - started < 0.3:
+        a @ b
+        count += 1
+    tflops = 2 * 512**3 * count / (time.perf_counter() - started) / 1e12
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, {**saved, host: round(tflops, 5)})
+    return tflops
+
+
+def _from_flops(config: RunConfig, workspace: Workspace, steps: int, devices: list | None) -> Estimate:
+    flops = training_flops_per_token(config, workspace)
+    tokens = tokens_per_row(config, workspace) * config.per_device_train_batch_size * config.gradient_accumulation_steps
+    name, tflops, kind = device_rate(devices, workspace)
+    low_share, mid_share, high_share = FLOPS_SHARE["cpu" if kind == "measured" else "gpu"]
+    seconds = flops * tokens / (tflops * 1e12)  # at the full rate
+    return Estimate(seconds_low=seconds / high_share * steps, seconds_mid=seconds / mid_share * steps,
+                    seconds_high=seconds / low_share * steps, source="flops",
+                    seconds_per_step=seconds / mid_share, steps=steps,
+                    detail={"tokens": f"{tokens:.0f}", "gflops": f"{flops / 1e9:.3g}", "device": name,
+                            "rate": f"{tflops:.3g}", "rate_kind": kind, "share": f"{mid_share:.0%}"})
