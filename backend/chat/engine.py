@@ -233,6 +233,15 @@ class ChatEngine:
             with self._activated(loaded, target) as model:
                 yield from _answer(target)(model, loaded.tokenizer, prompt, settings, stop, reply)
 
+    @contextlib.contextmanager
+    def using(self, target: ChatTarget, device: str):
+        """(model, tokenizer, context length) of `target`, its adapter active, for a caller that runs the
+        model itself (the API server's log-probabilities); the engine's lock is held meanwhile."""
+        with self._lock:
+            loaded = self._ensure(target, device)
+            with self._activated(loaded, target) as model:
+                yield model, loaded.tokenizer, loaded.context_length
+
     def stream_together(self, targets: list[ChatTarget], histories: list[list[dict]], user_text: str,
                         settings: GenerationSettings, device: str = "cpu", stop: threading.Event | None = None,
                         replies: list[Reply] | None = None):

@@ -22,7 +22,8 @@ from backend.chat.targets import GGUF
 from backend.serve.bridge import Bridge, Job
 from backend.serve.names import ServedModels
 from backend.serve.protocol import ApiError, chat_request, completion_request, parse_body
-from backend.serve.responses import completion_body, sse_events
+from backend.serve.responses import answers_body, completion_body, sse_events
+from backend.serve.scored import refuse_for
 
 OPEN_PATHS = {"/health"}
 DEFAULT_MAX_BODY = 1 << 20   # 1 MiB of JSON is far more than a context's worth of text
@@ -150,6 +151,7 @@ def build_app(served: ServedModels, bridge: Bridge, settings: Settings, lifespan
     async def _generate(request: Request, parse):
         parsed = parse(parse_body(await read_body(request, settings.max_body)))
         target = served.get(parsed.model)
+        refuse_for(parsed, target)
         loop, events = asyncio.get_running_loop(), asyncio.Queue()
 
         def post(event) -> None:
@@ -174,6 +176,8 @@ def build_app(served: ServedModels, bridge: Bridge, settings: Settings, lifespan
                     text.append(event)
                 elif kind == "error":
                     raise event
+                elif "answers" in event:   # log-probabilities, echo or several prompts (backend/serve/scored.py)
+                    return answers_body(parsed, event["answers"], value)
                 else:
                     return completion_body(parsed, "".join(text), event["finish"], value, event["completion_tokens"])
         except BaseException:

@@ -101,7 +101,11 @@ class Bridge:
             start = time.perf_counter()
             self.busy = True
             try:
-                if len(jobs) == 1:
+                if len(jobs) == 1 and jobs[0].request.per_token:
+                    from backend.serve.scored import run_scored  # it imports this module
+
+                    self.generated_tokens += run_scored(self.engine, self.device, jobs[0])
+                elif len(jobs) == 1:
                     self._run(jobs[0])
                 else:
                     from backend.serve.batching import run_batch  # it imports this module
@@ -234,7 +238,8 @@ def batchable(job: Job) -> bool:
     and each row ends at its own eos or max_tokens (backend/chat/batch.py). A GGUF file (llama.cpp
     answers one request at a time here) and a full checkpoint do not."""
     sampling = job.request.sampling
-    return sampling.temperature == 0 and not sampling.stop and job.target.kind not in ("full", GGUF)
+    return (sampling.temperature == 0 and not sampling.stop and job.target.kind not in ("full", GGUF)
+            and not job.request.per_token)   # log-probabilities, echo, several prompts: backend/serve/scored.py
 
 
 def batch_key(job: Job) -> tuple:

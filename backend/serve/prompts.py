@@ -10,15 +10,21 @@ from backend.serve.protocol import ApiError, Request
 def prompt_ids(tokenizer, request: Request) -> list[int]:
     if request.kind == "chat":
         return chat_ids(tokenizer, request.messages, request.model)
-    if isinstance(request.prompt, list):
+    return completion_ids(tokenizer, request.prompt)
+
+
+def completion_ids(tokenizer, prompt: str | list[int], where: str = "prompt") -> list[int]:
+    """A completion prompt's token ids: ids as sent, text through the tokenizer (with the special tokens
+    it adds itself, a BOS for Llama-style tokenizers, as vLLM does)."""
+    if isinstance(prompt, list):
         vocabulary = len(tokenizer)
-        if max(request.prompt) >= vocabulary:
-            raise ApiError(400, f"'prompt' holds token id {max(request.prompt)}, but the model's vocabulary has "
-                                f"{vocabulary} tokens (ids 0-{vocabulary - 1}).", param="prompt")
-        return list(request.prompt)
-    ids = tokenizer(request.prompt, add_special_tokens=True)["input_ids"]
+        if max(prompt) >= vocabulary:
+            raise ApiError(400, f"'{where}' holds token id {max(prompt)}, but the model's vocabulary has "
+                                f"{vocabulary} tokens (ids 0-{vocabulary - 1}).", param=where)
+        return list(prompt)
+    ids = tokenizer(prompt, add_special_tokens=True)["input_ids"]
     if not ids:
-        raise ApiError(400, "'prompt' is empty: send some text to continue.", param="prompt")
+        raise ApiError(400, f"'{where}' is empty: send some text to continue.", param=where)
     return list(ids)
 
 

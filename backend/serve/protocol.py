@@ -3,8 +3,9 @@ that names the field (OpenAI's `param`) and says what to send instead.
 
 Unknown fields are ignored (clients send `user`, `metadata`, `store` ...);
 fields that would change the answer and that this server cannot honour
-(n > 1, tools, logprobs of any value and top_logprobs, penalties, logit_bias)
-are refused, never dropped.
+(n > 1, tools, penalties, logit_bias) are refused, never dropped. Log-
+probabilities are OpenAI's two dialects: `logprobs: N` (+ `echo`) on
+/v1/completions, `logprobs: true` + `top_logprobs: N` on /v1/chat/completions.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ MAX_STOP_STRINGS = 4
 MIN_TEMPERATURE = 0.01
 # torch.manual_seed takes a 64-bit integer.
 SEED_RANGE = (-(1 << 63), (1 << 63) - 1)
+# Alternatives per token a request may ask for (OpenAI's chat maximum; vLLM's default max_logprobs).
+MAX_TOP_LOGPROBS = 20
+# Prompts in one /v1/completions request (lm-eval sends its --batch_size in one list).
+MAX_PROMPTS = 256
 
 
 @dataclass(eq=False)   # eq would make it unhashable, and exceptions must hash
@@ -61,6 +66,14 @@ class Request:
     sampling: Sampling
     stream: bool = False
     include_usage: bool = False
+    prompts: list = field(default_factory=list)   # completion: every prompt, one choice each (prompt = the first)
+    logprobs: int | None = None     # alternatives per token (0 = the chosen token's own only); None = not asked
+    echo: bool = False              # completion: the prompt's tokens (and their log-probabilities) come back too
+
+    @property
+    def per_token(self) -> bool:
+        """Answered token by token (backend/serve/scored.py): log-probabilities, echo or several prompts."""
+        return self.logprobs is not None or self.echo or len(self.prompts) > 1
 
 
 def parse_body(raw: bytes) -> dict:
@@ -84,16 +97,98 @@ def chat_request(body: dict) -> Request:
     if not isinstance(messages, list) or not messages:
         raise bad("messages", "'messages' is required: a non-empty list of {\"role\", \"content\"} objects.",
                   "missing_required_parameter" if messages is None else "invalid_value")
+    if body.get("echo") not in (None, False):
+        raise bad("echo", "'echo' is a /v1/completions field: to score a prompt's own tokens send it there as "
+                          "'prompt' with \"echo\": true and \"max_tokens\": 0.", "unsupported_parameter")
     parsed = [_message(i, m) for i, m in enumerate(messages)]
-    return Request("chat", _model(body), parsed, None, _sampling(body), *_stream(body))
+    sampling = _sampling(body)
+    if sampling.max_tokens == 0:
+        raise bad(_max_tokens_name(body), "'max_tokens' 0 asks for no answer, which a chat completion cannot "
+                                          "give: send at least 1 (scoring a prompt without an answer is "
+                                          "/v1/completions with \"echo\": true).")
+    request = Request("chat", _model(body), parsed, None, sampling, *_stream(body), logprobs=_chat_logprobs(body))
+    return _checked_stream(request)
 
 
 def completion_request(body: dict) -> Request:
     _refuse_unsupported(body)
-    for name, allowed in (("echo", (None, False)), ("suffix", (None, "")), ("best_of", (None, 1))):
+    for name, allowed in (("suffix", (None, "")), ("best_of", (None, 1))):
         if body.get(name) not in allowed:
             raise bad(name, f"'{name}' is not supported by this server: leave it out.", "unsupported_parameter")
-    return Request("completion", _model(body), None, _prompt(body.get("prompt")), _sampling(body), *_stream(body))
+    if body.get("top_logprobs") is not None:
+        raise bad("top_logprobs", "'top_logprobs' is a /v1/chat/completions field: on /v1/completions send "
+                                  "\"logprobs\": N (the number of alternatives per token) instead.",
+                  "unsupported_parameter")
+    prompts = _prompts(body.get("prompt"))
+    echo = _boolean(body, "echo", False)
+    sampling = _sampling(body)
+    if sampling.max_tokens == 0 and not echo:
+        raise bad(_max_tokens_name(body), "'max_tokens' 0 without \"echo\": true returns nothing: send at least "
+                                          "1, or \"echo\": true to score the prompt itself.")
+    request = Request("completion", _model(body), None, prompts[0], sampling, *_stream(body), prompts=prompts,
+                      logprobs=_completion_logprobs(body), echo=echo)
+    return _checked_stream(request)
+
+
+def _chat_logprobs(body: dict) -> int | None:
+    """Chat's dialect: "logprobs": true, then "top_logprobs": 0..MAX alternatives per token."""
+    if body.get("logprobs") is not None and not isinstance(body.get("logprobs"), bool):
+        raise bad("logprobs", f"'logprobs' on /v1/chat/completions is true or false (got "
+                              f"{json.dumps(body.get('logprobs'))}): send \"logprobs\": true with "
+                              "\"top_logprobs\": N for N alternatives per token (a number is /v1/completions' "
+                              "spelling).")
+    logprobs = bool(body.get("logprobs"))
+    top = body.get("top_logprobs")
+    if top is not None and not logprobs:
+        raise bad("top_logprobs", "'top_logprobs' is only allowed with \"logprobs\": true: add it, or leave "
+                                  "'top_logprobs' out.")
+    if not logprobs:
+        return None
+    return _top_count(body, "top_logprobs", "on /v1/chat/completions", 0)
+
+
+def _completion_logprobs(body: dict) -> int | None:
+    """Completions' dialect: "logprobs": N, the chosen token's log-probability plus its N most likely
+    alternatives (0: the chosen token's only). `false` and null ask for none."""
+    value = body.get("logprobs")
+    if value is None or value is False:
+        return None
+    if value is True:
+        raise bad("logprobs", "'logprobs' on /v1/completions is a number of alternatives per token (0 to "
+                              f"{MAX_TOP_LOGPROBS}), not true: send e.g. \"logprobs\": 1 (true is the chat "
+                              "endpoint's spelling).")
+    return _top_count(body, "logprobs", "on /v1/completions", None)
+
+
+def _top_count(body: dict, name: str, where: str, default: int | None) -> int | None:
+    """A number of alternatives per token: a whole number from 0 to MAX_TOP_LOGPROBS."""
+    value = body.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise bad(name, f"'{name}' {where} must be a whole number from 0 to {MAX_TOP_LOGPROBS} (alternatives per "
+                        f"token), not {json.dumps(value)}.")
+    if value < 0:
+        raise bad(name, f"'{name}' must be 0 or more (got {value}): 0 returns the chosen tokens' own "
+                        "log-probabilities only.")
+    if value > MAX_TOP_LOGPROBS:
+        raise bad(name, f"'{name}' asks for {value} alternatives per token; this server returns at most "
+                        f"{MAX_TOP_LOGPROBS}: send {MAX_TOP_LOGPROBS} or fewer.")
+    return value
+
+
+def _checked_stream(request: Request) -> Request:
+    if request.stream and request.per_token:
+        what = ("log-probabilities" if request.logprobs is not None else
+                "'echo'" if request.echo else f"{len(request.prompts)} prompts")
+        raise bad("stream", f"Streaming is not served with {what}: send \"stream\": false (the whole answer "
+                            "comes at once), or stream one prompt without log-probabilities.",
+                  "unsupported_parameter")
+    return request
+
+
+def _max_tokens_name(body: dict) -> str:
+    return "max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"
 
 
 def _model(body: dict) -> str:
@@ -131,20 +226,36 @@ def _text_part(where: str, part) -> str:
     return part["text"]
 
 
-def _prompt(prompt) -> str | list[int]:
+def _prompts(prompt) -> list[str | list[int]]:
+    """OpenAI's four spellings: a string, a list of token ids, a list of strings, a list of token-id lists."""
     if prompt is None:
         raise bad("prompt", "'prompt' is required: a string (or a list of token ids).", "missing_required_parameter")
-    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
-        prompt = prompt[0]   # a batch of one
-    if isinstance(prompt, str):
-        return _text("prompt", prompt)
-    if isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0
-                                                   for t in prompt):
-        return prompt
+    if _token_ids(prompt) or isinstance(prompt, str):
+        return [_one_prompt("prompt", prompt)]
     if isinstance(prompt, list) and prompt and all(isinstance(p, (str, list)) for p in prompt):
-        raise bad("prompt", f"'prompt' holds {len(prompt)} prompts; this server answers one per request: "
-                            "send them as separate requests (they queue).")
-    raise bad("prompt", f"'prompt' must be a string or a non-empty list of token ids, not {_kind(prompt)}.")
+        if len(prompt) > MAX_PROMPTS:
+            raise bad("prompt", f"'prompt' holds {len(prompt)} prompts; one request takes at most {MAX_PROMPTS}: "
+                                "split them over several requests.")
+        return [_one_prompt(f"prompt[{i}]", p) for i, p in enumerate(prompt)]
+    if prompt == []:
+        raise bad("prompt", "'prompt' is an empty list: send a string, a list of token ids, or a list of those "
+                            "(one answer each).")
+    raise bad("prompt", "'prompt' must be a string, a non-empty list of token ids, or a list of those "
+                        f"(one answer each), not {_kind(prompt)}.")
+
+
+def _one_prompt(where: str, prompt) -> str | list[int]:
+    if isinstance(prompt, str):
+        return _text(where, prompt)
+    if _token_ids(prompt):
+        return prompt
+    raise bad(where, f"{where} must be a string or a non-empty list of token ids (integers from 0), "
+                     f"not {_kind(prompt)}{' holding something else' if isinstance(prompt, list) and prompt else ''}.")
+
+
+def _token_ids(prompt) -> bool:
+    return (isinstance(prompt, list) and bool(prompt)
+            and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in prompt))
 
 
 def _sampling(body: dict) -> Sampling:
@@ -156,7 +267,8 @@ def _sampling(body: dict) -> Sampling:
         top_p=_number(body, "top_p", 0.0, 1.0, 1.0, open_low=True),
         top_k=max(0, top_k),
         repetition_penalty=_number(body, "repetition_penalty", 0.0, None, 1.0, open_low=True),
-        max_tokens=None if max_tokens is None else _integer({name: max_tokens}, name, 1, None, None),
+        # 0 = score the prompt only (completions with echo; the request functions refuse it elsewhere)
+        max_tokens=None if max_tokens is None else _integer({name: max_tokens}, name, 0, None, None),
         stop=_stop(body.get("stop")),
         seed=_integer(body, "seed", *SEED_RANGE, None),
         ignore_eos=_boolean(body, "ignore_eos", False),
@@ -186,24 +298,10 @@ def _refuse_unsupported(body: dict) -> None:
     for name in ("tools", "functions", "logit_bias"):
         if body.get(name):
             raise bad(name, f"'{name}' is not supported by this server: leave it out.", "unsupported_parameter")
-    _refuse_logprobs(body)
     response_format = body.get("response_format")
     if response_format not in (None, {"type": "text"}):
         raise bad("response_format", "only {\"type\": \"text\"} is supported as 'response_format'.",
                   "unsupported_parameter")
-
-
-def _refuse_logprobs(body: dict) -> None:
-    """Any request for log-probabilities, `logprobs: 0` too: on /v1/completions 0 asks for the
-    chosen tokens' own log-probabilities, so answering `logprobs: null` would drop it silently."""
-    logprobs, top = body.get("logprobs"), body.get("top_logprobs")
-    if top is not None and logprobs is not True:
-        raise bad("top_logprobs", "'top_logprobs' is only allowed with \"logprobs\": true, and log-probabilities "
-                                  "are not served by this server yet: leave 'top_logprobs' out.",
-                  "unsupported_parameter")
-    if logprobs is not None and logprobs is not False:   # `is`: 0 == False in Python, and 0 is a request
-        raise bad("logprobs", f"'logprobs' asks for log-probabilities (got {json.dumps(logprobs)}), which are not "
-                              "served by this server yet: leave 'logprobs' out.", "unsupported_parameter")
 
 
 def _number(body, name, low, high, default, open_low=False) -> float:

@@ -34,6 +34,39 @@ def completion_body(request: Request, text: str, finish: str, prompt_tokens: int
             "choices": [choice], "usage": usage(prompt_tokens, completion_tokens), "system_fingerprint": None}
 
 
+def answers_body(request: Request, answers: list, prompt_tokens: int) -> dict:
+    """A whole completion with one choice per answer (backend/serve/scored.py's Answer), each with its
+    log-probabilities in the endpoint's own shape, or `"logprobs": null` when none were asked for."""
+    if request.kind == "chat":
+        choices = [{"index": i, "message": {"role": "assistant", "content": a.text},
+                    "logprobs": None if a.tokens is None else {"content": [_chat_token(t) for t in a.tokens],
+                                                                "refusal": None},
+                    "finish_reason": a.finish} for i, a in enumerate(answers)]
+        kind = "chat.completion"
+    else:
+        choices = [{"index": i, "text": a.text, "logprobs": None if a.tokens is None else _legacy(a.tokens),
+                    "finish_reason": a.finish} for i, a in enumerate(answers)]
+        kind = "text_completion"
+    generated = sum(a.completion_tokens for a in answers)
+    return {"id": _id(request), "object": kind, "created": int(time.time()), "model": request.model,
+            "choices": choices, "usage": usage(prompt_tokens, generated), "system_fingerprint": None}
+
+
+def _chat_token(token) -> dict:
+    """OpenAI chat's entry: the token's text, log-probability and UTF-8 bytes, and its alternatives."""
+    return {"token": token.text, "logprob": token.logprob, "bytes": list(token.text.encode("utf-8")),
+            "top_logprobs": [{"token": text, "logprob": value, "bytes": list(text.encode("utf-8"))}
+                             for text, value in token.top or []]}
+
+
+def _legacy(tokens: list) -> dict:
+    """OpenAI completions' parallel lists; `top_logprobs` maps each alternative's text to its log-probability
+    (null for an echoed prompt's first token, like its log-probability)."""
+    return {"tokens": [t.text for t in tokens], "token_logprobs": [t.logprob for t in tokens],
+            "top_logprobs": [None if t.logprob is None else dict(t.top or []) for t in tokens],
+            "text_offset": [t.offset for t in tokens]}
+
+
 class _Chunks:
     """Chunk bodies of one streamed answer (one id and time for all of them)."""
 

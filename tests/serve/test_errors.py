@@ -91,27 +91,57 @@ def test_completions_refusals_name_the_field(api):
                     headers={"Content-Type": "application/json"})
     assert error_of(lone, 400)["param"] == "prompt"
     assert error_of(api.post("/v1/completions", json={"model": "base"}), 400)["param"] == "prompt"
-    batch = api.post("/v1/completions", json={"model": "base", "prompt": ["a", "b"]})
-    assert "one per request" in error_of(batch, 400)["message"]
-    assert error_of(api.post("/v1/completions", json={"model": "base", "prompt": "hi", "echo": True}), 400)["param"] == "echo"
+    mixed = error_of(api.post("/v1/completions", json={"model": "base", "prompt": ["a", [1, "b"]]}), 400)
+    assert mixed["param"] == "prompt[1]" and "list of token ids" in mixed["message"]
+    lone_in_list = api.post("/v1/completions", content=b'{"model": "base", "prompt": ["a", "\\ud83d"]}',
+                            headers={"Content-Type": "application/json"})
+    assert error_of(lone_in_list, 400)["param"] == "prompt[1]"
 
 
 @pytest.mark.parametrize("route, fields, param, says", [
-    # logprobs: 0 asks for the chosen tokens' log-probabilities: refused like any positive count.
-    ("completions", {"logprobs": 0}, "logprobs", "not served by this server yet"),
-    ("completions", {"logprobs": 2}, "logprobs", "not served by this server yet"),
-    ("chat/completions", {"logprobs": True}, "logprobs", "not served by this server yet"),
-    ("chat/completions", {"logprobs": True, "top_logprobs": 2}, "logprobs", "not served by this server yet"),
+    ("completions", {"logprobs": 21}, "logprobs", "at most 20"),
+    ("completions", {"logprobs": -1}, "logprobs", "must be 0 or more"),
+    ("completions", {"logprobs": 1.5}, "logprobs", "whole number from 0 to 20"),
+    ("completions", {"logprobs": "2"}, "logprobs", "whole number from 0 to 20"),
+    ("completions", {"logprobs": True}, "logprobs", "not true"),
+    ("completions", {"top_logprobs": 1}, "top_logprobs", "is a /v1/chat/completions field"),
+    ("completions", {"max_tokens": 0}, "max_tokens", "'max_tokens' 0 without \"echo\": true"),
+    ("completions", {"max_tokens": -1, "echo": True}, "max_tokens", "at least 0"),
+    ("completions", {"echo": "yes"}, "echo", "'echo' must be true or false"),
+    ("completions", {"logprobs": 0, "stream": True}, "stream", "Streaming is not served with log-probabilities"),
+    ("completions", {"echo": True, "stream": True}, "stream", "Streaming is not served with 'echo'"),
+    ("completions", {"prompt": ["a", "b"], "stream": True}, "stream", "Streaming is not served with 2 prompts"),
+    ("completions", {"prompt": []}, "prompt", "empty list"),
+    ("completions", {"prompt": ["a"] * 257}, "prompt", "at most 256"),
     ("chat/completions", {"top_logprobs": 2}, "top_logprobs", "'top_logprobs' is only allowed with \"logprobs\": true"),
     ("chat/completions", {"logprobs": False, "top_logprobs": 0}, "top_logprobs", "'top_logprobs' is only allowed"),
-    ("completions", {"top_logprobs": 1}, "top_logprobs", "'top_logprobs' is only allowed"),
+    ("chat/completions", {"logprobs": True, "top_logprobs": 21}, "top_logprobs", "at most 20"),
+    ("chat/completions", {"logprobs": True, "top_logprobs": 2.0}, "top_logprobs", "whole number"),
+    ("chat/completions", {"logprobs": 1}, "logprobs", "true or false"),
+    ("chat/completions", {"echo": True}, "echo", "'echo' is a /v1/completions field"),
+    ("chat/completions", {"max_tokens": 0}, "max_tokens", "a chat completion cannot give"),
+    ("chat/completions", {"logprobs": True, "stream": True}, "stream", "Streaming is not served"),
 ])
-def test_log_probabilities_are_refused_never_answered_null(api, route, fields, param, says):
+def test_log_probability_requests_that_cannot_be_answered(api, route, fields, param, says):
     body = {"model": "base", "max_tokens": 1, **({"messages": HELLO} if route.startswith("chat") else {"prompt": "Hi"})}
     error = error_of(api.post(f"/v1/{route}", json=body | fields), 400)
-    assert error["param"] == param and error["code"] == "unsupported_parameter", error
+    assert error["param"] == param and error["code"] in ("invalid_value", "unsupported_parameter"), error
     assert says in error["message"], error
     assert api.post("/v1/chat/completions", json=body | {"messages": HELLO, "logprobs": False}).status_code == 200
+
+
+def test_a_prompt_of_a_list_that_does_not_fit_is_named(api):
+    """In a list the prompt that does not fit is named; scoring alone (echo, max_tokens 0) may fill the context."""
+    full, over = [100] * 512, [100] * 513   # the demo model's context is 512 tokens
+    error = error_of(api.post("/v1/completions", json={"model": "final", "prompt": ["Hi", full], "echo": True,
+                                                       "max_tokens": 1}), 400)
+    assert error["param"] == "prompt[1]" and error["code"] == "context_length_exceeded" and "512" in error["message"]
+    scored = api.post("/v1/completions", json={"model": "final", "prompt": full, "echo": True, "max_tokens": 0,
+                                               "logprobs": 0})
+    assert scored.status_code == 200 and len(scored.json()["choices"][0]["logprobs"]["token_logprobs"]) == 512
+    error = error_of(api.post("/v1/completions", json={"model": "final", "prompt": over, "echo": True,
+                                                       "max_tokens": 0}), 400)
+    assert error["code"] == "context_length_exceeded" and "513" in error["message"]
 
 
 def test_prompt_longer_than_the_context_is_400_with_the_numbers(api):

@@ -119,7 +119,7 @@ def test_max_tokens_ends_with_length_and_a_seed_repeats_sampling(client, referen
     ({"model": "final"}, 404, "model", "Use one of: assistant-q4_k_m"),
     ({"max_tokens": 5000}, 400, "max_tokens", "maximum context length is 4096 tokens"),
     ({"n": 2}, 400, "n", "'n' must be 1"),
-    ({"logprobs": True}, 400, "logprobs", "not served by this server"),
+    ({"logprobs": True}, 400, "logprobs", "(llama.cpp) does not serve log-probabilities"),
     ({"temperature": 3}, 400, "temperature", "'temperature' must be in"),
 ])
 def test_the_transformers_engines_errors(client, options, status, param, says):
