@@ -7,6 +7,8 @@ protocol.py   request bodies -> checked values; ApiError names the field
 prompts.py    token ids: chat template or a plain / token-id completion prompt
 bridge.py     bounded queue + one generation thread on the ChatEngine; stop strings
 batching.py   waiting greedy requests answered by one generate call (--max-batch)
+scored.py     requests answered token by token: logprobs, echo, several prompts
+logprobs.py   log-softmax of the raw logits: prompts scored in one forward pass
 responses.py  completion bodies and server-sent event chunks
 names.py      served names: base, checkpoint-<step>, final (re-read from disk); --gguf: the file's stem
 vllm.py       --engine vllm: the `vllm serve --enable-lora --lora-modules` command
