@@ -31,6 +31,10 @@ def main(argv: list[str] | None = None) -> int:
 
         print(recipe_config(args.recipe or "starter").to_yaml(), end="")
         return 0
+    if args.sweep:  # not the worker: queues the sweep's runs and serves the queue until they end
+        from backend.sweeps.cli import run_sweep
+
+        return run_sweep(args)
     if args.queue:  # not the worker: a process that queues the run and waits for it (no torch here)
         from backend.runs.queue_wait import enqueue_and_wait
 

@@ -76,6 +76,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="Print the recipe's config (--recipe, default starter) as YAML.")
     parser.add_argument("--dry-run", action="store_true",
                         help="Check the config, print the steps and the time estimate; train nothing.")
+    parser.add_argument("--sweep", type=Path, metavar="SWEEP_YAML",
+                        help="Queue one run per combination of the sweep file's grid over the config and wait "
+                             "for them (docs/SWEEPS.md); with --dry-run only check them and print the estimate.")
     parser.add_argument("--queue", action="store_true",
                         help="Put the run in the workspace's queue: it starts when its devices are free (after "
                              "the runs before it); this command waits, serving the queue, until the run ends.")
