@@ -531,6 +531,29 @@ CATALOGUE: dict[str, str] = {
     "job.stage.done": "done",
     "evaluate.stage.loading": "loading the model",
     "evaluate.stage.checkpoint": "evaluating {name}",
+    # --- quality kept after a stage that continues another run (backend/evaluation/quality_kept.py, quality_drops.py)
+    "kept.stage": "scoring the parent {parent} on the same rows",
+    "kept.stage_checkpoint": "scoring {name} beside the parent {parent}",
+    "kept.parent_gone": "This run continues {adapter}, which cannot be read any more ({error}), so it is not "
+                        "compared with its parent; its own scores are kept.",
+    "kept.no_rows": "Neither the parent {parent} nor run {run} has held-out rows with answers to compare on; "
+                    "train with val_size above 0 to compare them.",
+    "evaluate.reference_gone": "This run's reference, the adapter it continued ({adapter}), cannot be read any "
+                               "more ({error}); preference accuracy is measured against it. Put that run back, or "
+                               "evaluate on an uploaded file of answers.",
+    "kept.data.parent_split": "the held-out split of {run}",
+    "kept.data.own_pairs": "this run's held-out pairs (prompt -> chosen answer)",
+    "kept.advice": "try a lower learning_rate or fewer steps, a higher beta, or an SFT term on the chosen answers "
+                   "(rpo_alpha, stage dpo)",
+    "kept.drop.exact_match": "Exact match fell from {before:.1f}% ({parent}) to {after:.1f}% ({checkpoint}) on "
+                             "{rows} held-out answers: {advice}.",
+    "kept.drop.bleu": "BLEU fell from {before:.1f} ({parent}) to {after:.1f} ({checkpoint}) on {rows} held-out "
+                      "answers: {advice}.",
+    "kept.drop.ended": "Answers that end fell from {before:.0f}% ({parent}) to {after:.0f}% ({checkpoint}): "
+                       "{runs_on} of {rows} now run on to max_new_tokens ({max_new_tokens}) without their end of "
+                       "turn: {advice}.",
+    "kept.drop.benchmark": "Benchmark {task} fell from {before:.1f} ({parent}) to {after:.1f} ({checkpoint}): "
+                           "{advice}.",
     "export.stage.zipping": "zipping",
     "export.stage.copy_adapter": "copying the adapter",
     "export.stage.copy_weights": "copying the weights",

@@ -174,32 +174,43 @@ def eval_loss(model, tokenizer, rows: list[dict], cutoff_len: int, batch_size: i
     return (total / count if count else float("nan")), count
 
 
-def evaluate_checkpoint(models: ModelSet, name: str, rows: list[dict], settings: dict, report=None) -> dict:
-    """Score one checkpoint; writes eval/<name>/metrics.json + predictions.jsonl and returns the metrics.
+def answer_metrics(model, tokenizer, rows: list[dict], cutoff_len: int, settings: dict, report=None
+                   ) -> tuple[dict, list[dict]]:
+    """(metrics, one prediction record per row) of `model` on rows with a reference answer:
+    eval loss over the assistant tokens, then greedy answers scored against the references,
+    and `ended`, the percentage of answers that stopped on a stop token before max_new_tokens.
 
     `report(units)` gets the work done so far: rows scored for loss, then rows answered."""
     report = report or (lambda units: None)
-    from backend.evaluation.greedy import greedy_answers, prompt_and_reference
+    from backend.evaluation.greedy import greedy_answers_ended, prompt_and_reference
 
-    started = time.time()
-    model = models.model_for(name)
-    loss, tokens = eval_loss(model, models.tokenizer, rows, models.config.cutoff_len, settings["batch_size"], report)
+    loss, tokens = eval_loss(model, tokenizer, rows, cutoff_len, settings["batch_size"], report)
     pairs = [prompt_and_reference(r["messages"]) for r in rows]
-    answers = greedy_answers(model, models.tokenizer, [p for p, _ in pairs], settings["max_new_tokens"],
-                             settings["batch_size"], max_prompt_tokens=models.config.cutoff_len,
-                             on_batch=lambda done: report(len(rows) + done))
-    references = [ref for _, ref in pairs]
-    metrics = {"checkpoint": name, "step": step_of(models.run_dir, name), "eval_loss": loss,
-               "perplexity": math.exp(loss) if loss < 700 else float("inf"), "assistant_tokens": tokens,
-               **corpus_scores(answers, references), "num_samples": len(rows), **settings,
-               "time": time.time(), "seconds": round(time.time() - started, 2)}
+    finished = greedy_answers_ended(model, tokenizer, [p for p, _ in pairs], settings["max_new_tokens"],
+                                    settings["batch_size"], max_prompt_tokens=cutoff_len,
+                                    on_batch=lambda done: report(len(rows) + done))
+    answers, references = [text for text, _ in finished], [ref for _, ref in pairs]
+    metrics = {"eval_loss": loss, "perplexity": math.exp(loss) if loss < 700 else float("inf"),
+               "assistant_tokens": tokens, **corpus_scores(answers, references),
+               "ended": 100.0 * sum(ended for _, ended in finished) / len(finished) if finished else None}
+    lines = [{"index": i, "prompt": prompt[-1]["content"] if prompt else "", "reference": ref, "prediction": answer,
+              "ended": ended, **scores}
+             for i, ((prompt, ref), (answer, ended), scores) in enumerate(zip(pairs, finished,
+                                                                              row_scores(answers, references)))]
+    return metrics, lines
+
+
+def evaluate_checkpoint(models: ModelSet, name: str, rows: list[dict], settings: dict, report=None) -> dict:
+    """Score one checkpoint; writes eval/<name>/metrics.json + predictions.jsonl and returns the metrics."""
+    started = time.time()
+    scores, lines = answer_metrics(models.model_for(name), models.tokenizer, rows, models.config.cutoff_len,
+                                   settings, report)
+    metrics = {"checkpoint": name, "step": step_of(models.run_dir, name), **scores, "num_samples": len(rows),
+               **settings, "time": time.time(), "seconds": round(time.time() - started, 2)}
     folder = Path(models.run_dir) / EVAL_DIR / name
     folder.mkdir(parents=True, exist_ok=True)
-    lines = []
-    for i, ((prompt, ref), answer, scores) in enumerate(zip(pairs, answers, row_scores(answers, references))):
-        lines.append(json.dumps({"index": i, "prompt": prompt[-1]["content"] if prompt else "", "reference": ref,
-                                 "prediction": answer, **scores}, ensure_ascii=False))
-    atomic_write_text(folder / "predictions.jsonl", "\n".join(lines) + "\n")
+    atomic_write_text(folder / "predictions.jsonl", "".join(json.dumps(line, ensure_ascii=False) + "\n"
+                                                             for line in lines))
     atomic_write_json(folder / "metrics.json", metrics)
     return metrics
 
@@ -222,7 +233,8 @@ def evaluate_run(run_dir: Path, checkpoints: list[str] | None = None, data: Path
     settings = {"data": label, "data_hash": _rows_hash(rows), "max_new_tokens": max_new_tokens,
                 "batch_size": batch_size}
     if "chosen" in rows[0]:
-        return evaluate_pairs(run_dir, checkpoints, rows, settings, progress)
+        return with_parent(evaluate_pairs(run_dir, checkpoints, rows, settings, progress), run_dir, checkpoints,
+                           settings, data, max_samples, progress)
     total = 2 * len(rows) * len(checkpoints)  # units: rows scored for loss + rows answered, per checkpoint
     write_progress(progress, stage=msg("evaluate.stage.loading"), total=total, checkpoints=checkpoints, data=label)
     models = ModelSet(run_dir, RunConfig.load(run_dir / CONFIG_FILE))
@@ -234,7 +246,23 @@ def evaluate_run(run_dir: Path, checkpoints: list[str] | None = None, data: Path
             write_progress(progress, done=offset + units, total=total)
 
         results[name] = evaluate_checkpoint(models, name, rows, settings, report)
-    return {"run": run_dir.name, "data": label, "num_samples": len(rows), "results": results}
+    summary = {"run": run_dir.name, "data": label, "num_samples": len(rows), "results": results}
+    return with_parent(summary, run_dir, checkpoints, settings, data, max_samples, progress)
+
+
+def with_parent(summary: dict, run_dir: Path, checkpoints: list[str], settings: dict, data: Path | None,
+                max_samples: int | None, progress) -> dict:
+    """`summary` with "kept": a run that continues another is scored beside its parent
+    (backend/evaluation/quality_kept.py). Only on the held-out data: an uploaded file is the user's own test."""
+    from backend.evaluation.quality_kept import compare_with_parent
+
+    if data is not None:
+        return summary
+    try:
+        kept = compare_with_parent(run_dir, checkpoints, settings, summary, max_samples, progress)
+    except EvalError as error:  # the checkpoints' own scores are written; the comparison says why it is missing
+        return {**summary, "kept_error": str(error)}
+    return {**summary, "kept": kept} if kept else summary
 
 
 def evaluate_pairs(run_dir: Path, checkpoints: list[str], rows: list[dict], settings: dict, progress) -> dict:
@@ -245,10 +273,16 @@ def evaluate_pairs(run_dir: Path, checkpoints: list[str], rows: list[dict], sett
     config = RunConfig.load(run_dir / CONFIG_FILE)
     write_progress(progress, stage="loading the model", total=len(checkpoints) + 1, checkpoints=checkpoints,
                    data=settings["data"])
+    try:
+        adapter = init_adapter_dir(config, Workspace.for_run_dir(run_dir))
+    except UserError as error:  # the adapter this run continued was deleted: no reference to score against
+        raise EvalError(msg("evaluate.reference_gone", adapter=config.init_adapter, error=error)) from None
     models = ModelSet(run_dir, config)
-    adapter = init_adapter_dir(config, Workspace.for_run_dir(run_dir))
     batch = settings["batch_size"]
     reference = pair_logps(reference_model(models, adapter), models.tokenizer, rows, config.cutoff_len, batch)
+    # A continued run's reference is its parent: scored against itself (accuracy 0.5, margin 0; its own
+    # log-prob accuracy), the parent's column of the comparison (quality_kept.py).
+    reference_scores = preference_scores(reference, reference, config.beta) if adapter else None
     results = {}
     for k, name in enumerate(checkpoints):
         write_progress(progress, stage=f"evaluating {name}", done=k + 1)
@@ -262,7 +296,8 @@ def evaluate_pairs(run_dir: Path, checkpoints: list[str], rows: list[dict], sett
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_json(folder / "metrics.json", metrics)
         results[name] = metrics
-    return {"run": run_dir.name, "data": settings["data"], "num_samples": len(rows), "results": results}
+    return {"run": run_dir.name, "data": settings["data"], "num_samples": len(rows), "results": results,
+            "reference_scores": reference_scores}
 
 
 # ---------------------------------------------------------------- background job
@@ -324,7 +359,11 @@ def main(argv: list[str] | None = None) -> int:
         write_progress(args.progress, state=FAILED, error=f"{type(error).__name__}: {error}")
         raise
     write_progress(args.progress, state=COMPLETED, stage=msg("job.stage.done"))
-    print(json.dumps(summary, indent=2, ensure_ascii=False) if args.json else _table(summary))
+    if summary.get("kept"):
+        from backend.evaluation.quality_drops import run_drops
+
+        summary["kept"]["drops"] = [str(m) for m in run_drops(args.run)]
+    print(json.dumps(summary, indent=2, ensure_ascii=False) if args.json else _table(summary, args.run))
     return 0
 
 
@@ -347,7 +386,7 @@ def benchmark_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _table(summary: dict) -> str:
+def _table(summary: dict, run_dir: Path) -> str:
     columns = ("eval_loss", "perplexity", "bleu", "rouge1", "rouge2", "rougeL", "exact_match")
     if any("preference_accuracy" in m for m in summary["results"].values()):
         columns = ("preference_accuracy", "mean_margin", "logp_accuracy")
@@ -355,5 +394,11 @@ def _table(summary: dict) -> str:
              f"{'checkpoint':<18}" + "".join(f"{c:>{max(12, len(c) + 2)}}" for c in columns)]
     for name, metrics in summary["results"].items():
         lines.append(f"{name:<18}" + "".join(f"{metrics[c]:>{max(12, len(c) + 2)}.4g}" for c in columns))
+    if summary.get("kept"):
+        from backend.evaluation.quality_drops import kept_lines
+
+        lines += kept_lines(summary["kept"], run_dir)
+    if summary.get("kept_error"):
+        lines.append(f"Not compared with the run it continues: {summary['kept_error']}")
     return "\n".join(lines)
 

@@ -27,14 +27,29 @@ def greedy_answers(model, tokenizer, prompts: list[list[dict]], max_new_tokens: 
     return [tokenizer.decode(answer, skip_special_tokens=True).strip() for answer in ids]
 
 
+def greedy_answers_ended(model, tokenizer, prompts: list[list[dict]], max_new_tokens: int = 64, batch_size: int = 8,
+                         max_prompt_tokens: int | None = None, on_batch=None) -> list[tuple[str, bool]]:
+    """(answer text, whether it ended on a stop token) per prompt: an answer that did not end
+    ran to max_new_tokens, which a model that lost its end of turn does."""
+    finished = greedy_finished(model, tokenizer, prompts, max_new_tokens, batch_size, max_prompt_tokens, on_batch)
+    return [(tokenizer.decode(ids, skip_special_tokens=True).strip(), ended) for ids, ended in finished]
+
+
 def greedy_token_ids(model, tokenizer, prompts: list[list[dict]], max_new_tokens: int = 64, batch_size: int = 8,
                      max_prompt_tokens: int | None = None, on_batch=None) -> list[list[int]]:
     """The token ids of each greedy answer, up to (not including) its first stop token."""
+    return [ids for ids, _ in greedy_finished(model, tokenizer, prompts, max_new_tokens, batch_size,
+                                              max_prompt_tokens, on_batch)]
+
+
+def greedy_finished(model, tokenizer, prompts: list[list[dict]], max_new_tokens: int = 64, batch_size: int = 8,
+                    max_prompt_tokens: int | None = None, on_batch=None) -> list[tuple[list[int], bool]]:
+    """(token ids before the first stop token, whether a stop token came) per greedy answer."""
     import torch
 
     sides = tokenizer.padding_side, tokenizer.truncation_side
     tokenizer.padding_side = tokenizer.truncation_side = "left"
-    answers: list[list[int]] = []
+    answers: list[tuple[list[int], bool]] = []
     device = next(model.parameters()).device
     stops = stop_token_ids(tokenizer, getattr(model, "generation_config", None))
     try:
@@ -46,7 +61,9 @@ def greedy_token_ids(model, tokenizer, prompts: list[list[dict]], max_new_tokens
             with torch.no_grad():
                 output = model.generate(**batch, do_sample=False, max_new_tokens=max_new_tokens,
                                         pad_token_id=tokenizer.pad_token_id, eos_token_id=stops)
-            answers.extend(until_stop(row.tolist(), stops) for row in output[:, batch["input_ids"].shape[1]:])
+            for row in output[:, batch["input_ids"].shape[1]:].tolist():
+                ids = until_stop(row, stops)
+                answers.append((ids, len(ids) < len(row)))  # a stop token came before the row ran out
             if on_batch:
                 on_batch(len(answers))
     finally:

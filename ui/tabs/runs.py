@@ -17,6 +17,8 @@ from ui import grpo_panel, run_view
 from ui.context import UIContext
 from ui.forms import _label as _
 from ui.i18n import localize
+from ui.kept_panel import RUNS_TEXT as KEPT_TEXT
+from ui.kept_panel import build_runs as build_kept
 from ui.run_actions import resume, stop
 
 TICK_S = 2.0
@@ -29,6 +31,7 @@ TEXT: dict[str, dict[str, str]] = {
     "runs.table": _("Runs", "运行列表"),
     "runs.refresh": _("Refresh", "刷新"),
     "runs.select": _("Watch run", "查看运行"),
+    **KEPT_TEXT,  # drops against the run this one continues (ui/kept_panel.py)
     "runs.stop": _("Stop", "停止"),
     "runs.resume": _("Resume", "继续"),
     "runs.none": _("No run selected. Start one in the Train tab, or pick one above.",
@@ -200,6 +203,7 @@ def build(ctx: UIContext) -> None:
     c["message"] = gr.Markdown(elem_id="runs-message")
     c["progress"] = gr.HTML(elem_id="runs-progress")
     plots = []
+    build_kept(ctx, c["select"])  # worse than the run it continues: which metric, by how much
     for row in (("loss", "lr"), ("grad_norm", "tokens"), ("memory", "layers"), ("rewards", "accuracy")):
         with gr.Row():
             plots += [gr.Plot(label=ctx.t(f"runs.chart.{k}"), elem_id=f"runs-chart-{k.replace('_', '-')}")
