@@ -20,9 +20,9 @@ import gradio as gr
 from backend.runs.files import list_run_ids
 from ui.context import UIContext
 from ui.i18n import localize
-
 from ui.kept_panel import EVALUATE_TEXT as KEPT_TEXT
 from ui.kept_panel import build_evaluate as build_kept
+
 POLL_EVERY_S = 2.0
 UPLOAD_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".parquet")
 METRIC_LABELS = {"eval_loss": "eval loss", "perplexity": "perplexity", "bleu": "BLEU", "rouge1": "ROUGE-1",
@@ -31,8 +31,8 @@ METRIC_LABELS = {"eval_loss": "eval loss", "perplexity": "perplexity", "bleu": "
                  "logp_accuracy": "log-prob accuracy"}
 
 TEXT: dict[str, dict[str, str]] = {
-    "evaluate.run": {"en": "Run", "zh": "训练运行"},
     **KEPT_TEXT,  # the side-by-side with the run this one continues (ui/kept_panel.py)
+    "evaluate.run": {"en": "Run", "zh": "训练运行"},
     "evaluate.refresh": {"en": "Refresh", "zh": "刷新"},
     "evaluate.checkpoints": {"en": "Checkpoints to evaluate (base = the model before training)",
                              "zh": "要评估的检查点（base 为训练前的基座模型）"},
@@ -154,9 +154,9 @@ def build(ctx: UIContext) -> None:
     progress = gr.HTML(elem_id="evaluate-progress")
     gr.Markdown(ctx.t("evaluate.about"), elem_id="evaluate-about")
     table = gr.Dataframe(label=ctx.t("evaluate.results"), interactive=False, elem_id="evaluate-table")
+    build_kept(ctx, run)  # a run that continues another: both side by side
     chart = gr.Plot(label=ctx.t("evaluate.chart"), elem_id="evaluate-chart")
     disagree = gr.Checkbox(label=ctx.t("evaluate.disagree_only"), value=True, elem_id="evaluate-disagree")
-    build_kept(ctx, run)  # a run that continues another: both side by side
     predictions = gr.Dataframe(label=ctx.t("evaluate.predictions"), interactive=False, wrap=True,
                                elem_id="evaluate-predictions")
     seen = gr.State("")  # signature of the result files last drawn: redraw only when they change

@@ -29,9 +29,9 @@ CHART_KEYS = ("loss", "lr", "grad_norm", "tokens", "memory", "layers", "rewards"
 TEXT: dict[str, dict[str, str]] = {
     **grpo_panel.TEXT,
     "runs.table": _("Runs", "运行列表"),
+    **KEPT_TEXT,  # drops against the run this one continues (ui/kept_panel.py)
     "runs.refresh": _("Refresh", "刷新"),
     "runs.select": _("Watch run", "查看运行"),
-    **KEPT_TEXT,  # drops against the run this one continues (ui/kept_panel.py)
     "runs.stop": _("Stop", "停止"),
     "runs.resume": _("Resume", "继续"),
     "runs.none": _("No run selected. Start one in the Train tab, or pick one above.",
@@ -200,10 +200,10 @@ def build(ctx: UIContext) -> None:
     c["table"] = gr.Dataframe(headers=list(run_view.TABLE_COLUMNS), interactive=False, label=ctx.t("runs.table"),
                               elem_id="runs-table", max_height=260)
     c["alert"] = gr.Markdown(elem_id="runs-alert")
+    build_kept(ctx, c["select"])  # worse than the run it continues: which metric, by how much
     c["message"] = gr.Markdown(elem_id="runs-message")
     c["progress"] = gr.HTML(elem_id="runs-progress")
     plots = []
-    build_kept(ctx, c["select"])  # worse than the run it continues: which metric, by how much
     for row in (("loss", "lr"), ("grad_norm", "tokens"), ("memory", "layers"), ("rewards", "accuracy")):
         with gr.Row():
             plots += [gr.Plot(label=ctx.t(f"runs.chart.{k}"), elem_id=f"runs-chart-{k.replace('_', '-')}")
