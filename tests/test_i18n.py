@@ -64,8 +64,9 @@ def test_every_runconfig_field_has_chinese_help():
                          + "\n".join(f'    "{n}": "",  # {fields[n]}' for n in missing))
     stale = sorted(set(HELP_ZH) - set(fields))
     assert not stale, f"ui/config_help.py has help for fields RunConfig no longer has: {stale}"
-    for name in forms.NAMES:  # what the form shows under each field
+    for name in forms.FIELD_NAMES:  # what the form shows under each field (and under the GRPO rewards' widgets)
         assert forms.HELP_TEXT[f"train.help.{name}"]["zh"] != forms.HELP_TEXT[f"train.help.{name}"]["en"], name
+    assert all(text["zh"] != text["en"] for text in forms.HELP_TEXT.values())
 
 
 def _plain_user_errors(path: Path) -> list[str]:

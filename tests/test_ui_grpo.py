@@ -110,3 +110,97 @@ def test_sample_table_copes_with_odd_lines():
     many = [{"step": s, "prompt": "", "completion": "", "rewards": {}, "reward": 0} for s in range(300)]
     kept = grpo_charts.keep_newest(many)
     assert len(kept) == grpo_charts.KEPT_STEPS and kept[0]["step"] == 300 - grpo_charts.KEPT_STEPS
+
+
+# --- the Train tab's GRPO section ---------------------------------------------------------------
+
+def _grpo_config(**settings):
+    from backend.config_recipes import tiny_config
+
+    settings.setdefault("rewards", [{"kind": "exact_match", "weight": 1.0}, {"kind": "format", "weight": 1.0}])
+    return tiny_config(stage="grpo", per_device_train_batch_size=4, num_generations=4, **settings)
+
+
+def _values(**widgets) -> list:
+    """The Train form of a grpo run with some GRPO widgets set as a browser would send them."""
+    from ui import forms
+
+    values = forms.form_values(_grpo_config())
+    for name, value in widgets.items():
+        values[forms.NAMES.index(name)] = value
+    return values
+
+
+def test_every_reward_preset_and_own_function_round_trip_through_form_runconfig_and_yaml(tmp_path):
+    from backend.config import RunConfig
+    from ui import forms
+
+    rewards = [{"kind": "exact_match", "weight": 2.0}, {"kind": "format", "weight": 0.5, "pattern": r"\d+"},
+               {"kind": "length", "weight": 1.0, "min": 4, "max": 40}, {"kind": "contains", "weight": 1.0, "text": "sum"},
+               {"kind": "not_contains", "weight": -1.0, "text": "sorry"},
+               {"kind": "contains", "weight": 0.25, "text": "because"}]  # a kind twice: the form keeps the second
+    config = _grpo_config(rewards=rewards, reward_functions=["tests.test_ui_grpo:_polite", "os.path:basename"],
+                          reward_weights=[0.5, 1.0])
+    values = forms.form_values(config)
+    shown = dict(zip(forms.NAMES, values))
+    assert shown["reward_contains_text"] == "sum" and shown["rewards_kept"] == [rewards[-1]]
+    assert shown["reward_length_min"] == "4" and shown["reward_format_pattern"] == r"\d+"
+    assert shown["reward_functions_text"] == "tests.test_ui_grpo:_polite 0.5\nos.path:basename 1"
+    back = forms.config_from_values(values, config.model_name_or_path, config.dataset)
+    assert back.to_dict() == config.to_dict()
+    path = tmp_path / "run.yaml"
+    back.save(path)
+    assert forms.form_values(RunConfig.load(path)) == values
+
+    # Unticking a kind drops it and the kept preset of that kind; a weight on one line gives 1 to the others.
+    values[forms.NAMES.index("reward_contains_on")] = False
+    values[forms.NAMES.index("reward_functions_text")] = "a.b:one\n\n# a comment\na.c:two 3  # heavier\n"
+    values[forms.NAMES.index("reward_format_pattern")] = ""  # empty: the think / answer default
+    changed = forms.config_from_values(values, "demo", "demo")
+    assert [p["kind"] for p in changed.rewards] == ["exact_match", "format", "length", "not_contains"]
+    assert "pattern" not in changed.rewards[1]
+    assert changed.reward_functions == ["a.b:one", "a.c:two"] and changed.reward_weights == [1.0, 3.0]
+
+
+def _polite(prompts, completions, **kwargs):
+    return [1.0 if "please" in str(c) else 0.0 for c in completions]
+
+
+def test_grpo_settings_the_run_cannot_take_are_sentences_in_the_plan(ctx):
+    cases = [  # widgets as typed -> the sentence the Plan shows (RunConfig's own)
+        ({"reward_length_on": True, "reward_length_min": "ten"}, "(length): give min and / or max as whole numbers"),
+        ({"reward_length_on": True, "reward_length_min": "50", "reward_length_max": "10"}, "min not above max"),
+        ({"reward_contains_on": True, "reward_contains_text": ""}, "(contains) needs a text to look for"),
+        ({"reward_format_pattern": "(<answer>"}, "is not a valid regular expression"),
+        ({"reward_exact_match_weight": None, "reward_functions_text": "a.b:f heavy"}, "'heavy' should be float"),
+        ({"reward_functions_text": "no_colon"}, "no_colon"),
+        ({"reward_exact_match_on": False, "reward_format_on": False}, "stage grpo needs a reward"),
+        ({"num_generations": 3}, "num_generations"),
+    ]
+    for widgets, sentence in cases:
+        derived, estimate = train.plan(ctx, "en", "demo", "demo", {"rows": 10}, None, *_values(**widgets))
+        assert derived.startswith("❌") and sentence in derived and estimate == "", (widgets, derived)
+    derived, _ = train.plan(ctx, "zh", "demo", "demo", {"rows": 10}, None,
+                            *_values(reward_exact_match_on=False, reward_format_on=False))
+    assert derived.startswith("❌") and "stage grpo needs a reward" not in derived  # in Chinese
+
+
+def test_switching_to_grpo_ticks_its_default_rewards_and_keeps_a_users_own(ctx):
+    from backend.config_recipes import tiny_config
+    from ui import forms, grpo_section
+
+    values = forms.form_values(tiny_config())
+    values[forms.NAMES.index("stage")] = "grpo"
+    moved = dict(zip(forms.NAMES, forms.stage_form_values(values, "sft")))
+    assert moved["reward_exact_match_on"] and moved["reward_format_on"] and not moved["reward_length_on"]
+    assert moved["per_device_train_batch_size"] == 8 and grpo_section.visible("grpo") and not grpo_section.visible("dpo")
+
+    own = forms.form_values(tiny_config())  # a user who ticked length before choosing grpo
+    own[forms.NAMES.index("reward_length_on")], own[forms.NAMES.index("reward_length_max")] = True, "30"
+    own[forms.NAMES.index("stage")] = "grpo"
+    kept = dict(zip(forms.NAMES, forms.stage_form_values(own, "sft")))
+    assert kept["reward_length_on"] and not kept["reward_exact_match_on"]
+
+    back = list(moved.values())
+    back[forms.NAMES.index("stage")] = "sft"  # the defaults go again with the stage
+    assert not dict(zip(forms.NAMES, forms.stage_form_values(back, "grpo")))["reward_exact_match_on"]

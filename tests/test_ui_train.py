@@ -36,7 +36,7 @@ def browser_values(config: RunConfig) -> list:
     """What the browser sends for `config`: gr.Number and gr.Slider send floats."""
     values = forms.form_values(config)
     kinds = {s.name: s.widget for s in forms.ALL_FIELDS}
-    return [float(v) if kinds[n] in ("number", "slider") and isinstance(v, int) and not isinstance(v, bool) else v
+    return [float(v) if kinds.get(n) in ("number", "slider") and isinstance(v, int) and not isinstance(v, bool) else v
             for n, v in zip(forms.NAMES, values)]
 
 

@@ -16,6 +16,7 @@ from typing import Any, get_args, get_origin, get_type_hints
 from backend.config import RunConfig
 from backend.config_policy import FORM_GROUPS, Bounds, is_number
 from backend.models.memory import LINEAR_NAMES
+from ui import grpo_form
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,10 @@ MODEL_FIELDS, DATA_FIELDS, METHOD_FIELDS = SECTIONS["model"], SECTIONS["data"], 
 LORA_FIELDS, TRAIN_FIELDS, PREFERENCE_FIELDS = SECTIONS["lora"], SECTIONS["training"], SECTIONS["preference"]
 ADVANCED_FIELDS, SCALE_FIELDS = SECTIONS["advanced"], SECTIONS["scale"]
 ALL_FIELDS = [spec for group in FORM_GROUPS for spec in SECTIONS[group]]
-NAMES = [spec.name for spec in ALL_FIELDS]
+# The form's values: the fields' widgets, then the GRPO rewards' (ui/grpo_form.py: RunConfig's
+# rewards / reward_functions / reward_weights, which are YAML-only fields without a generic widget).
+FIELD_NAMES = [spec.name for spec in ALL_FIELDS]
+NAMES = [*FIELD_NAMES, *grpo_form.NAMES]
 # Optional numbers are text boxes, empty when unset with a placeholder saying what empty means:
 # gradio 6.31's number box cannot be empty (its frontend turns a missing value into 0). A typed
 # 0 also means empty; RunConfig refuses text that is not a number.
@@ -110,9 +114,11 @@ def method_choice(config: RunConfig) -> str:
 
 def form_values(config: RunConfig) -> list[Any]:
     """The form's values for `config`, in NAMES order."""
-    values = []
+    values, rewards = [], grpo_form.form_values(config)
     for name in NAMES:
-        if name == "method_choice":
+        if name in rewards:
+            values.append(rewards[name])
+        elif name == "method_choice":
             values.append(method_choice(config))
         elif name == "lora_target":
             target = config.lora_target
@@ -140,8 +146,11 @@ def config_from_values(values: list[Any], model: str, dataset: str, base: RunCon
     """A validated RunConfig from the form values (NAMES order); raises ConfigError."""
     data = (base or RunConfig()).to_dict()
     data.update(model_name_or_path=model or data["model_name_or_path"], dataset=dataset or data["dataset"])
+    rewards = {}
     for name, value in zip(NAMES, values):
-        if name == "method_choice":
+        if name in grpo_form.NAMES:
+            rewards[name] = value
+        elif name == "method_choice":
             data["method"], data["quantization_bits"] = METHOD_CHOICES.get(value, ("lora", None))
         elif name == "lora_target":
             names = [v for v in (value or []) if v]
@@ -156,6 +165,7 @@ def config_from_values(values: list[Any], model: str, dataset: str, base: RunCon
             data[name] = None  # a cleared box means "empty" (off / all / default)
         else:
             data[name] = value
+    data.update(grpo_form.config_fields(rewards))
     return RunConfig.from_dict(data)
 
 
@@ -166,8 +176,10 @@ def stage_form_values(values: list[Any], previous_stage: str) -> list[Any]:
 
     data = dict(zip(NAMES, values))
     stage = data["stage"]
-    data["stage"] = previous_stage
+    data["stage"], data["rewards"] = previous_stage, grpo_form.config_fields(data).get("rewards", [])
     moved = stage_switch(data, stage)
+    if moved["rewards"] != data["rewards"]:  # presets at the old stage's default take the new stage's
+        moved = grpo_form.with_rewards(moved, moved["rewards"])
     return [moved.get(name, value) for name, value in zip(NAMES, values)]
 
 
@@ -297,7 +309,8 @@ FIELD_TEXT: dict[str, dict[str, str]] = {f"train.field.{name}": text for name, t
     "ray_use_gpu": _label("One GPU per Ray worker", "每个 Ray 工作进程一块 GPU"),
     "ray_cpus_per_worker": _label("CPUs per Ray worker", "每个 Ray 工作进程的 CPU 数"),
 }.items()}
-assert set(FIELD_TEXT) == {f"train.field.{n}" for n in NAMES}
+assert set(FIELD_TEXT) == {f"train.field.{n}" for n in FIELD_NAMES}
+FIELD_TEXT |= grpo_form.FIELD_TEXT
 # What an empty optional number means, shown inside the empty box.
 PLACEHOLDER_TEXT: dict[str, dict[str, str]] = {f"train.placeholder.{name}": text for name, text in {
     "eval_steps": _label("empty: at each save", "留空：每次保存时"),
@@ -308,4 +321,5 @@ PLACEHOLDER_TEXT: dict[str, dict[str, str]] = {f"train.placeholder.{name}": text
 }.items()}
 assert set(PLACEHOLDER_TEXT) == {f"train.placeholder.{n}" for n in OPTIONAL_NUMBERS}
 # Help under each field, in both languages (translated in the browser like the labels).
-HELP_TEXT: dict[str, dict[str, str]] = {f"train.help.{n}": {"en": help_text(n), "zh": help_text(n, "zh")} for n in NAMES}
+HELP_TEXT: dict[str, dict[str, str]] = {f"train.help.{n}": {"en": help_text(n), "zh": help_text(n, "zh")}
+                                        for n in FIELD_NAMES} | grpo_form.HELP_TEXT

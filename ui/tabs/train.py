@@ -20,7 +20,7 @@ from backend.models.offline import OFFLINE_MODELS
 from backend.models.presets import PRESETS
 from backend.runs.safe_names import UnsafeName, clean_name, path_inside
 from backend.runs.store import RunError
-from ui import forms, scale_view
+from ui import forms, grpo_form, grpo_section, scale_view
 from ui import train_summary as summary
 from ui.context import UIContext
 from ui.i18n import localize
@@ -31,6 +31,7 @@ TEXT: dict[str, dict[str, str]] = {
     **forms.FIELD_TEXT,
     **forms.HELP_TEXT,
     **forms.PLACEHOLDER_TEXT,
+    **grpo_form.TEXT,
     "train.model": _("Model", "模型"),
     "train.model.info": _("'demo', a preset hub id, or the path of a local model folder.",
                           "'demo'、预设的 Hub ID，或本地模型文件夹路径。"),
@@ -59,7 +60,8 @@ TEXT: dict[str, dict[str, str]] = {
     "train.hardware.auto": _("`auto` trains on {devices} in **{precision}**.", "`auto` 将在 {devices} 上以 **{precision}** 训练。"),
     "train.section.lora": _("LoRA", "LoRA"),
     "train.section.training": _("Training", "训练"),
-    "train.section.preference": _("Preference tuning (DPO / ORPO / SimPO / KTO)", "偏好训练（DPO / ORPO / SimPO / KTO）"),
+    "train.section.preference": _("Stage: preference tuning (DPO / ORPO / SimPO / KTO) or rewards (GRPO)",
+                                  "训练阶段：偏好训练（DPO / ORPO / SimPO / KTO）或奖励（GRPO）"),
     "train.section.advanced": _("Advanced", "高级"),
     "train.section.scale": _("Several GPUs and machines", "多 GPU 与多机"),
     "train.section.plan": _("Plan", "计划"),
@@ -341,11 +343,14 @@ def build(ctx: UIContext) -> None:
             c["gpus"] = gr.CheckboxGroup([], label=t("train.gpus"), info=t("train.gpus.info"), visible=False,
                                          elem_id="train-gpus")
     for section, fields, is_open in (("lora", forms.LORA_FIELDS, True), ("training", forms.TRAIN_FIELDS, True),
-                                     ("preference", forms.PREFERENCE_FIELDS, defaults.stage != "sft"),
+                                     ("preference", grpo_section.preference_specs(), defaults.stage != "sft"),
                                      ("advanced", forms.ADVANCED_FIELDS, False), ("scale", forms.SCALE_FIELDS, False)):
         with gr.Accordion(t(f"train.section.{section}"), open=is_open,
                           elem_id=f"train-section-{section}") as c[f"section_{section}"], gr.Row():
             inputs |= forms.build_inputs(ctx, fields, defaults)
+        if section == "preference":  # shown for stage grpo only
+            c["section_grpo"], grpo_inputs = grpo_section.build(ctx, defaults)
+            inputs |= grpo_inputs
     with gr.Accordion(t("train.section.plan"), open=True), gr.Row():
         c["derived"] = gr.Markdown(elem_id="train-derived")
         c["estimate"] = gr.Markdown(elem_id="train-estimate")
@@ -373,6 +378,8 @@ def _wire_stage(ctx: UIContext, c: dict, form: list) -> None:
         return [*forms.stage_form_values(list(values), previous), values[forms.NAMES.index("stage")]]
 
     c["stage"].input(do_stage, [c["last_stage"], *form], [*form, c["last_stage"]], **private)
+    c["stage"].change(lambda stage: gr.update(visible=grpo_section.visible(stage)), c["stage"], c["section_grpo"],
+                      **private)
     prefill = ctx.shared.get("train_prefill")
     if prefill is not None:
         def do_prefill(values):
