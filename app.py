@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None) -> None:
                                                    **options)
     # launch() returns once the page answers. Only then the default model's build starts (torch, a
     # conversion, replay answers): started before, it took a core of two from the start-up.
+    demo.queue_scheduler.start()  # queued runs start when their devices free up (backend/runs/scheduler.py)
     if not args.no_demo_build:  # the first Start then finds the default model converted or built
         start_default_build(workspace, args.recipe)
     demo.block_thread()

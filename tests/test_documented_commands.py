@@ -35,6 +35,8 @@ RUNS: list[tuple[str, str, str | None]] = [
     (".venv/bin/python -m backend.train --config run.yaml --set method=qlora --set max_steps=50",
      ".venv/bin/python -m backend.train --config run.yaml --set method=qlora --set max_steps=50 --set max_steps=8",
      None),
+    (".venv/bin/python -m backend.train --config run.yaml --queue",
+     ".venv/bin/python -m backend.train --config run.yaml --queue --set max_steps=8", None),
     ("python -m backend.train --workspace WS --recipe demo-tiny --run-dir WS/runs/sft",
      "python -m backend.train --workspace workspace --recipe demo-tiny --run-dir workspace/runs/sft"
      " --set max_steps=8 --set save_steps=4", None),

@@ -17,6 +17,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
+from backend.runs.scheduler import QueueScheduler  # noqa: E402
 from backend.runs.store import RunStore  # noqa: E402
 from backend.runs.workspace import Workspace  # noqa: E402
 from ui.components import CHAT_CSS  # noqa: E402
@@ -98,6 +99,9 @@ def build_app(workspace: Workspace, recipe: str = "starter") -> gr.Blocks:
         # so the first click that needs them rarely waits (ui/warmup.py).
         demo.load(start_in_background, api_visibility="private", queue=False)
     demo.i18n_instance = i18n  # gradio's own attribute; launch() must be given it again
+    # Serves the run queue with the app's one RunStore (it reaps the workers it starts); app.py
+    # starts it once the page answers. Not started here: a UI built in a test starts no runs.
+    demo.queue_scheduler = QueueScheduler(ctx.store)
     return demo
 
 

@@ -7,7 +7,11 @@ checkpoint_check.py  is a checkpoint marked complete readable (what resume check
 processes.py   detached process launch, identity (pid + start time), stop signals, kill, reap:
                used by training runs and by background jobs alike
 jobs.py        background evaluation / export jobs reporting through a progress file
-file_lock.py   the inter-process lock around status.json
+queue.py       the run queue in the run folders: enqueue, order, cancel, move, start now, summary
+scheduler.py   who starts queued runs: the holder of runs/.scheduler.lock (the app, or a --queue command)
+queue_times.py estimated start and end of each queued run
+queue_wait.py  `python -m backend.train --config run.yaml --queue`: queue a run and wait for it
+file_lock.py   the inter-process locks (status.json, launches, the queue's scheduler)
 workspace.py   the workspace's folders (datasets, runs, models, exports)
 safe_names.py  the one way from user text to a file name inside the workspace
 

@@ -64,6 +64,11 @@ class RunInfo:
     # the UI shows them in the user's language; `error` / `advice` hold the English.
     error_message: Message | None = None
     advice_message: Message | None = None
+    # The queue (backend/runs/queue.py): when the run entered it (None: started directly), the sweep
+    # that made it, and whether it still waits for its devices.
+    queued_at: float | None = None
+    sweep_id: str | None = None
+    waiting: bool = False
 
     @property
     def stage_fraction(self) -> float | None:
@@ -75,6 +80,11 @@ class RunInfo:
     @property
     def live(self) -> bool:
         return self.state in ("queued", "running") and self.pid is not None
+
+
+def is_waiting(status: dict) -> bool:
+    """In the run queue (backend/runs/queue.py) and not started yet."""
+    return status.get("queue_seq") is not None and status.get("state") == "queued" and not status.get("pid")
 
 
 def load_config(run_dir: Path) -> RunConfig:
@@ -120,6 +130,8 @@ class InfoReader:
                        stage=status.get("stage") if status.get("state") in ("queued", "running") else None,
                        error_message=Message.from_dict(status.get("error_message")),
                        advice_message=Message.from_dict(status.get("advice_message")),
+                       queued_at=status.get("queued_at"), sweep_id=status.get("sweep_id"),
+                       waiting=is_waiting(status),
                        checkpoints=[Checkpoint(checkpoint_step(p), p) for p in list_checkpoints(run_dir)])
         try:
             info.config = self.config(run_dir)

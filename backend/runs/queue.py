@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from backend.config import ConfigError, RunConfig
 from backend.messages import message_of, msg
 from backend.runs.files import CONFIG_FILE, FINAL_STATES, read_status, update_status
-from backend.runs.info import RunError, RunInfo
+from backend.runs.info import RunError, RunInfo, is_waiting
 from backend.runs.store import RunStore
 from backend.scale import launch
 
@@ -60,11 +60,6 @@ class QueueSummary:
     completed: int = 0
     stopped: int = 0  # stopped or cancelled
     failed: list[tuple[str, str]] = field(default_factory=list)  # (run id, its error), failed or lost runs
-
-
-def is_waiting(status: dict) -> bool:
-    """In the queue and not started yet."""
-    return status.get("queue_seq") is not None and status.get("state") == "queued" and not status.get("pid")
 
 
 def enqueue(store: RunStore, config: RunConfig, sweep_id: str | None = None) -> str:
@@ -182,14 +177,16 @@ def start_now(store: RunStore, run_id: str, devices: str | None = None) -> None:
         _must_wait(store, run_id)
         run_dir = store.runs_dir / run_id
         if devices is not None and devices.strip():
-            config = store._reader.config(run_dir)
+            info = store.get(run_id)
+            if info.config is None:  # config.yaml unreadable: info.error says why
+                raise RunError(info.error)
+            config = info.config
             try:
                 moved = config.with_overrides([f"devices={devices.strip()}"])
             except ConfigError as error:
                 raise RunError(message_of(error) or str(error)) from None
-            found = store._resolve_devices(moved)  # a device that is not here: refused with its sentence
+            found = store.devices_for(moved)  # a device that is not here: refused with its sentence
             moved.save(run_dir / CONFIG_FILE)
-            store._reader.forget(run_dir)
             argv, _ = store.command_for(moved, run_dir)
             update_status(run_dir, devices=launch.held_devices(moved, found), command=argv,
                           node_commands=store.node_commands(moved, run_dir))
@@ -234,7 +231,7 @@ def _must_wait(store: RunStore, run_id: str) -> None:
 
 def _statuses(store: RunStore) -> dict[str, dict]:
     """status.json of every run folder (one small read each: cheap enough for each tick)."""
-    return {d.name: read_status(d) for d in store._run_dirs()}
+    return {d.name: read_status(d) for d in store.run_dirs()}
 
 
 def _first_line(text: str) -> str:

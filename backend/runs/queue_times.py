@@ -1,21 +1,26 @@
 """Estimated start and end of each run in the queue (queue.py's QueueEntry).
 
-A run's duration: once it runs, the steps left times its own seconds per
-step so far; before, its planned steps times the seconds per step of the
-newest completed run of the same model and method in this workspace (start
-to end, so loading is spread over the steps). Without either it is unknown,
-and so is every later start on its devices: the queue shows "unknown"
-rather than a guess. Starts follow the queue's own rule: a run starts when
-the runs before it on its devices have ended.
+A run's duration: once it has taken steps, the steps left times its own
+seconds per step so far; before, the time estimate (backend/training/estimate.py:
+this machine's speed log, a speed probe, or the model's FLOPs), kept in the
+run's status.json as `estimate` so it is computed once per run (the worker
+writes its own there when it starts training); else the planned steps times
+the seconds per step of the newest completed run of the same model and
+method here. Without any it is unknown, and so is every later start on its
+devices: the queue shows "unknown" rather than a guess. Starts follow the
+queue's own rule: a run starts when the runs before it on its devices have
+ended.
 """
 
 from __future__ import annotations
 
 import time
 
-from backend.runs.files import read_status
+from backend.runs.files import read_status, update_status
 from backend.runs.info import RunInfo
 from backend.runs.store import RunStore
+
+RETRY_S = 60  # seconds before an estimate that could not be made is tried again
 
 
 def fill_times(store: RunStore, entries: list, now: float | None = None) -> None:
@@ -42,17 +47,42 @@ def fill_times(store: RunStore, entries: list, now: float | None = None) -> None
 
 
 def run_duration(store: RunStore, info: RunInfo, now: float) -> tuple[float | None, str]:
-    """(seconds, source) the run still needs: "measured" from its own steps, "earlier_run" from a
-    finished run's speed, "unknown" (None)."""
+    """(seconds, source) the run still needs: "measured" from its own steps; the estimate's source
+    ("runs", "probe", "flops"); "earlier_run" from a finished run's speed; "unknown" (None)."""
     if info.state == "running" and info.global_step > 0 and info.max_steps and info.started_at:
         per_step = (now - info.started_at) / info.global_step
         return max(0.0, (info.max_steps - info.global_step) * per_step), "measured"
+    estimate = _estimate(store, info)
+    if estimate and estimate.get("seconds_mid") is not None:
+        return float(estimate["seconds_mid"]), str(estimate.get("source") or "estimate")
     steps = info.max_steps
     per_step = _seconds_per_step_of_earlier_run(store, info)
     if steps and per_step:
         left = steps - (info.global_step if info.state == "running" else 0)
         return max(0.0, left * per_step), "earlier_run"
     return None, "unknown"
+
+
+def _estimate(store: RunStore, info: RunInfo) -> dict | None:
+    """status.json's `estimate`, made now (once) for a waiting or starting run that has none. A run the estimate
+    cannot cover yet records why (`estimate_error`) and is tried again only after RETRY_S (the demo
+    model, say, is built by the first run)."""
+    status = read_status(info.run_dir)
+    tried = status.get("estimate_tried_at") or 0
+    if (status.get("estimate") or time.time() - tried < RETRY_S or info.state not in ("queued", "running")
+            or info.config is None):
+        return status.get("estimate")
+    from backend.messages import message_of
+    from backend.runs.info import RunError
+    from backend.training.estimate import estimate_run_seconds  # data and model code: only when needed
+
+    try:
+        estimate = estimate_run_seconds(info.config, store.workspace, devices=store.devices_for(info.config)).to_dict()
+    except (ValueError, RunError, OSError) as error:
+        update_status(info.run_dir, estimate_error=str(message_of(error) or error), estimate_tried_at=time.time())
+        return None
+    update_status(info.run_dir, estimate=estimate)
+    return estimate
 
 
 def _seconds_per_step_of_earlier_run(store: RunStore, info: RunInfo) -> float | None:

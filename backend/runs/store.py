@@ -323,6 +323,10 @@ class RunStore:
             raise RunError(msg("run.unknown", run_id=run_id, folder=self.runs_dir))
         return run_dir
 
+    def run_dirs(self) -> list[Path]:
+        """Every run folder of the workspace (unordered)."""
+        return self._run_dirs()
+
     def _run_dirs(self) -> list[Path]:
         if not self.runs_dir.is_dir():
             return []
@@ -339,6 +343,10 @@ class RunStore:
                 run_dir.mkdir()
                 return run_dir
         raise RunError(msg("run.no_folder", folder=self.runs_dir))
+
+    def devices_for(self, config: RunConfig) -> list[Device]:
+        """The devices of this machine `config` trains on; RunError naming a device that is not here."""
+        return self._resolve_devices(config)
 
     def _resolve_devices(self, config: RunConfig) -> list[Device]:
         if self._devices is None:

@@ -13,7 +13,7 @@ import gradio as gr
 
 from backend.runs.files import LOG_FILE, MetricsTail, tail_text
 from backend.runs.store import RunError
-from ui import grpo_panel, run_view
+from ui import grpo_panel, queue_panel, run_view
 from ui.context import UIContext
 from ui.forms import _label as _
 from ui.i18n import localize
@@ -28,6 +28,7 @@ CHART_KEYS = ("loss", "lr", "grad_norm", "tokens", "memory", "layers", "rewards"
 
 TEXT: dict[str, dict[str, str]] = {
     **grpo_panel.TEXT,
+    **queue_panel.TEXT,
     "runs.table": _("Runs", "运行列表"),
     **KEPT_TEXT,  # drops against the run this one continues (ui/kept_panel.py)
     "runs.refresh": _("Refresh", "刷新"),
@@ -199,6 +200,7 @@ def build(ctx: UIContext) -> None:
         c["resume"] = gr.Button(ctx.t("runs.resume"), visible=False, scale=0, elem_id="runs-resume")
     c["table"] = gr.Dataframe(headers=list(run_view.TABLE_COLUMNS), interactive=False, label=ctx.t("runs.table"),
                               elem_id="runs-table", max_height=260)
+    queue_panel.build(ctx)  # the runs waiting for their devices, with Cancel / Up / Down / Start now
     c["alert"] = gr.Markdown(elem_id="runs-alert")
     build_kept(ctx, c["select"])  # worse than the run it continues: which metric, by how much
     c["message"] = gr.Markdown(elem_id="runs-message")

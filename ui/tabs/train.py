@@ -18,6 +18,7 @@ import gradio as gr
 from backend.config import ConfigError, RunConfig
 from backend.models.offline import OFFLINE_MODELS
 from backend.models.presets import PRESETS
+from backend.runs import queue
 from backend.runs.safe_names import UnsafeName, clean_name, path_inside
 from backend.runs.store import RunError
 from ui import forms, grpo_form, grpo_section, scale_view
@@ -140,6 +141,9 @@ TEXT: dict[str, dict[str, str]] = {
     "train.command": _("Command", "命令"),
     "train.yaml": _("run.yaml", "run.yaml"),
     "train.msg.started": _("✅ Started run **{run_id}**. Watch it in the Runs tab.", "✅ 已开始运行 **{run_id}**，可在“运行”页查看。"),
+    "train.msg.queued": _("⏳ Run **{run_id}** is queued behind run **{behind}**: it starts by itself when its "
+                          "devices are free. See the queue in the Runs tab.",
+                          "⏳ 运行 **{run_id}** 已排在运行 **{behind}** 之后：设备空闲时会自动开始。可在“运行”页查看队列。"),
     "train.msg.invalid": _("❌ {error}", "❌ {error}"),
     "train.msg.command": _("Save the YAML below as `run.yaml` and run this from the repository folder:",
                            "将下面的 YAML 保存为 `run.yaml`，并在仓库目录运行："),
@@ -235,15 +239,22 @@ def plan(ctx: UIContext, lang: str, model: str, dataset: str, rows: dict, device
 
 
 def start(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> tuple[str, str | None]:
-    """Launch a worker for the form's config; (message, new run id or None)."""
+    """Launch a worker for the form's config, or queue it behind the run on its devices;
+    (message, new run id or None)."""
     msg = _msg(ctx, lang)
     try:
         config = forms.config_from_values(list(values), model, dataset)
         summary.check_template(config, ctx.workspace)  # the worker would refuse it the same way (exit 2)
-        run_id = ctx.store.launch(config)
+        run_id = queue.enqueue(ctx.store, config)  # starts now when its devices are free, else waits
     except (ConfigError, RunError) as error:
         return msg("train.msg.invalid", error=localize(error, lang)), None
     ctx.remember(model=config.model_name_or_path, train=config.to_dict())
+    info = ctx.store.get(run_id)
+    if info.state == "failed":  # the worker could not even be started (recorded in its status.json)
+        return msg("train.msg.invalid", error=localize(info.error_message or info.error, lang)), run_id
+    behind = queue.blocker(ctx.store, run_id) if info.waiting else None
+    if behind:
+        return msg("train.msg.queued", run_id=run_id, behind=behind), run_id
     return msg("train.msg.started", run_id=run_id), run_id
 
 
