@@ -105,6 +105,7 @@ CATALOGUE: dict[str, str] = {
     "train.grpo_prompt_cut": "{count} of {total} prompts are longer than cutoff_len {cutoff} tokens and are left out (grpo keeps a prompt whole); raise cutoff_len to {longest} or give shorter prompts.",
     "train.grpo_no_prompts": "No prompt is left to train on ({reasons}); give rows with a user turn, and a cutoff_len that holds the prompts.",
     "train.grpo_no_reference": "{rewards} compare(s) against a reference answer, but {source} has none (its rows end with a user turn); give rows with an answer (output / assistant turn), or use rewards that need none (format, length, contains, not_contains).",
+    "train.grpo_too_few": "{prompts} prompt(s) x num_generations {generations} = {completions} completions, fewer than one step's effective batch of {batch}: nothing would train; give at least {needed} prompts, or a smaller per_device_train_batch_size.",
     "train.grpo_some_reference": "{missing} of {total} prompts have no reference answer: {rewards} score(s) them 0.",
     "config.dora_8bit_cpu": "DoRA on an 8-bit base fails on the CPU after the first step; choose quantization_bits 4, or turn use_dora off.",
     # --- runs (backend/runs/store.py, backend/runs/info.py) -----------------------------------------

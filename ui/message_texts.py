@@ -83,6 +83,7 @@ ZH: dict[str, str] = {
     "train.grpo_prompt_cut": "{total} 个提示中有 {count} 个长于 cutoff_len {cutoff} 个 token，被略过（grpo 保持提示完整）；请把 cutoff_len 提高到 {longest}，或使用更短的提示。",
     "train.grpo_no_prompts": "没有可训练的提示（{reasons}）；请提供含用户回合的数据，以及能容纳提示的 cutoff_len。",
     "train.grpo_no_reference": "{rewards} 需要与参考答案比较，但 {source} 没有参考答案（其数据以用户回合结束）；请提供带答案的数据（output / 助手回合），或使用不需要参考答案的奖励（format、length、contains、not_contains）。",
+    "train.grpo_too_few": "{prompts} 个提示 × num_generations {generations} = {completions} 个回答，少于一步的有效批大小 {batch}：什么都不会训练；请至少提供 {needed} 个提示，或减小 per_device_train_batch_size。",
     "train.grpo_some_reference": "{total} 个提示中有 {missing} 个没有参考答案：{rewards} 对它们记 0 分。",
     "config.dora_8bit_cpu": "在 CPU 上，8 位基础模型配 DoRA 会在第一步之后失败；请选择 quantization_bits 4，或关闭 use_dora。",
     # --- runs --------------------------------------------------------------------------------------

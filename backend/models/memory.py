@@ -143,13 +143,14 @@ class MemoryEstimate:
     sharding: str = "none"   # none (one replica per GPU) | zero2 | zero3 | fsdp
     world_size: int = 1      # GPUs the shards are spread over
     reference_gb: float = 0.0  # preference stages: the reference model's copy and its no-grad forward
+    generation_gb: float = 0.0  # grpo: the KV cache of sampling the completions (no-grad, before the loss)
     # Zero or negative: gradients and activations are never both whole at once (`backward_overlap`).
     overlap_gb: float = 0.0
 
     @property
     def total_gb(self) -> float:
         return (self.weights_gb + self.adapters_gb + self.gradients_gb + self.optimizer_gb
-                + self.activations_gb + self.runtime_gb + self.reference_gb + self.overlap_gb)
+                + self.activations_gb + self.runtime_gb + self.reference_gb + self.generation_gb + self.overlap_gb)
 
     def fits(self, device_memory_gb: float) -> bool:
         return self.total_gb <= device_memory_gb * (1 - HEADROOM)
@@ -208,7 +209,8 @@ def estimate_memory(arch: Architecture, *, method: str, precision: str, batch_si
                     gradient_checkpointing: bool = False, quantization_bits: int | None = None,
                     lora_r: int = 16, lora_target: str | list[str] = "all-linear", lora_dropout: float = 0.0,
                     optim: str = "adamw_torch", device_kind: str = "cuda", stage: str = "sft",
-                    chunked_loss: bool = False, gradient_accumulation_steps: int = 1) -> MemoryEstimate:
+                    chunked_loss: bool = False, gradient_accumulation_steps: int = 1,
+                    max_completion_length: int = 0, beta: float = 0.1) -> MemoryEstimate:
     """Peak memory of one training device. `precision` is the resolved one
     (bf16 / fp16 / fp32, never auto); `batch_size` is per device. `chunked_loss`:
     the worker's loss (backend/training/loss.py), which keeps no full logits.
@@ -217,9 +219,22 @@ def estimate_memory(arch: Architecture, *, method: str, precision: str, batch_si
     dpo / orpo / simpo; completion + the mismatched KL completion for kto), so
     activations double; dpo and kto also run the reference model: a second
     fp32 copy for full fine-tuning, the same weights with the adapter
-    disabled for LoRA / QLoRA, plus the logits of its no-grad forward."""
-    if stage != "sft":
+    disabled for LoRA / QLoRA, plus the logits of its no-grad forward.
+
+    grpo: `batch_size` counts completions already; each is a prompt (at most
+    cutoff_len) plus up to max_completion_length sampled tokens. The sampling
+    keeps a KV cache for the generation batch (batch_size x
+    gradient_accumulation_steps completions, TRL's default); the reference
+    runs only with beta above 0."""
+    generation = 0
+    if stage == "grpo":
+        cutoff_len += max_completion_length
+        kv_per_token = 2 * arch.num_hidden_layers * arch.num_key_value_heads * arch.head_dim * BYTES[precision]
+        sequences = batch_size * gradient_accumulation_steps
+        generation = sequences * cutoff_len * kv_per_token + sequences * arch.vocab_size * 4  # + one step's logits
+    if stage not in ("sft", "grpo"):
         batch_size *= 2
+    if stage != "sft":
         chunked_loss = False  # TRL's trainers compute their losses from full logits
     compute = BYTES[precision]
     layers = arch.num_hidden_layers
@@ -259,12 +274,12 @@ def estimate_memory(arch: Architecture, *, method: str, precision: str, batch_si
     if method == "full" and gradient_accumulation_steps <= 1:
         overlap = backward_overlap(activations, gradients, layers)
     reference = 0
-    if stage in ("dpo", "kto"):
+    if stage in ("dpo", "kto") or (stage == "grpo" and beta > 0):
         reference = batch_size * cutoff_len * arch.vocab_size * 4  # the reference logits (fp32 log-softmax)
         if method == "full":
             reference += arch.num_parameters() * 4
     return MemoryEstimate(
-        reference_gb=reference / GIB,
+        reference_gb=reference / GIB, generation_gb=generation / GIB,
         weights_gb=weights / GIB, adapters_gb=adapters / GIB, gradients_gb=gradients / GIB,
         optimizer_gb=optimizer / GIB, activations_gb=activations / GIB,
         runtime_gb=RUNTIME_GB[kind], overlap_gb=-overlap / GIB if overlap else 0.0,
@@ -380,4 +395,6 @@ def config_estimate_kwargs(config, precision: str, device_kind: str) -> dict:
                 lora_target=config.lora_target, lora_dropout=config.lora_dropout, optim=config.optim,
                 device_kind=device_kind, stage=getattr(config, "stage", "sft"),
                 chunked_loss=config.loss_function is None,
-                gradient_accumulation_steps=config.gradient_accumulation_steps)
+                gradient_accumulation_steps=config.gradient_accumulation_steps,
+                max_completion_length=config.max_completion_length if config.stage == "grpo" else 0,
+                beta=config.beta)

@@ -23,6 +23,7 @@ from backend.data.resolve import DatasetUnreadable, load_rows, resolve_dataset, 
 from backend.messages import msg
 from backend.runs.workspace import Workspace
 from backend.training.dataset import RowCounts
+from backend.training.grpo_batch import effective_batch
 from backend.training.rewards import ANSWER_COLUMN, needs_reference
 
 log = logging.getLogger("backend.train")
@@ -147,7 +148,8 @@ def to_dataset(rows: list[dict]):
     return Dataset.from_list(rows)
 
 
-def build_grpo_datasets(tokenizer, config, workspace: Workspace, context_length: int | None = None):
+def build_grpo_datasets(tokenizer, config, workspace: Workspace, context_length: int | None = None,
+                        world_size: int = 1):
     """(train Dataset, eval Dataset or None, RowCounts) of prompts in TRL's conversational form."""
     counts = RowCounts()
     train_rows, eval_rows = load_prompts(config, workspace, counts)
@@ -158,4 +160,10 @@ def build_grpo_datasets(tokenizer, config, workspace: Workspace, context_length:
     if not train:
         reasons = ", ".join(f"{count} {reason}" for reason, count in counts.reasons.items()) or "no rows"
         raise ConfigError(msg("train.grpo_no_prompts", reasons=reasons))
+    step = effective_batch(config, world_size)
+    if len(train) * config.num_generations < step:
+        # TRL's sampler yields whole steps only: fewer prompts than one step would train nothing.
+        raise ConfigError(msg("train.grpo_too_few", prompts=len(train), generations=config.num_generations,
+                              completions=len(train) * config.num_generations, batch=step,
+                              needed=-(-step // config.num_generations)))
     return to_dataset(train), (to_dataset(evaluation) if evaluation else None), counts

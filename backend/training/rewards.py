@@ -135,8 +135,10 @@ def exact_match_reward(prompts, completions, answer=None, **kwargs) -> list[floa
     out = []
     for completion, reference in zip(completions, answer):
         text = completion_text(completion)
-        out.append(float(reference is not None and normalise(extract_answer(text, str(reference)))
-                         == normalise(str(reference))))
+        if reference is None or not str(reference).strip():
+            out.append(0.0)  # a prompt without a reference: nothing to match
+            continue
+        out.append(float(normalise(extract_answer(text, str(reference))) == normalise(str(reference))))
     return out
 
 

@@ -120,7 +120,7 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
             from backend.training.grpo_data import build_grpo_datasets
 
             train_data, eval_data, counts = build_grpo_datasets(tokenizer, config, job.workspace,
-                                                                model_context_length(model_path))
+                                                                model_context_length(model_path), job.world_size)
         else:
             train_data, eval_data, counts = build_preference_datasets(tokenizer, config, job.workspace)
     else:
