@@ -399,6 +399,11 @@ def _wire(chat: ChatServices, c: dict) -> None:
     for trigger in (c["refresh"].click, gr.Timer(REFRESH_EVERY_S).tick, gr.context.Context.root_block.load,
                     c["runs"].input):
         trigger(partial(refresh_choices, chat), **choice_io)
+    shared_run = chat.ctx.shared.get("run_id")
+    if shared_run is not None:  # a run opened from elsewhere (the Runs tab's sweep table) joins the columns
+        shared_run.change(lambda run, runs: [*(runs or []), run] if run and run not in (runs or []) else runs,
+                          [shared_run, c["runs"]], c["runs"],
+                          **private).then(partial(refresh_choices, chat), **choice_io)
     plan_io = dict(inputs=[lang, c["runs"], c["picks"], c["device"]], outputs=[c["notice"], c["use_cpu"]], **private)
     c["picks"].input(partial(plan_outputs, chat), **plan_io)
     c["device"].input(partial(plan_outputs, chat), **plan_io)

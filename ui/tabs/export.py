@@ -206,6 +206,8 @@ def _wire(ctx: UIContext, c: dict) -> None:
     shared_run = ctx.shared.get("run_id")
     first = [shared_run, c["checkpoint"]] if shared_run is not None else picked
     Context.root_block.load(partial(refresh_runs, ctx), first, picked, **private).then(**describe_io)
+    if shared_run is not None:  # a run opened from elsewhere (the Runs tab's sweep table) is the one exported
+        shared_run.change(partial(pick_run, ctx), shared_run, picked, **private).then(**describe_io)
     # A refreshed page (or a restarted app) shows the last exports again, read from disk.
     Context.root_block.load(**listing).then(**show)
 

@@ -21,7 +21,7 @@ from backend.models.presets import PRESETS
 from backend.runs import queue
 from backend.runs.safe_names import UnsafeName, clean_name, path_inside
 from backend.runs.store import RunError
-from ui import forms, grpo_form, grpo_section, scale_view
+from ui import estimate_panel, forms, grpo_form, grpo_section, scale_view, sweep_panel
 from ui import train_summary as summary
 from ui.context import UIContext
 from ui.i18n import localize
@@ -32,6 +32,8 @@ TEXT: dict[str, dict[str, str]] = {
     **forms.FIELD_TEXT,
     **forms.HELP_TEXT,
     **forms.PLACEHOLDER_TEXT,
+    **estimate_panel.TEXT,
+    **sweep_panel.TEXT,
     **grpo_form.TEXT,
     "train.model": _("Model", "模型"),
     "train.model.info": _("'demo', a preset hub id, or the path of a local model folder.",
@@ -362,9 +364,11 @@ def build(ctx: UIContext) -> None:
         if section == "preference":  # shown for stage grpo only
             c["section_grpo"], grpo_inputs = grpo_section.build(ctx, defaults)
             inputs |= grpo_inputs
-    with gr.Accordion(t("train.section.plan"), open=True), gr.Row():
-        c["derived"] = gr.Markdown(elem_id="train-derived")
-        c["estimate"] = gr.Markdown(elem_id="train-estimate")
+    with gr.Accordion(t("train.section.plan"), open=True):
+        with gr.Row():
+            c["derived"] = gr.Markdown(elem_id="train-derived")
+            c["estimate"] = gr.Markdown(elem_id="train-estimate")
+        time_panel = estimate_panel.build(ctx)  # the time estimate and Measure speed
     with gr.Row():
         for key, variant in (("start", "primary"), ("stop", "stop"), ("resume", "secondary"),
                              ("show_command", "secondary"), ("save_yaml", "secondary")):
@@ -379,6 +383,9 @@ def build(ctx: UIContext) -> None:
     c["stage"], c["last_stage"] = inputs["stage"], gr.State(defaults.stage)
     _wire(ctx, c, [inputs[name] for name in forms.NAMES])
     _wire_stage(ctx, c, [inputs[name] for name in forms.NAMES])
+    head = [ctx.lang, c["model"], c["dataset"]]
+    estimate_panel.wire(ctx, time_panel, head, c["devices"], [inputs[name] for name in forms.NAMES])
+    sweep_panel.build(ctx, head, [inputs[name] for name in forms.NAMES])  # a grid over the form's settings
 
 
 def _wire_stage(ctx: UIContext, c: dict, form: list) -> None:
