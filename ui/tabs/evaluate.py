@@ -18,6 +18,7 @@ from pathlib import Path
 import gradio as gr
 
 from backend.runs.files import list_run_ids
+from ui import benchmark_panel
 from ui.context import UIContext
 from ui.i18n import localize
 from ui.kept_panel import EVALUATE_TEXT as KEPT_TEXT
@@ -67,6 +68,7 @@ TEXT: dict[str, dict[str, str]] = {
     "evaluate.done": {"en": "Evaluation finished.", "zh": "评估完成。"},
     "evaluate.failed": {"en": "Evaluation failed: {error}", "zh": "评估失败：{error}"},
     "evaluate.none_yet": {"en": "No evaluation results for this run yet.", "zh": "该运行还没有评估结果。"},
+    **benchmark_panel.TEXT,
 }
 
 
@@ -160,6 +162,7 @@ def build(ctx: UIContext) -> None:
     predictions = gr.Dataframe(label=ctx.t("evaluate.predictions"), interactive=False, wrap=True,
                                elem_id="evaluate-predictions")
     seen = gr.State("")  # signature of the result files last drawn: redraw only when they change
+    benchmark_panel.build(ctx, run, checkpoints)  # its own module: lm-evaluation-harness on the same checkpoints
 
     private = {"api_visibility": "private"}
     outputs = [progress, table, chart, predictions, seen]

@@ -1,0 +1,72 @@
+"""The Evaluate tab's Benchmarks section called with the values a browser sends,
+on a real LoRA run of the demo model: its refusals (in English and Chinese),
+and a real background lm-eval job drawn into the table and the chart once its
+benchmarks.json files appear."""
+
+from __future__ import annotations
+
+import pytest
+
+from backend.runs.workspace import Workspace
+from tests.eval_export_runs import cached_run, link_demo_model
+from tests.polling import wait_for
+from ui import benchmark_panel
+from ui.context import UIContext
+from ui.i18n import merge_texts
+from ui.tabs import evaluate
+
+SKIP = {"__type__": "update"}
+
+
+@pytest.fixture(scope="module")
+def ctx(tmp_path_factory, demo_model_dir):
+    workspace = Workspace(tmp_path_factory.mktemp("benchmark-tab") / "ws").ensure()
+    link_demo_model(workspace, demo_model_dir)
+    cached_run(workspace, demo_model_dir, "lora", "run-a")
+    return UIContext(workspace=workspace, texts=merge_texts(evaluate.TEXT), i18n=None)
+
+
+def start(ctx, lang="en", **changes):
+    values = {"current": "run-a", "checkpoints": ["base"], "bundled": ["studio_facts_choice"], "other": "",
+              "limit": 4, "chat_template": True, **changes}
+    return benchmark_panel.start(ctx, lang, *values.values())
+
+
+def test_refusals_say_what_to_do(ctx, tmp_path):
+    assert start(ctx, current=None) == "Pick a run first."
+    said = start(ctx, bundled=[], other="  ")
+    assert said.startswith("Cannot run benchmarks: Choose at least one benchmark task: studio_facts_choice")
+    assert start(ctx, checkpoints=[]).startswith("Cannot run benchmarks: Choose at least one checkpoint")
+    assert start(ctx, "zh", bundled=[]).startswith("无法运行基准测试：请至少选择一个基准任务")
+    assert [value for _, value in benchmark_panel.bundled_choices(ctx, "zh")] == \
+        ["studio_facts_choice", "studio_facts_answer", "studio_general_choice"]
+    assert "演示事实" in benchmark_panel.bundled_choices(ctx, "zh")[0][0]
+    assert not (ctx.workspace.runs_dir / "run-a" / "eval" / "benchmark-progress.json").exists()  # nothing started
+    assert benchmark_panel.poll(ctx, "en", None, "sig") == ("", SKIP, SKIP, "sig")
+
+
+def test_a_benchmark_runs_in_the_background_and_is_drawn(ctx, tmp_path):
+    missing = tmp_path / "quiz.yaml"
+    missing.write_text("task: quiz\ndataset_path: json\ntest_split: test\noutput_type: multiple_choice\n",
+                       encoding="utf-8")
+    said = start(ctx, checkpoints=["base", "final"], other=str(missing))
+    assert said.startswith("Benchmarks started in the background (pid "), said
+
+    def finished():
+        out = benchmark_panel.poll(ctx, "en", "run-a", "")
+        return out if out[0] and 'id="bench-running"' not in out[0] else None
+
+    bar = wait_for(finished, "the benchmark job to end")[0]
+    # The file's missing field is found in the job before any model loads, and said in the tab.
+    assert 'id="bench-failed"' in bar and "has no dataset_kwargs.data_files" in bar, bar
+    assert "缺少 dataset_kwargs.data_files" in benchmark_panel.poll(ctx, "zh", "run-a", "")[0]
+
+    said = start(ctx, checkpoints=["base", "final"], bundled=["studio_facts_choice", "studio_facts_answer"])
+    assert said.startswith("Benchmarks started in the background (pid "), said
+    bar, table, figure, signature = wait_for(finished, "the benchmark job to end")
+    assert 'id="bench-done"' in bar, bar
+    assert list(table["checkpoint"]) == ["base", "final"] and list(table["step"]) == [0, 16]
+    assert {"studio_facts_choice acc", "studio_facts_answer exact_match"} <= set(table.columns)
+    assert figure is not None and len(figure.data) == 2  # one line per task's primary metric
+    assert benchmark_panel.poll(ctx, "en", "run-a", signature)[1:3] == (SKIP, SKIP)  # unchanged: not redrawn
+    assert ctx.saved()["run_id"] == "run-a"

@@ -1,0 +1,186 @@
+"""The Benchmarks section of the Evaluate tab: lm-evaluation-harness tasks run on
+the checkpoints ticked above, as a detached `python -m backend.evaluate
+--benchmark ...` process (backend/evaluation/benchmarks.py); a table and a
+chart against the training step from RUN/eval/<checkpoint>/benchmarks.json.
+
+Handlers are module-level functions over plain values, tested without a
+browser; build() only places and wires.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from pathlib import Path
+
+import gradio as gr
+
+from ui.context import UIContext
+from ui.i18n import localize
+
+POLL_EVERY_S = 2.0
+
+TEXT: dict[str, dict[str, str]] = {
+    "bench.title": {"en": "Benchmarks (lm-evaluation-harness)", "zh": "基准测试（lm-evaluation-harness）"},
+    "bench.bundled": {"en": "The project's tasks (no hub needed)", "zh": "项目自带的任务（无需连接 hub）"},
+    "bench.task.studio_facts_choice": {"en": "demo facts, multiple choice", "zh": "演示事实，多项选择"},
+    "bench.task.studio_facts_answer": {"en": "demo prompts, exact short answer", "zh": "演示提示，精确的简短回答"},
+    "bench.task.studio_general_choice": {"en": "general questions, multiple choice (forgetting)",
+                                         "zh": "常识问题，多项选择（是否遗忘）"},
+    "bench.other": {"en": "Other tasks: lm-eval task names (hub) or task YAML files / folders, space-separated",
+                    "zh": "其他任务：lm-eval 任务名（需 hub）或任务 YAML 文件 / 文件夹，用空格分隔"},
+    "bench.limit": {"en": "Questions per task (0 = all)", "zh": "每个任务的题数（0 为全部）"},
+    "bench.chat_template": {"en": "Prompts in the run's chat template", "zh": "提示使用该运行的对话模板"},
+    "bench.start": {"en": "Run benchmarks", "zh": "运行基准测试"},
+    "bench.table": {"en": "Benchmark results per checkpoint", "zh": "各检查点的基准测试结果"},
+    "bench.chart": {"en": "Benchmarks against the training step", "zh": "基准测试结果随训练步数的变化"},
+    "bench.about": {
+        "en": "Each checkpoint is the base with its adapter (a full fine-tune: its own folder), run by lm-eval's hf "
+              "model. acc: share of questions whose right answer has the highest log-likelihood; exact_match: "
+              "share of greedy answers equal to the reference.",
+        "zh": "每个检查点为基座加其适配器（全量微调则为检查点文件夹本身），由 lm-eval 的 hf 模型运行。acc：正确答案对数似然最高的题目比例；"
+              "exact_match：贪心回答与参考答案完全相同的比例。"},
+    "bench.msg_pick_run": {"en": "Pick a run first.", "zh": "请先选择一个训练运行。"},
+    "bench.msg_started": {"en": "Benchmarks started in the background (pid {pid}). You can close this page.",
+                          "zh": "基准测试已在后台开始（进程 {pid}）。可以关闭本页面。"},
+    "bench.msg_error": {"en": "Cannot run benchmarks: {error}", "zh": "无法运行基准测试：{error}"},
+    "bench.progress": {"en": "{stage}: {done} of {total} checkpoints", "zh": "{stage}：{done} / {total} 个检查点"},
+    "bench.done": {"en": "Benchmarks finished.", "zh": "基准测试完成。"},
+    "bench.failed": {"en": "Benchmarks failed: {error}", "zh": "基准测试失败：{error}"},
+}
+
+
+# --- handlers (plain values in, component values out) -------------------------
+
+def bundled_choices(ctx: UIContext, lang: str | None) -> list[tuple[str, str]]:
+    from backend.evaluation.benchmark_tasks import BUNDLED
+
+    return [(f"{name}: {ctx.msg(lang, f'bench.task.{name}')}", name) for name in BUNDLED]
+
+
+def relabel(ctx: UIContext, lang):
+    return gr.update(choices=bundled_choices(ctx, lang))
+
+
+def start(ctx: UIContext, lang, current, checkpoints, bundled, other, limit, chat_template) -> str:
+    """Start the benchmark job for the run; the message to show."""
+    from backend.evaluation.benchmark_specs import BenchmarkError
+    from backend.evaluation.benchmarks import start_benchmarks
+
+    if not current:
+        return ctx.msg(lang, "bench.msg_pick_run")
+    tasks = [*(bundled or []), *str(other or "").replace(",", " ").split()]
+    try:
+        pid = start_benchmarks(ctx.workspace.runs_dir / current, tasks, list(checkpoints or []),
+                               int(limit or 0) or None, bool(chat_template))
+    except BenchmarkError as error:
+        return ctx.msg(lang, "bench.msg_error", error=localize(error, lang))
+    ctx.remember(run_id=current)
+    return ctx.msg(lang, "bench.msg_started", pid=pid)
+
+
+def poll(ctx: UIContext, lang, current, signature):
+    """(progress, table, chart, signature); the table and chart are redrawn only when the result files changed."""
+    if not current:
+        return "", gr.skip(), gr.skip(), signature
+    run_dir = ctx.workspace.runs_dir / current
+    bar = progress_html(ctx, lang, run_dir)
+    new_signature = _signature(run_dir)
+    if new_signature == signature:
+        return bar, gr.skip(), gr.skip(), signature
+    table, figure = results_view(run_dir)
+    return bar, table, figure, new_signature
+
+
+def results_view(run_dir: Path):
+    """(table of every checkpoint's numbers, one chart per task's primary metric against the step)."""
+    import pandas as pd
+
+    from backend.evaluation.benchmarks import benchmark_table, load_benchmarks
+
+    results = load_benchmarks(run_dir)
+    if not results:
+        return pd.DataFrame(), None
+    rows = [{k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in row.items()} for row in benchmark_table(results)]
+    return pd.DataFrame(rows), _figure(results)
+
+
+def progress_html(ctx: UIContext, lang: str, run_dir: Path) -> str:
+    import html
+
+    from backend.evaluation.benchmarks import progress_path
+    from backend.runs.jobs import COMPLETED, FAILED, RUNNING, read_progress, stage_of
+
+    state = read_progress(progress_path(run_dir))
+    if state.get("state") == RUNNING:
+        done, total = int(state.get("done") or 0), int(state.get("total") or 0)
+        text = ctx.msg(lang, "bench.progress", stage=localize(stage_of(state), lang), done=done, total=total or "?")
+        return (f'<div id="bench-running"><progress value="{done}" max="{max(total, 1)}" style="width:100%">'
+                f'</progress><div>{html.escape(text)}</div></div>')
+    if state.get("state") == FAILED:
+        error = localize(stage_of(state, "error"), lang)
+        return f'<div id="bench-failed">❌ {html.escape(ctx.msg(lang, "bench.failed", error=error))}</div>'
+    if state.get("state") == COMPLETED:
+        return f'<div id="bench-done">✅ {html.escape(ctx.msg(lang, "bench.done"))}</div>'
+    return ""
+
+
+def _signature(run_dir: Path) -> str:
+    from backend.evaluation.benchmarks import BENCHMARKS_FILE
+
+    folder = run_dir / "eval"
+    stamps = [f"{p.parent.name}:{p.stat().st_mtime_ns}" for p in sorted(folder.glob(f"*/{BENCHMARKS_FILE}"))] \
+        if folder.is_dir() else []
+    return ";".join(stamps) or "none"
+
+
+def _figure(results: dict):
+    from plotly.subplots import make_subplots
+
+    series: dict[str, list[tuple[int, float, str]]] = {}
+    for name, record in results.items():
+        for task, entry in record["tasks"].items():
+            value = (entry.get("metrics") or {}).get(entry.get("primary"))
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                series.setdefault(f"{task} {entry.get('primary')}", []).append((record.get("step", 0), value, name))
+    if not series:
+        return None
+    cols = min(3, len(series))
+    figure = make_subplots(rows=math.ceil(len(series) / cols), cols=cols, subplot_titles=list(series))
+    for i, points in enumerate(series.values()):
+        points.sort()
+        figure.add_scatter(x=[p[0] for p in points], y=[p[1] for p in points], text=[p[2] for p in points],
+                           mode="lines+markers", hovertemplate="%{text}: %{y:.4g}<extra></extra>", showlegend=False,
+                           row=i // cols + 1, col=i % cols + 1)
+    figure.update_yaxes(range=[0, 1.05])
+    figure.update_xaxes(title_text="step")
+    figure.update_layout(height=280 * math.ceil(len(series) / cols), margin={"l": 30, "r": 10, "t": 40, "b": 30})
+    return figure
+
+
+# --- layout -------------------------------------------------------------------
+
+def build(ctx: UIContext, run, checkpoints) -> None:
+    """Below the Evaluate tab's metrics: uses its run dropdown and ticked checkpoints."""
+    private = {"api_visibility": "private"}
+    with gr.Accordion(ctx.t("bench.title"), open=True, elem_id="bench"):
+        bundled = gr.CheckboxGroup(label=ctx.t("bench.bundled"), choices=bundled_choices(ctx, "en"),
+                                   value=["studio_facts_choice"], elem_id="bench-bundled")
+        with gr.Row(equal_height=True):
+            other = gr.Textbox(label=ctx.t("bench.other"), placeholder="hellaswag  my_tasks/quiz.yaml", scale=3,
+                               elem_id="bench-other")
+            limit = gr.Number(label=ctx.t("bench.limit"), value=0, minimum=0, precision=0, elem_id="bench-limit")
+            chat_template = gr.Checkbox(label=ctx.t("bench.chat_template"), value=True, elem_id="bench-chat-template")
+        go = gr.Button(ctx.t("bench.start"), variant="primary", elem_id="bench-start")
+        status = gr.Markdown(elem_id="bench-status")
+        progress = gr.HTML(elem_id="bench-progress")
+        gr.Markdown(ctx.t("bench.about"), elem_id="bench-about")
+        table = gr.Dataframe(label=ctx.t("bench.table"), interactive=False, elem_id="bench-table")
+        chart = gr.Plot(label=ctx.t("bench.chart"), elem_id="bench-chart")
+    seen = gr.State("")
+    go.click(partial(start, ctx), [ctx.lang, run, checkpoints, bundled, other, limit, chat_template], status,
+             **private)
+    outputs = [progress, table, chart, seen]
+    run.change(lambda: "", None, seen, **private)  # another run: redraw on the next tick
+    gr.Timer(POLL_EVERY_S).tick(partial(poll, ctx), [ctx.lang, run, seen], outputs, show_progress="hidden", **private)
+    ctx.lang.change(partial(relabel, ctx), ctx.lang, bundled, **private)
