@@ -37,6 +37,11 @@ RUNS: list[tuple[str, str, str | None]] = [
      None),
     (".venv/bin/python -m backend.train --config run.yaml --queue",
      ".venv/bin/python -m backend.train --config run.yaml --queue --set max_steps=8", None),
+    (".venv/bin/python -m backend.train --config run.yaml --dry-run",
+     ".venv/bin/python -m backend.train --config run.yaml --dry-run", None),
+    (".venv/bin/python -m backend.train --config run.yaml --sweep sweep.yaml --dry-run",
+     "printf 'grid: {learning_rate: [1.0e-3, 3.0e-3], lora_r: [4, 8]}\\n' > sweep.yaml"
+     " && .venv/bin/python -m backend.train --config run.yaml --sweep sweep.yaml --dry-run", None),
     ("python -m backend.train --workspace WS --recipe demo-tiny --run-dir WS/runs/sft",
      "python -m backend.train --workspace workspace --recipe demo-tiny --run-dir workspace/runs/sft"
      " --set max_steps=8 --set save_steps=4", None),
@@ -98,6 +103,8 @@ NOT_RUN = {
         "a line of the process diagram: `...` stands for the worker's arguments (tests/test_runs_worker.py "
         "runs the worker under torchrun)",
     "python bench/gpu_check.py": "needs a CUDA GPU",
+    ".venv/bin/python -m backend.train --config run.yaml --sweep sweep.yaml":
+        "trains one run per combination; tests/test_sweeps.py runs a 2x2 sweep through this command",
 }
 
 
