@@ -183,21 +183,27 @@ def test_cancel_reorder_and_start_now_with_their_refusals(store, tmp_path):
         config_before = (store.runs_dir / b / "config.yaml").read_text()
         with pytest.raises(RunError, match="no such GPU cuda:7"):
             start_now(store, b, "7")
+        with pytest.raises(RunError, match=f"cpu is busy with run {holder.run_id}"):
+            start_now(store, b, "auto")  # other words for the same, busy device: config.yaml stays as it was
         assert (store.runs_dir / b / "config.yaml").read_text() == config_before and store.get(b).waiting
+        e = enqueue(store, failing_config(tmp_path, "e"))
+        assert waiting_runs(store) == [d, b, e]
     finally:
         holder.kill()
         holder.wait()
 
+    start_now(store, e, "cpu")  # the device is free: the last one jumps the queue
+    assert not store.get(e).waiting and waiting_runs(store) == [d, b]
     scheduler = QueueScheduler(store, interval_s=0.5).start()
     try:
-        ended = {run_id: wait_final(store, run_id) for run_id in (d, b)}
+        ended = {run_id: wait_final(store, run_id) for run_id in (e, d, b)}
     finally:
         scheduler.stop()
     assert all(info.state == "failed" for info in ended.values())
-    assert ended[d].ended_at <= ended[b].started_at  # the order as moved: d, then b
+    assert ended[e].ended_at <= ended[d].started_at and ended[d].ended_at <= ended[b].started_at  # e, then d, b
     assert not read_status(store.runs_dir / c).get("pid")  # the cancelled run never started
     summary = queue_summary(store)
-    assert sorted(run_id for run_id, _ in summary.failed) == sorted([d, b]) and summary.stopped == 1
+    assert sorted(run_id for run_id, _ in summary.failed) == sorted([d, b, e]) and summary.stopped == 1
 
 
 def test_stores_racing_to_start_one_waiting_run_start_it_once(workspace, devices):
@@ -232,3 +238,19 @@ def test_stores_racing_to_start_one_waiting_run_start_it_once(workspace, devices
                         "the stub to run")
     assert len(launches.split()) == 1, launches
     assert all(f"Run {run_id} was already started" in r for r in refused) and len(refused) <= 2
+
+
+def test_the_queue_command_refuses_what_it_cannot_queue(workspace, subprocess_env, tmp_path):
+    def queue_command(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "backend.train", "--workspace", str(workspace.root), "--queue",
+                               *args], cwd=REPO, env=subprocess_env, capture_output=True, text=True)
+
+    resumed = queue_command("--resume", str(tmp_path))
+    assert resumed.returncode == 2 and "--queue puts a new run in the queue; it cannot be used with --resume" in resumed.stderr
+    missing = queue_command("--config", str(tmp_path / "nope.yaml"))
+    assert missing.returncode == 2 and "nope.yaml does not exist" in missing.stderr
+    config = tmp_path / "gpu.yaml"
+    short_config(devices="7").save(config)
+    no_gpu = queue_command("--config", str(config))
+    assert no_gpu.returncode == 2 and "no such GPU cuda:7" in no_gpu.stderr
+    assert list(workspace.runs_dir.iterdir()) == []  # nothing queued

@@ -14,7 +14,7 @@ from backend.config_recipes import tiny_config
 from backend.runs import processes
 from backend.runs.files import update_status
 from backend.runs.queue import waiting_runs
-from ui import forms, queue_panel
+from ui import forms, queue_panel, run_actions
 from ui.context import UIContext
 from ui.i18n import merge_texts
 from ui.tabs import runs, train
@@ -74,6 +74,9 @@ def test_start_on_a_busy_device_queues_and_the_runs_tab_orders_cancels_and_moves
     summary, _, waiting, picked = queue_panel.queue_view(ctx, "zh", picked=second)
     assert waiting == [first] and picked == first  # the cancelled run is no longer offered
     assert "1 个等待" in summary and "1 个停止或取消" in summary
+    assert run_actions.stop(ctx, "en", first) == (f"⏹ Run **{first}** was waiting in the queue: cancelled, "
+                                                  "it never started.")
+    assert waiting_runs(ctx.store) == [] and ctx.store.get(first).state == "stopped"
 
 
 def test_an_empty_queue_says_how_runs_get_there(ctx):

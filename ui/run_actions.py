@@ -7,6 +7,7 @@ the buttons needs no other tab's texts.
 
 from __future__ import annotations
 
+from backend.runs import queue
 from backend.runs.store import RunError
 from ui.context import UIContext
 from ui.i18n import localize
@@ -16,6 +17,8 @@ TEXT: dict[str, dict[str, str]] = {
                            "zh": "没有可操作的运行：请在此开始一个，或在“运行”页选择。"},
     "run_actions.stopping": {"en": "⏹ Stopping run **{run_id}**: it saves a checkpoint and exits.",
                              "zh": "⏹ 正在停止 **{run_id}**：保存检查点后退出。"},
+    "run_actions.cancelled": {"en": "⏹ Run **{run_id}** was waiting in the queue: cancelled, it never started.",
+                              "zh": "⏹ 运行 **{run_id}** 原在队列中等待：已取消，从未开始。"},
     "run_actions.resumed": {"en": "▶️ Resumed run **{run_id}**.", "zh": "▶️ 已继续运行 **{run_id}**。"},
     "run_actions.refused": {"en": "❌ {error}", "zh": "❌ {error}"},
 }
@@ -27,10 +30,14 @@ def _msg(lang: str | None, key: str, **values) -> str:
 
 
 def stop(ctx: UIContext, lang: str | None, run_id: str | None) -> str:
-    """Ask the run's worker to save and exit (the app's one RunStore escalates after the grace period)."""
+    """Ask the run's worker to save and exit (the app's one RunStore escalates after the grace period);
+    a run still waiting in the queue is cancelled instead."""
     if not run_id:
         return _msg(lang, "no_run")
     try:
+        if ctx.store.get(run_id).waiting:
+            queue.cancel(ctx.store, run_id)
+            return _msg(lang, "cancelled", run_id=run_id)
         ctx.store.stop(run_id)
     except RunError as error:
         return _msg(lang, "refused", error=localize(error, lang))

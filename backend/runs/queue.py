@@ -186,9 +186,13 @@ def start_now(store: RunStore, run_id: str, devices: str | None = None) -> None:
             except ConfigError as error:
                 raise RunError(message_of(error) or str(error)) from None
             found = store.devices_for(moved)  # a device that is not here: refused with its sentence
+            held, busy = launch.held_devices(moved, found), store.busy_devices()
+            taken = [d for d in held if d in busy]
+            if taken:  # refused before config.yaml changes: the run keeps waiting for its own devices
+                raise RunError(msg("run.busy", devices=", ".join(taken), run_id=busy[taken[0]]))
             moved.save(run_dir / CONFIG_FILE)
             argv, _ = store.command_for(moved, run_dir)
-            update_status(run_dir, devices=launch.held_devices(moved, found), command=argv,
+            update_status(run_dir, devices=held, command=argv,
                           node_commands=store.node_commands(moved, run_dir))
         store.start(run_id)
 

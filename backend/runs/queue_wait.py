@@ -28,8 +28,8 @@ TICK_S = 2.0
 
 
 def enqueue_and_wait(args: argparse.Namespace, tick_s: float = TICK_S) -> int:
-    for flag in ("run_dir", "resume"):
-        if getattr(args, flag):
+    for flag in ("run_dir", "resume", "sweep", "dry_run"):
+        if getattr(args, flag, None):
             return _refuse(msg("queue.cli_only_new", flag="--" + flag.replace("_", "-")))
     try:
         if not args.config and not args.overrides and not args.recipe:
