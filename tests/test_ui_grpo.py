@@ -9,6 +9,7 @@ tab on the demo model and watches it in the Runs tab's panel."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -204,3 +205,74 @@ def test_switching_to_grpo_ticks_its_default_rewards_and_keeps_a_users_own(ctx):
     back = list(moved.values())
     back[forms.NAMES.index("stage")] = "sft"  # the defaults go again with the stage
     assert not dict(zip(forms.NAMES, forms.stage_form_values(back, "grpo")))["reward_exact_match_on"]
+
+
+# --- a real GRPO run, started from the Train tab and watched in the Runs tab ---------------------
+
+def _sums(path) -> str:
+    rows = [{"system": "Answer as <answer>N</answer>.", "instruction": f"What is {10 + i} + {20 + 2 * i}?",
+             "output": str(30 + 3 * i)} for i in range(16)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.slow
+def test_a_grpo_run_started_in_train_shows_its_rewards_and_samples_in_runs(ctx, workspace):
+    from backend.config_recipes import tiny_config
+    from backend.runs.files import read_status
+    from ui import forms
+
+    # Sums with a reference answer; 8 completions a step = 2 prompts x 4, of at most 8 tokens.
+    config = tiny_config(devices="cpu", stage="grpo", max_steps=2, logging_steps=1, val_size=0.0, cutoff_len=96,
+                         per_device_train_batch_size=8, num_generations=4, max_completion_length=8,
+                         learning_rate=1e-3, rewards=[{"kind": "exact_match", "weight": 1.0}])
+    values = forms.form_values(config)
+    for name, value in {"reward_format_on": True, "reward_not_contains_on": True,
+                        "reward_not_contains_text": "sorry", "reward_not_contains_weight": 0.5}.items():
+        values[forms.NAMES.index(name)] = value  # ticked in the GRPO section
+    message, run_id = train.start(ctx, "en", "demo", _sums(workspace.root / "sums.jsonl"), *values)
+    assert run_id, message
+    run_dir = ctx.store.get(run_id).run_dir
+    watch, out = None, None
+    while True:  # tick like the panel's timer until the run ends
+        state = ctx.store.get(run_id).state
+        out = grpo_panel.tick(ctx, "en", watch, run_id, None)
+        watch = out[0]
+        if state not in ("queued", "running"):
+            break
+        time.sleep(0.5)  # the timer's pace; the loop ends with the run, not with a time
+    assert state == "completed", (read_status(run_dir), (run_dir / "train.log").read_text()[-3000:])
+    assert watch.grpo and len(watch.records) == len((run_dir / "metrics.jsonl").read_text().splitlines())
+
+    # Everything the files hold is in the panel: a fresh session sees the run whole.
+    out = grpo_panel.tick(ctx, "en", None, run_id, None)
+    assert out[1] == {"visible": True, "__type__": "update"}
+    rewards, length, share, kl = out[2:6]
+    train_lines = [r for r in map(json.loads, (run_dir / "metrics.jsonl").read_text().splitlines())
+                   if r.get("kind") == "train" and "reward" in r]
+    assert [t.name for t in rewards.data] == ["exact match", "format", "does not contain", "weighted sum"]
+    assert list(rewards.data[-1].y) == [r["reward"] for r in train_lines] and len(train_lines) == 2
+    assert list(share.data[0].y) == [r["format_share"] for r in train_lines]
+    assert list(length.data[0].y) == [r["completions/mean_length"] for r in train_lines] and kl.data  # beta > 0
+    samples = [json.loads(line) for line in (run_dir / grpo_panel.COMPLETIONS_FILE).read_text().splitlines()]
+    newest = [s for s in samples if s["step"] == max(s["step"] for s in samples)]
+    table = out[-1]
+    assert table["headers"] == ["prompt", "completion", "exact match", "format", "does not contain", "weighted sum"]
+    assert [row[1] for row in table["data"]] == [s["completion"] for s in newest]
+    assert all(row[0].startswith("What is ") for row in table["data"])
+    assert out[-3]["choices"] == [str(s) for s in sorted({s["step"] for s in samples}, reverse=True)]
+
+
+def test_the_panel_stays_hidden_for_a_run_of_another_stage(ctx):
+    from backend.config_recipes import tiny_config
+    from backend.runs.files import update_status
+
+    run_dir = ctx.store.runs_dir / "20260101-000000-sft"
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(tiny_config().to_yaml(), encoding="utf-8")
+    update_status(run_dir, state="completed", started_at=1.0, ended_at=2.0)
+    out = grpo_panel.tick(ctx, "en", None, run_dir.name, None)
+    assert out[1] == {"visible": False, "__type__": "update"} and not out[0].grpo
+    again = grpo_panel.tick(ctx, "en", out[0], run_dir.name, None)
+    assert again[0].metrics is None  # nothing of its files is read
+    assert grpo_panel.tick(ctx, "en", None, None, None)[1] == {"visible": False, "__type__": "update"}

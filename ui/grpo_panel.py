@@ -16,7 +16,7 @@ from backend.runs.files import METRICS_FILE, MetricsTail
 from backend.runs.store import RunError
 from ui.context import UIContext
 
-COMPLETIONS_FILE = "completions.jsonl"  # one sample a line, written by the GRPO stage
+COMPLETIONS_FILE = "completions.jsonl"  # backend/training/grpo.py writes it (not imported here: it loads torch)
 TICK_S = 2.0
 CHART_KEYS = ("rewards", "length", "format", "kl")
 
@@ -66,6 +66,7 @@ WORD_KEYS = tuple(k.removeprefix("runs.grpo.word.") for k in TEXT if k.startswit
 class GrpoWatch:
     """One session's view of one GRPO run: the tails of its two files and what they gave so far."""
     run_id: str | None = None
+    followed: bool = False  # run_id was looked up (a fresh watch decides on its first tick, even for no run)
     grpo: bool = False
     metrics: MetricsTail | None = None
     completions: MetricsTail | None = None
@@ -75,6 +76,7 @@ class GrpoWatch:
 
     def follow(self, run_id: str | None, run_dir=None, grpo: bool = False) -> None:
         self.run_id, self.grpo, self.records, self.samples, self.drawn = run_id, grpo, [], [], False
+        self.followed = True
         on = bool(run_id and grpo)
         self.metrics = MetricsTail(run_dir, METRICS_FILE) if on else None
         self.completions = MetricsTail(run_dir, COMPLETIONS_FILE) if on else None
@@ -138,7 +140,7 @@ def tick(ctx: UIContext, lang: str | None, watch: GrpoWatch | None, run_id: str 
 
     watch = watch if isinstance(watch, GrpoWatch) else GrpoWatch()
     unchanged = [gr.skip()] * (len(CHART_KEYS) + 3)
-    if run_id != watch.run_id:
+    if run_id != watch.run_id or not watch.followed:
         try:
             info = ctx.store.get(run_id) if run_id else None
         except RunError:
