@@ -178,7 +178,7 @@ def test_stage_defaults_and_refused_settings():
     from backend.config import ConfigError, RunConfig
 
     dpo = RunConfig().with_overrides(["stage=dpo"])
-    assert (dpo.learning_rate, dpo.cutoff_len, dpo.per_device_train_batch_size) == (5e-4, 64, 4)
+    assert (dpo.learning_rate, dpo.cutoff_len, dpo.per_device_train_batch_size) == (1e-4, 64, 4)
     kept = RunConfig().with_overrides(["learning_rate=1e-5", "stage=simpo"])
     assert kept.learning_rate == 1e-5 and kept.beta == 2.0  # a changed setting stays; beta takes simpo's
     back = kept.with_overrides(["stage=sft"])

@@ -93,7 +93,7 @@ def test_train_on_votes_prefills_a_dpo_run_on_the_voted_checkpoint(voted_run):
     config = RunConfig.from_dict(values)
     assert config.stage == "dpo" and config.dataset == "votes-a"
     assert config.init_adapter == str(run / "checkpoint-4")  # the checkpoint that won the votes
-    assert config.learning_rate == 5e-4 and config.val_size == 0
+    assert config.learning_rate == 1e-4 and config.val_size == 0  # the dpo stage's default
 
 
 def test_train_on_votes_prefills_a_cutoff_that_fits_the_votes(workspace):
