@@ -123,9 +123,9 @@ def _limit(prompt_tokens: int, request: Request, context: int, index: int) -> in
                                 f"{prompt_tokens} tokens. Shorten it.", param=where, code="context_length_exceeded")
         return 0
     if prompt_tokens >= context:
+        score_only = "" if request.kind == "chat" else ", or send \"max_tokens\": 0 with \"echo\": true to score it only"
         raise ApiError(400, f"This model's maximum context length is {context} tokens, but {where} takes "
-                            f"{prompt_tokens} tokens (no room for an answer). Shorten it, or send "
-                            "\"max_tokens\": 0 with \"echo\": true to score it only.", param=where,
+                            f"{prompt_tokens} tokens (no room for an answer). Shorten it{score_only}.", param=where,
                        code="context_length_exceeded")
     if asked is None:
         return min(DEFAULT_MAX_TOKENS, context - prompt_tokens)
