@@ -80,7 +80,7 @@ def test_fresh_workspace_flops_guess_then_measure_speed_gives_the_probe(workspac
     assert "as a speed probe of 6 steps measured at" in time_text and "12 steps" in time_text
     (record,) = matching_records(workspace.root, tiny_config(max_steps=12, devices="cpu"), source="probe")
     assert record["profile"]["event"] is not None  # the probe's save + evaluation halfway was timed
-    assert not list(workspace.runs_dir.iterdir())  # a probe is not a run
+    assert not [p for p in workspace.runs_dir.iterdir() if p.is_dir()]  # a probe is not a run
     assert not list((workspace.root / "speed" / "probes").glob("*/"))  # its scratch folder is gone
 
 
@@ -103,6 +103,6 @@ def test_dry_run_prints_steps_and_estimate_and_starts_nothing(workspace, capsys)
     out = capsys.readouterr().out
     assert code == 0 and "steps: 8 optimizer steps" in out
     assert "time: Roughly" in out and "GFLOPs a token" in out
-    assert not list(workspace.runs_dir.iterdir())
+    assert not [p for p in workspace.runs_dir.iterdir() if p.is_dir()]
     code = train_main(["--recipe", "demo-tiny", "--set", "lora_r=0", "--workspace", str(workspace.root), "--dry-run"])
     assert code == 2 and "lora_r" in capsys.readouterr().err  # a bad config: the start's own sentence

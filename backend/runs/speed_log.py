@@ -61,24 +61,30 @@ def event_steps(config: RunConfig, first: int, last: int, has_eval: bool) -> int
 
 def speed_profile(metrics: list[dict], wall_s: float, config: RunConfig) -> dict | None:
     """A run's wall time taken apart (seconds): `head` (set-up and the first steps' extra), `step` (one optimizer
-    step: its tokens over its tokens/s, evaluation and saving left out), `event` (one evaluation + save in the
-    middle of the run) and `tail` (the last evaluation, save and final/). None without two train lines.
-    The end of the run is the "end" system line; its start is that minus wall_s (the run's clock)."""
-    lines = [m for m in metrics if m.get("kind") == "train" and m.get("tokens_per_second") and m.get("tokens_seen")]
+    step, all it costs between two train lines with no evaluation or save between them), `event` (one
+    evaluation + save in the middle of the run) and `tail` (the last evaluation, save and final/). None
+    without two train lines. The end of the run is the "end" system line; its start that minus wall_s."""
+    lines = [m for m in metrics if m.get("kind") == "train" and isinstance(m.get("time"), (int, float))]
     end = next((m["time"] for m in reversed(metrics) if m.get("kind") == "system" and m.get("event") == "end"), None)
     if len(lines) < 2 or end is None:
         return None
-    per_step = []
+    has_eval = any(m.get("kind") == "eval" for m in metrics)
+    plain, by_tokens = [], []  # seconds a step: between lines with no event, and by tokens over tokens/s
     for before, line in zip(lines, lines[1:]):
-        steps, tokens = line["step"] - before["step"], line["tokens_seen"] - before["tokens_seen"]
-        if steps > 0 and tokens > 0:
-            per_step.append(tokens / line["tokens_per_second"] / steps)
-    if not per_step:
+        steps = line["step"] - before["step"]
+        if steps <= 0:
+            continue
+        if not event_steps(config, before["step"], line["step"], has_eval):
+            plain.append((line["time"] - before["time"]) / steps)
+        tokens = (line.get("tokens_seen") or 0) - (before.get("tokens_seen") or 0)
+        if tokens > 0 and line.get("tokens_per_second"):
+            by_tokens.append(tokens / line["tokens_per_second"] / steps)
+    if not (plain or by_tokens):
         return None
-    step = statistics.median(per_step)
+    step = statistics.median(plain or by_tokens)
     first, last, total = lines[0]["step"], lines[-1]["step"], int(metrics[-1].get("step") or lines[-1]["step"])
     start = end - wall_s
-    events = event_steps(config, first, last, any(m.get("kind") == "eval" for m in metrics))
+    events = event_steps(config, first, last, has_eval)
     middle = (lines[-1]["time"] - lines[0]["time"]) - (last - first) * step
     return {"step": step, "head": max(0.0, lines[0]["time"] - start - first * step),
             "event": max(0.0, middle / events) if events else None,
