@@ -13,6 +13,7 @@ queue_times.py estimated start and end of each queued run
 queue_wait.py  `python -m backend.train --config run.yaml --queue`: queue a run and wait for it
 file_lock.py   the inter-process locks (status.json, launches, the queue's scheduler)
 workspace.py   the workspace's folders (datasets, runs, models, exports)
+speed_log.py   this machine's measured training speed per settings (runs and speed probes), for the time estimate
 safe_names.py  the one way from user text to a file name inside the workspace
 
 Nothing heavy is imported here: the UI imports these at start-up.

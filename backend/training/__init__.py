@@ -24,4 +24,7 @@ grpo_batch.py grpo's batch rule (num_generations divides the effective batch)
 disk.py       a full disk recognised whatever raised it; partial folders removed
 threads.py    the worker's share of the CPU cores
 plan_check.py warnings for absurd plans (steps, then time after the first step)
+estimate.py   how long a run will train before it starts (earlier runs, a speed probe, or FLOPs), with a range
+speed_probe.py a few real steps of a config in a scratch folder, timed (the Plan's Measure speed)
+dry_run.py    --dry-run: the start's checks, the steps and the estimate; nothing trains
 """
