@@ -6,9 +6,10 @@ benchmarks.json files appear."""
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from backend.runs.workspace import Workspace
-from tests.eval_export_runs import cached_run, link_demo_model
+from tests.eval_export_runs import cached_run, copy_run, link_demo_model
 from tests.polling import wait_for
 from ui import benchmark_panel
 from ui.context import UIContext
@@ -45,25 +46,40 @@ def test_refusals_say_what_to_do(ctx, tmp_path):
     assert benchmark_panel.poll(ctx, "en", None, "sig") == ("", SKIP, SKIP, "sig")
 
 
-def test_a_benchmark_runs_in_the_background_and_is_drawn(ctx, tmp_path):
+def test_a_task_file_with_a_missing_field_is_refused_before_a_job_starts(ctx, tmp_path):
     missing = tmp_path / "quiz.yaml"
     missing.write_text("task: quiz\ndataset_path: json\ntest_split: test\noutput_type: multiple_choice\n",
                        encoding="utf-8")
-    said = start(ctx, checkpoints=["base", "final"], other=str(missing))
-    assert said.startswith("Benchmarks started in the background (pid "), said
+    said = start(ctx, other=str(missing))
+    assert said.startswith(f"Cannot run benchmarks: Task file {missing} has no dataset_kwargs.data_files"), said
+    assert "缺少 dataset_kwargs.data_files" in start(ctx, "zh", other=str(missing))
+    assert not (ctx.workspace.runs_dir / "run-a" / "eval" / "benchmark-progress.json").exists()
 
-    def finished():
-        out = benchmark_panel.poll(ctx, "en", "run-a", "")
+
+def _finished(ctx, run_id: str):
+    def ended():
+        out = benchmark_panel.poll(ctx, "en", run_id, "")
         return out if out[0] and 'id="bench-running"' not in out[0] else None
 
-    bar = wait_for(finished, "the benchmark job to end")[0]
-    # The file's missing field is found in the job before any model loads, and said in the tab.
-    assert 'id="bench-failed"' in bar and "has no dataset_kwargs.data_files" in bar, bar
-    assert "缺少 dataset_kwargs.data_files" in benchmark_panel.poll(ctx, "zh", "run-a", "")[0]
+    return wait_for(ended, "the benchmark job to end")
+
+
+def test_a_job_that_fails_says_why_in_both_languages(ctx, tmp_path):
+    gone = copy_run(ctx.workspace.runs_dir / "run-a", ctx.workspace, "run-gone")
+    config = yaml.safe_load((gone / "config.yaml").read_text(encoding="utf-8"))
+    config["model_name_or_path"] = str(tmp_path / "deleted-model")
+    (gone / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    assert start(ctx, current="run-gone").startswith("Benchmarks started in the background")
+    bar = _finished(ctx, "run-gone")[0]
+    assert 'id="bench-failed"' in bar and "The base model of run run-gone is gone" in bar, bar
+    assert "运行 run-gone 的基座模型已不存在" in benchmark_panel.poll(ctx, "zh", "run-gone", "")[0]
+
+
+def test_a_benchmark_runs_in_the_background_and_is_drawn(ctx):
 
     said = start(ctx, checkpoints=["base", "final"], bundled=["studio_facts_choice", "studio_facts_answer"])
     assert said.startswith("Benchmarks started in the background (pid "), said
-    bar, table, figure, signature = wait_for(finished, "the benchmark job to end")
+    bar, table, figure, signature = _finished(ctx, "run-a")
     assert 'id="bench-done"' in bar, bar
     assert list(table["checkpoint"]) == ["base", "final"] and list(table["step"]) == [0, 16]
     assert {"studio_facts_choice acc", "studio_facts_answer exact_match"} <= set(table.columns)

@@ -59,7 +59,7 @@ def resolve_specs(requested: list[str], workspace_root: Path) -> tuple[list[Task
 def _file_specs(path: Path) -> list[TaskSpec]:
     if path.is_dir():
         files = sorted([*path.rglob("*.yaml"), *path.rglob("*.yml")])
-        specs = [spec for f in files for spec in _file_specs(f) if _is_task_file(f)]
+        specs = [spec for f in files if _is_task_file(f) for spec in _file_specs(f)]  # included bases skipped
         if not specs:
             raise BenchmarkError(msg("benchmark.empty_folder", folder=path))
         return specs

@@ -254,6 +254,7 @@ def start_benchmarks(run_dir: Path, tasks: list[str], checkpoints: list[str], li
         raise BenchmarkError(msg("evaluate.choose"))
     if not any(t.strip() for t in tasks):
         raise BenchmarkError(msg("benchmark.choose_task", alternatives=local_alternatives()))
+    resolve_specs(tasks, Workspace.for_run_dir(run_dir).root)  # a task file's missing field is said at once
     args = ["--run", str(run_dir), "--benchmark", *tasks, "--checkpoint", *checkpoints]
     if limit:
         args += ["--max-samples", str(limit)]

@@ -368,13 +368,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def benchmark_main(args: argparse.Namespace) -> int:
-    from backend.evaluation.benchmark_specs import BenchmarkError
     from backend.evaluation.benchmarks import as_json, run_benchmarks, summary_table
 
     try:
         summary = run_benchmarks(args.run, args.benchmark, args.checkpoint, args.max_samples,
                                  not args.no_chat_template, args.batch_size, progress=args.progress)
-    except BenchmarkError as error:
+    except UserError as error:  # BenchmarkError, and a model or checkpoint name refused on the way
         write_progress(args.progress, state=FAILED, error=message_of(error) or str(error))
         print(f"benchmark failed: {error}", file=sys.stderr)
         return 2
