@@ -65,11 +65,10 @@ class QueueSummary:
 def enqueue(store: RunStore, config: RunConfig, sweep_id: str | None = None) -> str:
     """Create the run (the same checks as a start: packages, devices) and put it at the end of the
     queue; it starts here and now when its devices are free. Returns the run id."""
-    run_id = store.create(config)
-    with store.launch_lock():
+    with store.launch_lock():  # the folder is born in the queue: no moment as a run nobody will start
         seqs = [s["queue_seq"] for s in _statuses(store).values() if is_waiting(s)]
-        update_status(store.runs_dir / run_id, queue_seq=max([time.time(), *[q + 1e-3 for q in seqs]]),
-                      queued_at=time.time(), sweep_id=sweep_id)
+        run_id = store.create(config, queue_seq=max([time.time(), *[q + 1e-3 for q in seqs]]),
+                              queued_at=time.time(), sweep_id=sweep_id)
         advance(store)
     return run_id
 

@@ -84,9 +84,9 @@ class RunStore:
             args = ["--config", str(Path(run_dir) / CONFIG_FILE), "--run-dir", str(run_dir)]
         return launch.other_node_commands(args, config, self._num_processes(config))
 
-    def create(self, config: RunConfig) -> str:
+    def create(self, config: RunConfig, **status_fields) -> str:
         """Make the run folder with config.yaml (never edited after) and a
-        queued status.json; returns the run id."""
+        queued status.json (with `status_fields`, e.g. the queue's); returns the run id."""
         try:
             config.check_packages()
         except ConfigError as error:
@@ -98,7 +98,7 @@ class RunStore:
         update_status(run_dir, state="queued", run_id=run_dir.name, created_at=time.time(), command=argv,
                       devices=launch.held_devices(config, devices), model=config.model_name_or_path,
                       method=config.method,
-                      node_commands=self.node_commands(config, run_dir))
+                      node_commands=self.node_commands(config, run_dir), **status_fields)
         return run_dir.name
 
     def start(self, run_id: str) -> None:
