@@ -28,6 +28,10 @@ from backend.serve.logprobs import generate_ids, score_sequences
 from backend.serve.prompts import chat_ids, completion_ids
 from backend.serve.protocol import ApiError, Request
 
+# Tokens decoded before each one to find the text it adds: enough for a multi-byte character or a
+# SentencePiece space, and linear in the prompt (a whole-prefix decode per token would be quadratic).
+LOOKBACK = 4
+
 
 @dataclass
 class Token:
@@ -158,15 +162,28 @@ def _build(tokenizer, request: Request, index: int, prompt: list[int], answer: l
 
 
 def _tokens(tokenizer, scores, echoed: list[int], kept: list[int], answer_start: int, answer_chars: int) -> list[Token]:
-    """Token entries for the echoed prompt and the answer's kept tokens (those starting before a stop cut)."""
-    offsets = [len(tokenizer.decode(echoed[:i])) for i in range(len(echoed))]
-    offsets += [answer_start + len(tokenizer.decode(kept[:i], skip_special_tokens=True)) for i in range(len(kept))]
-    count = len(echoed) + sum(1 for offset in offsets[len(echoed):] if offset < answer_start + answer_chars)
-    entries = []
-    for position in range(count):
-        token_id = scores.ids[position]
-        top = scores.top[position]
-        entries.append(Token(tokenizer.decode([token_id]), scores.logprobs[position],
-                             None if top is None else [(tokenizer.decode([i]), value) for i, value in top],
-                             offsets[position]))
+    """Token entries for the echoed prompt and the answer's kept tokens (those starting before a stop cut);
+    each token's text is the piece it adds to the text, so offsets add up and the pieces join into it."""
+    entries, position = [], 0
+    for part, skip, offset in ((echoed, False, 0), (kept, True, answer_start)):
+        for index, token_id in enumerate(part):
+            if part is kept and offset >= answer_start + answer_chars:
+                break
+            before = part[max(0, index - LOOKBACK):index]
+            head = tokenizer.decode(before, skip_special_tokens=skip)
+            text = _piece(tokenizer, before, head, token_id, skip)
+            top = scores.top[position]
+            entries.append(Token(text, scores.logprobs[position], None if top is None else
+                                 [(_piece(tokenizer, before, head, i, skip), value) for i, value in top], offset))
+            offset += len(text)
+            position += 1
     return entries
+
+
+def _piece(tokenizer, before: list[int], head: str, token_id: int, skip: bool) -> str:
+    """The text `token_id` adds after `before` (decoded as `head`): decoded with the tokens before it, a
+    SentencePiece token keeps its leading space, which it loses decoded alone."""
+    whole = tokenizer.decode(before + [token_id], skip_special_tokens=skip)
+    if whole.startswith(head):
+        return whole[len(head):]
+    return tokenizer.decode([token_id], skip_special_tokens=skip)   # `head` ended inside a character
