@@ -119,7 +119,8 @@ def _grpo_config(**settings):
     from backend.config_recipes import tiny_config
 
     settings.setdefault("rewards", [{"kind": "exact_match", "weight": 1.0}, {"kind": "format", "weight": 1.0}])
-    return tiny_config(stage="grpo", per_device_train_batch_size=4, num_generations=4, **settings)
+    settings = {"per_device_train_batch_size": 4, "num_generations": 4, **settings}
+    return tiny_config(stage="grpo", **settings)
 
 
 def _values(**widgets) -> list:
@@ -276,3 +277,56 @@ def test_the_panel_stays_hidden_for_a_run_of_another_stage(ctx):
     again = grpo_panel.tick(ctx, "en", out[0], run_dir.name, None)
     assert again[0].metrics is None  # nothing of its files is read
     assert grpo_panel.tick(ctx, "en", None, None, None)[1] == {"visible": False, "__type__": "update"}
+
+
+# --- the Plan of a grpo run -------------------------------------------------------------------------
+
+def _plan(ctx, dataset: str, lang: str = "en", **settings) -> str:
+    from ui import forms
+
+    settings = {"val_size": 0.0, "per_device_train_batch_size": 8, **settings}
+    config = _grpo_config(**settings)
+    rows = train.count_rows(ctx, dataset, None, "demo", "auto", "grpo")
+    derived, _ = train.plan(ctx, lang, "demo", dataset, rows, None, *forms.form_values(config))
+    return derived
+
+
+def test_the_plan_counts_prompts_and_completions_and_says_the_workers_checks(ctx, workspace, tmp_path, monkeypatch):
+    sums = _sums(workspace.root / "sums.jsonl")
+    rows = train.count_rows(ctx, sums, None, "demo", "auto", "grpo")
+    assert rows["rows"] == 16 and all(tokens > 0 and has for tokens, has in rows["prompts"]) and rows["context"]
+    plan = _plan(ctx, sums)
+    assert plan.startswith("**16** prompts x **4** completions each → **8** completions an optimizer step "
+                           "(**2** prompts), **8** steps per epoch") and "❌" not in plan and "⚠" not in plan
+    assert "beta **0.1**: a reference pass" in _plan(ctx, sums) and "beta 0: no KL term" in _plan(ctx, sums, beta=0.0)
+
+    longest = max(tokens for tokens, _ in rows["prompts"])
+    assert "❌" in _plan(ctx, sums, max_completion_length=rows["context"]) and "over the model's context" in \
+        _plan(ctx, sums, max_completion_length=rows["context"])
+    assert "❌ No prompt is left to train on (16 prompt longer than cutoff_len)" in _plan(ctx, sums, cutoff_len=longest - 1)
+    one = workspace.root / "one.jsonl"
+    one.write_text(json.dumps({"instruction": "What is 1 + 2?", "output": "3"}) + "\n", encoding="utf-8")
+    assert "❌ 1 prompt(s) x num_generations 4 = 4 completions, fewer than one step" in _plan(ctx, str(one))
+
+    prompts_only = workspace.root / "prompts.jsonl"  # no reference answers, which exact match needs
+    prompts_only.write_text("".join(json.dumps({"prompt": f"Say {i}."}) + "\n" for i in range(8)), encoding="utf-8")
+    plan = _plan(ctx, str(prompts_only))
+    assert plan.startswith("**8** prompts") and "❌ exact_match compare(s) against a reference answer" in plan
+    assert "❌" not in _plan(ctx, str(prompts_only), rewards=[{"kind": "format", "weight": 1.0}])
+    zh = _plan(ctx, str(prompts_only), "zh")
+    assert zh.startswith("**8** 个提示") and "❌" in zh and "compare(s) against" not in zh
+
+    # The user's own function: checked as the worker checks it, and again after the file is fixed.
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = tmp_path / "plan_rewards.py"
+    module.write_text("def polite(completion):\n    return [1.0]\n", encoding="utf-8")
+    plan = _plan(ctx, sums, reward_functions=["plan_rewards:polite"])
+    assert "❌ reward_functions: 'plan_rewards:polite' failed when called once on a sample completion" in plan
+    module.write_text("def polite(prompts, completions, **kwargs):\n    return [0.5] * len(completions)\n",
+                      encoding="utf-8")
+    assert "✅ Your reward functions import and score a sample completion: `plan_rewards:polite`" in \
+        _plan(ctx, sums, reward_functions=["plan_rewards:polite"])
+    module.write_text("def polite(prompts, completions:\n", encoding="utf-8")
+    assert "❌ Cannot import module 'plan_rewards' for 'plan_rewards:polite': SyntaxError" in \
+        _plan(ctx, sums, reward_functions=["plan_rewards:polite"])
+    assert "❌ Cannot import module 'nowhere'" in _plan(ctx, sums, reward_functions=["nowhere:f"])

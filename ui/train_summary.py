@@ -55,6 +55,10 @@ def dataset_rows(dataset: str, workspace: Workspace, dataset_name: str | None = 
     from backend.data.resolve import dataset_size, load_rows, resolve_dataset
 
     try:
+        if stage == "grpo":  # prompts (any instruction data, or prompts alone), measured for the Plan's checks
+            from ui.grpo_plan import grpo_rows
+
+            return grpo_rows(dataset, workspace, dataset_name, model, chat_template)
         rows, has_eval = dataset_size(dataset, workspace, dataset_name)
         out = {"rows": rows, "has_eval": has_eval}
         if stage != "sft" and dataset not in ("", "demo", "identity"):

@@ -20,10 +20,10 @@ from pathlib import Path
 
 from backend.config import ConfigError
 from backend.data.resolve import DatasetUnreadable, load_rows, resolve_dataset, split_rows
-from backend.messages import msg
+from backend.messages import Message, msg
 from backend.runs.workspace import Workspace
 from backend.training.dataset import RowCounts
-from backend.training.grpo_batch import effective_batch
+from backend.training.grpo_batch import check_batch, effective_batch
 from backend.training.rewards import ANSWER_COLUMN, needs_reference
 
 log = logging.getLogger("backend.train")
@@ -72,17 +72,23 @@ def read_prompt_file(source: Path) -> list[dict]:
     return rows
 
 
-def load_prompts(config, workspace: Workspace, counts: RowCounts | None = None):
-    """(train prompt rows, eval prompt rows or None) before the cutoff filter."""
-    source = resolve_dataset(config.dataset, workspace)
+def read_rows(dataset: str, workspace: Workspace, dataset_name: str | None = None, counts: RowCounts | None = None):
+    """(canonical rows, the data's own eval rows or None) of any instruction data or a file of prompts alone."""
+    source = resolve_dataset(dataset, workspace)
     try:
-        rows, eval_rows = load_rows(source, counts, config.dataset_name)
+        return load_rows(source, counts, dataset_name)
     except DatasetUnreadable:
         if source.is_dir():
             raise
-        rows, eval_rows = read_prompt_file(source), None  # prompts alone: the data backend wants answers
+        rows = read_prompt_file(source)  # prompts alone: the data backend wants answers
         if not rows:
             raise
+        return rows, None
+
+
+def load_prompts(config, workspace: Workspace, counts: RowCounts | None = None):
+    """(train prompt rows, eval prompt rows or None) before the cutoff filter."""
+    rows, eval_rows = read_rows(config.dataset, workspace, config.dataset_name, counts)
     if eval_rows is None and config.val_size > 0:
         rows, eval_rows = split_rows(rows, config.val_size, config.seed)
     if config.val_size == 0:
@@ -115,26 +121,60 @@ def usable_prompts(tokenizer, rows: list[dict], config, counts: RowCounts) -> li
 def check_prompts(tokenizer, rows: list[dict], config, context_length: int | None, source: str) -> None:
     """The checks that need the tokenizer and the rows, before the model loads (ConfigError, a sentence)."""
     lengths = [prompt_tokens(tokenizer, row["prompt"]) for row in rows]
+    missing = sum(row[ANSWER_COLUMN] is None for row in rows)
+    refusal, warnings = prompt_findings(lengths, missing, config, context_length, source)
+    if refusal is not None:
+        raise ConfigError(refusal)
+    for warning in warnings:
+        log.warning("%s", warning)
+
+
+def prompt_findings(lengths: list[int], missing: int, config, context_length: int | None, source: str,
+                    world_size: int | None = None) -> tuple[Message | None, list[Message]]:
+    """(the refusal or None, the warnings) for prompts of `lengths` tokens of which `missing` have no
+    reference answer: the one rule for the worker (check_prompts) and the Train tab's Plan. With
+    `world_size` also the rule that the prompts left fill one step (the worker checks it after the
+    cutoff filter, build_grpo_datasets)."""
+    warnings: list[Message] = []
     if not lengths:
-        return
+        return None, warnings
     longest = max(lengths)
     fitting = [n for n in lengths if n <= config.cutoff_len]
     if context_length and (max(fitting or lengths) + config.max_completion_length > context_length):
         prompt = max(fitting or lengths)
-        raise ConfigError(msg("train.grpo_context", prompt=prompt, completion=config.max_completion_length,
-                              total=prompt + config.max_completion_length, context=context_length,
-                              fit=max(1, context_length - prompt)))
+        return msg("train.grpo_context", prompt=prompt, completion=config.max_completion_length,
+                   total=prompt + config.max_completion_length, context=context_length,
+                   fit=max(1, context_length - prompt)), warnings
     if longest > config.cutoff_len:
-        log.warning("%s", msg("train.grpo_prompt_cut", count=len(lengths) - len(fitting), total=len(lengths),
-                              cutoff=config.cutoff_len, longest=longest))
+        warnings.append(msg("train.grpo_prompt_cut", count=len(lengths) - len(fitting), total=len(lengths),
+                            cutoff=config.cutoff_len, longest=longest))
     referenced = needs_reference(config)
     if referenced:
-        missing = sum(row[ANSWER_COLUMN] is None for row in rows)
-        if missing == len(rows):
-            raise ConfigError(msg("train.grpo_no_reference", rewards=", ".join(referenced), source=source))
+        if missing == len(lengths):
+            return msg("train.grpo_no_reference", rewards=", ".join(referenced), source=source), warnings
         if missing:
-            log.warning("%s", msg("train.grpo_some_reference", missing=missing, total=len(rows),
-                                  rewards=", ".join(referenced)))
+            warnings.append(msg("train.grpo_some_reference", missing=missing, total=len(lengths),
+                                rewards=", ".join(referenced)))
+    if world_size is not None:
+        step = effective_batch(config, world_size)
+        if not fitting:
+            return msg("train.grpo_no_prompts", reasons=f"{len(lengths)} {LONG_PROMPT}"), warnings
+        if len(fitting) * config.num_generations < step:
+            return msg("train.grpo_too_few", prompts=len(fitting), generations=config.num_generations,
+                       completions=len(fitting) * config.num_generations, batch=step,
+                       needed=-(-step // config.num_generations)), warnings
+    return None, warnings
+
+
+def measure_prompts(dataset: str, workspace: Workspace, tokenizer=None,
+                    dataset_name: str | None = None) -> tuple[list[list], bool]:
+    """For the Train tab's Plan: ([tokens as TRL feeds the prompt (None without a tokenizer), has a
+    reference answer] per row, in the order the worker splits them; whether the data has its own eval
+    rows). The Plan applies the run's split (split_rows) and prompt_findings to them."""
+    rows, eval_rows = read_rows(dataset, workspace, dataset_name)
+    measured = [[prompt_tokens(tokenizer, row["prompt"]) if tokenizer is not None else None,
+                 row[ANSWER_COLUMN] is not None] for row in prompt_rows(rows)]
+    return measured, eval_rows is not None
 
 
 def to_dataset(rows: list[dict]):
@@ -151,6 +191,7 @@ def to_dataset(rows: list[dict]):
 def build_grpo_datasets(tokenizer, config, workspace: Workspace, context_length: int | None = None,
                         world_size: int = 1):
     """(train Dataset, eval Dataset or None, RowCounts) of prompts in TRL's conversational form."""
+    check_batch(config, world_size)  # with the real number of processes (validate assumed num_processes or 1)
     counts = RowCounts()
     train_rows, eval_rows = load_prompts(config, workspace, counts)
     check_prompts(tokenizer, train_rows, config, context_length, config.dataset)

@@ -21,7 +21,7 @@ from backend.models.presets import PRESETS
 from backend.runs import queue
 from backend.runs.safe_names import UnsafeName, clean_name, path_inside
 from backend.runs.store import RunError
-from ui import estimate_panel, forms, grpo_form, grpo_section, scale_view, sweep_panel
+from ui import estimate_panel, forms, grpo_form, grpo_plan, grpo_section, scale_view, sweep_panel
 from ui import train_summary as summary
 from ui.context import UIContext
 from ui.i18n import localize
@@ -35,6 +35,7 @@ TEXT: dict[str, dict[str, str]] = {
     **estimate_panel.TEXT,
     **sweep_panel.TEXT,
     **grpo_form.TEXT,
+    **grpo_plan.TEXT,
     "train.model": _("Model", "模型"),
     "train.model.info": _("'demo', a preset hub id, or the path of a local model folder.",
                           "'demo'、预设的 Hub ID，或本地模型文件夹路径。"),
@@ -233,8 +234,11 @@ def plan(ctx: UIContext, lang: str, model: str, dataset: str, rows: dict, device
     found = summary.devices_from_state(devices)
     from backend.models.loading import has_own_chat_template
 
-    derived = summary.derived_text(msg, config, rows, scale_view.world_size(config, found),
-                                   has_own_chat_template(config.model_name_or_path, ctx.workspace.models_dir))
+    if config.stage == "grpo":  # prompts x completions, and the worker's checks before its model loads
+        derived = grpo_plan.plan_text(msg, config, rows, scale_view.world_size(config, found), lang)
+    else:
+        derived = summary.derived_text(msg, config, rows, scale_view.world_size(config, found),
+                                       has_own_chat_template(config.model_name_or_path, ctx.workspace.models_dir))
     template = summary.template_text(config, ctx.workspace, lang)  # the worker's own sentence, or its refusal
     return (derived + "\n\n" + scale_view.launch_text(msg, config, found) + (f"\n\n{template}" if template else ""),
             summary.estimate_text(msg, config, ctx.workspace, found, lang))

@@ -1,0 +1,121 @@
+"""The Train tab's Plan for stage grpo: prompts, completions and steps, and the
+checks the worker makes before its model loads, as sentences.
+
+The rules are the backend's: the steps from backend.config.derived_numbers,
+the prompt checks (context, cutoff, reference answers, one step's prompts)
+from backend.training.grpo_data.prompt_findings over the prompts measured
+once per dataset / model (`grpo_rows`, kept in the tab's rows state), and the
+user's reward functions imported and called once on a sample completion
+(backend.training.rewards.check_user_functions). No gradio here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+
+from backend.runs.workspace import Workspace
+
+Msg = Callable[..., str]
+
+
+def _(en: str, zh: str) -> dict[str, str]:
+    return {"en": en, "zh": zh}
+
+
+TEXT: dict[str, dict[str, str]] = {
+    "train.grpo.derived": _("**{prompts}** prompts x **{generations}** completions each → **{effective_batch}** "
+                            "completions an optimizer step (**{prompts_per_step}** prompts), **{steps_per_epoch}** "
+                            "steps per epoch, **{total_steps}** steps in all (**{epochs}** epochs), **{warmup_steps}** "
+                            "warmup steps.",
+                            "**{prompts}** 个提示 x 每个 **{generations}** 条回答 → 每个优化步 **{effective_batch}** "
+                            "条回答（**{prompts_per_step}** 个提示），每轮 **{steps_per_epoch}** 步，共 **{total_steps}** 步"
+                            "（**{epochs}** 轮），预热 **{warmup_steps}** 步。"),
+    "train.grpo.sampling": _("Each completion is sampled by the model itself, up to **{tokens}** tokens at temperature "
+                             "**{temperature}**.", "每条回答由模型自己采样，至多 **{tokens}** 个 token，温度 **{temperature}**。"),
+    "train.grpo.kl": _("beta **{beta}**: a reference pass each step gives the KL term (the Runs tab charts it).",
+                       "beta **{beta}**：每步一次参考模型前向，得到 KL 项（“运行”页会画出它）。"),
+    "train.grpo.no_kl": _("beta 0: no KL term and no reference pass.", "beta 0：没有 KL 项，也没有参考模型前向。"),
+    "train.grpo.unmeasured": _("The prompts are measured with the model's tokenizer once the model is on disk; until "
+                               "then these are all the rows, and the worker checks their length when it starts.",
+                               "模型就绪后会用其分词器测量提示长度；在此之前这里按全部行计算，训练进程启动时会检查长度。"),
+    "train.grpo.functions_ok": _("✅ Your reward functions import and score a sample completion: {names}.",
+                                 "✅ 自定义奖励函数可以导入，并能为样例回答打分：{names}。"),
+}
+
+
+def grpo_rows(dataset: str, workspace: Workspace, dataset_name: str | None, model: str, chat_template: str) -> dict:
+    """{"rows", "has_eval", "prompts": [[tokens or None, has reference], ...], "context"} of the data as the
+    worker reads it for grpo; the tokens need the model on disk (else None). Raises what the data raises."""
+    from backend.data.pair_rows import worker_tokenizer
+    from backend.models.loading import model_context_length
+    from backend.training.grpo_data import measure_prompts
+    from ui.train_summary import local_model_folder
+
+    folder = local_model_folder(model, workspace)
+    tokenizer = worker_tokenizer(folder, chat_template) if folder is not None else None
+    measured, has_eval = measure_prompts(dataset, workspace, tokenizer, dataset_name)
+    context = model_context_length(folder) if folder is not None and tokenizer is not None else None
+    return {"rows": len(measured), "has_eval": has_eval, "prompts": measured, "context": context}
+
+
+def plan_text(msg: Msg, config, rows: dict | None, world_size: int, lang: str | None) -> str:
+    from backend.config import derived_numbers
+    from backend.data.resolve import split_rows
+    from backend.training.grpo_data import prompt_findings
+    from ui.i18n import localize
+
+    if not rows or "prompts" not in rows:
+        return msg("train.derived.no_rows", error=(rows or {}).get("error", ""))
+    measured = rows["prompts"] if rows.get("has_eval") else split_rows(rows["prompts"], config.val_size, config.seed)[0]
+    lengths = [tokens for tokens, _ in measured if tokens is not None]
+    prompts = sum(1 for n in lengths if n <= config.cutoff_len) if lengths else len(measured)
+    numbers = derived_numbers(config, prompts, world_size)
+    lines = [msg("train.grpo.derived", prompts=prompts, generations=config.num_generations,
+                 prompts_per_step=numbers["effective_batch"] // config.num_generations, **numbers),
+             msg("train.grpo.sampling", tokens=config.max_completion_length, temperature=f"{config.temperature:g}")
+             + " " + (msg("train.grpo.kl", beta=f"{config.beta:g}") if config.beta else msg("train.grpo.no_kl"))]
+    if not lengths:
+        lines.append(msg("train.grpo.unmeasured"))
+    missing = sum(1 for _, has_reference in measured if not has_reference)
+    refusal, warnings = prompt_findings(lengths or [0] * len(measured), missing, config,
+                                        rows.get("context") if lengths else None, config.dataset,
+                                        world_size if lengths else None)
+    lines += [f"❌ {localize(refusal, lang)}"] if refusal is not None else []
+    lines += [f"⚠ {localize(w, lang)}" for w in warnings]
+    lines += functions_lines(msg, config, lang)
+    return "\n\n".join(lines)
+
+
+def functions_lines(msg: Msg, config, lang: str | None) -> list[str]:
+    """The worker's check of the user's reward functions, run here so the Plan says it before Start."""
+    from types import SimpleNamespace
+
+    from backend.config import ConfigError
+    from backend.messages import msg as message
+    from backend.training.rewards import check_user_functions
+    from ui.i18n import localize
+
+    for ref in config.reward_functions:
+        module = ref.partition(":")[0]
+        try:
+            _fresh(module)
+            check_user_functions(SimpleNamespace(reward_functions=[ref]))  # all it reads of the config
+        except ConfigError as error:
+            return [f"❌ {localize(error, lang)}"]
+        except Exception as error:  # noqa: BLE001 - the user's module failed to run (e.g. a SyntaxError)
+            return ["❌ " + localize(message("config.import_module", module=module, ref=ref,
+                                             error=f"{type(error).__name__}: {error}"), lang)]
+    if not config.reward_functions:
+        return []
+    return [msg("train.grpo.functions_ok", names=", ".join(f"`{ref}`" for ref in config.reward_functions))]
+
+
+def _fresh(module_name: str) -> None:
+    """Re-run a module of the user's own that an earlier Plan imported, so an edit made since is what
+    is checked (the worker imports it afresh at Start); installed packages are left alone."""
+    module = sys.modules.get(module_name)
+    path = str(getattr(module, "__file__", None) or "")
+    if module is not None and path and not path.startswith((sys.prefix, sys.base_prefix)):
+        importlib.reload(module)
