@@ -64,6 +64,10 @@ def check_available(device: str = "cpu") -> str:
     on_cpu = not device.startswith("cuda")
     if executable is None:
         install = INSTALL_CPU if on_cpu else INSTALL_GPU
+        named = os.environ.get(VLLM_ENV)
+        if named:
+            raise VllmError(f"{VLLM_ENV}={named} is not a file: point it at the `vllm` command of vLLM's "
+                            f"environment, or unset it ({install}).")
         raise VllmError(f"--engine vllm needs vLLM's `vllm` command, which was not found: {install}. "
                         "Or leave out --engine to serve with transformers.")
     if on_cpu and not is_cpu_build(executable):
@@ -75,11 +79,18 @@ def check_available(device: str = "cpu") -> str:
     return executable
 
 
-def lora_rank(folder: str) -> int:
+def adapter_config(folder: str) -> dict:
     try:
         config = json.loads((Path(folder) / "adapter_config.json").read_text(encoding="utf-8"))
-        return int(config.get("r", 8))
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError):
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+def lora_rank(folder: str) -> int:
+    try:
+        return int(adapter_config(folder).get("r", 8))
+    except (ValueError, TypeError):
         return 8
 
 
@@ -103,6 +114,13 @@ def build_command(targets: dict[str, ChatTarget], host: str, port: int, executab
         raise VllmError(f"{', '.join(full)} hold full weights, which vLLM cannot attach as LoRA adapters: leave "
                         "them out with --checkpoint NAME ..., or serve with --engine transformers.")
     adapters = {name: t for name, t in targets.items() if t.kind == "lora"}
+    # vLLM loads the LoRA matrices only: fully trained layers beside them (peft's modules_to_save,
+    # e.g. a trained embedding) would be missing from its answers.
+    whole = [name for name, t in adapters.items() if adapter_config(t.checkpoint).get("modules_to_save")]
+    if whole:
+        raise VllmError(f"{', '.join(whole)}: LoRA checkpoints that also train whole layers (modules_to_save), which vLLM "
+                        "cannot load: leave them out with --checkpoint NAME ..., serve with --engine transformers, "
+                        "or export a merged model (python -m backend.export) and serve that.")
     command = [*server_argv(executable), base.model, "--served-model-name", BASE, "--host", host, "--port", str(port)]
     if adapters:
         rank = max(lora_rank(t.checkpoint) for t in adapters.values())
@@ -149,9 +167,15 @@ def kv_bytes_per_token(config: dict) -> int:
 def cpu_settings(base: ChatTarget, max_batch: int) -> dict:
     """What the CPU build is started with: the transformers engine's dtype (float32) and context,
     up to --max-batch sequences at once, and a KV cache sized for one full-context sequence."""
+    import psutil
+
     config = model_shape(base.model)
-    context = context_length(config)
-    kv_gib = max(1, math.ceil(kv_bytes_per_token(config) * context / GIB))
+    context, per_token = context_length(config), kv_bytes_per_token(config)
+    # vLLM reserves the whole cache at start: at most a quarter of the memory (a 128k-token context
+    # of an 8B model would ask for 32 GiB); a context that does not fit is cut to what does.
+    most = max(1, psutil.virtual_memory().total // (4 * GIB))
+    kv_gib = min(most, max(1, math.ceil(per_token * context / GIB)))
+    context = min(context, kv_gib * GIB // per_token)
     return {"context": context, "max_num_seqs": max_batch, "kv_cache_gib": kv_gib}
 
 

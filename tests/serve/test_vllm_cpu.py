@@ -91,7 +91,8 @@ def test_vllm_refusals_say_what_to_install(serve_workspace, tmp_path, monkeypatc
     run_dir = str(serve_workspace.runs_dir / RUN_ID)
     monkeypatch.setenv(VLLM_ENV, str(tmp_path / "no" / "vllm"))
     assert main(["--run", run_dir, "--engine", "vllm"]) == 2
-    assert "make vllm-cpu" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"{VLLM_ENV}={tmp_path / 'no' / 'vllm'} is not a file" in err and "make vllm-cpu" in err
     # A CUDA build's environment: a `vllm` command without vllm_cpu's package metadata.
     cuda_env = tmp_path / "cuda-venv"
     (cuda_env / "bin").mkdir(parents=True)
@@ -133,3 +134,17 @@ def test_vllm_command_on_the_cpu(serve_workspace, tmp_path, monkeypatch):
     monkeypatch.delenv(vllm.KV_ENV, raising=False)
     assert vllm.server_env("cpu", "k", cpu) == {"VLLM_API_KEY": "k", vllm.KV_ENV: "1"}
     assert vllm.server_env("cuda:1", None, None) == {"CUDA_VISIBLE_DEVICES": "1"}
+
+
+def test_vllm_refuses_adapters_with_whole_layers(serve_workspace, tmp_path):
+    """peft's modules_to_save (e.g. a trained embedding) is not loaded by vLLM: refused with a sentence."""
+    from backend.chat.targets import ChatTarget
+    from backend.serve.vllm import VllmError, build_command
+
+    base = ChatTarget(model=str(serve_workspace.models_dir / "demo"))
+    folder = tmp_path / "final"
+    folder.mkdir()
+    (folder / "adapter_config.json").write_text(json.dumps({"r": 8, "modules_to_save": ["embed_tokens"]}))
+    final = ChatTarget(model=base.model, checkpoint=str(folder), kind="lora", name="final")
+    with pytest.raises(VllmError, match="final: LoRA checkpoints that also train whole layers"):
+        build_command({"base": base, "final": final}, "127.0.0.1", 8001)
