@@ -21,6 +21,7 @@ Presets (RunConfig.rewards, each `{"kind": ..., "weight": ..., ...}`):
 from __future__ import annotations
 
 import math
+import numbers  # numpy's floats are numbers.Real too: TRL takes them
 import re
 from collections.abc import Callable
 from typing import Any
@@ -215,6 +216,6 @@ def check_user_functions(config) -> None:
         except Exception as error:  # the user's code: any failure is theirs to fix, said in one sentence
             raise ConfigError(msg("config.reward_call", ref=ref, error=f"{type(error).__name__}: {error}")) from None
         if not isinstance(values, (list, tuple)) or len(values) != len(completions) or not all(
-                v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))
+                v is None or (isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v))
                 for v in values):
             raise ConfigError(msg("config.reward_result", ref=ref, got=repr(values)[:120], n=len(completions)))
