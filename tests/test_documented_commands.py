@@ -84,6 +84,10 @@ RUNS: list[tuple[str, str, str | None]] = [
      " [--data eval.jsonl] [--max-samples 200] [--max-new-tokens 128] [--json]",
      "python -m backend.evaluate --run workspace/runs/sft --checkpoint base checkpoint-4 final"
      " --data data.json --max-samples 8 --max-new-tokens 16 --json", None),
+    ("python -m backend.evaluate --run workspace/runs/<run-id> --benchmark studio_facts_choice studio_general_choice"
+     " [--checkpoint base checkpoint-50 final] [--max-samples 20] [--no-chat-template] [--json]",
+     "python -m backend.evaluate --run workspace/runs/sft --benchmark studio_facts_choice studio_general_choice"
+     " --checkpoint base final --max-samples 4 --json", None),
     (".venv/bin/python -m backend.export --checkpoint workspace/runs/<id>/final --out merged --merge",
      ".venv/bin/python -m backend.export --checkpoint workspace/runs/sft/final --out merged --merge", None),
     ("python -m backend.export --checkpoint workspace/runs/<run-id>/final --out workspace/exports/my-model"
