@@ -159,3 +159,28 @@ def _ui(lineage):
     from ui.tabs import evaluate, runs
 
     return UIContext(workspace=lineage["workspace"], texts=merge_texts(runs.TEXT, evaluate.TEXT), i18n=None)
+
+
+def test_benchmarks_are_paired_only_where_both_ran_the_task_alike(tmp_path):
+    """The comparison function alone: benchmarks.json files in lm-eval's shape written here (the
+    benchmark runs themselves are tests/test_benchmarks*)."""
+    from backend.evaluation.quality_drops import benchmark_pairs, side_by_side
+
+    def write(run: Path, tasks: dict) -> None:
+        (run / "eval" / "final").mkdir(parents=True)
+        (run / "eval" / "final" / "benchmarks.json").write_text(json.dumps({"checkpoint": "final", "tasks": {
+            name: {"metrics": {"acc": acc}, "primary": "acc", "samples": samples, "limit": None,
+                   "chat_template": True} for name, (acc, samples) in tasks.items()}}))
+
+    write(tmp_path / "sft", {"facts": (0.8, 40), "general": (0.5, 20), "only_parent": (0.9, 10)})
+    write(tmp_path / "dpo", {"facts": (0.65, 40), "general": (0.5, 10)})  # general: other questions
+    kept = {"parent": {"label": "sft/final", "folder": str(tmp_path / "sft" / "final"), "run": "sft",
+                       "metrics": {"exact_match": 40.0}},
+            "num_samples": 27, "settings": {}, "checkpoints": {"final": {"step": 104, "exact_match": 40.0}}}
+    pairs = benchmark_pairs(tmp_path / "dpo", kept)
+    assert pairs == {"facts": (80.0, 65.0)}
+    columns, rows = side_by_side(kept, pairs)
+    assert columns == ["metric", "parent (sft/final)", "final"] and ["benchmark:facts", 80.0, 65.0] in rows
+    assert [str(m) for m in drops(kept, benchmarks=pairs)] == [
+        "Benchmark facts fell from 80.0 (sft/final) to 65.0 (final): try a lower learning_rate or fewer steps, "
+        "a higher beta, or an SFT term on the chosen answers (rpo_alpha, stage dpo)."]

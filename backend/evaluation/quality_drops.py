@@ -115,17 +115,19 @@ def benchmark_pairs(run_dir: Path, kept: dict) -> dict:
         return {}
     before = _primary_scores(folder.parent / EVAL_DIR / folder.name / BENCHMARKS_FILE)
     after = _primary_scores(Path(run_dir) / EVAL_DIR / newest / BENCHMARKS_FILE)
-    return {task: (before[task], after[task]) for task in before if task in after}
+    # Only where both ran the task alike: the same questions, limit and prompt format.
+    return {task: (before[task][0], after[task][0]) for task in before
+            if task in after and before[task][1] == after[task][1]}
 
 
-def _primary_scores(path: Path) -> dict[str, float]:
-    """{task: its primary metric x 100} from one benchmarks.json (lm-eval's scores are 0-1)."""
+def _primary_scores(path: Path) -> dict[str, tuple[float, tuple]]:
+    """{task: (its primary metric x 100, how it was run)} from one benchmarks.json (lm-eval's scores are 0-1)."""
     record = read_json(path, default=None) or {}
     scores = {}
     for task, entry in (record.get("tasks") or {}).items():
         value = (entry.get("metrics") or {}).get(entry.get("primary"))
         if isinstance(value, (int, float)):
-            scores[task] = 100.0 * value
+            scores[task] = (100.0 * value, (entry.get("samples"), entry.get("limit"), entry.get("chat_template")))
     return scores
 
 
