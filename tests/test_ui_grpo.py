@@ -156,7 +156,7 @@ def test_every_reward_preset_and_own_function_round_trip_through_form_runconfig_
 
     # Unticking a kind drops it and the kept preset of that kind; a weight on one line gives 1 to the others.
     values[forms.NAMES.index("reward_contains_on")] = False
-    values[forms.NAMES.index("reward_functions_text")] = "a.b:one\n\n# a comment\na.c:two 3  # heavier\n"
+    values[forms.NAMES.index("reward_functions_text")] = "a.b:one\n\n# a comment\na.c:two\t3  # heavier\n"
     values[forms.NAMES.index("reward_format_pattern")] = ""  # empty: the think / answer default
     changed = forms.config_from_values(values, "demo", "demo")
     assert [p["kind"] for p in changed.rewards] == ["exact_match", "format", "length", "not_contains"]
@@ -315,6 +315,11 @@ def test_the_plan_counts_prompts_and_completions_and_says_the_workers_checks(ctx
     assert "❌" not in _plan(ctx, str(prompts_only), rewards=[{"kind": "format", "weight": 1.0}])
     zh = _plan(ctx, str(prompts_only), "zh")
     assert zh.startswith("**8** 个提示") and "❌" in zh and "compare(s) against" not in zh
+
+    broken = workspace.root / "broken.json"
+    broken.write_text('[{"instruction": "a" "output": "b"}]', encoding="utf-8")
+    assert _plan(ctx, str(broken)).startswith("Step numbers appear once the dataset can be read. ") and \
+        "invalid JSON in row 0" in _plan(ctx, str(broken))
 
     # The user's own function: checked as the worker checks it, and again after the file is fixed.
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -162,9 +162,9 @@ def function_lines(text: str | None) -> tuple[list[str], list[Any]]:
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
-        ref, _, weight = line.partition(" ")
+        ref, *rest = line.split(None, 1)  # any spaces or tabs between the name and its weight
         refs.append(ref)
-        weight = weight.strip()
+        weight = rest[0].strip() if rest else ""
         given = given or bool(weight)
         weights.append(weight or 1.0)  # text RunConfig reads as a float, or refuses by name
     return refs, weights if given else []

@@ -48,6 +48,7 @@ TEXT: dict[str, dict[str, str]] = {
 def grpo_rows(dataset: str, workspace: Workspace, dataset_name: str | None, model: str, chat_template: str) -> dict:
     """{"rows", "has_eval", "prompts": [[tokens or None, has reference], ...], "context"} of the data as the
     worker reads it for grpo; the tokens need the model on disk (else None). Raises what the data raises."""
+    from backend.data.errors import DataError
     from backend.data.pair_rows import worker_tokenizer
     from backend.models.loading import model_context_length
     from backend.training.grpo_data import measure_prompts
@@ -55,7 +56,15 @@ def grpo_rows(dataset: str, workspace: Workspace, dataset_name: str | None, mode
 
     folder = local_model_folder(model, workspace)
     tokenizer = worker_tokenizer(folder, chat_template) if folder is not None else None
-    measured, has_eval = measure_prompts(dataset, workspace, tokenizer, dataset_name)
+    try:
+        measured, has_eval = measure_prompts(dataset, workspace, tokenizer, dataset_name)
+    except DataError as error:  # a file neither the data backend nor the prompt reader can read
+        return {"error": str(error)}
+    except (OSError, ValueError, KeyError):
+        raise
+    except Exception:  # noqa: BLE001 - the chat template cannot render these prompts: the worker says why
+        tokenizer = None
+        measured, has_eval = measure_prompts(dataset, workspace, None, dataset_name)
     context = model_context_length(folder) if folder is not None and tokenizer is not None else None
     return {"rows": len(measured), "has_eval": has_eval, "prompts": measured, "context": context}
 
