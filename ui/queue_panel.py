@@ -161,7 +161,9 @@ def build(ctx: UIContext) -> None:
 
     def refresh(lang, picked):
         text, value, waiting, chosen = queue_view(ctx, lang, picked)
-        return text, value, gr.update(choices=waiting, value=chosen)
+        # The pick is only set when it must change: a tick answering while the user picks another
+        # run would otherwise put the old one back.
+        return text, value, gr.update(choices=waiting) if chosen == picked else gr.update(choices=waiting, value=chosen)
 
     outputs = [summary, table, pick]
     gr.context.Context.root_block.load(refresh, [ctx.lang, pick], outputs, **private)

@@ -4,19 +4,20 @@ A run's duration: once it has taken steps, the steps left times its own
 seconds per step so far; before, the time estimate (backend/training/estimate.py:
 this machine's speed log, a speed probe, or the model's FLOPs), kept in the
 run's status.json as `estimate` so it is computed once per run (the worker
-writes its own there when it starts training); else the planned steps times
-the seconds per step of the newest completed run of the same model and
-method here. Without any it is unknown, and so is every later start on its
-devices: the queue shows "unknown" rather than a guess. Starts follow the
-queue's own rule: a run starts when the runs before it on its devices have
-ended.
+writes its own there when it starts training), plus the start-up (process,
+imports, model load) of the newest completed run of the model here; else the
+planned steps times the seconds per step of the newest completed run of the
+same model and method here. Without any it is unknown, and so is every later
+start on its devices: the queue shows "unknown" rather than a guess. Starts
+follow the queue's own rule: a run starts when the runs before it on its
+devices have ended.
 """
 
 from __future__ import annotations
 
 import time
 
-from backend.runs.files import read_status, update_status
+from backend.runs.files import SUMMARY_FILE, read_json, read_status, update_status
 from backend.runs.info import RunInfo
 from backend.runs.store import RunStore
 
@@ -54,7 +55,11 @@ def run_duration(store: RunStore, info: RunInfo, now: float) -> tuple[float | No
         return max(0.0, (info.max_steps - info.global_step) * per_step), "measured"
     estimate = _estimate(store, info)
     if estimate and estimate.get("seconds_mid") is not None:
-        return float(estimate["seconds_mid"]), str(estimate.get("source") or "estimate")
+        # The estimate is training time; the worker first starts and loads the model.
+        start_up = _start_up_seconds(store, info)
+        if info.state == "running" and info.started_at:
+            start_up = max(0.0, start_up - (now - info.started_at))
+        return float(estimate["seconds_mid"]) + start_up, str(estimate.get("source") or "estimate")
     steps = info.max_steps
     per_step = _seconds_per_step_of_earlier_run(store, info)
     if steps and per_step:
@@ -83,6 +88,19 @@ def _estimate(store: RunStore, info: RunInfo) -> dict | None:
         return None
     update_status(info.run_dir, estimate=estimate)
     return estimate
+
+
+def _start_up_seconds(store: RunStore, info: RunInfo) -> float:
+    """Seconds from a worker's start to its training, and after it (imports, model load, the final
+    save), of the newest completed run of the same model here: its start-to-end time less its
+    summary.json wall_time_s. 0 when there is none."""
+    done = [i for i in store.list() if i.state == "completed" and i.model == info.model
+            and i.started_at and i.ended_at]
+    for newest in sorted(done, key=lambda i: i.ended_at, reverse=True):
+        trained = (read_json(newest.run_dir / SUMMARY_FILE, default={}) or {}).get("wall_time_s")
+        if trained is not None:
+            return max(0.0, newest.ended_at - newest.started_at - float(trained))
+    return 0.0
 
 
 def _seconds_per_step_of_earlier_run(store: RunStore, info: RunInfo) -> float | None:
