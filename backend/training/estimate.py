@@ -25,8 +25,9 @@ from backend.runs.speed_log import matching_records
 from backend.runs.workspace import Workspace
 
 RECENT = 5  # the newest measurements of a key that count (the machine's load drifts)
-# Range around the measured seconds a step: a shared machine's load moves a run's speed by this
-# much between runs (docs/BENCHMARKS.md, "Time estimate").
+# Range around the measurements: their own spread, widened by this share. On 2 cores at load 11-15 the
+# speed moved 0.74x-1.37x between a measurement and the run, and the range held 6 of 10 runs
+# (docs/BENCHMARKS.md, "Time estimate"): a range for a machine that is not this loaded.
 RUNS_SPREAD, PROBE_SPREAD = 0.15, 0.25
 # (c): training reaches this share of the device's rate; low / high bound the guess.
 FLOPS_SHARE = {"cpu": (0.1, 0.3, 0.6), "gpu": (0.15, 0.35, 0.55)}
