@@ -700,6 +700,7 @@ CATALOGUE: dict[str, str] = {
     'sweep.bad_direction': "The sweep's direction is min or max (got {value!r}).",
     'sweep.bad_budget': "The sweep's {name} must be a whole number of at least 1 (got {value!r}).",
     'sweep.over_budget': 'The grid has {count} runs, over the budget of {budget} (max_runs): raise max_runs to {count}, or set sample: {budget} (and a seed) to run a random {budget} of them.',
+    'sweep.cli_only_new': '--sweep queues new runs made from the config; it cannot be used with {flag}.',
     'sweep.queued': 'Sweep {sweep_id}: {count} runs queued. {total}',
 }
 

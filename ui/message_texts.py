@@ -606,5 +606,6 @@ ZH: dict[str, str] = {
     'sweep.bad_direction': '扫描的 direction 只能是 min 或 max（当前为 {value!r}）。',
     'sweep.bad_budget': '扫描的 {name} 必须是至少为 1 的整数（当前为 {value!r}）。',
     'sweep.over_budget': '网格共有 {count} 次运行，超过了预算 {budget}（max_runs）：请把 max_runs 提高到 {count}，或设置 sample: {budget}（并给出 seed）随机运行其中 {budget} 次。',
+    'sweep.cli_only_new': '--sweep 会用配置新建运行并排队；不能与 {flag} 一起使用。',
     'sweep.queued': '扫描 {sweep_id}：已排队 {count} 次运行。{total}',
 }

@@ -30,7 +30,7 @@ def run_sweep(args: argparse.Namespace, tick_s: float = TICK_S) -> int:
 
     try:
         if args.resume or args.run_dir:
-            raise ConfigError(msg("queue.cli_only_new", flag="--resume" if args.resume else "--run-dir"))
+            raise ConfigError(msg("sweep.cli_only_new", flag="--resume" if args.resume else "--run-dir"))
         if not args.config and not args.overrides and not args.recipe:
             raise ConfigError(msg("train.no_config"))
         base = (RunConfig.load(args.config) if args.config else recipe_config(args.recipe or "starter")) \
