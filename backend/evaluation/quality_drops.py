@@ -136,11 +136,12 @@ def kept_lines(kept: dict, run_dir: Path) -> list[str]:
     benchmarks = benchmark_pairs(run_dir, kept)
     columns, rows = side_by_side(kept, benchmarks)
     width = max(14, *(len(c) + 2 for c in columns[1:]))
+    first = max(22, *(len(row[0]) + 2 for row in rows)) if rows else 22
     out = ["", f"Beside the run it continues ({kept['parent']['label']}): {kept['num_samples']} rows of "
                f"{kept['settings']['data']}, max_new_tokens {kept['settings']['max_new_tokens']}",
-           f"{columns[0]:<22}" + "".join(f"{c:>{width}}" for c in columns[1:])]
+           f"{columns[0]:<{first}}" + "".join(f"{c:>{width}}" for c in columns[1:])]
     for metric, *values in rows:
-        out.append(f"{metric:<22}" + "".join(f"{_number(v):>{width}}" for v in values))
+        out.append(f"{metric:<{first}}" + "".join(f"{_number(v):>{width}}" for v in values))
     flagged = drops(kept, benchmarks=benchmarks)
     return out + ([f"Drop: {m}" for m in flagged] or ["No drop beyond the thresholds."])
 
