@@ -58,6 +58,11 @@ def bundled_choices(ctx: UIContext, lang: str | None) -> list[tuple[str, str]]:
     return [(f"{name}: {ctx.msg(lang, f'bench.task.{name}')}", name) for name in BUNDLED]
 
 
+def forget_drawn() -> str:
+    """Another run was picked: the next tick redraws its results."""
+    return ""
+
+
 def relabel(ctx: UIContext, lang):
     return gr.update(choices=bundled_choices(ctx, lang))
 
@@ -152,7 +157,8 @@ def _figure(results: dict):
         figure.add_scatter(x=[p[0] for p in points], y=[p[1] for p in points], text=[p[2] for p in points],
                            mode="lines+markers", hovertemplate="%{text}: %{y:.4g}<extra></extra>", showlegend=False,
                            row=i // cols + 1, col=i % cols + 1)
-    figure.update_yaxes(range=[0, 1.05])
+    if all(0 <= p[1] <= 1 for points in series.values() for p in points):
+        figure.update_yaxes(range=[0, 1.05])  # shares: the same scale in every panel (a perplexity keeps its own)
     figure.update_xaxes(title_text="step")
     figure.update_layout(height=280 * math.ceil(len(series) / cols), margin={"l": 30, "r": 10, "t": 40, "b": 30})
     return figure
@@ -181,6 +187,6 @@ def build(ctx: UIContext, run, checkpoints) -> None:
     go.click(partial(start, ctx), [ctx.lang, run, checkpoints, bundled, other, limit, chat_template], status,
              **private)
     outputs = [progress, table, chart, seen]
-    run.change(lambda: "", None, seen, **private)  # another run: redraw on the next tick
+    run.change(forget_drawn, None, seen, **private)
     gr.Timer(POLL_EVERY_S).tick(partial(poll, ctx), [ctx.lang, run, seen], outputs, show_progress="hidden", **private)
     ctx.lang.change(partial(relabel, ctx), ctx.lang, bundled, **private)
