@@ -33,6 +33,8 @@ from backend.runs.scheduler import QueueScheduler
 from backend.runs.store import RunError, RunInfo, RunStore
 from tests.polling import wait_for
 
+pytestmark = pytest.mark.slow
+
 HOLD = "tests.queue_holds:HoldWhileWorkspaceFlag"
 REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
 
