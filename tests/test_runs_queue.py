@@ -5,6 +5,7 @@ killed; cancel, reorder and Start now, with their refusals; two stores racing st
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -254,3 +255,24 @@ def test_the_queue_command_refuses_what_it_cannot_queue(workspace, subprocess_en
     no_gpu = queue_command("--config", str(config))
     assert no_gpu.returncode == 2 and "no such GPU cuda:7" in no_gpu.stderr
     assert [p for p in workspace.runs_dir.iterdir() if p.is_dir()] == []  # nothing queued (the lock files only)
+
+
+def test_a_run_whose_status_cannot_start_fails_and_the_next_starts(workspace, devices):
+    """A waiting run's status.json edited by hand (no command): it fails with a sentence instead of
+    stopping the queue, and the run behind it starts."""
+    store = RunStore(workspace, devices=devices)
+    holder = hold_device(store)
+    try:
+        broken, next_one = (enqueue(store, short_config(run_name=name)) for name in ("broken", "next"))
+    finally:
+        holder.kill()
+        holder.wait()
+    status = read_status(store.runs_dir / broken)
+    del status["command"]
+    (store.runs_dir / broken / "status.json").write_text(json.dumps(status))
+    stub = f"open({str(store.runs_dir / next_one / 'launches')!r}, 'a').write('started')"
+    update_status(store.runs_dir / next_one, command=[sys.executable, "-c", stub])
+    assert advance(store) == [next_one]
+    failed = store.get(broken)
+    assert failed.state == "failed" and f"Could not start the worker for {broken}" in failed.error
+    assert [run_id for run_id, _ in queue_summary(store).failed] == [broken]

@@ -99,7 +99,12 @@ def advance(store: RunStore) -> list[str]:
                 started.append(run_id)
             except RunError:
                 pass  # launch failed (recorded as failed in its status.json) or started by another store
-            claimed |= devices
+            except (KeyError, TypeError, OSError) as error:  # a status.json edited by hand: that run fails,
+                said = msg("run.launch_failed", run_id=run_id, error=error)  # the rest of the queue goes on
+                update_status(store.runs_dir / run_id, state="failed", ended_at=time.time(), error=str(said),
+                              error_message=said.to_dict())
+            if read_status(store.runs_dir / run_id).get("state") in ("queued", "running"):
+                claimed |= devices  # started, or still waiting; a run that failed to start holds nothing
     return started
 
 
