@@ -132,8 +132,12 @@ def language_model(run_dir: Path, config: RunConfig, base: str, name: str, batch
     extra = {}
     if config.quantization_bits and pretrained == base:  # QLoRA: the 4/8-bit base it trained on
         extra["quantization_config"] = quantization_config(config.quantization_bits, getattr(torch, dtype))
-    return HFLM(pretrained=pretrained, peft=peft, tokenizer=tokenizer, device=device, dtype=dtype,
-                batch_size=batch_size, trust_remote_code=config.trust_remote_code, **extra)
+    lm = HFLM(pretrained=pretrained, peft=peft, tokenizer=tokenizer, device=device, dtype=dtype,
+              batch_size=batch_size, trust_remote_code=config.trust_remote_code, **extra)
+    # A max_new_tokens in generation_config.json (SmolLM2's, the demo model's: 64) takes precedence over the
+    # max_length lm-eval derives from a task's max_gen_toks, so answers ran past the task's limit.
+    lm.model.generation_config.max_new_tokens = None
+    return lm
 
 
 def flat_metrics(task_result: dict) -> dict[str, float]:
