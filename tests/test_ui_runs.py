@@ -14,6 +14,7 @@ import gradio as gr
 import pytest
 
 from backend.config_recipes import tiny_config
+from backend.runs import queue
 from backend.runs.files import METRICS_FILE, list_checkpoints
 from tests.polling import wait_for
 from ui import charts, forms, run_view
@@ -59,10 +60,11 @@ def test_smoothing_and_heatmap_shapes_by_hand():
 @pytest.mark.slow
 def test_monitor_follows_a_real_run_that_is_killed_then_a_failed_one(ctx):
     run_id = start(ctx, max_steps=12, save_steps=2, eval_steps=2, val_size=0.2, run_name="watched")
-    refused, other = train.start(ctx, "en", "demo", "demo", *forms.form_values(tiny_config(devices="cpu")))
-    assert other is None and f"busy with run {run_id}" in refused  # one job per device
+    said, waiting = train.start(ctx, "en", "demo", "demo", *forms.form_values(tiny_config(devices="cpu")))
+    assert waiting and f"queued behind run **{run_id}**" in said  # one job per device: the second one waits
+    queue.cancel(ctx.store, waiting)  # this test watches the first run alone
     rows, ids, watched = runs.list_runs(ctx)
-    assert ids == [run_id] and watched == run_id and rows[0][3] == "lora"
+    assert sorted(ids) == sorted([run_id, waiting]) and watched == run_id and rows[ids.index(run_id)][3] == "lora"
 
     store = ctx.store
     run_dir = store.get(run_id).run_dir
@@ -80,7 +82,8 @@ def test_monitor_follows_a_real_run_that_is_killed_then_a_failed_one(ctx):
     # The watcher never lost or duplicated a record: it holds exactly the file's complete lines.
     assert watch.records == file_records(run_dir) and seen == sorted(seen)
     assert "This run was lost" in out[ALERT] and "Resume continues from checkpoint-" in out[ALERT]
-    assert out[RESUME]["visible"] is True and "lost" in runs.list_runs(ctx)[0][0][1]
+    rows, ids, _ = runs.list_runs(ctx)
+    assert out[RESUME]["visible"] is True and "lost" in rows[ids.index(run_id)][1]
 
     fresh = runs.tick(ctx, "en", None, run_id)  # a page refresh: a new session sees the whole history
     assert fresh[WATCH].records == watch.records
