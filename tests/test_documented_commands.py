@@ -40,7 +40,7 @@ RUNS: list[tuple[str, str, str | None]] = [
     (".venv/bin/python -m backend.train --config run.yaml --dry-run",
      ".venv/bin/python -m backend.train --config run.yaml --dry-run", None),
     (".venv/bin/python -m backend.train --config run.yaml --sweep sweep.yaml --dry-run",
-     "printf 'grid: {learning_rate: [1.0e-3, 3.0e-3], lora_r: [4, 8]}\\n' > sweep.yaml"
+     "printf 'grid: {{learning_rate: [1.0e-3, 3.0e-3], lora_r: [4, 8]}}\\n' > sweep.yaml"  # {{ }}: str.format
      " && .venv/bin/python -m backend.train --config run.yaml --sweep sweep.yaml --dry-run", None),
     ("python -m backend.train --workspace WS --recipe demo-tiny --run-dir WS/runs/sft",
      "python -m backend.train --workspace workspace --recipe demo-tiny --run-dir workspace/runs/sft"
