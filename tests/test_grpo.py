@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,6 +15,7 @@ import pytest
 
 from backend.config import ConfigError, RunConfig
 from backend.runs.files import list_checkpoints, read_status
+from tests.worker_runs import records, worker
 
 REPO = Path(__file__).resolve().parents[1]
 # A generation batch of 8 completions = 2 prompts x 4; completions of 8 tokens keep a step to seconds.
@@ -68,23 +67,6 @@ def reward_module(workspace, subprocess_env) -> dict:
     env = dict(subprocess_env)
     env["PYTHONPATH"] = str(folder) + os.pathsep + env["PYTHONPATH"]
     return env
-
-
-def worker(workspace, env, *sets: str, run_dir: Path | None = None, args=(), wait=True):
-    command = [sys.executable, "-m", "backend.train", "--workspace", str(workspace.root)]
-    command += list(args) or ["--recipe", "demo-tiny", "--run-dir", str(run_dir)]
-    for item in sets:
-        command += ["--set", item]
-    if not wait:
-        with open(Path(run_dir).parent / f"{Path(run_dir).name}.out", "w") as log:
-            return subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
-    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
-
-
-def records(run_dir: Path, kind: str) -> list[dict]:
-    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
-    return [r for r in map(json.loads, lines) if r["kind"] == kind]
 
 
 def test_grpo_run_contract_with_each_reward_and_a_function_of_the_users(workspace, sums, reward_module):

@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from backend.runs.files import list_checkpoints, read_status
+from tests.worker_runs import records, worker
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -36,25 +35,6 @@ def four_pairs(workspace) -> Path:
     path = workspace.root / "pairs.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in pairs(4)), encoding="utf-8")
     return path
-
-
-def worker(workspace, env, *sets: str, run_dir: Path | None = None, args=(), wait=True):
-    """`python -m backend.train --recipe demo-tiny --set ...` without --config: the recipe's defaults are the
-    base (CLI parity)."""
-    command = [sys.executable, "-m", "backend.train", "--workspace", str(workspace.root)]
-    command += list(args) or ["--recipe", "demo-tiny", "--run-dir", str(run_dir)]
-    for item in sets:
-        command += ["--set", item]
-    if not wait:
-        with open(Path(run_dir).parent / f"{Path(run_dir).name}.out", "w") as log:
-            return subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
-    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
-
-
-def records(run_dir: Path, kind: str) -> list[dict]:
-    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
-    return [r for r in map(json.loads, lines) if r["kind"] == kind]
 
 
 def assert_contract(result, run_dir: Path, stage: str) -> dict:
