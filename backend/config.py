@@ -35,6 +35,7 @@ from backend.config_policy import (
     SCALE,
     WARN,
     Bounds,
+    ConfigError,
     ToTrainer,
     above,
     at_least,
@@ -45,11 +46,7 @@ from backend.config_policy import (
     policy_gaps,
     share,
 )
-from backend.messages import CATALOGUE, UserError, msg
-
-
-class ConfigError(UserError, ValueError):
-    """An invalid run configuration; the message is meant for the user (a catalogued Message)."""
+from backend.messages import CATALOGUE, msg
 
 
 def _f(default: Any, help: str, choices: tuple | None = None, *, form: str, trainer: ToTrainer, resume: str,

@@ -14,6 +14,9 @@ Every field says, where it is declared in backend/config.py:
 
 `policy_gaps` names any field that lacks one of these; the import of
 backend.config fails on a gap, and tests/test_config.py checks the rule.
+
+`ConfigError`, the error a refused setting raises, lives here too, below
+backend/config.py, so the packages config.py builds on can raise it.
 """
 
 from __future__ import annotations
@@ -24,7 +27,11 @@ import string
 from dataclasses import dataclass
 from typing import Any, get_type_hints
 
-from backend.messages import CATALOGUE
+from backend.messages import CATALOGUE, UserError
+
+
+class ConfigError(UserError, ValueError):
+    """An invalid run configuration; the message is meant for the user (a catalogued Message)."""
 
 
 @dataclass(frozen=True)

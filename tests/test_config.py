@@ -3,7 +3,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from backend.config import ConfigError, RunConfig, derived_numbers, split_sizes
+from backend.config import RunConfig, derived_numbers, split_sizes
+from backend.config_policy import ConfigError
 from backend.models.hardware import Device, resolve_precision
 
 CPU = Device("cpu", "CPU", 24.0, False, False)

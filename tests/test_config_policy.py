@@ -11,7 +11,7 @@ from typing import get_type_hints
 import gradio as gr
 import pytest
 
-from backend.config import ConfigError, RunConfig, _f
+from backend.config import RunConfig, _f
 from backend.config_policy import (
     APP,
     CONVERTED,
@@ -20,6 +20,7 @@ from backend.config_policy import (
     MUST_MATCH,
     WARN,
     Bounds,
+    ConfigError,
     copied,
     fields_with,
     is_number,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.config import ConfigError
+from backend.config_policy import ConfigError
 from backend.data.cli import main as data_cli
 from backend.data.errors import DataError
 from backend.data.load import load_rows

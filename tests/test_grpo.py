@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from backend.config import ConfigError, RunConfig
+from backend.config import RunConfig
+from backend.config_policy import ConfigError
 from backend.runs.files import list_checkpoints, read_status
 from tests.worker_runs import records, worker
 

@@ -83,7 +83,7 @@ def test_worker_run_by_hand_pins_itself(tmp_path):
     # A fresh process: pinning must happen before torch is imported, as in `python -m backend.train`.
     script = """
 import os, sys
-from backend.config import ConfigError
+from backend.config_policy import ConfigError
 from backend.training.cli import pin_devices
 os.environ.pop("CUDA_VISIBLE_DEVICES", None); os.environ.pop("FINETUNE_STUDIO_DEVICES", None)
 pin_devices("1,2", os.environ)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from backend.config import ConfigError, RunConfig
+from backend.config import RunConfig
+from backend.config_policy import ConfigError
 from backend.config_recipes import tiny_config
 from backend.messages import CATALOGUE, Message, message_of, msg
 from backend.runs.files import read_status, update_status

@@ -175,7 +175,8 @@ def test_malformed_pairwise_files_give_a_sentence_and_an_exit_code(tmp_path, nam
 
 
 def test_stage_defaults_and_refused_settings():
-    from backend.config import ConfigError, RunConfig
+    from backend.config import RunConfig
+    from backend.config_policy import ConfigError
 
     dpo = RunConfig().with_overrides(["stage=dpo"])
     assert (dpo.learning_rate, dpo.cutoff_len, dpo.per_device_train_batch_size) == (1e-4, 64, 4)

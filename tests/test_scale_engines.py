@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from backend.config import ConfigError
+from backend.config_policy import ConfigError
 from backend.config_recipes import tiny_config
 from backend.models.hardware import Device
 from backend.scale.engines import decoder_layer_classes, uses_torchrun

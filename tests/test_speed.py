@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from backend.config import ConfigError, RunConfig, derived_numbers
+from backend.config import RunConfig, derived_numbers
+from backend.config_policy import ConfigError
 from backend.config_recipes import tiny_config
 from backend.data.encode import IGNORE_INDEX
 from backend.models.hardware import Device, cpu_supports_bf16

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from backend.config import ConfigError
+from backend.config_policy import ConfigError
 from backend.config_recipes import tiny_config
 from backend.evaluation.results import METRICS
 from backend.runs.files import read_status

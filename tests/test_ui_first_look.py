@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from backend.config import ConfigError, RunConfig
+from backend.config import RunConfig
+from backend.config_policy import ConfigError
 from backend.config_recipes import tiny_config
 from backend.data.resolve import DatasetUnreadable, check_dataset, load_rows
 from backend.runs.store import RunError, RunStore

@@ -14,7 +14,7 @@ import time
 
 import gradio as gr
 
-from backend.config import ConfigError
+from backend.config_policy import ConfigError
 from backend.messages import msg as backend_msg
 from backend.runs.info import RunError
 from ui import forms

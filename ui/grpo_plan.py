@@ -101,7 +101,7 @@ def functions_lines(msg: Msg, config, lang: str | None) -> list[str]:
     """The worker's check of the user's reward functions, run here so the Plan says it before Start."""
     from types import SimpleNamespace
 
-    from backend.config import ConfigError
+    from backend.config_policy import ConfigError
     from backend.messages import msg as message
     from backend.training.rewards import check_user_functions
     from ui.i18n import localize

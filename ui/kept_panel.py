@@ -124,7 +124,8 @@ def _run_dir(ctx: UIContext, run_id) -> Path | None:
 
 
 def _continues(run_dir: Path) -> bool:
-    from backend.config import ConfigError, RunConfig
+    from backend.config import RunConfig
+    from backend.config_policy import ConfigError
 
     try:
         return bool(RunConfig.load(run_dir / "config.yaml").init_adapter)

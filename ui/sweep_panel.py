@@ -10,7 +10,7 @@ from __future__ import annotations
 import gradio as gr
 import yaml
 
-from backend.config import ConfigError
+from backend.config_policy import ConfigError
 from backend.messages import message_of
 from backend.runs.info import RunError
 from backend.sweeps.grid import FIELDS, MAX_FIELDS, TARGETS, SweepError, parse_sweep

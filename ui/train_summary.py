@@ -14,11 +14,11 @@ from backend.config import (
     ABSURD_LEARNING_RATE,
     MANY_STEPS,
     WARMUP_MIN_STEPS,
-    ConfigError,
     RunConfig,
     derived_numbers,
     split_sizes,
 )
+from backend.config_policy import ConfigError
 from backend.models.hardware import Device, resolve_precision, training_devices
 from backend.models.memory import architecture_for
 from backend.models.memory_advice import fit_hint, run_memory

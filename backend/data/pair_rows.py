@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from backend.config import ConfigError
+from backend.config_policy import ConfigError
 from backend.data.encode import count_tokens
 from backend.messages import UserError
 

@@ -15,7 +15,8 @@ import logging
 import random
 from pathlib import Path
 
-from backend.config import ConfigError, split_sizes
+from backend.config import split_sizes
+from backend.config_policy import ConfigError
 from backend.data.errors import DataError
 from backend.data.load import DATASET_INFO
 from backend.data.saved_datasets import EVAL_FILE, TRAIN_FILE, is_workspace_dataset, load_dataset_rows, validate_name

@@ -29,7 +29,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from backend.config import CHAT_TEMPLATES, ConfigError
+from backend.config import CHAT_TEMPLATES
+from backend.config_policy import ConfigError
 from backend.messages import Message, msg
 
 AUTO, OWN = "auto", "own"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from backend.config import ConfigError
+from backend.config_policy import ConfigError
 from backend.messages import Message, msg
 from backend.models.memory import (
     HEADROOM,

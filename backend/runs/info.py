@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from backend.config import ConfigError, RunConfig
+from backend.config import RunConfig
+from backend.config_policy import ConfigError
 from backend.messages import Message, UserError, message_of, msg
 from backend.runs.files import (
     CONFIG_FILE,

@@ -30,7 +30,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from backend.config import ConfigError, RunConfig
+from backend.config import RunConfig
+from backend.config_policy import ConfigError
 from backend.messages import message_of, msg
 from backend.runs.files import CONFIG_FILE, FINAL_STATES, read_status, update_status
 from backend.runs.info import RunError, RunInfo, is_waiting

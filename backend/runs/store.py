@@ -23,7 +23,8 @@ import threading
 import time
 from pathlib import Path
 
-from backend.config import ConfigError, RunConfig
+from backend.config import RunConfig
+from backend.config_policy import ConfigError
 from backend.messages import Message, message_of, msg
 from backend.models.hardware import Device, detect_devices, training_devices
 from backend.runs import processes

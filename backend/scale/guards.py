@@ -16,7 +16,7 @@ import re
 import socket
 from pathlib import Path
 
-from backend.config import ConfigError
+from backend.config_policy import ConfigError
 from backend.messages import msg
 
 SHARDED = ("fsdp", "deepspeed_zero2", "deepspeed_zero3")

@@ -113,7 +113,7 @@ def _init(ray, config, ray_log: RayLogFile) -> None:
         try:
             ray.init(address=config.ray_address, **common)
         except ConnectionError:  # the cluster check_ray_cluster found went away since
-            from backend.config import ConfigError
+            from backend.config_policy import ConfigError
             from backend.messages import msg
 
             raise ConfigError(msg("scale.ray_none_running") if config.ray_address == "auto" else

@@ -186,7 +186,7 @@ def template_args(base: ChatTarget) -> list[str]:
     template may change to its turn terminator, and generation_config.json's eos_token_id)."""
     from transformers import GenerationConfig
 
-    from backend.config import ConfigError
+    from backend.config_policy import ConfigError
     from backend.models import loading
     from backend.models.chat_templates import OWN, apply_for_model, stop_token_ids
 

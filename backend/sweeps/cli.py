@@ -13,7 +13,8 @@ import argparse
 import sys
 import time
 
-from backend.config import ConfigError, RunConfig
+from backend.config import RunConfig
+from backend.config_policy import ConfigError
 from backend.config_recipes import recipe_config
 from backend.messages import message_of, msg
 from backend.runs.files import FINAL_STATES

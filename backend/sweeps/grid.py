@@ -26,7 +26,8 @@ from pathlib import Path
 
 import yaml
 
-from backend.config import ConfigError, RunConfig
+from backend.config import RunConfig
+from backend.config_policy import ConfigError
 from backend.messages import UserError, message_of, msg
 
 KEYS = ("grid", "runs", "target", "direction", "max_runs", "sample", "seed")

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from backend.config import ConfigError, RunConfig, import_reference
-from backend.config_policy import MUST_MATCH, WARN
+from backend.config import RunConfig, import_reference
+from backend.config_policy import MUST_MATCH, WARN, ConfigError
 from backend.config_recipes import recipe_config
 from backend.messages import Message, message_of, msg
 from backend.models.hardware import LAUNCHED_DEVICES_ENV, launch_env

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from backend.config import ConfigError
+from backend.config_policy import ConfigError
 from backend.messages import msg
 
 

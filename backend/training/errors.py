@@ -12,7 +12,8 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from backend.config import ConfigError, RunConfig
+from backend.config import RunConfig
+from backend.config_policy import ConfigError
 from backend.messages import Message, message_of, msg
 from backend.models.memory_advice import advice_without_estimate as oom_advice
 from backend.runs.files import update_status

@@ -10,7 +10,7 @@ values that work, and gives the Plan its counts.
 
 from __future__ import annotations
 
-from backend.config import ConfigError
+from backend.config_policy import ConfigError
 from backend.messages import msg
 
 

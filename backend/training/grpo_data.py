@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from backend.config import ConfigError
+from backend.config_policy import ConfigError
 from backend.data.resolve import DatasetUnreadable, load_rows, resolve_dataset, split_rows
 from backend.messages import Message, msg
 from backend.runs.workspace import Workspace

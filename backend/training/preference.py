@@ -19,7 +19,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from backend.config import ConfigError, RunConfig
+from backend.config import RunConfig
+from backend.config_policy import ConfigError
 from backend.data.pair_rows import CUT, EMPTY, SAME, left_out, measure, stage_rows
 from backend.data.resolve import load_rows, resolve_dataset, split_rows
 from backend.messages import Message, msg

@@ -26,7 +26,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from backend.config import REWARD_KINDS, THINK_ANSWER, ConfigError
+from backend.config import REWARD_KINDS, THINK_ANSWER
+from backend.config_policy import ConfigError
 from backend.messages import msg
 
 ANSWER_COLUMN = "answer"  # the reference answer, a column of the prompt rows

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from transformers import PrinterCallback, Trainer, TrainerState, TrainingArguments, set_seed
 
-from backend.config import ConfigError, import_reference
+from backend.config import import_reference
+from backend.config_policy import ConfigError
 from backend.data.resolve import resolve_dataset
 from backend.messages import message_of, msg
 from backend.models.chat_templates import apply_for_model

@@ -18,7 +18,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from backend.config import ConfigError, RunConfig
+from backend.config import RunConfig
+from backend.config_policy import ConfigError
 from backend.messages import msg
 from backend.runs.files import LOG_FILE, METRICS_FILE, read_json
 from backend.runs.jobs import COMPLETED, FAILED, RUNNING, write_progress

@@ -15,7 +15,8 @@ from typing import Any
 
 import gradio as gr
 
-from backend.config import ConfigError, RunConfig
+from backend.config import RunConfig
+from backend.config_policy import ConfigError
 from backend.models.offline import OFFLINE_MODELS
 from backend.models.presets import PRESETS
 from backend.runs import queue
