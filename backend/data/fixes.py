@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from backend.data.encode import count_tokens
+from backend.data.fix_steps import FixStep
 from backend.data.textrules import (
     fill_placeholders,
     normalize,
@@ -49,17 +50,6 @@ class FixPlan:
 
 class FixRefused(UserError, ValueError):
     """A fix plan that cannot be applied; the message is catalogued (backend/messages.py)."""
-
-
-@dataclass
-class FixStep:
-    id: str
-    params: dict
-    changed: list[int] = field(default_factory=list)  # source row numbers whose text changed
-    removed: list[int] = field(default_factory=list)  # source row numbers dropped
-
-    def to_dict(self) -> dict:
-        return {"id": self.id, "params": self.params, "changed": len(self.changed), "removed": len(self.removed)}
 
 
 @dataclass

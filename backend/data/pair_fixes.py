@@ -6,15 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from backend.data.checks.pairs import answers_of, text_of
-from backend.data.textrules import row_key
+from backend.data.fix_steps import FixStep
+from backend.data.textrules import answers_of, row_key, text_of
 
 PARTS = ("prompt", "chosen", "rejected", "completion")
 
 
 def map_pair_text(rows, indices, fn: Callable[[str], str], fix_id: str, params: dict):
-    from backend.data.fixes import FixStep
-
     step, out = FixStep(fix_id, params), []
     for row, index in zip(rows, indices):
         fixed = {**row, **{k: [{**m, "content": fn(m["content"])} for m in row[k]] for k in PARTS if k in row}}

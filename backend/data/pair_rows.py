@@ -18,16 +18,13 @@ from dataclasses import dataclass
 
 from backend.config_policy import ConfigError
 from backend.data.encode import count_tokens
+from backend.data.textrules import answers_of
 from backend.messages import UserError
 
 # Why a row is left out (the worker's RowCounts reasons: summary.json, the refusal, the Plan).
 EMPTY = "empty chosen / rejected answer"
 SAME = "chosen same as rejected"
 CUT = "answer cut away by cutoff_len"
-
-
-def answers_of(row: dict) -> list[list[dict]]:
-    return [row["chosen"], row["rejected"]] if "chosen" in row else [row["completion"]]
 
 
 def _text(messages: list[dict]) -> str:

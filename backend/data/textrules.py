@@ -103,3 +103,12 @@ def prompt_and_response(messages: list[dict]) -> tuple[list[dict], str]:
         if messages[i]["role"] == "assistant":
             return messages[:i], messages[i]["content"]
     return messages, ""
+
+
+# Preference rows (pairs and KTO rows): the answers their checks and fixes look at, and their text.
+def answers_of(row: dict) -> list[list[dict]]:
+    return [row["chosen"], row["rejected"]] if "chosen" in row else [row["completion"]]
+
+
+def text_of(messages: list[dict]) -> str:
+    return "\n".join(m["content"] for m in messages)

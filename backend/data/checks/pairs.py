@@ -16,15 +16,11 @@ import numpy as np
 from backend.data.checks.report import CheckResult, flag_row, rejected_detail
 from backend.data.checks.specs import PAIR_SPECS
 from backend.data.load import SourceRow
-from backend.data.pair_rows import answers_of, measure
-from backend.data.textrules import row_key
+from backend.data.pair_rows import measure
+from backend.data.textrules import answers_of, row_key, text_of
 from backend.messages import Message, msg
 
 PAIR_TOKEN_CHECKS = ("prompt_fills_cutoff", "over_cutoff")
-
-
-def text_of(messages: list[dict]) -> str:
-    return "\n".join(m["content"] for m in messages)
 
 
 class PairChecker:
