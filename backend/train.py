@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         setup_logging(job)
         mark_running(job)
         if job.config.ray_address:  # this process is Ray's driver; the workers train
-            from backend.scale.ray_run import run_on_ray
+            from backend.training.ray_run import run_on_ray
 
             return run_on_ray(job, stop)
         from backend.training.session import build, finish, train  # torch: after the cheap checks

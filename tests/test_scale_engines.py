@@ -172,7 +172,7 @@ def test_launch_commands_for_each_way_of_running():
     assert worker_command(args, tiny_config(ray_address="local"), 4)[1:] == ["-m", "backend.train", *args]
     nodes = tiny_config(nnodes=2, master_addr="10.0.0.1", master_port=29400, node_join_timeout=60)
     assert worker_command(args, nodes, 8)[1:10] == [
-        "-m", "backend.scale.torchrun", "--nnodes=2", "--node-rank=0", "--nproc-per-node=8",
+        "-m", "backend.runs.torchrun", "--nnodes=2", "--node-rank=0", "--nproc-per-node=8",
         "--master-addr=10.0.0.1", "--master-port=29400", "--rdzv-conf=timeout=60", "-m"]
     assert [c[4] for c in other_node_commands(args, nodes, 8)] == ["--node-rank=1"]
     assert other_node_commands(args, tiny_config(), 1) == []

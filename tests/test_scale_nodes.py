@@ -49,7 +49,7 @@ def test_two_nodes_write_one_run_that_stops_and_resumes(store, subprocess_env, t
     run_id = store.create(config)
     run_dir = store.runs_dir / run_id
     status = read_status(run_dir)
-    assert status["command"][1:3] == ["-m", "backend.scale.torchrun"] and "--node-rank=0" in status["command"]
+    assert status["command"][1:3] == ["-m", "backend.runs.torchrun"] and "--node-rank=0" in status["command"]
     (node1_argv,) = status["node_commands"]
     assert node1_argv == [a.replace("--node-rank=0", "--node-rank=1") for a in status["command"]]
     (run_dir / ".hold").touch()

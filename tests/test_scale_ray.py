@@ -18,7 +18,7 @@ import pytest
 from backend.config import RunConfig
 from backend.runs.files import COMPLETE_MARKER, list_checkpoints, read_status
 from backend.runs.store import RunStore
-from backend.scale.ray_run import STOP_FILE
+from backend.training.ray_run import STOP_FILE
 from tests.conftest import REPO
 from tests.polling import wait_for
 from tests.test_runs_worker import HOLD, metrics, small_config, wait_final

@@ -66,7 +66,7 @@ def test_show_command_gives_the_command_for_each_other_node(ctx):
     values = browser_values(tiny_config(nnodes=3, master_addr="10.0.0.1", master_port=29511, devices="cpu"))
     _, command, _ = train.show_command(ctx, "en", "demo", "demo", *values)
     lines = command.splitlines()
-    assert "-m backend.scale.torchrun --nnodes=3 --node-rank=0 --nproc-per-node=1 --master-addr=10.0.0.1 " \
+    assert "-m backend.runs.torchrun --nnodes=3 --node-rank=0 --nproc-per-node=1 --master-addr=10.0.0.1 " \
            "--master-port=29511 --rdzv-conf=timeout=300 -m backend.train --config run.yaml" in lines[0]
     assert lines[2] == "# on node 1 (same run folder, shared storage):" and "--node-rank=1" in lines[3]
     assert lines[5] == "# on node 2 (same run folder, shared storage):" and "--node-rank=2" in lines[6]

@@ -133,7 +133,7 @@ def trainer_processes(pid: int) -> list[psutil.Process]:
         children = process.children()
     except psutil.NoSuchProcess:
         return []
-    launchers = ("torch.distributed.run", "backend.scale.torchrun")  # the second: torchrun for several nodes
+    launchers = ("torch.distributed.run", "backend.runs.torchrun")  # the second: torchrun for several nodes
     launched_torchrun = any(name in part for part in _cmdline(process) for name in launchers)
     return children if launched_torchrun and children else [process]
 

@@ -2,7 +2,7 @@
 
     one process           python -m backend.train ARGS
     several, one machine  python -m torch.distributed.run --standalone --nproc-per-node=N -m backend.train ARGS
-    several machines      python -m backend.scale.torchrun --nnodes=M --node-rank=K ... -m backend.train ARGS
+    several machines      python -m backend.runs.torchrun --nnodes=M --node-rank=K ... -m backend.train ARGS
     Ray Train             python -m backend.train ARGS   (the driver; Ray starts the workers)
 
 FSDP and ZeRO go through torchrun even on one GPU (a process group of one).
@@ -18,7 +18,7 @@ import sys
 from backend.scale.engines import uses_torchrun
 
 WORKER_MODULE = "backend.train"
-NODES_MODULE = "backend.scale.torchrun"
+NODES_MODULE = "backend.runs.torchrun"
 
 
 def processes_per_node(config, devices: list) -> int:

@@ -27,4 +27,6 @@ plan_check.py warnings for absurd plans (steps, then time after the first step)
 estimate.py   how long a run will train before it starts (earlier runs, a speed probe, or FLOPs), with a range
 speed_probe.py a few real steps of a config in a scratch folder, timed (the Plan's Measure speed)
 dry_run.py    --dry-run: the start's checks, the steps and the estimate; nothing trains
+ray_run.py    the Ray driver: the same session inside ray.train.torch.TorchTrainer's workers
+ray_log.py    Ray's own output into the run's ray.log, so train.log stays the user's
 """

@@ -1,4 +1,4 @@
-"""torchrun for runs on several machines: `python -m backend.scale.torchrun
+"""torchrun for runs on several machines: `python -m backend.runs.torchrun
 [torchrun arguments] -m backend.train ...`.
 
 The same launcher as `python -m torch.distributed.run` (its argument parser

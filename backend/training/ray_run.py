@@ -28,7 +28,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 from backend.runs.files import read_status
-from backend.scale.ray_log import RayLogFile
+from backend.training.ray_log import RayLogFile
 
 log = logging.getLogger("backend.train")
 STOP_FILE = ".stop-requested"
