@@ -2,7 +2,7 @@
 
 Runs in its own process (started by backend/runs/store.py or by hand, or under
 torchrun for DDP) and talks to the rest of the app only through the run folder
-(DESIGN section 3): config.yaml, status.json, metrics.jsonl, train.log,
+(docs/CONTRACTS.md, the run directory): config.yaml, status.json, metrics.jsonl, train.log,
 checkpoint-<step>/ + COMPLETE, final/, summary.json. SIGTERM saves a
 checkpoint at the next step boundary and exits 0 with state "stopped".
 Exit codes: 0 completed or stopped, 1 failed while running, 2 bad config or path.

@@ -22,7 +22,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 VARIANTS = {
-    # The SFT demo's settings (what DESIGN section 8 measured).
+    # The SFT demo's settings (the first DPO measurement: docs/LIBRARY_TRAPS.md, training).
     "sft-like: batch 8, cutoff 256, lr 3e-3": ["per_device_train_batch_size=8", "cutoff_len=256", "learning_rate=3e-3"],
     # The dpo stage defaults (backend/config.py STAGE_DEFAULTS).
     "defaults: batch 4, cutoff 64, lr 5e-4": [],

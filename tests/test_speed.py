@@ -107,7 +107,7 @@ def test_short_bf16_rows_attend_in_fp32_on_the_cpu():
 
 
 def test_packed_rows_see_each_other_with_the_cache_on():
-    """Why training forces use_cache=False (DESIGN section 8): with a cache the packed loss is wrong."""
+    """Why training forces use_cache=False (docs/LIBRARY_TRAPS.md, training): with a cache the packed loss is wrong."""
     model = tiny_llama("sdpa")
     padded, packed = PadToLongest(pad_token_id=0)(rows()), PackedCollator()(rows())
     with torch.no_grad():

@@ -1,4 +1,4 @@
-"""Plotly figures built from metrics.jsonl records (DESIGN section 3).
+"""Plotly figures built from metrics.jsonl records (docs/CONTRACTS.md, metrics.jsonl lines).
 
 Pure functions of a list of records: the Runs tab keeps the records it has
 tailed so far and rebuilds the figures from them, never from the file.

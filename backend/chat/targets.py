@@ -1,6 +1,6 @@
 """What can be chatted with: the base model and each complete checkpoint of
 each run, with its step and eval loss. Read from the run folders on disk
-(DESIGN section 3), so lists refresh as training writes new checkpoints."""
+(docs/CONTRACTS.md, the run directory), so lists refresh as training writes new checkpoints."""
 
 from __future__ import annotations
 

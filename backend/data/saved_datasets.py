@@ -1,7 +1,7 @@
 """Workspace datasets: the cleaned, canonical result of load + fixes, saved with
 its provenance, and read back by the trainer.
 
-Layout of workspace/datasets/<name>/ (DESIGN section 3):
+Layout of workspace/datasets/<name>/ (docs/CONTRACTS.md, the workspace):
   data.jsonl   the TRAIN rows, one canonical {"messages": [...]} per line
   eval.jsonl   the held-out EVAL rows (present only when eval_ratio > 0)
   meta.json    source file path + sha256, detected format, fixes with their

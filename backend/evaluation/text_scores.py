@@ -1,6 +1,6 @@
 """Text metrics for generated answers: BLEU, ROUGE-1/2/L and exact match.
 
-Chinese needs care (DESIGN section 8): rouge-score's default tokeniser keeps
+Chinese needs care (docs/LIBRARY_TRAPS.md): rouge-score's default tokeniser keeps
 only [a-z0-9] runs, so a Chinese answer has no tokens and scores 0.
 `MixedTokenizer` keeps every CJK character as its own token (character-level
 ROUGE, the usual choice for Chinese summarisation benchmarks such as LCSTS)

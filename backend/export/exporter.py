@@ -1,7 +1,7 @@
 """Export a checkpoint: the adapter as it is (+ a zip), or a merged model.
 
 Merged: the base model is reloaded unquantised (also after QLoRA: merging
-LoRA into a 4- or 8-bit base gives a wrong model, DESIGN section 8), the
+LoRA into a 4- or 8-bit base gives a wrong model, docs/LIBRARY_TRAPS.md), the
 adapter is merged in (`merge_and_unload`), and the result is saved as
 sharded safetensors with the tokenizer (chat template included), the
 generation config and a model card. Before success is declared, the merged

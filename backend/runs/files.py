@@ -1,4 +1,4 @@
-"""Readers and writers for the files of a run (DESIGN section 3).
+"""Readers and writers for the files of a run (docs/CONTRACTS.md, the run directory).
 
 Every writer of `status.json` and of markers goes through `atomic_write_*`
 (tmp file + rename), so a reader never sees half a file."""

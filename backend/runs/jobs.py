@@ -1,9 +1,9 @@
 """Background jobs for evaluation and export: a detached `python -m ...` process
 that reports through a progress file the UI polls.
 
-Like the training worker (DESIGN section 1), a job runs in its own session, so
+Like the training worker (docs/CONTRACTS.md, processes), a job runs in its own session, so
 closing the browser or restarting the app neither stops nor loses it; its
-output goes to a log file, never to a pipe nobody reads (DESIGN section 8).
+output goes to a log file, never to a pipe nobody reads (docs/LIBRARY_TRAPS.md).
 
 Progress file (JSON, written atomically): {"state": "running" | "completed" |
 "failed", "pid", "started_at", "done", "total", "stage", "error", "result"}.

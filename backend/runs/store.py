@@ -1,6 +1,6 @@
 """The run store: create, start, stop, resume, list and delete runs.
 
-A run is its folder, workspace/runs/<run-id>/ (DESIGN section 3); nothing
+A run is its folder, workspace/runs/<run-id>/ (docs/CONTRACTS.md, the run directory); nothing
 about a run lives only in memory, so a restarted UI finds every run again,
 reports a live worker as running and keeps charting it. Who writes
 status.json: this store before launch and right after it (queued, then

@@ -1,5 +1,5 @@
 """Where things live on disk. The workspace folder is the only state shared
-between the UI process and the training workers (DESIGN section 3)."""
+between the UI process and the training workers (docs/CONTRACTS.md, the workspace)."""
 
 from __future__ import annotations
 

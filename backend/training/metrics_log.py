@@ -1,4 +1,4 @@
-"""metrics.jsonl writer (DESIGN section 3). One JSON object per line:
+"""metrics.jsonl writer (docs/CONTRACTS.md, metrics.jsonl lines). One JSON object per line:
 
     {"time": unix_s, "step": int, "epoch": float, "kind": "train" | "eval" | "system", ...}
 

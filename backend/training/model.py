@@ -2,7 +2,7 @@
 
 Adapters are always created under peft's adapter name "default" with
 `get_peft_model` on the *base* model; on resume the Trainer loads the
-checkpoint's adapter weights into that same adapter (DESIGN section 8: a
+checkpoint's adapter weights into that same adapter (docs/LIBRARY_TRAPS.md, checkpoints and resume: a
 custom adapter name breaks Trainer resume, and wrapping a model that already
 carries a loaded adapter would replace its weights with fresh ones).
 """

@@ -9,7 +9,7 @@ batches per epoch, the learning-rate schedule and the Plan's numbers are the
 same as with padded batches; only the padding work disappears.
 
 Correctness needs the model to run without a KV cache (`use_cache=False`,
-DESIGN section 8): transformers then builds a block-diagonal mask from the
+docs/LIBRARY_TRAPS.md, training): transformers then builds a block-diagonal mask from the
 position ids (sdpa, eager, flex) or uses the varlen kernels (FlashAttention).
 `packing_works` checks exactly that on the loaded model before training, so
 a model or attention implementation that does not support it falls back to

@@ -92,7 +92,7 @@ def init_adapter_dir(config: RunConfig, workspace: Workspace) -> Path | None:
 
 
 def continue_adapter(model, adapter: Path):
-    """The SFT adapter loaded as the trainable "default" adapter (DESIGN section 8)."""
+    """The SFT adapter loaded as the trainable "default" adapter (docs/LIBRARY_TRAPS.md, checkpoints and resume)."""
     from peft import PeftModel
 
     return PeftModel.from_pretrained(model, str(adapter), is_trainable=True)
