@@ -11,8 +11,9 @@ from __future__ import annotations
 import sys
 import traceback
 
+from backend.chat.engine import ChatEngine
 from backend.chat.generation import Reply
-from backend.serve.bridge import FINISH, Job, generation_settings, prompt_maker
+from backend.serve.job import FINISH, Job, generation_settings, prompt_maker
 from backend.serve.protocol import ApiError
 
 
@@ -26,7 +27,7 @@ class _AllLeft:
         return all(job.cancel.is_set() for job in self.jobs)
 
 
-def run_batch(engine, device: str, jobs: list[Job]) -> int:
+def run_batch(engine: ChatEngine, device: str, jobs: list[Job]) -> int:
     """Answer `jobs` together; returns the tokens generated."""
     settings = generation_settings(jobs[0].request)   # greedy: one config fits every row
     makers = [prompt_maker(job, settings) for job in jobs]

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from backend.runs.jobs import FAILED, RUNNING, write_progress
+from backend.serve.hosts import base_url, is_loopback
 
 API_KEY_ENV = "FINETUNE_STUDIO_API_KEY"
 ENGINES = ("transformers", "vllm")
@@ -61,7 +62,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def check_args(args: argparse.Namespace) -> None:
     from backend.chat.cli import device_problems
-    from backend.serve.hosts import is_loopback
 
     if not is_loopback(args.host):
         if args.allow_remote is None:
@@ -173,9 +173,13 @@ def main(argv: list[str] | None = None) -> int:
         sock = open_socket(args.host, args.port)
     except Refused as error:
         return refuse(args, str(error))
+    from backend.models.loading import ModelLoadError
     from backend.serve.server import serve
 
-    return serve(args, served, sock)
+    try:
+        return serve(args, served, sock)
+    except ModelLoadError as error:   # serve closed the socket: refused like the arguments, in one sentence
+        return refuse(args, f"Cannot load the models: {error}")
 
 
 def refuse(args: argparse.Namespace, message: str) -> int:
@@ -209,8 +213,3 @@ def run_vllm(args: argparse.Namespace, served) -> int:
                    models=list(targets), engine="vllm")
     exec_vllm(command, env)
     return 1   # only reached if exec failed without raising
-
-
-def base_url(host: str, port: int) -> str:
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}/v1"

@@ -45,6 +45,12 @@ def allowed_hosts(listen_host: str, extra: Iterable[str] = ()) -> set[str]:
     return names - WILDCARDS
 
 
+def base_url(host: str, port: int) -> str:
+    """The API's address for clients of a server listening on host:port (an IPv6 address in brackets)."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/v1"
+
+
 def host_of(header: str) -> str:
     """'Example.org:7860' -> 'example.org', '[::1]:8000' -> '::1'; '' for a header that is not a host."""
     try:

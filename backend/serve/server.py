@@ -13,7 +13,10 @@ import signal
 import socket
 import sys
 
+from backend.chat.engine import ChatEngine
+from backend.models import loading
 from backend.runs.jobs import COMPLETED, FAILED, RUNNING, write_progress
+from backend.serve.hosts import base_url
 from backend.serve.names import ServedModels
 
 # Seconds uvicorn lets requests in flight finish after a stop before closing them.
@@ -21,10 +24,6 @@ GRACEFUL_STOP_S = 5
 
 
 def serve(args: argparse.Namespace, served: ServedModels, sock: socket.socket) -> int:
-    from backend.chat.engine import ChatEngine
-    from backend.models import loading
-    from backend.serve.cli import base_url, refuse
-
     names = served.names()
     write_progress(args.progress, state=RUNNING, stage="loading", models=names)
     engine = ChatEngine(max_adapters=args.max_adapters)
@@ -35,9 +34,9 @@ def serve(args: argparse.Namespace, served: ServedModels, sock: socket.socket) -
         targets = [t for t in served.refresh().values() if t.kind != "full"]
         adapters = [t for t in targets if t.kind == "lora"]
         engine.prepare([t for t in targets if t.kind != "lora"] + adapters[-args.max_adapters:], args.device)
-    except loading.ModelLoadError as error:
+    except loading.ModelLoadError:
         sock.close()
-        return refuse(args, f"Cannot load the models: {error}")
+        raise   # cli.py refuses it, as it refuses its arguments
     except KeyboardInterrupt:
         sock.close()
         write_progress(args.progress, state=COMPLETED, stage="stopped")
@@ -52,7 +51,7 @@ def serve(args: argparse.Namespace, served: ServedModels, sock: socket.socket) -
     return 0
 
 
-def run_http(args, served: ServedModels, engine, sock: socket.socket, url: str) -> None:
+def run_http(args, served: ServedModels, engine: ChatEngine, sock: socket.socket, url: str) -> None:
     import uvicorn
 
     from backend.serve.app import DEFAULT_MAX_BODY, Guard, Settings, build_app, host_refusal

@@ -9,8 +9,9 @@ import threading
 
 import pytest
 
-from backend.serve.bridge import StopStrings, fit_context
+from backend.serve.bridge import StopStrings
 from backend.serve.cli import main
+from backend.serve.job import fit_context
 from backend.serve.protocol import ApiError
 from tests.serve.support import RUN_ID
 
