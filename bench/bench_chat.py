@@ -1,4 +1,4 @@
-"""Chat engine benchmark (issue 5). Not a test: prints medians as Markdown.
+"""Chat engine benchmark. Not a test: prints medians as Markdown.
 
 For two models, the demo model and a randomly initialised model with
 Qwen2.5-0.5B's architecture (built here from its config numbers, no download):

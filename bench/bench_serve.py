@@ -1,4 +1,4 @@
-"""API server benchmark (issue 14). Not a test: prints medians as Markdown.
+"""API server benchmark. Not a test: prints medians as Markdown.
 
 For the demo model and a randomly initialised Qwen2.5-0.5B-architecture model
 (bench/bench_chat.py builds it from the config numbers), each as a run folder

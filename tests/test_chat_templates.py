@@ -1,4 +1,4 @@
-"""Chat templates on the real offline models (issue 19, item 4): the template a run
+"""Chat templates on the real offline models: the template a run
 trains with (backend/models/chat_templates.py), the EOS it stops on, the model
 check, the data preview, and a base model (gemma-3-270m) trained through the
 real worker whose checkpoint stops. The real-model tests are budgeted: one

@@ -1,4 +1,4 @@
-"""The completion marker reaches the disk only after the checkpoint's files and folder do (issue 26):
+"""The completion marker reaches the disk only after the checkpoint's files and folder do:
 watched with strace on a real process, every file of the folder and the folder itself are fsynced
 before the marker's rename."""
 

@@ -1,4 +1,4 @@
-"""A data file with one huge row is read in bounded memory (issue 26): the row
+"""A data file with one huge row is read in bounded memory: the row
 is skipped unread with a sentence naming it, the others are checked and
 trained on. Proven under an address-space limit (prlimit), never by filling
 the machine: a 64 MiB line of messages cost ~1 GB parsed, so the check below

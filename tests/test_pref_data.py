@@ -224,8 +224,8 @@ def test_data_tab_shows_a_pair_side_by_side_and_its_fixes(workspace, tmp_path):
 
 
 def test_the_shape_comes_from_the_first_row_that_has_one(tmp_path):
-    """One valid pair after rows of no shape: a pair file with 3 unusable rows, not a refusal of row 0
-    (issue 26); the check says how many rows cannot be used."""
+    """One valid pair after rows of no shape: a pair file with 3 unusable rows, not a refusal of row 0;
+    the check says how many rows cannot be used."""
     path = tmp_path / "mostly-broken.jsonl"
     path.write_text('{"text": "stray"}\n{"prompt": "q", "chosen": "half a pair"}\n'
                     '{"prompt": "Is it?", "chosen": "Yes.", "rejected": "No."}\n[1, 2]\n', encoding="utf-8")

@@ -163,7 +163,7 @@ def pair_file(workspace, name: str, rows: list[tuple[str, str, str]]) -> Path:
 
 
 @pytest.mark.parametrize("rows, words", [
-    # Every chosen answer equals its rejected one: DPO's loss is a constant, nothing to learn (issue 26).
+    # Every chosen answer equals its rejected one: DPO's loss is a constant, nothing to learn.
     ([(f"Question {i}?", f"Answer {i}.", f"Answer {i}.") for i in range(4)],
      ["4 chosen same as rejected", "teaches no preference", "same_answer"]),
     # Empty answers: the advice is to fill or drop them, not to raise cutoff_len.

@@ -2,7 +2,7 @@
 private mount namespace (tests/small_disk.py), a run folder with a complete
 checkpoint on it, then `mount -o remount,ro`, as the kernel does after a disk
 error. Every write then fails with EROFS, and what the user reads must say
-read-only, not "free disk space" (issue 26)."""
+read-only, not "free disk space"."""
 
 from __future__ import annotations
 

@@ -65,7 +65,7 @@ def test_two_nodes_write_one_run_that_stops_and_resumes(store, subprocess_env, t
     assert read_status(run_dir)["world_size"] == 2 and stopped.global_step < STEPS
 
     # Resumed, then node 1 goes away (its launcher and rank killed): node 0 ends with a sentence naming
-    # node 1 and how to resume, not a raw gloo error and "See train.log" (issue 26 item 11).
+    # node 1 and how to resume, not a raw gloo error and "See train.log".
     (run_dir / ".held").unlink()
     (run_dir / ".hold").touch()
     store.resume(run_id)

@@ -29,7 +29,7 @@ STEPS = 6
 
 def ray_config() -> RunConfig:
     # save_total_limit 1: each new checkpoint deletes the one before, which Ray's own snapshot
-    # (checkpoint_manager_snapshot.json) still lists; every resume below must not mind (issue 26 item 10).
+    # (checkpoint_manager_snapshot.json) still lists; every resume below must not mind.
     return small_config(ray_address="local", ray_num_workers=2, max_steps=STEPS, callbacks=[HOLD],
                         save_total_limit=1)
 

@@ -444,8 +444,8 @@ def test_binary_config_file_is_refused_without_pointing_at_a_missing_log(workspa
 
 
 def test_a_diverging_run_stops_as_failed_naming_the_step_and_learning_rate(workspace, subprocess_env, quick):
-    """learning_rate 1e30: the loss turns NaN within steps; the run must not train on and end `completed`
-    (issue 26). The Plan warned before the start."""
+    """learning_rate 1e30: the loss turns NaN within steps; the run must not train on and end `completed`.
+    The Plan warned before the start."""
     from ui.tabs.train import TEXT
     from ui.train_summary import derived_text
 
@@ -471,7 +471,7 @@ def test_a_diverging_run_stops_as_failed_naming_the_step_and_learning_rate(works
 
 def test_resume_skips_a_complete_checkpoint_whose_files_cannot_be_read(workspace, subprocess_env, quick):
     """A filesystem error after the marker left checkpoint-4 "complete" with an empty trainer_state.json and a
-    cut adapter (issue 26): resume says so and continues from checkpoint-2 instead of a JSONDecodeError."""
+    cut adapter: resume says so and continues from checkpoint-2 instead of a JSONDecodeError."""
     from backend.runs.files import update_status
 
     run = workspace.runs_dir / "broken"

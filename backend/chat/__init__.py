@@ -1,4 +1,4 @@
-"""Chat with the base model and every checkpoint side by side (issue 5).
+"""Chat with the base model and every checkpoint side by side.
 
 engine.py      ChatEngine: one base per (model, device, bits), LoRA checkpoints as named adapters
 generation.py  settings, chat-template prompt with truncation notice, streamed generation with Stop

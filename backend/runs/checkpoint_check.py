@@ -1,7 +1,7 @@
 """Is a checkpoint marked complete really readable? What resume checks before it loads one.
 
 The marker says the save finished; a filesystem error or a power cut after it
-can still leave files empty or cut (issue 26: a "complete" checkpoint held an
+can still leave files empty or cut (a "complete" checkpoint once held an
 empty trainer_state.json and resume crashed with a JSONDecodeError). Cheap
 checks only: JSON files parse, safetensors files hold their whole header and
 every byte it promises, other files are not empty.

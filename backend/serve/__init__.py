@@ -1,4 +1,4 @@
-"""Serve a run's base and checkpoints behind an OpenAI-compatible API (issue 14).
+"""Serve a run's base and checkpoints behind an OpenAI-compatible API.
 
 cli.py        python -m backend.serve: flags, refusals (exit 2), socket, engine choice
 server.py     load the models, run uvicorn, report to the UI's progress file

@@ -46,7 +46,7 @@ def start(workspace, run_id: str, port: int, device: str = "cpu") -> int:
 
     Under the workspace's serve lock, from the check to the progress file holding the new pid:
     two Start clicks at once (two browser tabs) launch one server, and the other click is refused
-    with the one running, which serve.json names, so the panel can stop it (issue 26 item 7)."""
+    with the one running, which serve.json names, so the panel can stop it."""
     progress_path(workspace).parent.mkdir(parents=True, exist_ok=True)
     with file_lock(progress_path(workspace).with_name(".start.lock")):
         return _start(workspace, run_id, port, device)

@@ -19,7 +19,7 @@ KEY = "test-key-123"
 MAX_BODY = 8192
 MAX_QUEUE = 24
 MAX_TOKENS = 24
-MAX_ADAPTERS = 2   # of the run's three LoRA checkpoints: one is always unloaded (issue 26 item 6)
+MAX_ADAPTERS = 2   # of the run's three LoRA checkpoints: one is always unloaded
 PROMPT = DEMO_PROMPTS[0][0]
 
 

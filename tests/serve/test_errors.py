@@ -67,7 +67,7 @@ def test_unknown_model_is_404_with_the_names(api):
     ({"model": "base", "messages": HELLO, "seed": 1.5}, "seed"),
     ({"model": "base", "messages": HELLO, "stream": "yes"}, "stream"),
     ({"model": "base", "messages": HELLO, "tools": [{"type": "function"}]}, "tools"),
-    # What once got a 500 (issue 26): nesting past the JSON parser's limit, numbers torch cannot take,
+    # What once got a 500: nesting past the JSON parser's limit, numbers torch cannot take,
     # and text that is no Unicode (a lone UTF-16 surrogate spelled as a JSON escape).
     (b'{"model": "base", "messages": ' + b"[" * 3_500 + b"]" * 3_500 + b"}", "body"),
     ({"model": "base", "messages": HELLO, "temperature": 1e-300}, "temperature"),

@@ -52,7 +52,7 @@ def test_start_shows_url_and_names_then_stop(serve_workspace):
     assert serve_panel.view(serve_workspace, "en")[1] == ""
     port = free_port()
     # Two Start clicks at the same instant (two browser tabs): one server starts, the other click is
-    # refused, and serve.json names the one running, so Stop below stops it (issue 26 item 7).
+    # refused, and serve.json names the one running, so Stop below stops it.
     together = threading.Barrier(2)
 
     def click(_) -> str:
