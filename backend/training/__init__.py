@@ -11,6 +11,8 @@ arguments.py  RunConfig -> transformers TrainingArguments
 callbacks.py  checkpoint markers + rotation, graceful stop, disk check
 metrics_log.py metrics.jsonl lines (the documented shape, grad-norm heatmap data)
 cli.py        command line, run folder, resume reconciliation, logging, SIGTERM flag
+worker.py     the worker's path for one run: prepare, run folder, mark running, train, finish or fail
+              (backend/train.py and the speed probe take it alike)
 session.py    lifecycle: build (tokenizer, data, model, Trainer), train / resume, finish
 errors.py     exceptions -> one sentence + advice + exit code; failed status
 summary.py    summary.json

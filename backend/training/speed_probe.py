@@ -2,7 +2,7 @@
 
     python -m backend.training.speed_probe --config run.yaml --workspace W [--steps 6] [--progress FILE]
 
-The worker itself (backend.train's main, the real model, data and Trainer) trains `steps` steps
+The worker itself (backend/training/worker.py's run_worker, the real model, data and Trainer) trains `steps` steps
 into a scratch folder under workspace/speed/probes/ (not a run: the Runs tab never lists it),
 logging every step, with one evaluation + save halfway. Its wall time is taken apart as a run's
 is (backend/runs/speed_log.py speed_profile: set-up, a step, an evaluation + save, the end). The result goes into the workspace speed log as source "probe", which the time
@@ -39,7 +39,8 @@ def probe_overrides(steps: int) -> list[str]:
 
 def run_probe(config: RunConfig, workspace: Workspace, steps: int = PROBE_STEPS, progress: Path | None = None) -> dict:
     """Train the probe, record its speed; returns the speed log record. Raises RuntimeError when it fails."""
-    from backend.train import main as worker_main  # the worker's whole path, in this process
+    from backend.training.cli import parse_args
+    from backend.training.worker import run_worker  # the worker's whole path, in this process
 
     folder = workspace.root / PROBES_DIR / secrets.token_hex(4)
     folder.mkdir(parents=True, exist_ok=True)
@@ -48,7 +49,7 @@ def run_probe(config: RunConfig, workspace: Workspace, steps: int = PROBE_STEPS,
     write_progress(progress, state=RUNNING, done=0, total=steps, stage=msg("probe.started", steps=steps))
     try:
         args = ["--config", str(config_file), "--run-dir", str(folder), "--workspace", str(workspace.root)]
-        code = worker_main([*args, *[a for item in probe_overrides(steps) for a in ("--set", item)]])
+        code = run_worker(parse_args([*args, *[a for item in probe_overrides(steps) for a in ("--set", item)]]))
         status = read_json(folder / "status.json", {}) or {}
         if code != 0 or status.get("state") != "completed":
             raise RuntimeError(str(status.get("error") or f"exit code {code}"))
