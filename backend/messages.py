@@ -240,7 +240,7 @@ CATALOGUE: dict[str, str] = {
     "votes.skips": "{votes} votes, {ties} ties, {single} single-column, {no_answers} without answers, {same} losing "
                    "answers empty or the same as the winner's, {context} answering after other earlier turns than the "
                    "winner's",
-    # --- row-level schema problems (backend/data/shapes.py, pairwise.py): '<field> <problem>' ---
+    # --- row-level schema problems (backend/data/turns.py, shapes.py, pairwise.py): '<field> <problem>' ---
     "row.at": "{where} {problem}",
     'row.too_long': 'holds {chars} characters (over {limit}): remove the row or split the text',
     'row.null': 'is empty (null): give it text or remove the row',
@@ -390,7 +390,7 @@ CATALOGUE: dict[str, str] = {
     "data.eval_ratio": "eval_ratio must be at least 0 and below 1, not {value}",
     "data.nothing_left": "no rows left to save: every row was removed by the fixes",
     "data.exists": "dataset '{name}' already exists in {folder}: pick another name or overwrite it",
-    # --- what the loader found: the Data tab's format line (backend/data/load.py, shapes.py) --------------------
+    # --- what the loader found: the Data tab's format line (backend/data/load.py, turns.py) ---------------------
     "data.detected": "{file_type}, {encoding}: {shape}",
     "data.detected_no_encoding": "{file_type}: {shape}",
     "data.shape_found": "{shape} ({columns}; {origin})",

@@ -10,7 +10,7 @@ from data_cases.toks import BOS_TEMPLATE, CHATML, build_tokenizer
 
 from backend.data.encode import IGNORE_INDEX, count_tokens, encode_messages
 from backend.data.load import load_rows
-from backend.data.shapes import OBSERVATION_PREFIX
+from backend.data.turns import OBSERVATION_PREFIX
 
 MULTI = [
     {"role": "system", "content": "Be brief."},

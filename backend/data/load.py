@@ -16,8 +16,9 @@ from typing import Any
 
 from backend.data.errors import DataError
 from backend.data.read import file_type, iter_records
-from backend.data.shapes import SHAREGPT_TAGS, Shape, convert, detect_shape, known_shape_of, shape_from_mapping
+from backend.data.shapes import convert, detect_shape, known_shape_of, shape_from_mapping
 from backend.data.text_encoding import detect_encoding, encoding_message
+from backend.data.turns import SHAREGPT_TAGS, Shape
 from backend.data.unsupported import media_columns
 from backend.messages import Message, msg
 

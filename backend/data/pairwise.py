@@ -23,15 +23,16 @@ from __future__ import annotations
 
 import re
 
-from backend.data.shapes import (
+from backend.data.turns import (
+    KTO_FORMS,
     OPENAI_TAGS,
     SHAREGPT_TAGS,
     RowProblems,
     Shape,
-    _history,
-    _system,
-    _text,
-    _turn,
+    field_text,
+    history_turns,
+    read_turn,
+    system_messages,
 )
 from backend.messages import msg
 
@@ -39,8 +40,6 @@ PAIR_SHAPES = ("pairwise-alpaca", "pairwise-sharegpt", "pairwise", "pairwise-tra
 PREFERENCE_SHAPES = (*PAIR_SHAPES, "kto")
 PAIR_KEYS = ("prompt", "instruction", "input", "output", "system", "history", "messages", "chosen", "rejected",
              "completion", "label")
-# The columns a KTO row holds its prompt and answer in, besides the label.
-KTO_FORMS = (("prompt", "completion"), ("messages",), ("instruction", "output"))
 TRANSCRIPT_TURN = re.compile(r"(?:^|\n\n)(Human|Assistant): ")
 
 
@@ -110,18 +109,11 @@ def _only(pick: dict, *keys: str) -> dict:
     return {k: pick[k] for k in keys if k in pick}
 
 
-def required_columns(shape: Shape) -> list[str]:
-    if shape.name == "kto":
-        form = next(form for form in KTO_FORMS if all(k in shape.columns for k in form))
-        return [shape.columns[k] for k in (*form, "label")]
-    return [shape.columns["chosen"], shape.columns["rejected"]]
-
-
 def convert_pair(raw: dict, shape: Shape) -> tuple[dict | None, RowProblems]:
     """One raw preference record -> (canonical row or None, problems)."""
     problems = RowProblems()
     cols = shape.columns
-    for column in required_columns(shape):
+    for column in shape.required():
         if column not in raw or raw[column] is None:
             problems.add(column, msg("row.missing" if column not in raw else "row.null"))
     if problems:
@@ -150,11 +142,11 @@ def convert_pair(raw: dict, shape: Shape) -> tuple[dict | None, RowProblems]:
 
 def _prompt(raw: dict, shape: Shape, problems: RowProblems) -> list[dict]:
     cols = shape.columns
-    messages = _system(raw, cols, problems)
+    messages = system_messages(raw, cols, problems)
     if "instruction" in cols:  # LLaMA-Factory's alpaca pairs and KTO rows
-        messages += _history(raw.get(cols.get("history", "history")), problems)
-        instruction = _text(raw.get(cols["instruction"]), cols["instruction"], problems)
-        query = _text(raw.get(cols.get("input", "input")), cols.get("input", "input"), problems, optional=True)
+        messages += history_turns(raw.get(cols.get("history", "history")), problems)
+        instruction = field_text(raw.get(cols["instruction"]), cols["instruction"], problems)
+        query = field_text(raw.get(cols.get("input", "input")), cols.get("input", "input"), problems, optional=True)
         if instruction is not None:
             messages.append({"role": "user", "content": f"{instruction}\n{query}" if query else instruction})
         return messages
@@ -168,7 +160,7 @@ def _prompt(raw: dict, shape: Shape, problems: RowProblems) -> list[dict]:
 def _conversation_answer(raw: dict, shape: Shape, problems: RowProblems) -> tuple[list[dict], list[dict]]:
     """A labelled conversation (LLaMA-Factory's KTO rows) -> (the turns before the answer, [the answer])."""
     column = shape.columns["messages"]
-    turns = _system(raw, shape.columns, problems) + _messages(raw.get(column), column, shape.tags, problems)
+    turns = system_messages(raw, shape.columns, problems) + _messages(raw.get(column), column, shape.tags, problems)
     if not problems and (not turns or turns[-1]["role"] != "assistant"):
         problems.add(column, msg("row.ends_with_user" if turns else "row.no_assistant"))
     return turns[:-1], turns[-1:]
@@ -183,7 +175,7 @@ def _messages(value, column: str, tags: dict, problems: RowProblems) -> list[dic
         if not isinstance(turn, dict):
             problems.add(f"{column}[{i}]", msg("row.message_object"))
             continue
-        message = _turn(turn, f"{column}[{i}]", _tags_for(turn, tags), problems)
+        message = read_turn(turn, f"{column}[{i}]", _tags_for(turn, tags), problems)
         if message is not None:
             out.append(message)
     return out
@@ -201,10 +193,10 @@ def _answer(value, column: str, shape: Shape, problems: RowProblems) -> list[dic
     """An answer as [assistant message]: text (every shape), one message object
     (LLaMA-Factory sharegpt) or a message list (TRL conversational)."""
     if isinstance(value, str):
-        text = _text(value, column, problems)
+        text = field_text(value, column, problems)
         return [{"role": "assistant", "content": text or ""}]
     if shape.name == "pairwise-alpaca":
-        _text(value, column, problems)  # the alpaca shape holds text: name the wrong type
+        field_text(value, column, problems)  # the alpaca shape holds text: name the wrong type
         return []
     turns = [value] if isinstance(value, dict) else value
     messages = _messages(turns, column, shape.tags, problems)
@@ -243,7 +235,7 @@ def _conversation(value, column: str, tags: dict, problems: RowProblems) -> list
     if isinstance(value, list):
         return _messages(value, column, tags, problems)
     if not isinstance(value, str):
-        _text(value, column, problems)
+        field_text(value, column, problems)
         return []
     parts = TRANSCRIPT_TURN.split(value)
     if len(parts) < 3:

@@ -1,8 +1,8 @@
 """Row shapes (alpaca, sharegpt, OpenAI messages, a column mapping) -> the
 canonical row {"messages": [{"role", "content"}, ...]}.
 
-Tool turns. The canonical roles are system / user / assistant only, so every
-chat template can render them:
+Tool turns (read in turns.py, for preference rows too). The canonical roles
+are system / user / assistant only, so every chat template can render them:
   * sharegpt `function_call` (and OpenAI `tool_calls`) -> an assistant turn
     whose content is the call as JSON: the model learns to emit the call;
   * sharegpt `observation` (and OpenAI `tool`) -> a user turn starting with
@@ -13,76 +13,27 @@ chat template can render them:
 
 from __future__ import annotations
 
-import json
-import math
-from dataclasses import dataclass, field
-
 from backend.data.errors import DataError
+from backend.data.pairwise import convert_pair, detect_pair_shape
+from backend.data.turns import (
+    OPENAI_TAGS,
+    SHAREGPT_TAGS,
+    RowProblems,
+    Shape,
+    field_text,
+    history_turns,
+    read_turn,
+    system_messages,
+)
 from backend.data.unsupported import is_pretraining_text, media_in_row, placeholder_in
-from backend.messages import Message, msg
-
-OBSERVATION_PREFIX = "Tool result:\n"
-TOOLS_PREAMBLE = 'You can call these tools. To call one, reply with only a JSON object {"name": ..., "arguments": {...}}.'
-# A field longer than this is a broken export or an embedded file, not training text.
-MAX_FIELD_CHARS = 1_000_000
+from backend.messages import msg
 
 ALPACA_KEYS = ("instruction", "input", "output", "system", "history")
 # LLaMA-Factory's column names for the same fields.
 ALPACA_ALIASES = {"prompt": "instruction", "query": "input", "response": "output"}
-SHAREGPT_TAGS = {
-    "role_tag": "from",
-    "content_tag": "value",
-    "user_tag": "human",
-    "assistant_tag": "gpt",
-    "observation_tag": "observation",
-    "function_tag": "function_call",
-    "system_tag": "system",
-}
-OPENAI_TAGS = {
-    "role_tag": "role",
-    "content_tag": "content",
-    "user_tag": "user",
-    "assistant_tag": "assistant",
-    "observation_tag": "tool",
-    "function_tag": "function_call",
-    "system_tag": "system",
-}
-
-
-@dataclass
-class Shape:
-    name: str  # alpaca | sharegpt | openai
-    columns: dict[str, str]  # canonical field -> the file's column
-    tags: dict[str, str] = field(default_factory=dict)  # conversation role / content keys
-    origin: str | Message = "detected"  # detected | mapping | msg("data.origin.entry") of a dataset_info.json
-
-    def describe(self) -> str:
-        return str(self.describe_message())
-
-    def describe_message(self) -> Message:
-        """'alpaca (instruction, output; detected)': the shape, its columns and where they came from."""
-        cols = ", ".join(f"{k}={v}" if k != v else k for k, v in self.columns.items())
-        origin = msg(f"data.origin.{self.origin}") if self.origin in ("detected", "mapping") else self.origin
-        return msg("data.shape_found", shape=self.name, columns=cols, origin=origin)
-
-    def required(self) -> list[str]:
-        if self.name in ("pairwise-alpaca", "pairwise-sharegpt", "pairwise", "pairwise-transcript", "kto"):
-            from backend.data.pairwise import required_columns
-
-            return required_columns(self)
-        return [self.columns["instruction"], self.columns["output"]] if self.name == "alpaca" else [self.columns["messages"]]
-
-
-class RowProblems(list):
-    """(field, message) pairs found while converting one row."""
-
-    def add(self, where: str, message: str | Message) -> None:
-        self.append((where, message))
 
 
 def detect_shape(first: dict, file: str, mapping: dict[str, str] | None = None, row: int = 0) -> Shape:
-    from backend.data.pairwise import detect_pair_shape
-
     preference = detect_pair_shape(first, mapping)  # chosen / rejected or completion + label
     if preference is not None:
         if mapping:
@@ -171,31 +122,11 @@ def known_shape_of(row: dict) -> str | None:
     return None
 
 
-def _text(value, where: str, problems: RowProblems, optional: bool = False) -> str | None:
-    """The value as text, or None with a problem recorded (wrong type, null, too long)."""
-    if isinstance(value, str):
-        if len(value) > MAX_FIELD_CHARS:
-            problems.add(where, msg("row.too_long", chars=f"{len(value):,}", limit=f"{MAX_FIELD_CHARS:,}"))
-            return None
-        return value
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        if optional:
-            return ""
-        problems.add(where, msg("row.null"))
-    elif isinstance(value, bool | int | float):
-        problems.add(where, msg("row.number", value=value))
-    elif isinstance(value, dict | list):
-        problems.add(where, msg("row.object_not_text" if isinstance(value, dict) else "row.list_not_text"))
-    else:
-        problems.add(where, msg("row.type_not_text", type=type(value).__name__))
-    return None
-
-
 def _field(raw: dict, column: str, problems: RowProblems) -> str | None:
     if column not in raw:
         problems.add(column, msg("row.missing"))
         return None
-    return _text(raw[column], column, problems)
+    return field_text(raw[column], column, problems)
 
 
 def convert(raw: dict, shape: Shape) -> tuple[dict | None, RowProblems, set[str]]:
@@ -206,8 +137,6 @@ def convert(raw: dict, shape: Shape) -> tuple[dict | None, RowProblems, set[str]
         problems.add(*media)
         return None, problems, flags
     if shape.name.startswith(("pairwise", "kto")):
-        from backend.data.pairwise import convert_pair
-
         row, problems = convert_pair(raw, shape)
         if row is not None:
             _refuse_placeholders([m for key in ("prompt", "chosen", "rejected", "completion")
@@ -232,33 +161,12 @@ def _refuse_placeholders(messages: list[dict], shape: Shape, problems: RowProble
         problems.add(next(cols[k] for k in ("messages", "instruction", "prompt", "chosen") if k in cols), problem)
 
 
-def _system(raw: dict, columns: dict, problems: RowProblems) -> list[dict]:
-    system = _text(raw.get(columns.get("system", "system")), columns.get("system", "system"), problems, optional=True)
-    tools = _tools_text(raw.get(columns.get("tools", "tools")), problems)
-    text = "\n\n".join(t for t in (system, tools) if t)
-    return [{"role": "system", "content": text}] if text else []
-
-
-def _tools_text(value, problems: RowProblems) -> str:
-    if value in (None, "", []) or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            return f"{TOOLS_PREAMBLE}\nTools:\n{value}"
-    if not isinstance(value, list | dict):
-        problems.add("tools", "must be a JSON list of tool descriptions")
-        return ""
-    return f"{TOOLS_PREAMBLE}\nTools:\n{json.dumps(value, ensure_ascii=False)}"
-
-
 def _alpaca(raw: dict, columns: dict, problems: RowProblems, flags: set[str]) -> list[dict] | None:
     instruction = _field(raw, columns["instruction"], problems)
-    query = _text(raw.get(columns.get("input", "input")), columns.get("input", "input"), problems, optional=True)
+    query = field_text(raw.get(columns.get("input", "input")), columns.get("input", "input"), problems, optional=True)
     output = _field(raw, columns["output"], problems)
-    messages = _system(raw, columns, problems)
-    messages += _history(raw.get(columns.get("history", "history")), problems)
+    messages = system_messages(raw, columns, problems)
+    messages += history_turns(raw.get(columns.get("history", "history")), problems)
     if instruction is None or output is None:
         return None
     if not query or not query.strip():
@@ -267,36 +175,19 @@ def _alpaca(raw: dict, columns: dict, problems: RowProblems, flags: set[str]) ->
     return [*messages, {"role": "user", "content": user}, {"role": "assistant", "content": output}]
 
 
-def _history(value, problems: RowProblems) -> list[dict]:
-    if value in (None, "", []) or (isinstance(value, float) and math.isnan(value)):
-        return []
-    if not isinstance(value, list):
-        problems.add("history", msg("row.history"))
-        return []
-    turns = []
-    for i, pair in enumerate(value):
-        if not (isinstance(pair, list | tuple) and len(pair) == 2):
-            problems.add(f"history[{i}]", msg("row.history_pair"))
-            continue
-        q = _text(pair[0], f"history[{i}][0]", problems)
-        a = _text(pair[1], f"history[{i}][1]", problems)
-        turns += [{"role": "user", "content": q or ""}, {"role": "assistant", "content": a or ""}]
-    return turns
-
-
 def _conversation(raw: dict, shape: Shape, problems: RowProblems) -> list[dict] | None:
     column = shape.columns["messages"]
     turns = raw.get(column)
     if not isinstance(turns, list) or not turns:
         problems.add(column, msg("row.missing" if turns is None else "row.turns"))
         return None
-    messages = _system(raw, shape.columns, problems)
+    messages = system_messages(raw, shape.columns, problems)
     for i, turn in enumerate(turns):
         where = f"{column}[{i}]"
         if not isinstance(turn, dict):
             problems.add(where, msg("row.turn_object"))
             continue
-        message = _turn(turn, where, shape.tags, problems)
+        message = read_turn(turn, where, shape.tags, problems)
         if message is None:
             continue
         if message["role"] == "system" and messages and i > 0:
@@ -308,58 +199,6 @@ def _conversation(raw: dict, shape: Shape, problems: RowProblems) -> list[dict] 
     if not problems:
         _check_turn_order(messages, column, problems)
     return messages
-
-
-def _turn(turn: dict, where: str, tags: dict, problems: RowProblems) -> dict | None:
-    role = turn.get(tags["role_tag"])
-    content_value = turn.get(tags["content_tag"])
-    if tags["role_tag"] == "role" and role == "assistant" and content_value is None and turn.get("tool_calls"):
-        content_value = json.dumps(turn["tool_calls"], ensure_ascii=False)
-    if isinstance(content_value, list):
-        content_value = _content_parts(content_value, f"{where}.{tags['content_tag']}", problems)
-        if content_value is None:
-            return None  # the part is named; "is empty" on top of it would mislead
-    content = _text(content_value, f"{where}.{tags['content_tag']}", problems)
-    roles = {
-        tags["user_tag"]: "user",
-        "human": "user",
-        "user": "user",
-        tags["assistant_tag"]: "assistant",
-        "gpt": "assistant",
-        "assistant": "assistant",
-        tags["function_tag"]: "function_call",
-        tags["observation_tag"]: "observation",
-        "tool": "observation",
-        tags["system_tag"]: "system",
-    }
-    canonical = roles.get(role) if isinstance(role, str) else None
-    if canonical is None:
-        problems.add(f"{where}.{tags['role_tag']}", msg("row.unknown_role", role=role, roles=", ".join(sorted(map(str, roles)))))
-        return None
-    if content is None:
-        return None
-    if canonical == "function_call":
-        return {"role": "assistant", "content": content}
-    if canonical == "observation":
-        return {"role": "user", "content": OBSERVATION_PREFIX + content}
-    return {"role": canonical, "content": content}
-
-
-def _content_parts(parts: list, where: str, problems: RowProblems) -> str | None:
-    """A list of content parts -> their text. OpenAI's parts hold it under `text`, LLaMA-Factory's
-    newer ones under `value`; any other part (image_url, reasoning, tool_call ...) is named."""
-    texts = []
-    for i, part in enumerate(parts):
-        kind = part.get("type") if isinstance(part, dict) else None
-        text = next((part[key] for key in ("text", "value") if isinstance(part.get(key), str)), None) \
-            if kind == "text" else None
-        if text is None:
-            named = kind if isinstance(kind, str) else type(part).__name__
-            problems.add(f"{where}[{i}]", msg("row.text_part_empty") if kind == "text"
-                         else msg("row.part_not_text", type=named))
-            return None
-        texts.append(text)
-    return "".join(texts)
 
 
 def _check_turn_order(messages: list[dict], column: str, problems: RowProblems) -> None:
