@@ -30,6 +30,7 @@ import torch
 from backend.chat.batch import adapter_names_for, generate_together, groups
 from backend.chat.generation import (
     GenerationSettings,
+    Prompt,
     Reply,
     build_messages,
     build_prompt,
@@ -213,14 +214,14 @@ class ChatEngine:
 
         `history` is this column's earlier turns ({"role", "content"} dicts)."""
         reply = reply if reply is not None else Reply()
-        stop = stop or threading.Event()
-        with self._lock:
-            loaded = self._ensure(target, device)
+
+        def make_prompt(tokenizer, context_length: int) -> Prompt:
             messages = build_messages(settings.system_prompt, history, user_text)
-            prompt = build_prompt(loaded.tokenizer, messages, loaded.context_length, settings.max_new_tokens)
+            prompt = build_prompt(tokenizer, messages, context_length, settings.max_new_tokens)
             reply.notices.extend(prompt.notices)
-            with self._activated(loaded, target) as model:
-                yield from _answer(target)(model, loaded.tokenizer, prompt, settings, stop, reply)
+            return prompt
+
+        yield from self.stream_prompt(target, make_prompt, settings, device, stop or threading.Event(), reply)
 
     def stream_prompt(self, target: ChatTarget, make_prompt, settings: GenerationSettings, device: str,
                       stop: threading.Event, reply: Reply):
@@ -252,19 +253,25 @@ class ChatEngine:
         error in `replies[i]`; the others go on."""
         replies = replies if replies is not None else [Reply() for _ in targets]
         stop = stop or threading.Event()
-        texts = [""] * len(targets)
         with self._lock:
             entries, prompts = self._prepare_columns(targets, histories, user_text, settings, device, replies)
-            for rows in groups(targets, entries, prompts, settings):
-                if stop.is_set():
-                    for index in rows:
-                        replies[index].finish = "stopped"
-                    continue
-                for partial in self._answer_rows(rows, targets, entries, prompts, settings, stop, replies):
-                    for index, text in zip(rows, partial):
-                        texts[index] = text
-                    yield list(texts)
+            yield from self._stream_groups(targets, entries, prompts, settings, stop, replies, skip_when_stopped=True)
         yield [reply.text for reply in replies]
+
+    def _stream_groups(self, targets, entries, prompts, settings, stop, replies, skip_when_stopped: bool):
+        """The loop both batched entry points share: yield every row's text (a list in `targets` order)
+        as groups() answer one after another. With `skip_when_stopped` (the Chat tab's Stop), the groups
+        not started yet when `stop` is set are not started: their replies say "stopped"."""
+        texts = [""] * len(targets)
+        for rows in groups(targets, entries, prompts, settings):
+            if skip_when_stopped and stop.is_set():
+                for index in rows:
+                    replies[index].finish = "stopped"
+                continue
+            for partial in self._answer_rows(rows, targets, entries, prompts, settings, stop, replies):
+                for index, text in zip(rows, partial):
+                    texts[index] = text
+                yield list(texts)
 
     def _answer_rows(self, rows, targets, entries, prompts, settings, stop, replies):
         """Yield the texts of `rows` (one group of groups()) as they grow: one generate batch, or for
@@ -301,12 +308,7 @@ class ChatEngine:
                     entries[index] = entry
                 except Exception as error:  # noqa: BLE001 - this row's answer is its error; the others go on
                     errors[index] = error
-            texts = [""] * len(targets)
-            for rows in groups(targets, entries, prompts, settings):
-                for partial in self._answer_rows(rows, targets, entries, prompts, settings, stop, replies):
-                    for index, text in zip(rows, partial):
-                        texts[index] = text
-                    yield list(texts)
+            yield from self._stream_groups(targets, entries, prompts, settings, stop, replies, skip_when_stopped=False)
 
     def _prepare_columns(self, targets, histories, user_text, settings, device, replies):
         """Each column's loaded model and prompt (None where loading or templating failed: said in its reply)."""

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import gradio as gr
 
@@ -29,6 +30,9 @@ from ui import serve_panel, vote_panel
 from ui.chat_session import ChatSession, Say, column_notes, column_views, vote_answers
 from ui.context import UIContext
 from ui.i18n import localize
+
+if TYPE_CHECKING:   # for the annotations only: importing the engine imports torch, which start-up leaves out
+    from backend.chat.engine import ChatEngine
 
 # Seconds between UI updates while streaming: fast enough to look live, few enough messages.
 STREAM_INTERVAL_S = 0.1
@@ -96,10 +100,10 @@ class _EngineHolder:
     """The tab's one engine, created on first use (imports torch then, not at start-up)."""
 
     def __init__(self) -> None:
-        self._engine = None
+        self._engine: ChatEngine | None = None
         self._lock = threading.Lock()
 
-    def get(self):
+    def get(self) -> ChatEngine:
         with self._lock:
             if self._engine is None:
                 from backend.chat.engine import ChatEngine
