@@ -19,6 +19,7 @@ from backend.config import split_sizes
 from backend.config_policy import ConfigError
 from backend.data.errors import DataError
 from backend.data.load import DATASET_INFO
+from backend.data.prompt_files import read_prompt_file
 from backend.data.saved_datasets import EVAL_FILE, TRAIN_FILE, is_workspace_dataset, load_dataset_rows, validate_name
 from backend.messages import msg
 from backend.runs.workspace import Workspace
@@ -93,8 +94,6 @@ def check_dataset(name: str, workspace: Workspace, dataset_name: str | None = No
 
 
 def _prompt_file(source: Path) -> bool:
-    from backend.training.grpo_data import read_prompt_file
-
     try:
         return bool(read_prompt_file(source))
     except (DataError, OSError, ValueError):

@@ -4,10 +4,7 @@ Any instruction format the data backend reads (alpaca, sharegpt, OpenAI
 messages, a workspace dataset) gives a prompt (the turns before the last
 assistant turn, system prompt included) and a reference (that assistant turn's
 text; empty means none). A file of prompts alone, which the data backend
-refuses as "nothing to train on" for sft, is read here too: records with a
-`prompt` / `instruction` / `question` / `query` / `problem` column (and `input`),
-an optional `answer` / `output` / `response` / `solution` column, or `messages`
-that end with a user turn.
+refuses as "nothing to train on" for sft, is read too (backend/data/prompt_files.py).
 
 A prompt longer than cutoff_len is left out whole (grpo never cuts a prompt:
 the model would answer another question).
@@ -16,9 +13,9 @@ the model would answer another question).
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 from backend.config_policy import ConfigError
+from backend.data.prompt_files import read_prompt_file
 from backend.data.resolve import DatasetUnreadable, load_rows, resolve_dataset, split_rows
 from backend.messages import Message, msg
 from backend.runs.workspace import Workspace
@@ -27,8 +24,6 @@ from backend.training.grpo_batch import check_batch, effective_batch
 from backend.training.rewards import ANSWER_COLUMN, needs_reference
 
 log = logging.getLogger("backend.train")
-PROMPT_KEYS = ("prompt", "instruction", "question", "query", "problem")
-ANSWER_KEYS = ("answer", "output", "response", "solution", "reference")
 LONG_PROMPT = "prompt longer than cutoff_len"
 NO_PROMPT = "no user turn"
 
@@ -44,32 +39,6 @@ def prompt_rows(rows: list[dict]) -> list[dict]:
             messages = messages[:-1]
         out.append({"prompt": messages, ANSWER_COLUMN: answer})
     return out
-
-
-def read_prompt_file(source: Path) -> list[dict]:
-    """A file of prompts alone (no answers, or answers in a column of its own)."""
-    from backend.data.load import file_type
-    from backend.data.read import iter_records
-
-    rows = []
-    for record in iter_records(source, file_type(source)):
-        value = record.value if isinstance(record.value, dict) else {}
-        messages = value.get("messages")
-        if isinstance(messages, list) and messages and all(isinstance(m, dict) for m in messages):
-            rows.append({"messages": [{"role": str(m.get("role")), "content": str(m.get("content") or "")}
-                                      for m in messages]})
-            continue
-        key = next((k for k in PROMPT_KEYS if isinstance(value.get(k), str) and value[k].strip()), None)
-        if key is None:
-            continue
-        text = value[key] + (f"\n\n{value['input']}" if isinstance(value.get("input"), str) and value["input"].strip() else "")
-        turns = ([{"role": "system", "content": value["system"]}] if isinstance(value.get("system"), str) and value["system"] else [])
-        turns.append({"role": "user", "content": text})
-        answer = next((value[k] for k in ANSWER_KEYS if value.get(k) is not None and str(value[k]).strip()), None)
-        if answer is not None:
-            turns.append({"role": "assistant", "content": str(answer)})
-        rows.append({"messages": turns})
-    return rows
 
 
 def read_rows(dataset: str, workspace: Workspace, dataset_name: str | None = None, counts: RowCounts | None = None):
