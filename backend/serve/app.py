@@ -19,7 +19,8 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException
 
 from backend.chat.targets import GGUF
-from backend.serve.bridge import Bridge, Job
+from backend.serve.bridge import Bridge
+from backend.serve.job import Job
 from backend.serve.names import ServedModels
 from backend.serve.protocol import ApiError, chat_request, completion_request, parse_body
 from backend.serve.responses import answers_body, completion_body, sse_events
