@@ -32,6 +32,7 @@ from backend.runs.queue import (
 )
 from backend.runs.scheduler import QueueScheduler
 from backend.runs.store import RunError, RunInfo, RunStore
+from backend.training.estimate import estimate_run_seconds
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.slow
@@ -89,7 +90,7 @@ def test_two_runs_on_one_device_complete_in_order_and_a_failing_one_between_does
     second = enqueue(store, short_config(run_name="second"))
     assert store.get(first).state == "running" and not store.get(first).waiting
     assert store.get(bad).waiting and blocker(store, bad) == first and blocker(store, second) == bad
-    entries = queue_order(store)
+    entries = queue_order(store, estimate=estimate_run_seconds)
     assert [(e.info.run_id, e.position, e.waiting_behind) for e in entries] == [
         (first, None, None), (bad, 1, first), (second, 2, bad)]
     # Each starts when the one before it is estimated to end. The bad run's data cannot be read, so

@@ -12,6 +12,7 @@ import time
 
 from backend.runs import queue
 from backend.runs.info import RunError
+from backend.training.estimate import estimate_run_seconds
 from ui.context import UIContext
 from ui.i18n import localize
 
@@ -110,7 +111,7 @@ def summary_text(msg, lang: str | None, summary: queue.QueueSummary) -> str:
 def queue_view(ctx: UIContext, lang: str | None, picked: str | None = None) -> tuple[str, dict, list[str], str | None]:
     """(summary, table value, waiting run ids, the run picked: kept while it still waits)."""
     msg, now = _msg(ctx, lang), time.time()
-    entries = queue.queue_order(ctx.store)
+    entries = queue.queue_order(ctx.store, estimate=estimate_run_seconds)
     rows = [[entry.position or "", entry.info.run_id,
              msg("runs.queue.waiting" if entry.position else "runs.queue.running"),
              ", ".join(entry.info.devices), entry.waiting_behind or "",

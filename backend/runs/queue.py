@@ -28,6 +28,7 @@ the same run twice.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from backend.config import RunConfig
@@ -127,9 +128,10 @@ def _blockers(store: RunStore) -> dict[str, str | None]:
     return out
 
 
-def queue_order(store: RunStore, with_times: bool = True) -> list[QueueEntry]:
+def queue_order(store: RunStore, with_times: bool = True, estimate: Callable[..., object] | None = None) -> list[QueueEntry]:
     """The running runs that came through the queue, then the waiting runs in the order they will
-    start, with estimated start and end when `with_times`."""
+    start, with estimated start and end when `with_times`. `estimate` makes a run's time estimate
+    before it has one (queue_times.Estimator: the caller passes the training side's)."""
     blockers = _blockers(store)  # first: it refreshes every run, so a vanished worker is not shown running
     statuses = _statuses(store)
     running = [r for r, s in statuses.items()
@@ -140,7 +142,7 @@ def queue_order(store: RunStore, with_times: bool = True) -> list[QueueEntry]:
     if with_times:
         from backend.runs.queue_times import fill_times
 
-        fill_times(store, entries)
+        fill_times(store, entries, estimate=estimate)
     return entries
 
 
