@@ -87,7 +87,7 @@ def row(case: str, run: str, estimate: dict, actual: float) -> dict:
 
 
 def bench_case(name: str, settings: dict, steps: tuple[int, int], out: Path, real: Path) -> list[dict]:
-    from backend.runs.files import read_json
+    from backend.storage.atomic_files import read_json
 
     workspace = out / name / "workspace"
     shutil.rmtree(out / name, ignore_errors=True)

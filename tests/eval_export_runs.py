@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from backend.config_recipes import tiny_config
-from backend.runs.file_lock import file_lock
 from backend.runs.files import append_metrics, mark_complete
 from backend.runs.workspace import Workspace
+from backend.storage.file_lock import file_lock
 
 LORA = {"r": 8, "lora_alpha": 16, "lora_dropout": 0.0, "target_modules": "all-linear"}
 # Bump when make_run changes: cached runs of another version are rebuilt.

@@ -11,7 +11,8 @@ import pytest
 import torch
 import yaml
 
-from backend.runs.files import atomic_write_json, mark_complete
+from backend.runs.files import mark_complete
+from backend.storage.atomic_files import atomic_write_json
 
 
 def make_lora_run(run_dir: Path, model_dir: Path, steps=(10, 20), incomplete_step: int | None = 30,

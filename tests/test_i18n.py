@@ -253,7 +253,7 @@ def test_resume_refusals_and_warnings_in_chinese(tmp_path):
 def test_unsafe_names_refused_in_chinese(workspace):
     from backend.data.saved_datasets import validate_name
     from backend.export.exporter import ExportError, export_folder
-    from backend.runs.safe_names import UnsafeName, path_inside
+    from backend.storage.safe_names import UnsafeName, path_inside
     from ui.data_texts import TEXT as DATA_TEXT
     from ui.tabs import data
 

@@ -188,7 +188,7 @@ def test_a_multi_turn_vote_pairs_only_answers_that_followed_the_same_conversatio
 
 def test_votes_of_the_earlier_format_pair_on_first_turns_only(tmp_path):
     """Votes that kept only the winner's conversation: a first turn was every column's, a later one was not."""
-    from backend.runs.files import atomic_write_json
+    from backend.storage.atomic_files import atomic_write_json
 
     run = tmp_path / "run-old"
     run.mkdir()

@@ -13,8 +13,8 @@ from backend.data.saved_datasets import save_dataset
 from backend.export.exporter import start_export
 from backend.export.outputs import ExportError
 from backend.models.hardware import Device
-from backend.runs.safe_names import UnsafeName, checked_name, clean_name, path_inside
 from backend.runs.store import RunStore
+from backend.storage.safe_names import UnsafeName, checked_name, clean_name, path_inside
 from ui import forms
 from ui.context import UIContext
 from ui.i18n import merge_texts

@@ -12,9 +12,10 @@ import pytest
 from backend.config import RunConfig
 from backend.config_recipes import tiny_config
 from backend.models.hardware import as_dicts, detect_devices
-from backend.runs.files import read_json, update_status
+from backend.runs.files import update_status
 from backend.runs.speed_log import matching_records, profile_seconds
 from backend.runs.workspace import Workspace
+from backend.storage.atomic_files import read_json
 from backend.train import main as train_main
 from backend.training.estimate import estimate_run_seconds
 from ui import estimate_panel, forms

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from backend.chat.targets import GGUF, ChatTarget, RunChoices
-from backend.runs.files import read_json
+from backend.storage.atomic_files import read_json
 
 
 def tokenizer_folder(gguf_file: Path) -> Path | None:

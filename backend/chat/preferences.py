@@ -21,7 +21,7 @@ import threading
 import time
 from pathlib import Path
 
-from backend.runs.files import atomic_write_json, read_json
+from backend.storage.atomic_files import atomic_write_json, read_json
 
 PREFERENCES_FILE = "preferences.json"
 # Only the start of the prompt is kept with a vote: enough to recognise it.

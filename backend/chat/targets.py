@@ -19,9 +19,9 @@ from backend.runs.files import (
     SUMMARY_FILE,
     is_complete,
     list_checkpoints,
-    read_json,
     read_status,
 )
+from backend.storage.atomic_files import read_json
 
 BASE = "base"
 GGUF = "gguf"   # an exported GGUF file, answered by llama.cpp (backend/chat/gguf_targets.py)

@@ -84,7 +84,7 @@ def default_dataset_name(run_id: str) -> str:
     characters and a '-N' suffix, so this can pass a dataset name's limit: then the id is shortened
     and ends in 8 hex digits of its hash, so runs that differ only at the end still get different names."""
     from backend.data.saved_datasets import MAX_NAME
-    from backend.runs.safe_names import MAX_BYTES, clean_name, is_plain_name
+    from backend.storage.safe_names import MAX_BYTES, clean_name, is_plain_name
 
     name = f"votes-{run_id}"
     if is_plain_name(name) and len(name) <= MAX_NAME:

@@ -14,7 +14,7 @@ import json
 import random
 from pathlib import Path
 
-from backend.runs.files import atomic_write_text
+from backend.storage.atomic_files import atomic_write_text
 
 # Bump when the rows change: ensure_demo_dataset rewrites an older copy.
 DEMO_DATA_VERSION = 2

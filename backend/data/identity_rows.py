@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from backend.runs.files import atomic_write_text
+from backend.storage.atomic_files import atomic_write_text
 
 IDENTITY_DATASET_NAME = "identity"
 IDENTITY_DATA_VERSION = 1

@@ -38,7 +38,7 @@ class DatasetExists(UserError, FileExistsError):
 
 def validate_name(name: str) -> str:
     """A dataset name is one plain folder name: no separators, no '..', no hidden names."""
-    from backend.runs.safe_names import checked_name
+    from backend.storage.safe_names import checked_name
 
     return checked_name(name, msg("name.dataset"), MAX_NAME)
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from backend.data.demo_rows import DEMO_PROMPTS, _facts
 from backend.data.general_prompts import HELD_OUT_QUESTIONS
-from backend.runs.files import atomic_write_text
+from backend.storage.atomic_files import atomic_write_text
 
 BUNDLED_VERSION = "1"
 BENCHMARKS_DIR = "benchmarks"

@@ -45,9 +45,10 @@ from backend.evaluation.benchmark_specs import (
 from backend.evaluation.benchmark_tasks import PRIMARY_METRIC
 from backend.evaluation.results import BASE, EVAL_DIR, checkpoint_choices, checkpoint_folder, step_of
 from backend.messages import msg
-from backend.runs.files import CONFIG_FILE, atomic_write_json, read_json
+from backend.runs.files import CONFIG_FILE
 from backend.runs.jobs import RUNNING, launch, read_progress, write_progress
 from backend.runs.workspace import Workspace
+from backend.storage.atomic_files import atomic_write_json, read_json
 
 BENCHMARKS_FILE = "benchmarks.json"
 PROGRESS_FILE = "benchmark-progress.json"

@@ -31,9 +31,10 @@ from backend.config import RunConfig
 from backend.evaluation.results import BASE, EVAL_DIR, PROGRESS_FILE, checkpoint_choices, checkpoint_folder, step_of
 from backend.evaluation.text_scores import corpus_scores, row_scores
 from backend.messages import UserError, message_of, msg
-from backend.runs.files import CONFIG_FILE, atomic_write_json, atomic_write_text
+from backend.runs.files import CONFIG_FILE
 from backend.runs.jobs import COMPLETED, FAILED, RUNNING, launch, read_progress, write_progress
 from backend.runs.workspace import Workspace
+from backend.storage.atomic_files import atomic_write_json, atomic_write_text
 
 DEFAULT_MAX_NEW_TOKENS = 128
 DEFAULT_BATCH_SIZE = 8

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from backend.evaluation.results import EVAL_DIR
 from backend.messages import Message, msg
-from backend.runs.files import FINAL_DIR, read_json
+from backend.runs.files import FINAL_DIR
+from backend.storage.atomic_files import read_json
 
 THRESHOLDS = {"exact_match": 10.0, "bleu": 10.0, "ended": 10.0, "benchmark": 5.0}
 # lm-eval results of a checkpoint, when it was benchmarked (backend/evaluation/benchmarks.py):

@@ -35,9 +35,10 @@ from pathlib import Path
 from backend.config import RunConfig
 from backend.evaluation.results import BASE, EVAL_DIR, step_of
 from backend.messages import UserError, msg
-from backend.runs.files import CONFIG_FILE, atomic_write_json, atomic_write_text, read_json
+from backend.runs.files import CONFIG_FILE
 from backend.runs.jobs import write_progress
 from backend.runs.workspace import Workspace
+from backend.storage.atomic_files import atomic_write_json, atomic_write_text, read_json
 
 KEPT_FILE = "kept.json"
 KEPT_DIR = "kept"

@@ -16,8 +16,8 @@ from backend.runs.files import (
     checkpoint_step,
     is_complete,
     list_checkpoints,
-    read_json,
 )
+from backend.storage.atomic_files import read_json
 
 BASE = "base"
 EVAL_DIR = "eval"
@@ -39,7 +39,7 @@ def checkpoint_choices(run_dir: Path) -> list[str]:
 
 def checkpoint_folder(run_dir: Path, name: str) -> Path:
     from backend.messages import msg
-    from backend.runs.safe_names import checked_name
+    from backend.storage.safe_names import checked_name
 
     return Path(run_dir) / checked_name(name, msg("name.checkpoint"))  # names arrive from the UI and CLI
 

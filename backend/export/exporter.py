@@ -49,8 +49,8 @@ from backend.export.verify import FAILED as VERIFY_FAILED
 from backend.export.verify import VERIFY_NEW_TOKENS, verify_export
 from backend.messages import message_of, msg
 from backend.runs.jobs import COMPLETED, FAILED, is_running, launch, write_progress
-from backend.runs.safe_names import UnsafeName, checked_name, path_inside
 from backend.runs.workspace import Workspace
+from backend.storage.safe_names import UnsafeName, checked_name, path_inside
 
 DEFAULT_SHARD_SIZE = "2GB"
 VERIFY_PROMPTS = 3

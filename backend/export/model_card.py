@@ -8,8 +8,9 @@ from pathlib import Path
 
 import yaml
 
-from backend.runs.files import CONFIG_FILE, read_json
+from backend.runs.files import CONFIG_FILE
 from backend.runs.workspace import Workspace
+from backend.storage.atomic_files import read_json
 
 HYPERPARAMETERS = (
     "method", "quantization_bits", "lora_r", "lora_alpha", "lora_dropout", "lora_target", "use_rslora", "use_dora",

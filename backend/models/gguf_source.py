@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backend.messages import UserError, msg
-from backend.runs.file_lock import file_lock
-from backend.runs.files import build_folder
+from backend.storage.atomic_files import build_folder
+from backend.storage.file_lock import file_lock
 
 SOURCE_FILE = "GGUF_SOURCE.json"
 GGUF_MAGIC = b"GGUF"
@@ -159,7 +159,7 @@ def gguf_model_name(path: Path) -> str:
     demo model or of an offline model (a user's gemma-3-270m.gguf must not replace the packaged one)."""
     from backend.models.loading import DEMO_NAMES
     from backend.models.offline import OFFLINE_MODELS
-    from backend.runs.safe_names import clean_name
+    from backend.storage.safe_names import clean_name
 
     name = clean_name(path.stem, "gguf-model", max_len=64)
     reserved = {n.lower() for n in (*DEMO_NAMES, *OFFLINE_MODELS)}

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from backend.messages import Message, UserError, msg
 from backend.models.presets import PRESETS, ModelPreset  # noqa: F401  (re-exported for the UI)
-from backend.runs.file_lock import file_lock
-from backend.runs.files import build_folder
+from backend.storage.atomic_files import build_folder
+from backend.storage.file_lock import file_lock
 
 DEMO_MODEL = "demo"
 DEMO_NAMES = (DEMO_MODEL, "demo-tiny")  # the tiny demo model: the test suite's fast model

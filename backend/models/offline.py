@@ -14,7 +14,7 @@ from pathlib import Path
 
 from backend.messages import msg
 from backend.models.gguf_source import GGUFSourceError, ensure_converted
-from backend.runs.file_lock import file_lock
+from backend.storage.file_lock import file_lock
 
 SOURCES_DIR = ".sources"  # under models/: GGUF files assembled from several packages
 

@@ -2,7 +2,7 @@
 
 store.py       RunStore: create, start, stop, resume, delete, list runs (the UI's one door to runs)
 info.py        RunInfo: what a run folder says about itself (state, progress, devices, summary)
-files.py       the run folder's files: names, atomic JSON writes, status updates, metrics tailing
+files.py       the run folder's files: names, states, status updates, checkpoints, metrics tailing
 checkpoint_check.py  is a checkpoint marked complete readable (what resume checks before loading it)
 processes.py   detached process launch, identity (pid + start time), stop signals, kill, reap:
                used by training runs and by background jobs alike
@@ -11,10 +11,8 @@ queue.py       the run queue in the run folders: enqueue, order, cancel, move, s
 scheduler.py   who starts queued runs: the holder of runs/.scheduler.lock (the app, or a --queue command)
 queue_times.py estimated start and end of each queued run
 queue_wait.py  `python -m backend.train --config run.yaml --queue`: queue a run and wait for it
-file_lock.py   the inter-process locks (status.json, launches, the queue's scheduler)
 workspace.py   the workspace's folders (datasets, runs, models, exports)
 speed_log.py   this machine's measured training speed per settings (runs and speed probes), for the time estimate
-safe_names.py  the one way from user text to a file name inside the workspace
 
 Nothing heavy is imported here: the UI imports these at start-up.
 """

@@ -1,19 +1,19 @@
 """Readers and writers for the files of a run (docs/CONTRACTS.md, the run directory).
 
 Every writer of `status.json` and of markers goes through `atomic_write_*`
-(tmp file + rename), so a reader never sees half a file."""
+(tmp file + rename, backend/storage/atomic_files.py), so a reader never sees half a file."""
 
 from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from backend.runs.file_lock import file_lock
+from backend.storage.atomic_files import atomic_write_json, fsync_dir, read_json, sync_tree
+from backend.storage.file_lock import file_lock
 
 CONFIG_FILE = "config.yaml"
 STATUS_FILE = "status.json"
@@ -27,55 +27,6 @@ COMPLETE_MARKER = "COMPLETE"
 
 STATES = ("queued", "running", "completed", "stopped", "failed", "lost")
 FINAL_STATES = ("completed", "stopped", "failed")
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    path = Path(path)
-    # Unique per process and thread: two writers must never share a tmp file.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # a full disk must not also leave a stray tmp file
-        raise
-
-
-def build_folder(target: Path, prefix: str, build: Callable[[Path], None]) -> Path:
-    """`build(staging)` into a temporary sibling of `target`, then renamed over it (a symlink or an
-    older folder is replaced): a crash never leaves half a folder under `target`'s name. The caller
-    holds the lock that keeps two builders apart."""
-    import shutil
-    import tempfile
-
-    target = Path(target)
-    staging = Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
-    staging.chmod(0o755)  # mkdtemp's 0700 would hide the folder from other users of a shared server
-    try:
-        build(staging)
-        if target.is_symlink():  # tests link a shared cached build here
-            target.unlink()
-        elif target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
-    return target
-
-
-def atomic_write_json(path: Path, data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
-def read_json(path: Path, default: Any = None) -> Any:
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
-        return default
 
 
 def read_status(run_dir: Path) -> dict:
@@ -129,28 +80,7 @@ def mark_complete(folder: Path) -> None:
     folder = Path(folder)
     sync_tree(folder)
     atomic_write_json(folder / COMPLETE_MARKER, {"time": time.time()})
-    _fsync_dir(folder)
-
-
-def sync_tree(folder: Path) -> None:
-    for path in sorted(Path(folder).rglob("*"), key=lambda p: -len(p.parts)):   # files before their folders
-        if path.is_symlink():
-            continue
-        if path.is_dir():
-            _fsync_dir(path)
-        else:
-            with open(path, "rb") as handle:
-                os.fsync(handle.fileno())
-    _fsync_dir(folder)
-
-
-def _fsync_dir(folder: Path) -> None:
-    """A folder's entries (new names, renames) reach the disk only with an fsync of the folder itself."""
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(folder)
 
 
 def is_complete(folder: Path) -> bool:

@@ -18,8 +18,8 @@ from backend.runs.files import (
     MetricsTail,
     checkpoint_step,
     list_checkpoints,
-    read_json,
 )
+from backend.storage.atomic_files import read_json
 
 
 class RunError(UserError, RuntimeError):

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from backend.messages import Message, msg
-from backend.runs.files import atomic_write_json, read_json
 from backend.runs.processes import REPO_ROOT, create_time, is_alive, repo_env, spawn_detached
+from backend.storage.atomic_files import atomic_write_json, read_json
 
 RUNNING, COMPLETED, FAILED = "running", "completed", "failed"
 

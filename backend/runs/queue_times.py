@@ -22,9 +22,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from backend.runs.files import SUMMARY_FILE, read_json, read_status, update_status
+from backend.runs.files import SUMMARY_FILE, read_status, update_status
 from backend.runs.info import RunInfo
 from backend.runs.store import RunStore
+from backend.storage.atomic_files import read_json
 
 RETRY_S = 60  # seconds before an estimate that could not be made is tried again
 # estimate(config, workspace, devices=[...]) -> its Estimate (to_dict()); raises ValueError, RunError or

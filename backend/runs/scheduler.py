@@ -15,9 +15,9 @@ from __future__ import annotations
 import logging
 import threading
 
-from backend.runs.file_lock import try_file_lock
 from backend.runs.queue import advance, waiting_runs
 from backend.runs.store import RunStore
+from backend.storage.file_lock import try_file_lock
 
 SCHEDULER_LOCK = ".scheduler.lock"
 log = logging.getLogger(__name__)

@@ -14,10 +14,10 @@ import os
 import signal
 from pathlib import Path
 
-from backend.runs.file_lock import file_lock
 from backend.runs.files import list_run_ids
 from backend.runs.jobs import COMPLETED, RUNNING, launch, read_progress, write_progress
 from backend.runs.processes import kill_tree, wait_gone
+from backend.storage.file_lock import file_lock
 
 SERVE_DIR = "serve"
 HOST = "127.0.0.1"

@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 
 from backend.config import RunConfig
-from backend.runs.files import atomic_write_json, read_json
 from backend.runs.info import RunError
 from backend.runs.queue import cancel, enqueue
-from backend.runs.safe_names import is_plain_name
 from backend.runs.store import RunStore
 from backend.runs.workspace import Workspace
+from backend.storage.atomic_files import atomic_write_json, read_json
+from backend.storage.safe_names import is_plain_name
 from backend.sweeps.grid import Sweep, sweep_configs
 
 SWEEPS_DIR = "sweeps"

@@ -15,8 +15,9 @@ import math
 from dataclasses import dataclass, field
 
 from backend.evaluation.results import load_results
-from backend.runs.files import SUMMARY_FILE, read_json, read_status
+from backend.runs.files import SUMMARY_FILE, read_status
 from backend.runs.workspace import Workspace
+from backend.storage.atomic_files import read_json
 from backend.sweeps.queueing import read_sweep
 
 

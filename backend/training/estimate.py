@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass, field
 
 from backend.config import RunConfig, derived_numbers, split_sizes
 from backend.messages import Message, msg
-from backend.runs.files import atomic_write_json, read_json
 from backend.runs.speed_log import matching_records
 from backend.runs.workspace import Workspace
+from backend.storage.atomic_files import atomic_write_json, read_json
 
 RECENT = 5  # the newest measurements of a key that count (the machine's load drifts)
 # Range around the measurements: their own spread, widened by this share. On 2 cores at load 11-15 the

@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 
 from backend.messages import msg
-from backend.runs.files import atomic_write_json, read_json, update_status
+from backend.runs.files import update_status
+from backend.storage.atomic_files import atomic_write_json, read_json
 
 log = logging.getLogger("backend.train")
 STAGE = "demo_model"

@@ -25,7 +25,7 @@ import random
 from pathlib import Path
 
 from backend.data.general_prompts import REPLAY_PROMPTS
-from backend.runs.files import atomic_write_text
+from backend.storage.atomic_files import atomic_write_text
 
 log = logging.getLogger("backend.train")
 
@@ -69,7 +69,7 @@ def replay_rows(model_path: str | Path, tokenizer, datasets_dir: Path, count: in
     not end is cached as such and never replayed."""
     if count <= 0:
         return []
-    from backend.runs.file_lock import file_lock
+    from backend.storage.file_lock import file_lock
 
     cache = Path(datasets_dir) / CACHE_DIR / f"{cache_key(model_path, tokenizer)}.jsonl"
     order = random.Random(seed).sample(range(len(prompts)), len(prompts))

@@ -21,10 +21,11 @@ from pathlib import Path
 from backend.config import RunConfig
 from backend.config_policy import ConfigError
 from backend.messages import msg
-from backend.runs.files import LOG_FILE, METRICS_FILE, read_json
+from backend.runs.files import LOG_FILE, METRICS_FILE
 from backend.runs.jobs import COMPLETED, FAILED, RUNNING, write_progress
 from backend.runs.speed_log import read_lines, record_speed, speed_profile
 from backend.runs.workspace import Workspace
+from backend.storage.atomic_files import read_json
 
 PROBE_STEPS = 6
 PROBES_DIR = Path("speed") / "probes"

@@ -9,7 +9,8 @@ from pathlib import Path
 import torch
 from transformers import TrainerCallback
 
-from backend.runs.files import SUMMARY_FILE, atomic_write_json, read_json
+from backend.runs.files import SUMMARY_FILE
+from backend.storage.atomic_files import atomic_write_json, read_json
 
 CLOCK_FILE = "run_clock.json"  # in each checkpoint: the run's seconds and sessions up to its step
 

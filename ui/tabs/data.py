@@ -148,7 +148,7 @@ def applied_text(ctx: UIContext, lang: str, a: ds.Analysis) -> str:
 
 
 def default_name(label: str) -> str:
-    from backend.runs.safe_names import clean_name
+    from backend.storage.safe_names import clean_name
 
     return clean_name(str(label).rsplit("/", 1)[-1].rsplit(".", 1)[0], "dataset") + "-clean"
 

@@ -20,8 +20,8 @@ from backend.config_policy import ConfigError
 from backend.models.offline import OFFLINE_MODELS
 from backend.models.presets import PRESETS
 from backend.runs import queue
-from backend.runs.safe_names import UnsafeName, clean_name, path_inside
 from backend.runs.store import RunError
+from backend.storage.safe_names import UnsafeName, clean_name, path_inside
 from ui import estimate_panel, forms, grpo_form, grpo_plan, grpo_section, scale_view, sweep_panel
 from ui import train_summary as summary
 from ui.context import UIContext
