@@ -71,8 +71,9 @@ def worker_env(base: dict | None = None, devices: str = "auto") -> dict:
 
 
 def devices_setting(argv: list[str], run_dir: Path) -> str:
-    """The run's `devices`: config.yaml in the run folder, then any
-    `--set devices=...` in argv (a resume may change it); "auto" when unreadable."""
+    """The `devices` of a run launched without its setting (by hand, by a test): config.yaml in
+    the run folder, then any `--set devices=...` in argv (a resume may change it); "auto" when
+    unreadable. The run store knows the setting and passes it to launch instead."""
     from backend.config import RunConfig
 
     setting = "auto"
@@ -97,9 +98,11 @@ def spawn_detached(argv: list[str], log_path: Path, env: dict, cwd: Path | None 
                                 start_new_session=True, env=env, cwd=cwd, close_fds=True)
 
 
-def launch(argv: list[str], run_dir: Path, env: dict | None = None) -> subprocess.Popen:
-    """Start the worker command `argv` detached, logging to the run's train.log."""
-    return spawn_detached(argv, Path(run_dir) / LOG_FILE, worker_env(env, devices_setting(argv, run_dir)))
+def launch(argv: list[str], run_dir: Path, env: dict | None = None, devices: str | None = None) -> subprocess.Popen:
+    """Start the worker command `argv` detached, logging to the run's train.log, pinned to
+    `devices` (the run's RunConfig.devices setting; None: read from the run folder)."""
+    setting = devices_setting(argv, run_dir) if devices is None else devices
+    return spawn_detached(argv, Path(run_dir) / LOG_FILE, worker_env(env, setting))
 
 
 def create_time(pid: int) -> float | None:

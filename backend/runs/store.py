@@ -28,6 +28,7 @@ from backend.config_policy import ConfigError
 from backend.messages import Message, message_of, msg
 from backend.models.hardware import Device, detect_devices, training_devices
 from backend.runs import processes
+from backend.runs.file_lock import file_lock
 from backend.runs.files import (
     CONFIG_FILE,
     FINAL_STATES,
@@ -39,11 +40,10 @@ from backend.runs.files import (
     update_status,
 )
 from backend.runs.info import Checkpoint, InfoReader, RunError, RunInfo
+from backend.runs.safe_names import clean_name, is_plain_name
 from backend.runs.workspace import Workspace
 from backend.scale import launch
 from backend.scale.guards import check_environment
-from backend.storage.file_lock import file_lock
-from backend.storage.safe_names import clean_name, is_plain_name
 
 RESUMABLE = ("stopped", "lost", "failed")
 __all__ = ["Checkpoint", "RunError", "RunInfo", "RunStore"]
@@ -69,21 +69,20 @@ class RunStore:
         """(argv, YAML) that reproduce a run from a shell: save the YAML as
         run.yaml and run argv from the repository folder. With `run_dir`, the
         argv the store itself launches for that run folder."""
-        if run_dir is None:  # a new run folder in this workspace, as the UI would make
-            args = ["--config", "run.yaml", "--workspace", str(self.workspace.root)]
-        else:
-            args = ["--config", str(Path(run_dir) / CONFIG_FILE), "--run-dir", str(run_dir)]
-        return launch.worker_command(args, config, self._num_processes(config)), config.to_yaml()
+        return launch.worker_command(self._worker_args(run_dir), config, self._num_processes(config)), config.to_yaml()
 
     def node_commands(self, config: RunConfig, run_dir: Path | None = None, resume: bool = False) -> list[list[str]]:
         """The argv for each other machine of a several-node run (docs/SCALE.md)."""
+        return launch.other_node_commands(self._worker_args(run_dir, resume), config, self._num_processes(config))
+
+    def _worker_args(self, run_dir: Path | None, resume: bool = False) -> list[str]:
+        """The worker's own arguments: a new run folder in this workspace (as the UI would make one),
+        the run folder `run_dir`, or its resume."""
         if run_dir is None:
-            args = ["--config", "run.yaml", "--workspace", str(self.workspace.root)]
-        elif resume:
-            args = ["--resume", str(run_dir)]
-        else:
-            args = ["--config", str(Path(run_dir) / CONFIG_FILE), "--run-dir", str(run_dir)]
-        return launch.other_node_commands(args, config, self._num_processes(config))
+            return ["--config", "run.yaml", "--workspace", str(self.workspace.root)]
+        if resume:
+            return ["--resume", str(run_dir)]
+        return ["--config", str(Path(run_dir) / CONFIG_FILE), "--run-dir", str(run_dir)]
 
     def create(self, config: RunConfig, **status_fields) -> str:
         """Make the run folder with config.yaml (never edited after) and a
@@ -92,21 +91,26 @@ class RunStore:
             config.check_packages()
         except ConfigError as error:
             raise RunError(message_of(error) or str(error)) from None
+        # Resolved once (the devices check may ask a Ray cluster): the argv, the other nodes'
+        # commands and the devices the run holds all come from these two facts.
         devices = self._resolve_devices(config)
+        processes_here = launch.processes_per_node(config, devices)
         run_dir = self._new_run_dir(config)
         config.save(run_dir / CONFIG_FILE)
-        argv, _ = self.command_for(config, run_dir)
-        update_status(run_dir, state="queued", run_id=run_dir.name, created_at=time.time(), command=argv,
+        update_status(run_dir, state="queued", run_id=run_dir.name, created_at=time.time(),
+                      command=launch.worker_command(self._worker_args(run_dir), config, processes_here),
                       devices=launch.held_devices(config, devices), model=config.model_name_or_path,
                       method=config.method,
-                      node_commands=self.node_commands(config, run_dir), **status_fields)
+                      node_commands=launch.other_node_commands(self._worker_args(run_dir), config, processes_here),
+                      **status_fields)
         return run_dir.name
 
     def start(self, run_id: str) -> None:
         status = self.refresh(run_id)
         if not _not_started(status):
             raise RunError(msg("run.already_started", run_id=run_id, state=status.get("state")))
-        self._launch(run_id, status["command"], {}, still=_not_started)
+        self._launch(run_id, status["command"], {}, still=_not_started,
+                     devices_setting=self._devices_setting(run_id))
 
     def launch(self, config: RunConfig) -> str:
         run_id = self.create(config)
@@ -139,18 +143,29 @@ class RunStore:
             raise RunError(msg("run.resume_config", run_id=run_id, error=message_of(error) or str(error))) from None
         args = ["--resume", str(run_dir), *[a for item in overrides for a in ("--set", item)]]
         resumed = config.with_overrides(overrides)
-        argv = launch.worker_command(args, resumed, self._num_processes(resumed))
+        processes_here = self._num_processes(resumed)  # once, for this node's argv and the others'
+        argv = launch.worker_command(args, resumed, processes_here)
         others = [c + [a for item in overrides for a in ("--set", item)]
-                  for c in self.node_commands(resumed, run_dir, resume=True)]
+                  for c in launch.other_node_commands(self._worker_args(run_dir, resume=True), resumed, processes_here)]
         self._launch(run_id, argv, {"resumed_from": checkpoints[-1].name, "resume_overrides": overrides,
                                     "node_commands": others,
                                     "ended_at": None, "exit_code": None, "error": None, "advice": None},
-                     still=lambda s: s.get("state") in RESUMABLE)
+                     still=lambda s: s.get("state") in RESUMABLE, devices_setting=resumed.devices)
 
-    def _launch(self, run_id: str, argv: list[str], fields: dict, still=None) -> None:
+    def _devices_setting(self, run_id: str) -> str:
+        """The `devices` setting of a run not started yet (its config.yaml); "auto" when that cannot be
+        read: the worker then fails on it with its own sentence."""
+        try:
+            return self._reader.config(self._run_dir(run_id)).devices
+        except RunError:
+            return "auto"
+
+    def _launch(self, run_id: str, argv: list[str], fields: dict, still=None,
+                devices_setting: str | None = None) -> None:
         """Start `argv` for the run unless its devices are busy, or (`still`) its status.json,
         read again under the lock, no longer allows it: two stores (two app processes, the
-        queue's schedulers) that saw the same run ready never both start it."""
+        queue's schedulers) that saw the same run ready never both start it. `devices_setting`: the
+        run's RunConfig.devices, which its processes are pinned to (processes.launch)."""
         run_dir = self._run_dir(run_id)
         # The lock makes check-then-launch atomic across threads and UI processes.
         with self.launch_lock():
@@ -166,7 +181,7 @@ class RunStore:
                           launcher_create_time=None, worker_pid=None, stop_requested_at=None, stop_note=None,
                           **fields)
             try:
-                child = processes.launch(argv, run_dir, self.env)
+                child = processes.launch(argv, run_dir, self.env, devices=devices_setting)
             except OSError as error:
                 said = msg("run.launch_failed", run_id=run_id, error=error)
                 update_status(run_dir, state="failed", ended_at=time.time(), **_said("error", said))
