@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from backend.runs.workspace import Workspace
 
@@ -45,16 +46,16 @@ TEXT: dict[str, dict[str, str]] = {
 }
 
 
-def grpo_rows(dataset: str, workspace: Workspace, dataset_name: str | None, model: str, chat_template: str) -> dict:
+def grpo_rows(dataset: str, workspace: Workspace, dataset_name: str | None, folder: Path | None,
+              chat_template: str) -> dict:
     """{"rows", "has_eval", "prompts": [[tokens or None, has reference], ...], "context"} of the data as the
-    worker reads it for grpo; the tokens need the model on disk (else None). Raises what the data raises."""
+    worker reads it for grpo; the tokens need the model's `folder` on disk (None: not yet, tokens None).
+    Raises what the data raises."""
     from backend.data.errors import DataError
     from backend.data.pair_rows import worker_tokenizer
     from backend.models.loading import model_context_length
     from backend.training.grpo_data import measure_prompts
-    from ui.train_summary import local_model_folder
 
-    folder = local_model_folder(model, workspace)
     tokenizer = worker_tokenizer(folder, chat_template) if folder is not None else None
     try:
         measured, has_eval = measure_prompts(dataset, workspace, tokenizer, dataset_name)

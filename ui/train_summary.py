@@ -58,7 +58,7 @@ def dataset_rows(dataset: str, workspace: Workspace, dataset_name: str | None = 
         if stage == "grpo":  # prompts (any instruction data, or prompts alone), measured for the Plan's checks
             from ui.grpo_plan import grpo_rows
 
-            return grpo_rows(dataset, workspace, dataset_name, model, chat_template)
+            return grpo_rows(dataset, workspace, dataset_name, local_model_folder(model, workspace), chat_template)
         rows, has_eval = dataset_size(dataset, workspace, dataset_name)
         out = {"rows": rows, "has_eval": has_eval}
         if stage != "sft" and dataset not in ("", "demo", "identity"):
@@ -212,7 +212,7 @@ def template_text(config: RunConfig, workspace: Workspace, lang: str = "en") -> 
     """The Plan's chat template line for the form's model and chat_template: the sentence the worker
     logs, or why the choice does not fit. Empty for a model not on disk yet (a hub id, or an offline
     model before its conversion): the worker says it in train.log."""
-    from backend.models.chat_templates import folder_template_check
+    from backend.models.loading import folder_template_check
     from ui.i18n import localize
 
     folder = local_model_folder(config.model_name_or_path, workspace)
@@ -226,7 +226,7 @@ def template_text(config: RunConfig, workspace: Workspace, lang: str = "en") -> 
 
 def check_template(config: RunConfig, workspace: Workspace) -> None:
     """Start refuses a chat_template that does not fit, with the worker's own sentence."""
-    from backend.models.chat_templates import folder_template_check
+    from backend.models.loading import folder_template_check
 
     folder = local_model_folder(config.model_name_or_path, workspace)
     problem = folder_template_check(folder, config.chat_template)["problem"] if folder else None
