@@ -12,12 +12,11 @@ A "running" file whose process is gone reads as "failed" (lost).
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 from backend.messages import Message, msg
-from backend.runs.processes import REPO_ROOT, create_time, is_alive, repo_env, spawn_detached
+from backend.runs.processes import create_time, is_alive, spawn_module
 from backend.storage.atomic_files import atomic_write_json, read_json
 
 RUNNING, COMPLETED, FAILED = "running", "completed", "failed"
@@ -30,11 +29,10 @@ def launch(module: str, args: list[str], log_path: Path, progress_path: Path) ->
     after launch already sees the job (and a job that dies at import reads as lost)."""
     progress_path = Path(progress_path)
     progress_path.parent.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", module, *args, "--progress", str(progress_path)]
-    process = spawn_detached(command, Path(log_path), repo_env(), cwd=REPO_ROOT)
+    process = spawn_module(module, [*args, "--progress", str(progress_path)], Path(log_path))
     write_progress(progress_path, state=RUNNING, pid=process.pid, started_at=time.time(),
                    start_time=create_time(process.pid), done=0, total=0, stage=msg("job.stage.starting"),
-                   command=command, log=str(log_path))
+                   command=process.args, log=str(log_path))
     return process.pid
 
 

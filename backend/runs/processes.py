@@ -98,6 +98,14 @@ def spawn_detached(argv: list[str], log_path: Path, env: dict, cwd: Path | None 
                                 start_new_session=True, env=env, cwd=cwd, close_fds=True)
 
 
+def spawn_module(module: str, args: list[str], log_path: Path) -> subprocess.Popen:
+    """`python -m module args` detached (spawn_detached) from the repository folder with repo_env:
+    how the background jobs (jobs.py: evaluation, export, the speed probe, the API server) and the
+    model's background build (backend/training/model_stage.py) start. A training worker starts
+    through launch, which pins its devices and keeps the caller's folder."""
+    return spawn_detached([sys.executable, "-m", module, *args], log_path, repo_env(), cwd=REPO_ROOT)
+
+
 def launch(argv: list[str], run_dir: Path, env: dict | None = None, devices: str | None = None) -> subprocess.Popen:
     """Start the worker command `argv` detached, logging to the run's train.log, pinned to
     `devices` (the run's RunConfig.devices setting; None: read from the run folder)."""

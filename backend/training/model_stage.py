@@ -167,18 +167,17 @@ def start_background_build(models_dir: Path, name: str = "demo", replay_cache: P
     its default model), and with `replay_cache` (a datasets folder) answer its replay prompts
     too; None when the model is ready or is no model this workspace builds."""
     from backend.models.loading import needs_build
-    from backend.runs.processes import repo_env, spawn_detached
+    from backend.runs.processes import spawn_module
     from backend.training.replay import CACHE_DIR as REPLAY_CACHE_DIR
 
     warm = replay_cache is not None and not (Path(replay_cache) / REPLAY_CACHE_DIR).is_dir()
     if not needs_build(name, models_dir) and not warm:
         return None
     Path(models_dir).mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "backend.training.model_stage", "--models", str(models_dir), "--model", name]
+    args = ["--models", str(models_dir), "--model", name]
     if replay_cache is not None:
-        argv += ["--replay-cache", str(replay_cache)]
-    process = spawn_detached(argv, Path(models_dir) / ".model-build.log", repo_env(None),
-                             cwd=Path(__file__).resolve().parents[2])
+        args += ["--replay-cache", str(replay_cache)]
+    process = spawn_module("backend.training.model_stage", args, Path(models_dir) / ".model-build.log")
     _lower_priority(process.pid)
     return process
 
