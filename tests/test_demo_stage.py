@@ -9,7 +9,7 @@ import logging
 
 from backend.runs.files import read_status, update_status
 from backend.runs.info import InfoReader
-from backend.training.model_stage import prepare_demo_model
+from backend.runs.model_builds import prepare_demo_model
 from ui import run_view
 
 
@@ -82,7 +82,8 @@ def test_background_build_is_skipped_when_the_model_is_ready(workspace):
 def test_a_stop_during_the_build_ends_it_at_once_and_leaves_no_half_model(tmp_path):
     import pytest
 
-    from backend.training.model_stage import BuildStopped, stopped_during_build
+    from backend.runs.model_builds import BuildStopped
+    from backend.training.model_stage import stopped_during_build
 
     run_dir, models = tmp_path / "runs" / "r1", tmp_path / "models"
     run_dir.mkdir(parents=True)

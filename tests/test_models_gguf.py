@@ -63,7 +63,7 @@ def test_a_gguf_file_by_path_is_converted_once_as_a_stage_of_the_run_then_reused
     """A GGUF file a user names (here through a folder holding it) becomes models/<stem>/, with the
     conversion shown as the run's stage (status.json and train.log), and is reused after that."""
     from backend.runs.files import read_status, update_status
-    from backend.training.model_stage import prepare_model
+    from backend.runs.model_builds import prepare_model
 
     source = STARTER.locate(starter_model_dir.parent)
     models, run_dir = tmp_path / "models", tmp_path / "runs" / "r1"

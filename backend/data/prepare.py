@@ -149,8 +149,8 @@ def model_tokenizer_and_template(model: str | None, workspace: Path, chat_templa
         return None, None
     from backend.models.chat_templates import TemplateError, apply_for_model
     from backend.models.loading import ModelLoadError, load_tokenizer
+    from backend.runs.model_builds import prepare_model
     from backend.runs.workspace import Workspace
-    from backend.training.model_stage import prepare_model
 
     try:
         # A first use builds the demo model (minutes) or converts a GGUF model: logged as it goes.

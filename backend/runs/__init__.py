@@ -12,6 +12,8 @@ scheduler.py   who starts queued runs: the holder of runs/.scheduler.lock (the a
 queue_times.py estimated start and end of each queued run
 queue_wait.py  `python -m backend.train --config run.yaml --queue`: queue a run and wait for it
 workspace.py   the workspace's folders (datasets, runs, models, exports)
+model_builds.py  a model's first build or GGUF conversion as a stage of the run: its progress file, mirrored
+                 into the run's status.json and train.log
 speed_log.py   this machine's measured training speed per settings (runs and speed probes), for the time estimate
 
 Nothing heavy is imported here: the UI imports these at start-up.

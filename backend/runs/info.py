@@ -59,7 +59,7 @@ class RunInfo:
     devices: list[str] = field(default_factory=list)
     command: list[str] = field(default_factory=list)
     # A stage before training, e.g. {"name": "demo_model", "done": 40, "total": 120} while the
-    # demo model is built on first use (backend/training/model_stage.py); None when training.
+    # demo model is built on first use (backend/runs/model_builds.py); None when training.
     stage: dict | None = None
     # error / advice as catalogued messages (backend/messages.py) when the worker had ids for them:
     # the UI shows them in the user's language; `error` / `advice` hold the English.

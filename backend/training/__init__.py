@@ -16,7 +16,7 @@ worker.py     the worker's path for one run: prepare, run folder, mark running, 
 session.py    lifecycle: build (tokenizer, data, model, Trainer), train / resume, finish
 errors.py     exceptions -> one sentence + advice + exit code; failed status
 summary.py    summary.json
-model_stage.py a model's first build or GGUF conversion as a stage of the run (and in the background at app start)
+model_stage.py a model's first build in the background at app start; the worker's end on a Stop during a build
 replay.py     the base model's own answers to general prompts, mixed into small sets (cached per model)
 preference.py the preference stages (dpo / orpo / simpo / kto) through TRL's trainers
 grpo.py       stage grpo through TRL's GRPOTrainer; completions.jsonl

@@ -18,6 +18,7 @@ from backend.messages import message_of, msg
 from backend.models.chat_templates import apply_for_model
 from backend.models.hardware import training_devices
 from backend.runs.files import FINAL_DIR, append_metrics, mark_complete, read_status, update_status
+from backend.runs.model_builds import prepare_model
 from backend.scale.engines import decoder_layer_classes
 from backend.training.arguments import argument_values
 from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, FiniteLoss, GracefulStop, _barrier
@@ -27,7 +28,6 @@ from backend.training.disk import remove_partial_saves
 from backend.training.early_stop import EarlyStop, best_weights, early_stop_of
 from backend.training.metrics_log import MetricsCallback
 from backend.training.model import attention_implementation, build_model, parameter_counts
-from backend.training.model_stage import prepare_model
 from backend.training.packing import PackedCollator
 from backend.training.plan_check import PlanCheck, steps_warning
 from backend.training.speed import checkpointing_for, collator_for

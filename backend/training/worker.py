@@ -16,9 +16,10 @@ import psutil
 
 from backend.messages import Message
 from backend.runs.files import read_status, update_status
+from backend.runs.model_builds import BuildStopped
 from backend.training.cli import StopRequest, create_run_dir, prepare, setup_logging
 from backend.training.errors import fail
-from backend.training.model_stage import BuildStopped, stopped_during_build
+from backend.training.model_stage import stopped_during_build
 
 
 def run_worker(args: argparse.Namespace) -> int:
