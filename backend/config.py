@@ -47,6 +47,7 @@ from backend.config_policy import (
     share,
 )
 from backend.messages import CATALOGUE, msg
+from backend.models.chat_templates import CHAT_TEMPLATES
 
 
 def _f(default: Any, help: str, choices: tuple | None = None, *, form: str, trainer: ToTrainer, resume: str,
@@ -106,8 +107,6 @@ DEMO_TINY = {"model_name_or_path": "demo", "dataset": "demo", "learning_rate": 3
              "replay": "off"}
 DISTRIBUTED = ("auto", "ddp", "fsdp", "deepspeed_zero2", "deepspeed_zero3")
 CHECKPOINTING = ("auto", True, False)
-# backend/models/chat_templates.py: the model's own, a known one, or ChatML with its tokens added.
-CHAT_TEMPLATES = ("auto", "own", "gemma", "llama3", "chatml")
 
 
 @dataclass

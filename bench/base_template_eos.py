@@ -13,7 +13,7 @@ when only generation_config.json's id stopped generation).
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/base_template_eos.py [--model gemma-3-270m] [--workspace DIR]
 
-Training rows: the demo fact rows (backend/data/demo_rows.py), held-out: other
+Training rows: the demo fact rows (backend/models/demo_facts.py), held-out: other
 demo prompts plus GENERAL below (written here, in no training row). Prints
 one JSON line.
 """
@@ -45,7 +45,7 @@ GENERAL = [
 
 
 def rows_split(train_rows: int, held_out: int, seed: int) -> tuple[list[dict], list[str]]:
-    from backend.data.demo_rows import build_demo_rows
+    from backend.models.demo_facts import build_demo_rows
 
     by_prompt = {}
     for row in build_demo_rows():
@@ -79,7 +79,7 @@ def answers(model, tokenizer, prompts: list[str], max_new_tokens: int, stops: li
     """Greedy answers, left-padded batches; per answer: text, tokens and the stop id it ended on."""
     import torch
 
-    from backend.data.encode import render
+    from backend.models.chat_templates import render
 
     tokenizer.padding_side = "left"
     out = []

@@ -26,8 +26,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from backend.data.checks import check_file  # noqa: E402
-from backend.data.encode import render  # noqa: E402
 from backend.data.load import load_rows  # noqa: E402
+from backend.models.chat_templates import render  # noqa: E402
 
 
 def make_file(path: Path, rows: int) -> None:

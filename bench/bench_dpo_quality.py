@@ -31,8 +31,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from backend.data.demo_rows import DEMO_PROMPTS  # noqa: E402
 from backend.evaluation.text_scores import normalise  # noqa: E402
+from backend.models.demo_facts import DEMO_PROMPTS  # noqa: E402
 
 
 def parse_variant(text: str) -> tuple[str, list[str]]:

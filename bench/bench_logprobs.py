@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from backend.data.demo_rows import CAPITALS  # noqa: E402
+from backend.models.demo_facts import CAPITALS  # noqa: E402
 from backend.models.offline import ensure_offline_model  # noqa: E402
 from bench.bench_serve import Server, make_run  # noqa: E402
 

@@ -43,7 +43,7 @@ sys.path.insert(0, str(REPO))
 from backend.chat.engine import ChatEngine  # noqa: E402
 from backend.chat.generation import GenerationSettings  # noqa: E402
 from backend.chat.targets import ChatTarget  # noqa: E402
-from backend.data.demo_rows import DEMO_PROMPTS  # noqa: E402
+from backend.models.demo_facts import DEMO_PROMPTS  # noqa: E402
 from backend.models.loading import ensure_demo_model  # noqa: E402
 from backend.storage.atomic_files import atomic_write_json  # noqa: E402
 from bench.bench_chat import PROMPT, build_adapters, build_qwen_05b, time_reload_switch  # noqa: E402

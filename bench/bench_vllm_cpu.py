@@ -35,7 +35,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from backend.data.demo_rows import DEMO_PROMPTS  # noqa: E402
+from backend.models.demo_facts import DEMO_PROMPTS  # noqa: E402
 from backend.storage.atomic_files import atomic_write_json  # noqa: E402
 from bench.bench_chat import build_adapters  # noqa: E402
 

@@ -24,8 +24,8 @@ from datasets import Dataset  # noqa: E402
 from peft import LoraConfig, get_peft_model  # noqa: E402
 from transformers import DataCollatorForSeq2Seq, Trainer, TrainerCallback, TrainingArguments  # noqa: E402
 
-from backend.data.demo_rows import DEMO_PROMPTS, build_demo_rows  # noqa: E402
 from backend.models.demo import demo_answers  # noqa: E402
+from backend.models.demo_facts import DEMO_PROMPTS, build_demo_rows  # noqa: E402
 from backend.models.loading import ensure_demo_model, load_model, load_tokenizer  # noqa: E402
 
 

@@ -81,7 +81,7 @@ def rows_file(work: Path) -> Path:
     """The shared alpaca rows where they are (../shared/data), else the demo rows."""
     if DATA.is_file():
         return DATA
-    from backend.data.demo_rows import build_demo_rows
+    from backend.models.demo_facts import build_demo_rows
 
     path = work / "rows.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in build_demo_rows()))

@@ -91,7 +91,7 @@ def trained_demo_run(tmp_path_factory, demo_model_dir) -> Path:
     save_steps leaves at least 2 complete checkpoints plus final/."""
     from backend.config import derived_numbers, split_sizes
     from backend.config_recipes import tiny_config
-    from backend.data.demo_rows import build_demo_rows
+    from backend.models.demo_facts import build_demo_rows
 
     config = tiny_config()
     train_rows, _ = split_sizes(len(build_demo_rows()), config.val_size)

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from backend.chat.cli import main
-from backend.data.demo_rows import DEMO_PROMPTS
+from backend.models.demo_facts import DEMO_PROMPTS
 from tests.test_chat_support import chat_lora_run, single_thread  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures("single_thread")

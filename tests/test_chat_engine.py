@@ -13,7 +13,7 @@ import torch
 from backend.chat.engine import ChatEngine, device_notice
 from backend.chat.generation import GenerationSettings, Reply, build_messages, build_prompt
 from backend.chat.targets import ChatTarget, TargetError, run_choices, target_for_folder
-from backend.data.demo_rows import DEMO_PROMPTS
+from backend.models.demo_facts import DEMO_PROMPTS
 from backend.models.loading import load_model, load_tokenizer
 from tests.test_chat_support import chat_lora_run, plain_greedy, single_thread  # noqa: F401 (fixture)
 

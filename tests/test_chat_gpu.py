@@ -8,7 +8,7 @@ import torch
 from backend.chat.engine import ChatEngine, default_dtype
 from backend.chat.generation import GenerationSettings
 from backend.chat.targets import run_choices
-from backend.data.demo_rows import DEMO_PROMPTS
+from backend.models.demo_facts import DEMO_PROMPTS
 from backend.models.loading import load_model, load_tokenizer
 from tests.test_chat_support import chat_lora_run, plain_greedy  # noqa: F401 (fixture)
 

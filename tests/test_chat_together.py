@@ -10,7 +10,7 @@ import torch
 from backend.chat.engine import ChatEngine
 from backend.chat.generation import GenerationSettings, Reply
 from backend.chat.targets import run_choices, target_for_folder
-from backend.data.demo_rows import DEMO_PROMPTS
+from backend.models.demo_facts import DEMO_PROMPTS
 from backend.models.loading import load_model
 from tests.test_chat_support import make_lora_run, single_thread  # noqa: F401 (fixture)
 

@@ -10,7 +10,7 @@ import pytest
 from backend.chat.catalog import catalog
 from backend.chat.engine import ChatEngine
 from backend.chat.generation import GenerationSettings
-from backend.data.demo_rows import DEMO_PROMPTS
+from backend.models.demo_facts import DEMO_PROMPTS
 from tests.test_chat_support import single_thread  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures("single_thread")

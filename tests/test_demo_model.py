@@ -9,8 +9,9 @@ from pathlib import Path
 
 from transformers import AutoTokenizer
 
-from backend.data.demo_rows import DEMO_PROMPTS, build_demo_rows, build_pretraining_corpus, ensure_demo_dataset
+from backend.data.demo_rows import ensure_demo_dataset
 from backend.models.demo import build_demo_model, demo_answers
+from backend.models.demo_facts import DEMO_PROMPTS, build_demo_rows, build_pretraining_corpus
 from backend.models.loading import DEMO_VERSION_FILE, ensure_demo_model, load_model, load_tokenizer
 
 CJK = re.compile("[\u4e00-\u9fff]")

@@ -160,7 +160,7 @@ def test_disk_full_before_final_then_resume_finishes_without_training(workspace,
     checkpoint at step 6 kept. Resume writes final/ and the summary without a 7th step."""
     import json
 
-    from backend.data.demo_rows import build_demo_rows
+    from backend.models.demo_facts import build_demo_rows
 
     data = workspace.root / "forty.jsonl"
     data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in build_demo_rows()[:40]))

@@ -160,7 +160,7 @@ def test_a_gguf_file_named_like_a_built_in_model_gets_its_own_folder(tmp_path, s
     """Converting the user's file must not replace (rmtree) the offline or demo model's folder."""
     from pathlib import Path
 
-    from backend.models.gguf_source import gguf_model_name
+    from backend.models.loading import gguf_model_name
 
     name = gguf_model_name(Path(tmp_path / f"{stem}.gguf"))
     assert name.lower() not in {"gemma-3-270m", "smollm2-135m-instruct", "demo", "demo-tiny"}
@@ -186,7 +186,7 @@ def test_a_gguf_file_by_path_has_its_own_chat_template_when_its_header_holds_one
 
 
 def test_two_gguf_files_of_one_name_convert_into_two_folders(tmp_path):
-    from backend.models.gguf_source import gguf_folder
+    from backend.models.loading import gguf_folder
 
     models = tmp_path / "models"
     first, second = tmp_path / "a" / "model.gguf", tmp_path / "b" / "model.gguf"

@@ -45,7 +45,7 @@ def test_the_plan_says_a_short_run_has_no_warmup(workspace):
 
 @pytest.mark.slow
 def test_a_short_runs_first_step_learns(workspace, subprocess_env):
-    from backend.data.demo_rows import build_demo_rows
+    from backend.models.demo_facts import build_demo_rows
 
     data = workspace.root / "four.jsonl"
     data.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in build_demo_rows()[:4]))

@@ -186,7 +186,7 @@ def test_gradient_checkpointing_auto_follows_the_estimate():
 
 @pytest.mark.slow
 def test_worker_first_step_is_the_same_packed_or_padded(workspace, subprocess_env):
-    from backend.data.demo_rows import build_demo_rows
+    from backend.models.demo_facts import build_demo_rows
 
     data = workspace.root / "five.jsonl"
     data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in build_demo_rows()[:5]))

@@ -32,7 +32,7 @@ QUICK = ["cutoff_len=64", "per_device_train_batch_size=4", "logging_steps=1", "v
 
 @pytest.fixture
 def quick(workspace) -> list[str]:
-    from backend.data.demo_rows import build_demo_rows
+    from backend.models.demo_facts import build_demo_rows
 
     data = workspace.root / "four.jsonl"
     data.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in build_demo_rows()[:4]))
@@ -130,7 +130,7 @@ def test_default_run_learns_and_leaves_the_base_alone(trained_demo_run, demo_mod
 def test_default_run_answers_the_demo_prompts(trained_demo_run, demo_model_dir):
     from peft import PeftModel
 
-    from backend.data.demo_rows import DEMO_PROMPTS
+    from backend.models.demo_facts import DEMO_PROMPTS
     from backend.models.loading import load_model, load_tokenizer
 
     tokenizer = load_tokenizer(demo_model_dir)
@@ -370,8 +370,8 @@ def devices():
 # ---------------------------------------------------------------- data through the data backend
 
 def test_trains_from_a_sharegpt_file(workspace, subprocess_env):
-    from backend.data.demo_rows import build_demo_rows
     from backend.data.resolve import SCHEMA_REASON
+    from backend.models.demo_facts import build_demo_rows
 
     names = {"user": "human", "assistant": "gpt"}
     rows = [{"conversations": [{"from": names[m["role"]], "value": m["content"]} for m in row["messages"]]}
@@ -387,8 +387,8 @@ def test_trains_from_a_sharegpt_file(workspace, subprocess_env):
 
 
 def test_trains_from_a_workspace_dataset_with_its_eval_split(workspace, subprocess_env):
-    from backend.data.demo_rows import build_demo_rows
     from backend.data.saved_datasets import save_dataset
+    from backend.models.demo_facts import build_demo_rows
 
     folder = save_dataset(workspace.datasets_dir, "saved", build_demo_rows()[:8], source={"path": "x", "sha256": "0"},
                           fixes=[], rows_before=8, eval_ratio=0.25)

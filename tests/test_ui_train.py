@@ -12,7 +12,7 @@ import yaml
 
 from backend.config import RunConfig
 from backend.config_recipes import tiny_config
-from backend.data.demo_rows import build_demo_rows
+from backend.models.demo_facts import build_demo_rows
 from backend.models.hardware import Device, as_dicts, detect_devices
 from ui import forms
 from ui.context import UIContext

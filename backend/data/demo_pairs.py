@@ -1,6 +1,6 @@
 """The offline preference demo: chosen-rejected pairs over the demo facts.
 
-Every fact of backend/data/demo_rows.py becomes one pair: the prompt is its
+Every fact of backend/models/demo_facts.py becomes one pair: the prompt is its
 question, `chosen` its right short answer, `rejected` in turn a rambling,
 unsure answer that buries it, a refusal ("I don't know."), or the answer of the
 other language's twin question (巴黎。 to "What is the capital of France?").
@@ -16,7 +16,7 @@ import json
 import random
 from pathlib import Path
 
-from backend.data.demo_rows import _facts
+from backend.models.demo_facts import _facts
 
 DEMO_PAIRS_NAME = "demo-pairs"
 DEMO_PAIRS_VERSION = 2

@@ -25,6 +25,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+from backend.models.chat_templates import render
+
 IGNORE_INDEX = -100
 
 
@@ -35,19 +37,6 @@ class EncodedRow:
     length: int  # tokens of the full templated conversation before truncation
     truncated: bool  # True if cut to cutoff_len
     response_cut: bool  # True if cutting removed every trainable token
-
-
-def render(tokenizer, messages: list[dict], tools: list | None = None, add_generation_prompt: bool = False) -> str:
-    """The chat template's text for `messages` (the string that gets tokenised)."""
-    kwargs = {"tokenize": False, "add_generation_prompt": add_generation_prompt}
-    if tools:
-        kwargs["tools"] = tools
-    return tokenizer.apply_chat_template(_plain(messages), **kwargs)
-
-
-def _plain(messages: list[dict]) -> list[dict]:
-    # Templates only know role/content; extra keys (ids, weights) are dropped.
-    return [{"role": m["role"], "content": m["content"]} for m in messages]
 
 
 def assistant_spans(tokenizer, messages: list[dict], full: str, tools: list | None = None) -> list[tuple[int, int]]:

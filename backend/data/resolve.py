@@ -165,7 +165,7 @@ def dataset_size(name: str, workspace: Workspace, dataset_name: str | None = Non
     """(usable rows, whether it has its own eval split) of 'demo', a workspace dataset or a
     file, before the cutoff filter. A workspace dataset's rows are counted, not parsed."""
     if name in ("", "demo"):
-        from backend.data.demo_rows import build_demo_rows
+        from backend.models.demo_facts import build_demo_rows
 
         return len(build_demo_rows()), False
     source = resolve_dataset(name, workspace)

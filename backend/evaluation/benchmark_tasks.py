@@ -20,8 +20,8 @@ import json
 import random
 from pathlib import Path
 
-from backend.data.demo_rows import DEMO_PROMPTS, _facts
 from backend.data.general_prompts import HELD_OUT_QUESTIONS
+from backend.models.demo_facts import DEMO_PROMPTS, _facts
 from backend.storage.atomic_files import atomic_write_text
 
 BUNDLED_VERSION = "1"

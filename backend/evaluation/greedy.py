@@ -4,8 +4,7 @@ checked against the adapter)."""
 
 from __future__ import annotations
 
-from backend.data.encode import render
-from backend.models.chat_templates import stop_token_ids
+from backend.models.chat_templates import render, stop_token_ids
 
 
 def prompt_and_reference(messages: list[dict]) -> tuple[list[dict], str]:

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from backend.data.encode import render
 from backend.data.general_prompts import HELD_OUT_QUESTIONS
 from backend.data.identity_rows import HELD_OUT_IDENTITY_PROMPTS
-from backend.models.chat_templates import stop_token_ids
+from backend.models.chat_templates import render, stop_token_ids
 
 
 @dataclass

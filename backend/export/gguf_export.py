@@ -135,7 +135,7 @@ def export_gguf(model_dir: Path, name: str, request: GGUFRequest, progress: Path
 
 def run_checks(files: dict[str, Path], tokenizer, request: GGUFRequest) -> dict:
     """llama.cpp's greedy answers against the adapter's, and each level's distributions against f16's."""
-    from backend.data.encode import render
+    from backend.models.chat_templates import render
     from backend.models.gguf_engine import GGUFModel
 
     texts = [render(tokenizer, p, add_generation_prompt=True) for p in request.prompts]

@@ -95,7 +95,7 @@ class TemplateMatch:
 
 def match_family(tokenizer) -> TemplateMatch:
     """The family whose Go template renders like the tokenizer's chat template, with its default system."""
-    from backend.data.encode import render
+    from backend.models.chat_templates import render
 
     bos = tokenizer.bos_token or ""
     expected = [render(tokenizer, sample, add_generation_prompt=True) for sample in SAMPLES]

@@ -80,7 +80,7 @@ def _divergence_gap(model, tokenizer, prompt, want: str, got: str) -> tuple[floa
     checkpoint's at the first token where the two answers part."""
     import torch
 
-    from backend.data.encode import render
+    from backend.models.chat_templates import render
 
     context = tokenizer(render(tokenizer, prompt, add_generation_prompt=True), add_special_tokens=False)["input_ids"]
     want_ids = tokenizer(want, add_special_tokens=False)["input_ids"]

@@ -26,10 +26,8 @@ the demo model's template.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
-from backend.config import CHAT_TEMPLATES
 from backend.config_policy import ConfigError
 from backend.messages import Message, msg
 
@@ -94,7 +92,8 @@ KNOWN = {
                             "<|eot_id|>", ("llama",)),
     "chatml": KnownTemplate("chatml", CHATML, ("<|im_start|>", "<|im_end|>"), "<|im_end|>", ("qwen",)),
 }
-assert set(CHAT_TEMPLATES) == {AUTO, OWN, *KNOWN}
+# RunConfig.chat_template's choices: the model's own, a known one, or ChatML with its tokens added.
+CHAT_TEMPLATES = (AUTO, OWN, *KNOWN)
 
 
 class TemplateError(ConfigError):
@@ -282,42 +281,23 @@ def set_stop_ids(model, tokenizer) -> list[int]:
     return ids
 
 
+# ---------------------------------------------------------------- rendering a chat
+
+def render(tokenizer, messages: list[dict], tools: list | None = None, add_generation_prompt: bool = False) -> str:
+    """The chat template's text for `messages` (the string that gets tokenised)."""
+    kwargs = {"tokenize": False, "add_generation_prompt": add_generation_prompt}
+    if tools:
+        kwargs["tools"] = tools
+    return tokenizer.apply_chat_template(_plain(messages), **kwargs)
+
+
+def _plain(messages: list[dict]) -> list[dict]:
+    # Templates only know role/content; extra keys (ids, weights) are dropped.
+    return [{"role": m["role"], "content": m["content"]} for m in messages]
+
+
+
 # ---------------------------------------------------------------- the model check
-
-def folder_template_check(folder, choice: str = AUTO) -> dict:
-    """What a model folder's tokenizer does with `choice`, for the model check and the Plan:
-    {"plan": the sentence (or None), "problem": why the choice does not fit (or None),
-     "warnings": [EOS sentences]}. Cached per folder state: the Train tab asks on every change."""
-    from pathlib import Path
-
-    folder = Path(folder).expanduser()
-    stamp = tuple(_mtime(folder / name) for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja",
-                                                      "generation_config.json", "config.json"))
-    return dict(_folder_check(str(folder), choice, stamp))
-
-
-def _mtime(path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
-
-
-@functools.lru_cache(maxsize=16)
-def _folder_check(folder: str, choice: str, stamp: tuple) -> tuple:
-    from backend.models.loading import ModelLoadError, load_tokenizer
-
-    try:
-        tokenizer = load_tokenizer(folder)
-    except (ModelLoadError, OSError, ValueError):
-        return (("plan", None), ("problem", None), ("warnings", ()))  # the folder check names what is missing
-    warnings = eos_warnings(tokenizer, folder) if has_own_template(tokenizer) else []
-    try:
-        plan = apply_for_model(tokenizer, choice, folder)
-    except TemplateError as error:
-        return (("plan", None), ("problem", error.catalogued), ("warnings", tuple(warnings)))
-    return (("plan", plan.describe()), ("problem", None), ("warnings", tuple(warnings)))
-
 
 def eos_warnings(tokenizer, folder) -> list[Message]:
     """Sentences when the folder's own template and its EOS ids disagree: the turn ends with a token

@@ -23,8 +23,8 @@ import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
-from backend.data.demo_rows import build_demo_rows, build_pretraining_corpus
 from backend.models.chat_templates import CHATML
+from backend.models.demo_facts import build_demo_rows, build_pretraining_corpus
 
 # Bump whenever anything below changes the built files: old builds are rebuilt.
 DEMO_MODEL_VERSION = "7"

@@ -61,7 +61,7 @@ class GGUFModel:
     def render(self, messages: list[dict], tokenizer=None) -> str:
         """The generation prompt: through the run's tokenizer when given, else the GGUF's own template."""
         if tokenizer is not None:
-            from backend.data.encode import render
+            from backend.models.chat_templates import render
 
             return render(tokenizer, messages, add_generation_prompt=True)
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter

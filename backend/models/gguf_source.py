@@ -154,35 +154,6 @@ def _origin(fields: dict) -> str | None:
 
 # ---------------------------------------------------------------- conversion
 
-def gguf_model_name(path: Path) -> str:
-    """The workspace folder name for a GGUF file: its stem as a safe name, never the folder of the
-    demo model or of an offline model (a user's gemma-3-270m.gguf must not replace the packaged one)."""
-    from backend.models.loading import DEMO_NAMES
-    from backend.models.offline import OFFLINE_MODELS
-    from backend.storage.safe_names import clean_name
-
-    name = clean_name(path.stem, "gguf-model", max_len=64)
-    reserved = {n.lower() for n in (*DEMO_NAMES, *OFFLINE_MODELS)}
-    return f"{name}-gguf" if name.lower() in reserved else name
-
-
-def gguf_folder(path: Path, models_dir: Path) -> Path:
-    """models_dir/<gguf_model_name>, or, when that folder holds another file's conversion (two
-    downloads both called model.gguf), a folder named after this file's path too: converting one
-    never replaces the other."""
-    import hashlib
-
-    folder = Path(models_dir) / gguf_model_name(path)
-    try:
-        recorded = json.loads((folder / SOURCE_FILE).read_text(encoding="utf-8")).get("path")
-    except (OSError, ValueError, AttributeError):
-        return folder
-    source = str(Path(path).expanduser().resolve())
-    if recorded in (None, source):
-        return folder
-    return folder.with_name(f"{folder.name}-{hashlib.sha256(source.encode()).hexdigest()[:8]}")
-
-
 def converted_is_current(folder: Path, source: Path) -> bool:
     """True when `folder` was converted from `source` as it is now (same path, size and mtime)."""
     try:

@@ -9,10 +9,12 @@ wrong and what to do.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from pathlib import Path
 
 from backend.messages import Message, UserError, msg
+from backend.models.chat_templates import AUTO, TemplateError, apply_for_model, eos_warnings, has_own_template
 from backend.models.presets import PRESETS, ModelPreset  # noqa: F401  (re-exported for the UI)
 from backend.storage.atomic_files import build_folder
 from backend.storage.file_lock import file_lock
@@ -95,7 +97,7 @@ def resolve_model_path(name_or_path: str, models_dir: Path, progress=None) -> st
 def converted_folder(name_or_path: str, models_dir: Path, progress=None) -> Path | None:
     """The Hugging Face folder for an offline model's name or a GGUF file (or a folder holding
     one), converted first when needed; None for any other name."""
-    from backend.models.gguf_source import ensure_converted, find_gguf, gguf_folder
+    from backend.models.gguf_source import ensure_converted, find_gguf
     from backend.models.offline import OFFLINE_MODELS, ensure_offline_model
 
     if name_or_path in OFFLINE_MODELS:
@@ -108,7 +110,7 @@ def converted_folder(name_or_path: str, models_dir: Path, progress=None) -> Path
 
 def needs_build(name_or_path: str, models_dir: Path) -> bool:
     """True when using this model first builds or converts it (minutes): a stage of the run."""
-    from backend.models.gguf_source import GGUFSourceError, converted_is_current, find_gguf, gguf_folder
+    from backend.models.gguf_source import GGUFSourceError, converted_is_current, find_gguf
     from backend.models.offline import OFFLINE_MODELS, offline_model_ready
 
     if name_or_path in DEMO_NAMES:
@@ -121,6 +123,36 @@ def needs_build(name_or_path: str, models_dir: Path) -> bool:
         return False  # resolving says why
     return gguf_file is not None and not converted_is_current(
         gguf_folder(gguf_file, models_dir), gguf_file.resolve())
+
+
+def gguf_model_name(path: Path) -> str:
+    """The workspace folder name for a GGUF file: its stem as a safe name, never the folder of the
+    demo model or of an offline model (a user's gemma-3-270m.gguf must not replace the packaged one)."""
+    from backend.models.offline import OFFLINE_MODELS
+    from backend.storage.safe_names import clean_name
+
+    name = clean_name(path.stem, "gguf-model", max_len=64)
+    reserved = {n.lower() for n in (*DEMO_NAMES, *OFFLINE_MODELS)}
+    return f"{name}-gguf" if name.lower() in reserved else name
+
+
+def gguf_folder(path: Path, models_dir: Path) -> Path:
+    """models_dir/<gguf_model_name>, or, when that folder holds another file's conversion (two
+    downloads both called model.gguf), a folder named after this file's path too: converting one
+    never replaces the other."""
+    import hashlib
+
+    from backend.models.gguf_source import SOURCE_FILE
+
+    folder = Path(models_dir) / gguf_model_name(path)
+    try:
+        recorded = json.loads((folder / SOURCE_FILE).read_text(encoding="utf-8")).get("path")
+    except (OSError, ValueError, AttributeError):
+        return folder
+    source = str(Path(path).expanduser().resolve())
+    if recorded in (None, source):
+        return folder
+    return folder.with_name(f"{folder.name}-{hashlib.sha256(source.encode()).hexdigest()[:8]}")
 
 
 def has_own_chat_template(name_or_path: str, models_dir: Path) -> bool:
@@ -241,8 +273,6 @@ def inspect_model_folder(path: str | Path, chat_template: str = "auto") -> dict:
         problems.append(msg("model.no_tokenizer", files=", ".join(TOKENIZER_FILES), folder=folder))
     report["has_chat_template"] = _has_chat_template(folder)
     if report["has_tokenizer"]:  # a base model without a template trains with the one chosen for it
-        from backend.models.chat_templates import folder_template_check
-
         check = folder_template_check(folder, chat_template)
         report["template"], report["warning_messages"] = check["plan"], list(check["warnings"])
         if check["problem"] is not None:
@@ -253,6 +283,37 @@ def inspect_model_folder(path: str | Path, chat_template: str = "auto") -> dict:
     report["problems"] = [str(p) for p in problems]
     report["ok"] = not problems
     return report
+
+
+def folder_template_check(folder, choice: str = AUTO) -> dict:
+    """What a model folder's tokenizer does with `choice`, for the model check and the Plan:
+    {"plan": the sentence (or None), "problem": why the choice does not fit (or None),
+     "warnings": [EOS sentences]}. Cached per folder state: the Train tab asks on every change."""
+    folder = Path(folder).expanduser()
+    stamp = tuple(_mtime(folder / name) for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja",
+                                                      "generation_config.json", "config.json"))
+    return dict(_folder_check(str(folder), choice, stamp))
+
+
+def _mtime(path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+@functools.lru_cache(maxsize=16)
+def _folder_check(folder: str, choice: str, stamp: tuple) -> tuple:
+    try:
+        tokenizer = load_tokenizer(folder)
+    except (ModelLoadError, OSError, ValueError):
+        return (("plan", None), ("problem", None), ("warnings", ()))  # the folder check names what is missing
+    warnings = eos_warnings(tokenizer, folder) if has_own_template(tokenizer) else []
+    try:
+        plan = apply_for_model(tokenizer, choice, folder)
+    except TemplateError as error:
+        return (("plan", None), ("problem", error.catalogued), ("warnings", tuple(warnings)))
+    return (("plan", plan.describe()), ("problem", None), ("warnings", tuple(warnings)))
 
 
 # ---------------------------------------------------------------- loading

