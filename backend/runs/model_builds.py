@@ -139,7 +139,8 @@ def prepare_model(name: str, models_dir: Path, run_dir: Path | None, should_stop
 
 def _folder_name(name: str, models_dir: Path) -> str:
     """The folder a model converts into (its progress file is named after it)."""
-    from backend.models.gguf_source import find_gguf, gguf_folder
+    from backend.models.gguf_source import find_gguf
+    from backend.models.loading import gguf_folder
 
     gguf_file = None if Path(name).name == name and not Path(name).exists() else find_gguf(name)
     return gguf_folder(gguf_file, models_dir).name if gguf_file else name
