@@ -1,8 +1,8 @@
-"""`python -m backend.evaluate`: score checkpoints (backend/evaluation/evaluator.py)."""
+"""`python -m backend.evaluate`: score checkpoints (backend/evaluation/cli.py)."""
 
 import sys
 
-from backend.evaluation.evaluator import main
+from backend.evaluation.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

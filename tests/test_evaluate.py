@@ -10,7 +10,7 @@ import sys
 import pytest
 import sacrebleu
 
-from backend.evaluation.evaluator import EvalError, evaluate_run, held_out_rows, start_evaluation
+from backend.evaluation.evaluator import evaluate_run, start_evaluation
 from backend.evaluation.results import (
     best_per_metric,
     checkpoint_choices,
@@ -18,6 +18,7 @@ from backend.evaluation.results import (
     load_results,
     training_eval_curve,
 )
+from backend.evaluation.scoring import EvalError, held_out_rows
 from backend.runs.workspace import Workspace
 from tests.eval_export_runs import checkpoint_names, copy_run, link_demo_model, one_torch_thread
 

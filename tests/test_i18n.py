@@ -35,6 +35,7 @@ CATALOGUED_MODULES = ("backend/config.py", "backend/runs/store.py", "backend/run
                       "backend/training/session.py", "backend/chat/generation.py", "backend/chat/engine.py",
                       "backend/models/loading.py", "backend/data/saved_datasets.py", "backend/models/hardware.py", "backend/models/memory.py",
                       "backend/export/exporter.py", "backend/export/outputs.py", "backend/evaluation/evaluator.py",
+                      "backend/evaluation/scoring.py",
                       "backend/training/cli.py", "backend/runs/safe_names.py", "backend/data/fixes.py",
                       "backend/chat/targets.py", "backend/chat/cli.py", "backend/chat/vote_data.py",
                       "backend/evaluation/benchmarks.py", "backend/evaluation/benchmark_specs.py")
@@ -210,7 +211,8 @@ def test_every_data_check_has_a_chinese_title():
 
 
 def test_evaluate_and_export_refusals_in_chinese(tmp_path):
-    from backend.evaluation.evaluator import EvalError, start_evaluation
+    from backend.evaluation.evaluator import start_evaluation
+    from backend.evaluation.scoring import EvalError
     from backend.export.outputs import ExportError, parse_size
     from backend.runs.jobs import FAILED, read_progress, stage_of, write_progress
 

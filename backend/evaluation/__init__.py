@@ -1,6 +1,9 @@
 """Evaluation of checkpoints (`python -m backend.evaluate`).
 
-evaluator.py    eval loss / perplexity and greedy answers per checkpoint, as a CLI and a background job
+cli.py          `python -m backend.evaluate`: arguments, the job's end in its progress file, the printed table
+evaluator.py    eval loss / perplexity and greedy answers per checkpoint of a run, and its background job
+scoring.py      what scoring one model needs: the held-out rows, the models (base once, checkpoints as
+                adapters), eval loss and greedy answers; shared with the parent comparison
 results.py      eval/<checkpoint>/ folders: names, reading results back, checkpoint choices
 text_scores.py  BLEU, ROUGE-1/2/L, exact match of answers against references
 greedy.py       greedy answers to prompts, shared with export verification

@@ -4,7 +4,7 @@ stage that starts from a run's adapter) is compared with that parent.
 
 The parent's checkpoint the run started from and each evaluated checkpoint of
 the run answer the same rows, greedily, scored the same way
-(evaluator.answer_metrics: eval loss over the answer tokens, BLEU / ROUGE /
+(scoring.answer_metrics: eval loss over the answer tokens, BLEU / ROUGE /
 exact match, and the share of answers that ended before max_new_tokens):
 
 * the parent run's held-out split, cut at the parent's cutoff_len: what the
@@ -34,6 +34,7 @@ from pathlib import Path
 
 from backend.config import RunConfig
 from backend.evaluation.results import BASE, EVAL_DIR, step_of
+from backend.evaluation.scoring import EvalError, ModelSet, answer_metrics, held_out_rows, rows_hash
 from backend.messages import UserError, msg
 from backend.runs.files import CONFIG_FILE
 from backend.runs.jobs import write_progress
@@ -66,8 +67,6 @@ def parent_of(run_dir: Path) -> Parent | None:
     try:
         folder = init_adapter_dir(config, Workspace.for_run_dir(run_dir)).resolve()
     except UserError as error:  # the parent's adapter was deleted since: say so, compare nothing
-        from backend.evaluation.evaluator import EvalError
-
         raise EvalError(msg("kept.parent_gone", adapter=config.init_adapter, error=error)) from None
     run = folder.parent if (folder.parent / CONFIG_FILE).is_file() else None
     return Parent(folder, run)
@@ -87,8 +86,6 @@ def as_answer_rows(rows: list[dict]) -> list[dict]:
 
 def comparison_rows(run_dir: Path, parent: Parent, max_samples: int | None) -> tuple[list[dict], str, int]:
     """(rows, where they came from, cutoff_len to score them at)."""
-    from backend.evaluation.evaluator import EvalError, held_out_rows
-
     if parent.run_dir is not None:
         try:
             rows = as_answer_rows(held_out_rows(parent.run_dir))
@@ -109,15 +106,13 @@ def compare_with_parent(run_dir: Path, checkpoints: list[str], settings: dict, p
                         max_samples: int | None = None, progress: Path | None = None) -> dict | None:
     """Score the parent and `checkpoints` of a continuing run side by side; writes eval/kept.json.
     None for a run without a parent."""
-    from backend.evaluation.evaluator import ModelSet, _rows_hash
-
     run_dir = Path(run_dir)
     parent = parent_of(run_dir)
     names = [name for name in checkpoints if name != BASE]
     if parent is None or not names:
         return None
     rows, label, cutoff = comparison_rows(run_dir, parent, max_samples)
-    kept_settings = {"data": label, "data_hash": _rows_hash(rows), "max_new_tokens": settings["max_new_tokens"],
+    kept_settings = {"data": label, "data_hash": rows_hash(rows), "max_new_tokens": settings["max_new_tokens"],
                      "cutoff_len": cutoff, "parent_split": label != str(msg("kept.data.own_pairs"))}
     old = read_json(run_dir / EVAL_DIR / KEPT_FILE, default={}) or {}
     same = old.get("settings") == kept_settings and (old.get("parent") or {}).get("folder") == str(parent.folder)
@@ -148,8 +143,6 @@ def compare_with_parent(run_dir: Path, checkpoints: list[str], settings: dict, p
 
 def _scored(model, models, rows, cutoff: int, settings: dict, run_dir: Path, name: str) -> dict:
     """answer_metrics of one model; its predictions to eval/kept/<name>.jsonl."""
-    from backend.evaluation.evaluator import answer_metrics
-
     metrics, lines = answer_metrics(model, models.tokenizer, rows, cutoff, settings)
     folder = run_dir / EVAL_DIR / KEPT_DIR
     folder.mkdir(parents=True, exist_ok=True)

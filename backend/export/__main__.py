@@ -1,8 +1,8 @@
-"""`python -m backend.export`: export a checkpoint (backend/export/exporter.py)."""
+"""`python -m backend.export`: export a checkpoint (backend/export/cli.py)."""
 
 import sys
 
-from backend.export.exporter import main
+from backend.export.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -12,14 +12,18 @@ A "running" file whose process is gone reads as "failed" (lost).
 
 from __future__ import annotations
 
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
-from backend.messages import Message, msg
+from backend.messages import Message, message_of, msg
 from backend.runs.processes import create_time, is_alive, spawn_module
 from backend.storage.atomic_files import atomic_write_json, read_json
 
 RUNNING, COMPLETED, FAILED = "running", "completed", "failed"
+T = TypeVar("T")
 
 
 def launch(module: str, args: list[str], log_path: Path, progress_path: Path) -> int:
@@ -49,6 +53,21 @@ def write_progress(path: Path | None, **fields) -> None:
     progress.update(fields)
     progress["updated_at"] = time.time()
     atomic_write_json(Path(path), progress)
+
+
+def run_job(work: Callable[[], T], progress: Path | None, refused: type[Exception], failed: str) -> tuple[T | None, int]:
+    """The body of a job's `main`: (work()'s result, 0), or (None, 2) when it raised a `refused` error,
+    whose catalogued message goes to the progress file and "<failed>: <error>" to stderr. Any other error
+    is written to the progress file too and raised, so the log keeps its traceback."""
+    try:
+        return work(), 0
+    except refused as error:
+        write_progress(progress, state=FAILED, error=message_of(error) or str(error))
+        print(f"{failed}: {error}", file=sys.stderr)
+        return None, 2
+    except Exception as error:  # noqa: BLE001 - model loading etc.: the UI shows the message, the log the trace
+        write_progress(progress, state=FAILED, error=f"{type(error).__name__}: {error}")
+        raise
 
 
 def stage_of(progress: dict, key: str = "stage") -> Message | str:

@@ -53,7 +53,7 @@ class StudioTrainer(Trainer):
     def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
                         metric_key_prefix="eval"):
         """eval_loss per labelled (assistant) token over the whole eval split, as Evaluate computes it
-        (backend.evaluation.evaluator.eval_loss): the Trainer's own is a mean of per-batch means, which
+        (backend.evaluation.scoring.eval_loss): the Trainer's own is a mean of per-batch means, which
         weighs the tokens of a batch with few of them more, so the two differed for one checkpoint.
         A user loss_function keeps the Trainer's mean: its loss need not be a per-token mean."""
         own_loss = self.compute_loss_func is None

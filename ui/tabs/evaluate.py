@@ -96,7 +96,8 @@ def on_run(ctx: UIContext, current):
 
 def start_eval(ctx: UIContext, lang, current, chosen, source_kind, upload_path, samples, new_tokens) -> str:
     """Start `python -m backend.evaluate` for the run in the background; the message to show."""
-    from backend.evaluation.evaluator import EvalError, start_evaluation
+    from backend.evaluation.evaluator import start_evaluation
+    from backend.evaluation.scoring import EvalError
 
     if not current:
         return ctx.msg(lang, "evaluate.msg_pick_run")

@@ -1,0 +1,88 @@
+"""Per-checkpoint evaluation: eval loss / perplexity over the assistant tokens,
+and greedy answers scored with BLEU, ROUGE-1/2/L and exact match.
+
+    python -m backend.evaluate --run RUN [--checkpoint NAME ...] [--data FILE] [--json] [--max-samples N]
+    python -m backend.evaluate --run RUN --benchmark TASK [TASK ...]   # lm-evaluation-harness (benchmarks.py)
+
+Prints a table of the scores (one JSON object with --json); a run that
+continues another is shown beside its parent, with the drops flagged. Under
+the UI's background launcher (`--progress`) the job reports through its
+progress file. Exit 0 on success, 2 on a refusal (with a one-line reason).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from backend.evaluation.evaluator import DEFAULT_BATCH_SIZE, DEFAULT_MAX_NEW_TOKENS, evaluate_run
+from backend.evaluation.quality_drops import kept_lines, run_drops
+from backend.evaluation.scoring import EvalError
+from backend.messages import UserError, msg
+from backend.runs.jobs import COMPLETED, run_job, write_progress
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m backend.evaluate", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--run", required=True, type=Path, help="run folder (workspace/runs/<run-id>)")
+    parser.add_argument("--checkpoint", nargs="+", help="names such as base checkpoint-20 final (default: all)")
+    parser.add_argument("--data", type=Path, help="evaluation file in any supported format (default: held-out split)")
+    parser.add_argument("--max-samples", type=int, help="evaluate the first N rows only")
+    parser.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS)
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
+    parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    parser.add_argument("--benchmark", nargs="+", metavar="TASK",
+                        help="run lm-evaluation-harness tasks instead: studio_facts_choice studio_facts_answer "
+                             "studio_general_choice, a task YAML file or folder, or an lm-eval task name "
+                             "(--max-samples limits the questions per task)")
+    parser.add_argument("--no-chat-template", action="store_true",
+                        help="benchmark prompts as plain text, not in the run's chat template")
+    parser.add_argument("--progress", type=Path, help=argparse.SUPPRESS)  # set by the UI's background launcher
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.benchmark:
+        return benchmark_main(args)
+    summary, refused = run_job(lambda: evaluate_run(args.run, args.checkpoint, args.data, args.max_samples,
+                                                    args.max_new_tokens, args.batch_size, progress=args.progress),
+                               args.progress, EvalError, "evaluation failed")
+    if refused:
+        return refused
+    write_progress(args.progress, state=COMPLETED, stage=msg("job.stage.done"))
+    if summary.get("kept"):
+        summary["kept"]["drops"] = [str(m) for m in run_drops(args.run)]
+    print(json.dumps(summary, indent=2, ensure_ascii=False) if args.json else _table(summary, args.run))
+    return 0
+
+
+def benchmark_main(args: argparse.Namespace) -> int:
+    from backend.evaluation.benchmarks import as_json, run_benchmarks, summary_table
+
+    # UserError: BenchmarkError, and a model or checkpoint name refused on the way.
+    summary, refused = run_job(lambda: run_benchmarks(args.run, args.benchmark, args.checkpoint, args.max_samples,
+                                                      not args.no_chat_template, args.batch_size,
+                                                      progress=args.progress),
+                               args.progress, UserError, "benchmark failed")
+    if refused:
+        return refused
+    write_progress(args.progress, state=COMPLETED, stage=msg("job.stage.done"))
+    print(as_json(summary) if args.json else summary_table(summary))
+    return 0
+
+
+def _table(summary: dict, run_dir: Path) -> str:
+    columns = ("eval_loss", "perplexity", "bleu", "rouge1", "rouge2", "rougeL", "exact_match")
+    if any("preference_accuracy" in m for m in summary["results"].values()):
+        columns = ("preference_accuracy", "mean_margin", "logp_accuracy")
+    lines = [f"Run {summary['run']}: {summary['num_samples']} rows of {summary['data']}",
+             f"{'checkpoint':<18}" + "".join(f"{c:>{max(12, len(c) + 2)}}" for c in columns)]
+    for name, metrics in summary["results"].items():
+        lines.append(f"{name:<18}" + "".join(f"{metrics[c]:>{max(12, len(c) + 2)}.4g}" for c in columns))
+    if summary.get("kept"):
+        lines += kept_lines(summary["kept"], run_dir)
+    if summary.get("kept_error"):
+        lines.append(f"Not compared with the run it continues: {summary['kept_error']}")
+    return "\n".join(lines)
