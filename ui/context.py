@@ -27,6 +27,8 @@ Services (one per app, shared by every tab; tests pass their own or get one):
   ctx.store   RunStore of the workspace: it launches and reaps workers and
               remembers their processes, so every tab uses this one instead of
               making its own.
+  ctx.data_sessions  DataSessions: the files open in the Data tab with their
+              rows, by the token in each browser's state.
 
 Last used settings: `ctx.saved()` returns the workspace's settings.json as a
 dict (read fresh, so use it inside a handler or `demo.load`), and
@@ -46,8 +48,7 @@ from typing import Any
 
 from backend.runs.store import RunStore
 from backend.runs.workspace import Workspace
-
-LANGUAGES = ("en", "zh")
+from ui.data_session import DataSessions
 
 
 @dataclass
@@ -61,6 +62,8 @@ class UIContext:
     shared: dict[str, Any] = field(default_factory=dict)
     store: RunStore | None = None  # the app's one RunStore; made for `workspace` when not given
     recipe: str = "starter"  # the Train form's defaults before anything was saved (backend/config_recipes.py)
+    # The files open in the Data tab, read once and kept between its events (ui/data_session.py).
+    data_sessions: DataSessions = field(default_factory=DataSessions)
 
     def __post_init__(self) -> None:
         if self.store is None:

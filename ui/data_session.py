@@ -1,5 +1,6 @@
 """What the Data tab keeps between events, without gradio: the data sessions
-(backend/data/prepare.py) of the files open in the tab, and small view helpers.
+(backend/data/prepare.py) of the files open in the tab, held by the app's
+`ctx.data_sessions` (ui/context.py), and small view helpers.
 
 The browser's state is a small dict (path, mapping, fix plan, model, cutoff and
 the token of its session here); the rows stay on the server. A file is read
@@ -37,49 +38,58 @@ class _Kept:
     template: dict | None = None  # the first row through the model's chat template (template_preview)
 
 
-_kept: OrderedDict[str, _Kept] = OrderedDict()
-_lock = threading.Lock()
+class DataSessions:
+    """The data sessions of the files open in the Data tab, by token: the app's one set is
+    `ctx.data_sessions`, so every browser's state finds its rows there."""
 
+    def __init__(self) -> None:
+        self._kept: OrderedDict[str, _Kept] = OrderedDict()
+        self._lock = threading.Lock()
 
-def open_session(state: dict) -> dict:
-    """Read the state's file (the one read of it) and keep it; the state, carrying its session's token."""
-    session = DataSession(state["path"], state.get("mapping"))
-    token = state.get("session") or secrets.token_hex(8)
-    _keep(token, _Kept(session))
-    return {**state, "session": token}
+    def open(self, state: dict) -> dict:
+        """Read the state's file (the one read of it) and keep it; the state, carrying its session's token."""
+        session = DataSession(state["path"], state.get("mapping"))
+        token = state.get("session") or secrets.token_hex(8)
+        self._keep(token, _Kept(session))
+        return {**state, "session": token}
 
+    def _keep(self, token: str, kept: _Kept) -> None:
+        with self._lock:
+            self._kept[token] = kept
+            self._kept.move_to_end(token)
+            while len(self._kept) > KEEP:
+                self._kept.popitem(last=False)
 
-def _keep(token: str, kept: _Kept) -> None:
-    with _lock:
-        _kept[token] = kept
-        _kept.move_to_end(token)
-        while len(_kept) > KEEP:
-            _kept.popitem(last=False)
+    def analyse(self, workspace: Workspace, state: dict) -> Analysis:
+        """The state's rows after its fixes with their report, from its kept session (the last
+        analysis again when nothing changed). Raises DataError / ValueError with a sentence for the user."""
+        from backend.data.fix_table import plan_values
+        from backend.data.fixes import FixPlan
 
+        token = state.get("session")
+        with self._lock:
+            kept = self._kept.get(token) if token else None
+            if kept is not None:
+                self._kept.move_to_end(token)
+        if kept is None or kept.session.path != str(state["path"]) or kept.session.mapping != state.get("mapping"):
+            kept = _Kept(DataSession(state["path"], state.get("mapping")))  # let go or never opened: read it again
+            self._keep(token or secrets.token_hex(8), kept)
+        plan, model, cutoff = state.get("plan") or {}, state.get("model"), int(state.get("cutoff", 256))
+        overflow = state.get("overflow") or "truncate"
+        key = (json.dumps(plan, sort_keys=True), model, cutoff, overflow)
+        if kept.key != key:
+            tokenizer = load_tokenizer(workspace, model)
+            kept.analysis = kept.session.analyse(FixPlan(**plan_values(plan)), tokenizer, model, cutoff,
+                                                 overflow=overflow)
+            kept.template = first_row_template(tokenizer, kept.analysis, cutoff)
+            kept.key = key
+        return kept.analysis
 
-def analyse(workspace: Workspace, state: dict) -> Analysis:
-    """The state's rows after its fixes with their report, from its kept session (the last
-    analysis again when nothing changed). Raises DataError / ValueError with a sentence for the user."""
-    from backend.data.fix_table import plan_values
-    from backend.data.fixes import FixPlan
-
-    token = state.get("session")
-    with _lock:
-        kept = _kept.get(token) if token else None
-        if kept is not None:
-            _kept.move_to_end(token)
-    if kept is None or kept.session.path != str(state["path"]) or kept.session.mapping != state.get("mapping"):
-        kept = _Kept(DataSession(state["path"], state.get("mapping")))  # let go or never opened: read it again
-        _keep(token or secrets.token_hex(8), kept)
-    plan, model, cutoff = state.get("plan") or {}, state.get("model"), int(state.get("cutoff", 256))
-    overflow = state.get("overflow") or "truncate"
-    key = (json.dumps(plan, sort_keys=True), model, cutoff, overflow)
-    if kept.key != key:
-        tokenizer = load_tokenizer(workspace, model)
-        kept.analysis = kept.session.analyse(FixPlan(**plan_values(plan)), tokenizer, model, cutoff, overflow=overflow)
-        kept.template = first_row_template(tokenizer, kept.analysis, cutoff)
-        kept.key = key
-    return kept.analysis
+    def template_view(self, state: dict) -> dict | None:
+        """The kept first-row template preview of the state's session (None when there is none)."""
+        with self._lock:
+            kept = self._kept.get(state.get("session") or "")
+        return kept.template if kept is not None else None
 
 
 def first_row_template(tokenizer, analysis: Analysis, cutoff: int) -> dict | None:
@@ -99,13 +109,6 @@ def _template_name(tokenizer) -> str:
     from backend.models.chat_templates import KNOWN
 
     return next((name for name, known in KNOWN.items() if tokenizer.chat_template == known.template), "own")
-
-
-def template_view(state: dict) -> dict | None:
-    """The kept first-row template preview of the state's session (None when there is none)."""
-    with _lock:
-        kept = _kept.get(state.get("session") or "")
-    return kept.template if kept is not None else None
 
 
 def dataset_source(workspace: Workspace, name: str) -> Path:

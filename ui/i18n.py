@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ui.context import LANGUAGES
+LANGUAGES = ("en", "zh")
 
 # Runs in the browser with the switch's value; returns it so a Python handler
 # chained after it still receives the language.

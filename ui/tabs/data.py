@@ -3,10 +3,11 @@ read it as conversations, see what the checks found, fix it in a click and
 save it as a named workspace dataset with a train / eval split.
 
 The work is in backend/data/prepare.py (a file read once, fixed, checked and
-saved from memory); ui/data_session.py keeps the sessions of open files between
-events; this module builds components and turns results into component values.
-Page turns, a check's rows and saving reuse the last analysis. A file that cannot
-be used leaves everything on screen as it was and says what is wrong.
+saved from memory); the context's data sessions (ui/data_session.py) keep the
+open files between events; this module builds components and turns results
+into component values. Page turns, a check's rows and saving reuse the last
+analysis. A file that cannot be used leaves everything on screen as it was and
+says what is wrong.
 """
 
 from __future__ import annotations
@@ -48,12 +49,12 @@ def render(ctx: UIContext, lang: str, state: dict, page: int = 1, read: bool = F
     """Everything the tab shows for `state`, keyed by component name; `read`: read the file (again)
     first, else work on the rows its session holds. Raises DataError / ValueError."""
     if read:
-        state = ds.open_session(state)
-    a = ds.analyse(ctx.workspace, state)
+        state = ctx.data_sessions.open(state)
+    a = ctx.data_sessions.analyse(ctx.workspace, state)
     names = a.placeholder_names()
     out = {
         "state": state,
-        **page_values(ctx, lang, a, page, ds.template_view(state)),
+        **page_values(ctx, lang, a, page, ctx.data_sessions.template_view(state)),
         "mapping": ", ".join(f"{k}={v}" for k, v in a.shape_columns.items()),
         "columns": ctx.msg(lang, "data.columns_found", columns=", ".join(a.file_columns) or "-"),
         "summary": summary_table(ctx, lang, a.report),
@@ -219,7 +220,7 @@ def show_check(ctx: UIContext, lang: str, state: dict | None, check_id: str) -> 
     if not state or not check_id:
         return ""
     try:
-        a = ds.analyse(ctx.workspace, state)
+        a = ctx.data_sessions.analyse(ctx.workspace, state)
     except (DataError, ValueError) as error:
         return f"<p>{error_text(ctx, lang, error)}</p>"
     items = [(ctx.msg(lang, "data.row", row=r), m, notes) for r, m, notes in ds.check_rows_view(a, check_id, lang=lang)]
@@ -230,8 +231,8 @@ def show_check(ctx: UIContext, lang: str, state: dict | None, check_id: str) -> 
 def turn_page(ctx: UIContext, lang: str, state: dict | None, page: int):
     if not state:
         return {"status": ctx.msg(lang, "data.pick_first")}
-    return _safe(ctx, lang, lambda: page_values(ctx, lang, ds.analyse(ctx.workspace, state), page,
-                                                ds.template_view(state)))
+    return _safe(ctx, lang, lambda: page_values(ctx, lang, ctx.data_sessions.analyse(ctx.workspace, state), page,
+                                                ctx.data_sessions.template_view(state)))
 
 
 def save_dataset(ctx: UIContext, lang: str, state: dict | None, name: str, eval_ratio: float, seed: int,
@@ -240,7 +241,7 @@ def save_dataset(ctx: UIContext, lang: str, state: dict | None, name: str, eval_
     if not state:
         return ctx.msg(lang, "data.pick_first"), None
     try:
-        a = ds.analyse(ctx.workspace, state)
+        a = ctx.data_sessions.analyse(ctx.workspace, state)
         folder = a.save(ctx.workspace.datasets_dir, (name or "").strip(), eval_ratio, seed, overwrite)
     except (DataError, ValueError, FileExistsError) as error:
         return error_text(ctx, lang, error), None
