@@ -12,6 +12,7 @@ import json
 from functools import partial
 
 from backend.runs.files import list_run_ids
+from ui.run_choice import run_dropdown
 
 POLL_EVERY_S = 2.0
 DEFAULT_PORT = 8000
@@ -108,17 +109,10 @@ def stop_server(workspace, lang: str | None) -> str:
     return _msg(lang, "serve.msg_stopped" if stop(workspace) else "serve.msg_not_running")
 
 
-def run_choices(workspace, current: str | None) -> tuple[list[str], str | None]:
-    ids = list_run_ids(workspace.runs_dir)
-    return ids, current if current in ids else (ids[0] if ids else None)
-
-
 def refresh(workspace, lang: str | None, current: str | None) -> tuple:
     """(run list update, then view's four values): on page load and when the run list opens."""
-    import gradio as gr
-
-    ids, chosen = run_choices(workspace, current)
-    return (gr.update(choices=ids, value=chosen), *view(workspace, lang))
+    run, _ = run_dropdown(list_run_ids(workspace.runs_dir), current)
+    return (run, *view(workspace, lang))
 
 
 def build(ctx) -> None:

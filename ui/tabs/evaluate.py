@@ -23,6 +23,7 @@ from ui.context import UIContext
 from ui.i18n import localize
 from ui.kept_panel import EVALUATE_TEXT as KEPT_TEXT
 from ui.kept_panel import build_evaluate as build_kept
+from ui.run_choice import run_dropdown
 
 POLL_EVERY_S = 2.0
 UPLOAD_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".parquet")
@@ -77,10 +78,10 @@ TEXT: dict[str, dict[str, str]] = {
 def refresh_runs(ctx: UIContext, lang, current):
     """(run list, checkpoint choices, status message, drawn-results signature reset)."""
     ids = list_run_ids(ctx.workspace.runs_dir)
-    current = current if current in ids else (ids[0] if ids else None)
+    run, current = run_dropdown(ids, current)
     choices, chosen = _checkpoint_choices(ctx.workspace.runs_dir, current)
     message = "" if ids else ctx.msg(lang, "evaluate.msg_no_runs")
-    return gr.update(choices=ids, value=current), gr.update(choices=choices, value=chosen), message, ""
+    return run, gr.update(choices=choices, value=chosen), message, ""
 
 
 def on_load(ctx: UIContext, lang, remembered):

@@ -18,6 +18,7 @@ import gradio as gr
 from backend.runs.files import list_run_ids
 from ui.context import UIContext
 from ui.i18n import localize
+from ui.run_choice import run_dropdown
 
 POLL_EVERY_S = 2.0
 SHARD_SIZES = ("500MB", "1GB", "2GB", "5GB", "10GB")
@@ -86,11 +87,10 @@ TEXT: dict[str, dict[str, str]] = {
 
 def refresh_runs(ctx: UIContext, current, current_ckpt):
     """(run list, checkpoint list): the current choices kept while they exist, else the newest."""
-    ids = list_run_ids(ctx.workspace.runs_dir)
-    current = current if current in ids else (ids[0] if ids else None)
+    run, current = run_dropdown(list_run_ids(ctx.workspace.runs_dir), current)
     names = _checkpoints(ctx.workspace.runs_dir, current)
     chosen = current_ckpt if current_ckpt in names else (names[-1] if names else None)
-    return gr.update(choices=ids, value=current), gr.update(choices=names, value=chosen)
+    return run, gr.update(choices=names, value=chosen)
 
 
 def pick_run(ctx: UIContext, current):

@@ -20,6 +20,7 @@ from ui.i18n import localize
 from ui.kept_panel import RUNS_TEXT as KEPT_TEXT
 from ui.kept_panel import build_runs as build_kept
 from ui.run_actions import resume, stop
+from ui.run_choice import chosen_run, run_dropdown
 
 TICK_S = 2.0
 TABLE_TICK_S = 5.0
@@ -116,10 +117,8 @@ def list_runs(ctx: UIContext, selected: str | None = None) -> tuple[list[list], 
     else watches the newest live run, else the newest run."""
     infos = ctx.store.list()
     ids = [i.run_id for i in infos]
-    if selected not in ids:
-        live = [i.run_id for i in infos if i.state in ("queued", "running")]
-        selected = (live or ids or [None])[0]
-    return run_view.table_rows(infos), ids, selected
+    live = [i.run_id for i in infos if i.state in ("queued", "running")]
+    return run_view.table_rows(infos), ids, chosen_run(ids, selected, live)
 
 
 def figures(ctx: UIContext, lang: str | None, records: list[dict]) -> list:
@@ -233,7 +232,7 @@ def _wire(ctx: UIContext, c: dict, plots: list) -> None:
 
     def do_list(lang, selected):
         rows, ids, chosen = list_runs(ctx, selected)
-        return table_value(_msg(ctx, lang), rows), gr.update(choices=ids, value=chosen), gr.update(choices=ids)
+        return table_value(_msg(ctx, lang), rows), run_dropdown(ids, chosen)[0], gr.update(choices=ids)
 
     list_outputs = [c["table"], c["select"], c["pick"]]
     select_source = shared_run if shared_run is not None else c["select"]

@@ -1,0 +1,24 @@
+"""The single-run dropdowns (Runs, Evaluate, Export, the Serve panel), refreshed from
+the workspace's runs by one rule: the runs as the choices, in the order given
+(newest first), and as the value the run shown until now while it still
+exists, else the first of the preferred runs (the Runs tab: the live ones),
+else the newest; None without runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def chosen_run(ids: Sequence[str], current: str | None, preferred: Sequence[str] = ()) -> str | None:
+    if current in ids:
+        return current
+    return (list(preferred) or list(ids) or [None])[0]
+
+
+def run_dropdown(ids: Sequence[str], current: str | None, preferred: Sequence[str] = ()) -> tuple[Any, str | None]:
+    """(the dropdown's gr.update, the run it now shows)."""
+    import gradio as gr
+
+    chosen = chosen_run(ids, current, preferred)
+    return gr.update(choices=list(ids), value=chosen), chosen
