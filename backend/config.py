@@ -24,6 +24,7 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 import yaml
 
+from backend.config_grpo import check_reward_settings
 from backend.config_policy import (
     ANY_NUMBER,
     APP,
@@ -78,10 +79,6 @@ PAIR_LOSSES = ("sigmoid", "hinge", "ipo", "robust", "bco_pair", "sppo_hard", "nc
 KTO_LOSSES = ("kto", "apo_zero_unpaired")
 # TRL 1.16's GRPO losses that need no other setting (luspo / vespo need sequence-level sampling ratios).
 GRPO_LOSSES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo")
-# --- reinforcement learning with rewards (grpo): the reward presets (backend/training/rewards.py) ---
-REWARD_KINDS = ("exact_match", "format", "length", "contains", "not_contains")
-# The format reward's default: reasoning in <think>, then the answer in <answer>.
-THINK_ANSWER = r"<think>.*?</think>\s*<answer>.*?</answer>"
 # Chosen when the stage changes away from sft and the field still holds its sft
 # default (profiled on the demo model: docs/DEMO.md, "Preference tuning").
 STAGE_DEFAULTS = {
@@ -395,8 +392,6 @@ class RunConfig:
         if self.precompute_ref_log_probs and self.stage != "dpo":
             raise ConfigError(msg("config.precompute_stage"))
         if self.stage == "grpo":
-            from backend.training.rewards import check_reward_settings
-
             check_reward_settings(self)  # presets, function names, weights, the batch and num_generations
         if self.rpo_alpha and self.stage != "dpo":
             raise ConfigError(msg("config.rpo_alpha_stage", stage=self.stage))

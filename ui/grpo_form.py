@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from backend.config import REWARD_KINDS, THINK_ANSWER
+from backend.config_grpo import REWARD_KINDS, THINK_ANSWER
 
 # RunConfig fields shown in the GRPO section instead of the preference section.
 GRPO_FIELDS = ("num_generations", "max_completion_length", "temperature", "use_vllm")

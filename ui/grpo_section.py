@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from backend.config import REWARD_KINDS, RunConfig
+from backend.config import RunConfig
+from backend.config_grpo import REWARD_KINDS
 from ui import forms, grpo_form
 from ui.context import UIContext
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import logging
 
+from backend.config_grpo import check_batch, effective_batch
 from backend.config_policy import ConfigError
 from backend.data.prompt_files import read_prompt_file
 from backend.data.resolve import DatasetUnreadable, load_rows, resolve_dataset, split_rows
 from backend.messages import Message, msg
 from backend.runs.workspace import Workspace
 from backend.training.dataset import RowCounts
-from backend.training.grpo_batch import check_batch, effective_batch
 from backend.training.rewards import ANSWER_COLUMN, needs_reference
 
 log = logging.getLogger("backend.train")

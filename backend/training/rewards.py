@@ -26,64 +26,17 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from backend.config import REWARD_KINDS, THINK_ANSWER
+from backend.config_grpo import THINK_ANSWER
 from backend.config_policy import ConfigError
 from backend.messages import msg
 
 ANSWER_COLUMN = "answer"  # the reference answer, a column of the prompt rows
 NEEDS_REFERENCE = ("exact_match",)
-# Keys each preset takes beside kind and weight.
-PRESET_KEYS = {"exact_match": (), "format": ("pattern",), "length": ("min", "max"),
-               "contains": ("text",), "not_contains": ("text",)}
 ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 
 
 # --- settings ---------------------------------------------------------------------------------
-
-def check_reward_settings(config) -> None:
-    """RunConfig.validate for stage grpo: what the settings alone tell (ConfigError, one sentence)."""
-    if not config.rewards and not config.reward_functions:
-        raise ConfigError(msg("config.grpo_no_reward"))
-    for number, preset in enumerate(config.rewards, 1):
-        _check_preset(number, preset)
-    for ref in config.reward_functions:
-        if ":" not in ref or not all(ref.split(":", 1)):
-            raise ConfigError(msg("config.reference", ref=ref))
-    if config.reward_weights and len(config.reward_weights) != len(config.reward_functions):
-        raise ConfigError(msg("config.reward_weights", weights=len(config.reward_weights),
-                              functions=len(config.reward_functions)))
-    from backend.training.grpo_batch import check_batch
-
-    check_batch(config, config.num_processes or 1)
-
-
-def _check_preset(number: int, preset: dict) -> None:
-    kind = preset.get("kind")
-    if kind not in REWARD_KINDS:
-        raise ConfigError(msg("config.reward_kind", number=number, kind=kind, allowed=", ".join(REWARD_KINDS)))
-    unknown = sorted(set(preset) - {"kind", "weight", *PRESET_KEYS[kind]})
-    if unknown:
-        allowed = ", ".join(("weight", *PRESET_KEYS[kind]))
-        raise ConfigError(msg("config.reward_keys", number=number, kind=kind, keys=", ".join(unknown), allowed=allowed))
-    weight = preset.get("weight", 1.0)
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
-        raise ConfigError(msg("config.reward_weight", number=number, kind=kind, value=weight))
-    if kind == "format":
-        try:
-            re.compile(str(preset.get("pattern") or THINK_ANSWER))
-        except re.error as error:
-            raise ConfigError(msg("config.reward_pattern", number=number, pattern=preset.get("pattern"),
-                                  error=error)) from None
-    if kind == "length":
-        low, high = preset.get("min"), preset.get("max")
-        numbers = [v for v in (low, high) if v is not None]
-        if not numbers or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in numbers) \
-                or (low is not None and high is not None and low > high):
-            raise ConfigError(msg("config.reward_length", number=number, low=low, high=high))
-    if kind in ("contains", "not_contains") and not str(preset.get("text") or ""):
-        raise ConfigError(msg("config.reward_text", number=number, kind=kind))
-
 
 def reward_names(config) -> list[str]:
     """The name each reward is logged under, in order: presets (a kind that repeats gets _2, _3 ...),
