@@ -420,7 +420,7 @@ CATALOGUE: dict[str, str] = {
     "data.note.more_problems": "{problem} (+{count} more)",
     "data.note.answers_empty": "{answers} empty",
     "data.note.prefers_other": "row {row} prefers the other answer",
-    # --- names typed by the user (backend/runs/safe_names.py) ---------------------------------------------------
+    # --- names typed by the user (backend/storage/safe_names.py) ------------------------------------------------
     "name.not_allowed": "{what} {text!r} is not allowed: use 1-{max_len} letters (of any alphabet), digits, '.', "
                         "'_' or '-', starting with a letter or digit, without spaces, slashes, '..' or a final "
                         "'.' or '-'.",

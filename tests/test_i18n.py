@@ -36,7 +36,7 @@ CATALOGUED_MODULES = ("backend/config.py", "backend/runs/store.py", "backend/run
                       "backend/models/loading.py", "backend/data/saved_datasets.py", "backend/models/hardware.py", "backend/models/memory.py",
                       "backend/export/exporter.py", "backend/export/outputs.py", "backend/evaluation/evaluator.py",
                       "backend/evaluation/scoring.py",
-                      "backend/training/cli.py", "backend/runs/safe_names.py", "backend/data/fixes.py",
+                      "backend/training/cli.py", "backend/storage/safe_names.py", "backend/data/fixes.py",
                       "backend/chat/targets.py", "backend/chat/cli.py", "backend/chat/vote_data.py",
                       "backend/evaluation/benchmarks.py", "backend/evaluation/benchmark_specs.py")
 USER_ERRORS = {"ConfigError", "RunError", "ModelLoadError", "DatasetRefused", "DatasetExists", "DeviceChoiceError",
