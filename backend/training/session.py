@@ -82,37 +82,95 @@ def _replay_source(config, model_path: str, tokenizer, job: Job):
     return replay
 
 
-def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
-    from backend.models.loading import load_tokenizer
+@dataclass
+class _Rows:
+    """The run's encoded rows, and for a preference stage the adapter it continues (None: a new one)."""
+    train: object
+    eval: object | None
+    counts: RowCounts
+    adapter: object = None
 
+
+def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
+    """The run's Trainer, step by step. Cheap checks that can fail come before slow loading, and
+    each step comes before the first one that needs what it sets."""
     config = job.config
     # User code first: a wrong 'module:Name' fails before minutes of loading.
+    user_callbacks, loss_function = _load_user_code(config)
+    # The model's folder (the demo model or a GGUF file is built or converted here, with its own
+    # progress), then the data's: a wrong data path fails before the model loads.
+    model_path = resolve_model(job, stop)
+    resolve_dataset(config.dataset, job.workspace)
+    # Devices and precision before the tokenizer and the weights load: a GPU that is not here fails
+    # first, and the thread limit must come before the first tensor op.
+    devices, precision = _choose_devices(job)
+    on_cpu = devices[0].id == "cpu"
+    # The tokenizer with the run's chat template, before any row is encoded with it.
+    tokenizer, template = _load_tokenizer(job, model_path)
+    rows = _load_data(job, model_path, tokenizer)
+    # The model after the rows: data that cannot be used fails before the largest load, and a
+    # preference stage's adapter to continue is found with its rows.
+    model, parameters, checkpointing = _load_model(job, model_path, precision, devices, on_cpu, rows.adapter,
+                                                   template, tokenizer)
+    # The Trainer's arguments after the model: FSDP wraps the model's own decoder layer classes.
+    args = argument_values(config, job.run_dir, precision, rows.eval is not None, on_cpu, job.world_size,
+                           decoder_layer_classes(model), checkpointing)
+    args["warmup_steps"] = warmup_steps(config, rows.counts.train, job.world_size)
+    # The callbacks in the order the Trainer calls them; the disk check sizes a save by the trainable
+    # parameters, so they come after the model.
+    callbacks, checkpoints, disk, clock = _make_callbacks(job, stop, rows, parameters,
+                                                          [*extra_callbacks, *user_callbacks])
+    trainer = _make_trainer(job, model, args, rows, tokenizer, callbacks, loss_function)
+    trainer.remove_callback(PrinterCallback)  # MetricsCallback writes the readable line instead
+    if config.stage != "sft":
+        return Session(job, trainer, rows.counts, precision, checkpoints, parameters, clock)
+    return Session(job, trainer, rows.counts, precision, checkpoints, parameters, clock, disk)
+
+
+def _load_user_code(config):
+    """(the user's callbacks, the user's loss function or None), imported from 'module:Name' references."""
     user_callbacks = [_instantiate(ref) for ref in config.callbacks]
     loss_function = import_reference(config.loss_function) if config.loss_function else None
     if config.callbacks or loss_function:
         log.info("user callbacks: %s; loss_function: %s", ", ".join(config.callbacks) or "none",
                  config.loss_function or "the model's own")
-    model_path = resolve_model(job, stop)
-    resolve_dataset(config.dataset, job.workspace)  # a wrong path fails before the model loads
+    return user_callbacks, loss_function
+
+
+def _choose_devices(job: Job) -> tuple[list, str]:
+    """(the training devices, the precision on them); this process's share of the cores set, and the
+    devices recorded in status.json."""
+    config = job.config
     try:
         devices = training_devices(config.devices)
     except ValueError as error:  # e.g. devices=7 on a machine without that GPU
         raise ConfigError(message_of(error) or str(error)) from None
     precision = config.check_devices(devices)
-    on_cpu = devices[0].id == "cpu"
     limit_threads()  # this process's share of the cores, before the first tensor op
     if job.is_main:
         # Recorded by every launch path (the app's store writes them at create; a run started
         # with `python -m backend.train` writes them here), so no second run starts beside it.
         held = {} if read_status(job.run_dir).get("devices") else {"devices": [d.id for d in devices]}
         update_status(job.run_dir, precision=precision, world_size=job.world_size, **held)
-    tokenizer = load_tokenizer(model_path, trust_remote_code=config.trust_remote_code)
-    template = apply_for_model(tokenizer, config.chat_template, model_path)  # before any row is encoded
+    return devices, precision
+
+
+def _load_tokenizer(job: Job, model_path: str):
+    """(the tokenizer, the chat template applied to it)."""
+    from backend.models.loading import load_tokenizer
+
+    tokenizer = load_tokenizer(model_path, trust_remote_code=job.config.trust_remote_code)
+    template = apply_for_model(tokenizer, job.config.chat_template, model_path)  # before any row is encoded
     log.info("%s", template.describe())
     if job.is_main:  # what `auto` became, beside the choice config.yaml names
         update_status(job.run_dir, chat_template=template.as_dict())
-    preference = config.stage != "sft"
-    if preference:
+    return tokenizer, template
+
+
+def _load_data(job: Job, model_path: str, tokenizer) -> _Rows:
+    """The stage's train and eval rows, encoded; a preference stage's adapter to continue first."""
+    config = job.config
+    if config.stage != "sft":
         from backend.training.preference import build_preference_datasets, init_adapter_dir
 
         adapter = init_adapter_dir(config, job.workspace)
@@ -120,16 +178,23 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
             from backend.models.loading import model_context_length
             from backend.training.grpo_data import build_grpo_datasets
 
-            train_data, eval_data, counts = build_grpo_datasets(tokenizer, config, job.workspace,
-                                                                model_context_length(model_path), job.world_size)
+            rows = _Rows(*build_grpo_datasets(tokenizer, config, job.workspace, model_context_length(model_path),
+                                              job.world_size), adapter=adapter)
         else:
-            train_data, eval_data, counts = build_preference_datasets(tokenizer, config, job.workspace)
+            rows = _Rows(*build_preference_datasets(tokenizer, config, job.workspace), adapter=adapter)
     else:
-        adapter = None
-        train_data, eval_data, counts = build_datasets(tokenizer, config, job.workspace,
-                                                       replay=_replay_source(config, model_path, tokenizer, job))
+        rows = _Rows(*build_datasets(tokenizer, config, job.workspace,
+                                     replay=_replay_source(config, model_path, tokenizer, job)))
+    counts = rows.counts
     log.info("rows: %d total, %d train (%d of them replay), %d eval, %d truncated, %d dropped %s", counts.total,
              counts.train, counts.replay, counts.eval, counts.truncated, counts.dropped, counts.reasons or "")
+    return rows
+
+
+def _load_model(job: Job, model_path: str, precision: str, devices: list, on_cpu: bool, adapter, template,
+                tokenizer):
+    """(the model with its adapters or full training set up, its parameter counts, gradient checkpointing)."""
+    config = job.config
     quantized_on_gpu = config.method == "qlora" and not on_cpu
     device_map = {"": int(os.environ.get("LOCAL_RANK", "0"))} if quantized_on_gpu else None
     checkpointing = checkpointing_for(config, model_path, precision, devices)
@@ -140,43 +205,49 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
     parameters = parameter_counts(model)
     log.info("method %s, precision %s, %d of %d parameters trainable", config.method, precision,
              parameters["trainable_parameters"], parameters["total_parameters"])
-    args = argument_values(config, job.run_dir, precision, eval_data is not None, on_cpu, job.world_size,
-                           decoder_layer_classes(model), checkpointing)
-    args["warmup_steps"] = warmup_steps(config, counts.train, job.world_size)
+    return model, parameters, checkpointing
+
+
+def _make_callbacks(job: Job, stop: StopRequest, rows: _Rows, parameters: dict, extra: list):
+    """(the Trainer's callbacks in their order, the checkpoint markers, the disk check, the run clock).
+    `extra`: Ray's reporting, then the user's callbacks, after the markers."""
+    config = job.config
     checkpoints = CheckpointCallback(job.run_dir, config.save_total_limit)
     disk = DiskSpaceCallback(job.run_dir, parameters["trainable_parameters"] * 12 + 2**20)
     # Order matters: the stop flag and DefaultFlowCallback decide should_save before the disk check.
     clock = RunClock(job.run_dir, job.resume_from)  # before checkpoints: its file is in before the marker
     callbacks = [GracefulStop(stop), disk, MetricsCallback(job.run_dir), clock, checkpoints, FiniteLoss()]
     if config.early_stopping_patience:
-        if eval_data is None:
+        if rows.eval is None:
             raise ConfigError(msg("train.no_eval_rows"))
         callbacks.append(EarlyStop(config.early_stopping_patience, config.early_stopping_threshold))
     callbacks.append(PlanCheck(job.run_dir if job.is_main else None, config))
-    callbacks += [*extra_callbacks, *user_callbacks]  # extra: Ray's reporting, after the markers
-    if preference:
+    callbacks += extra
+    return callbacks, checkpoints, disk, clock
+
+
+def _make_trainer(job: Job, model, args: dict, rows: _Rows, tokenizer, callbacks: list, loss_function) -> Trainer:
+    """The stage's Trainer: TRL's for a preference stage, else StudioTrainer with the run's loss and batches."""
+    config = job.config
+    if config.stage != "sft":
         from backend.training.preference import preference_trainer
 
-        log.info("stage %s (TRL), reference: %s", config.stage, _reference(config, adapter))
+        log.info("stage %s (TRL), reference: %s", config.stage, _reference(config, rows.adapter))
         if config.stage == "grpo":
             from backend.training.grpo import grpo_trainer as preference_trainer  # sampled completions, rewards
-        trainer = preference_trainer(config, model, args, train_data, eval_data, tokenizer, callbacks,
-                                     continued=adapter is not None)
-        trainer.remove_callback(PrinterCallback)
-        return Session(job, trainer, counts, precision, checkpoints, parameters, clock)
+        return preference_trainer(config, model, args, rows.train, rows.eval, tokenizer, callbacks,
+                                  continued=rows.adapter is not None)
     loss_head = choose_loss(model, user_loss=loss_function is not None, liger=config.use_liger_kernel)
     collator = collator_for(config, model, tokenizer)
     if isinstance(collator, PackedCollator):
         # Packed batches carry no padding for length grouping to save, and grouping would put the
         # batch of the longest rows first: random batches keep the peak memory near the average.
         args["train_sampling_strategy"] = "random"
-    trainer = StudioTrainer(
-        model=model, args=TrainingArguments(**args), train_dataset=train_data, eval_dataset=eval_data,
+    return StudioTrainer(
+        model=model, args=TrainingArguments(**args), train_dataset=rows.train, eval_dataset=rows.eval,
         data_collator=collator, processing_class=tokenizer, callbacks=callbacks,
         compute_loss_func=loss_function, loss_head=loss_head,
     )
-    trainer.remove_callback(PrinterCallback)  # MetricsCallback writes the readable line instead
-    return Session(job, trainer, counts, precision, checkpoints, parameters, clock, disk)
 
 
 def warmup_steps(config, train_rows: int, world_size: int) -> int:
