@@ -5,7 +5,8 @@ info.py        RunInfo: what a run folder says about itself (state, progress, de
 files.py       the run folder's files: names, states, status updates, checkpoints, metrics tailing
 checkpoint_check.py  is a checkpoint marked complete readable (what resume checks before loading it)
 processes.py   detached process launch, identity (pid + start time), stop signals, kill, reap:
-               used by training runs and by background jobs alike
+               used by training runs, background jobs and the model's background build alike
+torchrun.py    `python -m backend.runs.torchrun`: torchrun for several nodes, the join timeout told as a sentence
 jobs.py        background evaluation / export jobs reporting through a progress file
 queue.py       the run queue in the run folders: enqueue, order, cancel, move, start now, summary
 scheduler.py   who starts queued runs: the holder of runs/.scheduler.lock (the app, or a --queue command)
