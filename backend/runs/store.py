@@ -28,7 +28,6 @@ from backend.config_policy import ConfigError
 from backend.messages import Message, message_of, msg
 from backend.models.hardware import Device, detect_devices, training_devices
 from backend.runs import processes
-from backend.runs.file_lock import file_lock
 from backend.runs.files import (
     CONFIG_FILE,
     FINAL_STATES,
@@ -40,10 +39,11 @@ from backend.runs.files import (
     update_status,
 )
 from backend.runs.info import Checkpoint, InfoReader, RunError, RunInfo
-from backend.runs.safe_names import clean_name, is_plain_name
 from backend.runs.workspace import Workspace
 from backend.scale import launch
 from backend.scale.guards import check_environment
+from backend.storage.file_lock import file_lock
+from backend.storage.safe_names import clean_name, is_plain_name
 
 RESUMABLE = ("stopped", "lost", "failed")
 __all__ = ["Checkpoint", "RunError", "RunInfo", "RunStore"]
