@@ -10,8 +10,8 @@ REPO = Path(__file__).resolve().parents[1]
 # The backend's top level holds the shared contracts (RunConfig, its fields' policy and its recipes, the
 # catalogued messages) and the `python -m` entry points; every other module lives in the
 # package that names its part.
-BACKEND_TOP_LEVEL = {"__init__.py", "config.py", "config_policy.py", "config_recipes.py", "messages.py", "train.py",
-                     "evaluate.py"}
+BACKEND_TOP_LEVEL = {"__init__.py", "config.py", "config_policy.py", "config_grpo.py", "config_recipes.py",
+                     "messages.py", "train.py", "evaluate.py"}
 
 
 def imports_of(path: Path) -> set[str]:
@@ -66,3 +66,119 @@ def test_only_the_worker_imports_its_encoding_and_only_the_entry_point_the_data_
     assert {f for f in importers("backend.training.dataset") if not f.startswith("backend/training/")} == set()
     assert importers("backend.data.cli") == {"backend/data/__main__.py"}
 
+
+
+# ---------------------------------------------------------------- floors and circles
+# The backend's packages stand on floors: a module imports only from packages on floors below its own
+# (and from its own package). Lowest first; docs/ARCHITECTURE.md draws the same order.
+FLOORS = (
+    "backend.messages",        # the catalogued sentences every part speaks in
+    "backend.config_policy",   # what a RunConfig field's metadata means, and ConfigError
+    "backend.config_grpo",     # what grpo settings must hold: reward presets, functions, the batch rule
+    "backend.storage",         # files on disk: locks, atomic writes and folders, safe names
+    "backend.models",          # names and folders of models, loading, hardware, chat templates
+    "backend.scale",           # the scale-out plan: guards, engines, launch commands (pure functions)
+    "backend.config",          # RunConfig: the one contract of form, CLI and YAML
+    "backend.config_recipes",  # named starting RunConfigs
+    "backend.runs",            # the run store: run folders, processes, the queue
+    "backend.data",            # rows: load, check, fix, encode
+    "backend.training",        # the worker: model, data and Trainer of one run
+    "backend.evaluation",      # eval loss, answers, scores and benchmarks of checkpoints
+    "backend.sweeps",          # grids of runs queued together
+    "backend.export",          # adapters, merged models and GGUF files out of checkpoints
+    "backend.chat",            # side-by-side answers of base, checkpoints and exports
+    "backend.serve",           # the OpenAI-compatible server
+    "backend.train",           # `python -m` entry points
+    "backend.evaluate",
+    "ui",                      # the gradio shell: wires, never computes
+    "app",
+)
+# (importer, imported): why this import may run against the floors. Keep it empty where you can.
+FLOOR_EXCEPTIONS: dict[tuple[str, str], str] = {}
+
+
+def _module_files() -> dict[str, Path]:
+    files = {}
+    for path in [*(REPO / "backend").rglob("*.py"), *(REPO / "ui").rglob("*.py"), REPO / "app.py"]:
+        parts = list(path.relative_to(REPO).with_suffix("").parts)
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return files
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Project module -> the project modules it imports, at the top or inside a function alike."""
+    files = _module_files()
+
+    def project_module(name: str) -> str | None:
+        while name and name not in files:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for module, path in files.items():
+        targets = {project_module(name) for name in imports_of(path)} - {None, module}
+        graph[module] = {t for t in targets if not module.startswith(t + ".")}  # a package's own __init__
+    return graph
+
+
+def floor_of(module: str) -> int:
+    for index, floor in enumerate(FLOORS):
+        if module == floor or module.startswith(floor + "."):
+            return index
+    raise AssertionError(f"{module} stands on no floor: add its package to FLOORS in tests/test_layout.py")
+
+
+def test_every_package_imports_only_the_floors_below_it():
+    upward = []
+    for importer, imported in sorted(import_graph().items()):
+        for target in sorted(imported):
+            if floor_of(target) > floor_of(importer) and (importer, target) not in FLOOR_EXCEPTIONS:
+                upward.append(f"{importer} imports {target} ({FLOORS[floor_of(target)]} is above "
+                              f"{FLOORS[floor_of(importer)]})")
+    assert not upward, "imports that run up a floor:\n  " + "\n  ".join(upward)
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return circles
+
+
+def test_import_circles_are_found():
+    assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert import_circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circles():
+    circles = import_circles(import_graph())
+    assert not circles, "modules that import each other, round a circle:\n  " + "\n  ".join(
+        " <-> ".join(group) for group in circles)
