@@ -44,7 +44,7 @@ from backend.models.loading import load_tokenizer
 from backend.training.disk import is_disk_full
 from backend.training.errors import explain
 from tests.small_disk import run_on_small_disk, small_disk_available
-from tests.test_runs_callbacks import fill_disk
+from tests.callback_runs import fill_disk
 
 disk, model = Path(sys.argv[1]), sys.argv[2]
 tokenizer = load_tokenizer(model)
@@ -167,7 +167,7 @@ def test_disk_full_before_final_then_resume_finishes_without_training(workspace,
     config = workspace.root / "run.yaml"
     tiny_config(dataset=str(data), max_steps=6, save_steps=3, per_device_train_batch_size=4,
               gradient_accumulation_steps=3, val_size=0, cutoff_len=64, logging_steps=1, devices="cpu",
-              callbacks=["tests.test_runs_callbacks:FillDiskAtTrainEnd"]).save(config)
+              callbacks=["tests.callback_runs:FillDiskAtTrainEnd"]).save(config)
     out = tmp_path / "out"
     result = run_on_small_disk(workspace.runs_dir, "64m", FULL_AT_FINAL, [str(workspace.runs_dir), str(config), str(out)],
                                subprocess_env)

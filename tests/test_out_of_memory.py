@@ -46,7 +46,7 @@ def assert_names_memory_and_knobs(error: str, advice: str) -> None:
 
 
 def test_a_cpu_allocator_failure_names_memory_the_estimate_and_the_knobs(store):
-    run_id = store.launch(small_config(callbacks=["tests.test_runs_callbacks:AskForImpossibleMemory"]))
+    run_id = store.launch(small_config(callbacks=["tests.callback_runs:AskForImpossibleMemory"]))
     info = wait_for(lambda: ended(store, run_id), "the worker to fail")
     assert info.state == "failed", (info.run_dir / "train.log").read_text()[-3000:]
     assert info.error.startswith("The worker ran out of memory: the machine's RAM was not enough "
@@ -55,7 +55,7 @@ def test_a_cpu_allocator_failure_names_memory_the_estimate_and_the_knobs(store):
 
 
 def test_a_worker_killed_by_sigkill_names_memory_the_estimate_and_the_knobs(store):
-    run_id = store.create(small_config(callbacks=["tests.test_runs_callbacks:HoldWhileFileExists"]))
+    run_id = store.create(small_config(callbacks=["tests.callback_runs:HoldWhileFileExists"]))
     run_dir = store.runs_dir / run_id
     (run_dir / ".hold").touch()
     store.start(run_id)

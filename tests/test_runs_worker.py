@@ -19,7 +19,7 @@ from tests.polling import wait_for
 
 pytestmark = pytest.mark.slow
 
-HOLD = "tests.test_runs_callbacks:HoldWhileFileExists"
+HOLD = "tests.callback_runs:HoldWhileFileExists"
 MAX_STEPS = 8
 
 

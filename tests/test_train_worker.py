@@ -156,7 +156,7 @@ def test_default_run_answers_the_demo_prompts(trained_demo_run, demo_model_dir):
 
 # ---------------------------------------------------------------- QLoRA and full
 
-RECORD = "callbacks=[tests.test_runs_callbacks:RecordModel]"
+RECORD = "callbacks=[tests.callback_runs:RecordModel]"
 
 
 def trained_model(run: Path) -> dict:
@@ -229,7 +229,7 @@ def test_full_run(workspace, subprocess_env, demo_model_dir, quick):
     # Also the documented customisation example (docs/CUSTOMIZE.md): a user callback and loss.
     result = worker(workspace, subprocess_env, "method=full", "max_steps=4", "save_steps=4", *quick,
                     "callbacks=[examples.custom_training:LossSpikeAlert]",
-                    "loss_function=tests.test_runs_callbacks:offset_loss", run_dir=run)
+                    "loss_function=tests.callback_runs:offset_loss", run_dir=run)
     assert_completed(result, run)
     assert "LossSpikeAlert watching" in (run / "train.log").read_text()
     losses = train_losses(run)
@@ -330,7 +330,7 @@ def test_command_line_run_holds_its_devices_and_a_resume_records_its_settings(wo
     run.mkdir(parents=True)
     (run / ".hold").touch()
     process = worker(workspace, subprocess_env, "max_steps=6", "save_steps=2", "devices=cpu", *quick,
-                     "callbacks=[tests.test_runs_callbacks:HoldWhileFileExists]", run_dir=run, wait=False)
+                     "callbacks=[tests.callback_runs:HoldWhileFileExists]", run_dir=run, wait=False)
     deadline = time.time() + 600
     while not (run / ".held").exists():
         assert process.poll() is None and time.time() < deadline, (run.parent / "by-hand.out").read_text()[-3000:]
