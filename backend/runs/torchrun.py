@@ -5,7 +5,8 @@ The same launcher as `python -m torch.distributed.run` (its argument parser
 and its `run`), with one difference: a node that never joins ends the
 launcher after --rdzv-conf timeout=N seconds with a sentence, written into
 the run's status.json by node 0, instead of a traceback (or, without a
-timeout, a wait that never ends: LLaMA-Factory #7300).
+timeout, a wait that never ends, as in
+https://github.com/hiyouga/LLaMA-Factory/issues/7300).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 The DeepSpeed dict is generated from the run, with "auto" wherever the
 Trainer fills a value from its own arguments (batch size, accumulation,
 clipping, precision, bucket sizes), so the DeepSpeed config and the
-TrainingArguments can never disagree (LLaMA-Factory #3224 is a hand-written
-JSON that did). The learning rate and schedule stay with the Trainer's own
+TrainingArguments can never disagree (a hand-written JSON that did:
+https://github.com/hiyouga/LLaMA-Factory/issues/3224). The learning rate and schedule stay with the Trainer's own
 optimizer and scheduler: there is one source for them.
 
 Checkpoints and final/ must stay ordinary Hugging Face folders, so the FSDP
