@@ -128,6 +128,13 @@ def floor_of(module: str) -> int:
     raise AssertionError(f"{module} stands on no floor: add its package to FLOORS in tests/test_layout.py")
 
 
+def test_every_floor_names_a_module_that_exists():
+    modules = set(_module_files())
+    assert [floor for floor in FLOORS if floor not in modules] == []
+    for importer, imported in FLOOR_EXCEPTIONS:
+        assert imported in import_graph().get(importer, set()), f"{importer} no longer imports {imported}: drop it"
+
+
 def test_every_package_imports_only_the_floors_below_it():
     upward = []
     for importer, imported in sorted(import_graph().items()):
