@@ -4,6 +4,7 @@ loads), the vLLM command it builds, and the pieces the server is made of
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 
@@ -101,3 +102,20 @@ def test_names_a_server_answers_as():
     assert "127.0.0.1" in everywhere and "0.0.0.0" not in everywhere
     assert socket.gethostname().lower() in everywhere
     assert host_allowed("abc.gradio.live", local, share=True) and not host_allowed("abc.gradio.live", local)
+
+
+def test_a_base_model_that_cannot_load_is_refused_with_a_sentence(run_dir, tmp_path, capsys):
+    """A folder given as --model passes the argument checks but holds no model: the server
+    closes its socket and refuses, like its arguments (exit 2, one sentence, the progress file)."""
+    empty = tmp_path / "not-a-model"
+    empty.mkdir()
+    progress = tmp_path / "progress.json"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    assert main(["--run", run_dir, "--model", str(empty), "--port", str(port), "--progress", str(progress)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: Cannot load the models: ") and str(empty) in err and "Traceback" not in err
+    assert json.loads(progress.read_text())["state"] == "failed"
+    with socket.socket() as again:   # the port is free again: the socket was closed
+        again.bind(("127.0.0.1", port))
