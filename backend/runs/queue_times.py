@@ -5,11 +5,11 @@ seconds per step so far; before, the time estimate (this machine's speed log, a
 speed probe, or the model's FLOPs), kept in the run's status.json as `estimate`
 so it is computed once per run (the worker writes its own there when it starts
 training), plus the start-up (process, imports, model load) of the newest
-completed run of the model here; else the planned steps times the seconds per step of the newest completed run of the
-same model and method here. Without any it is unknown, and so is every later
-start on its devices: the queue shows "unknown" rather than a guess. Starts
-follow the queue's own rule: a run starts when the runs before it on its
-devices have ended.
+completed run of the model here; else the planned steps times the seconds per
+step of the newest completed run of the same model and method here. Without
+any it is unknown, and so is every later start on its devices: the queue shows
+"unknown" rather than a guess. Starts follow the queue's own rule: a run starts
+when the runs before it on its devices have ended.
 
 The estimate itself is the training side's (backend/training/estimate.py): the caller
 that shows the queue passes it in as `estimate`, so the run store never imports the
@@ -22,8 +22,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from backend.messages import message_of
 from backend.runs.files import SUMMARY_FILE, read_status, update_status
-from backend.runs.info import RunInfo
+from backend.runs.info import RunError, RunInfo
 from backend.runs.store import RunStore
 from backend.storage.atomic_files import read_json
 
@@ -87,9 +88,6 @@ def _estimate(store: RunStore, info: RunInfo, estimate: Estimator | None) -> dic
     if (estimate is None or status.get("estimate") or time.time() - tried < RETRY_S
             or info.state not in ("queued", "running") or info.config is None):
         return status.get("estimate")
-    from backend.messages import message_of
-    from backend.runs.info import RunError
-
     try:
         made = estimate(info.config, store.workspace, devices=store.devices_for(info.config)).to_dict()
     except (ValueError, RunError, OSError) as error:
