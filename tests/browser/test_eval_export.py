@@ -57,7 +57,8 @@ def test_evaluate_two_checkpoints_then_export_merged(workspace, short_demo_run, 
         assert page.locator("#export-done").is_visible(), page.locator("#export-report").inner_text()
         verification = page.locator("#export-verification")
         assert "Verification passed" in verification.inner_text()
-        assert page.locator("#export-download").is_visible()
+        # The Download button is shown by the same poll that shows the report, a moment after it.
+        page.locator("#export-download").wait_for(state="visible", timeout=30_000)
         screenshot(page, "export", also_to=DOCS / "export.png")
         # A page refresh: the job is read back from disk, report and Download included.
         page.reload()
