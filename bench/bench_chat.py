@@ -35,7 +35,6 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-
 from backend.chat.engine import ChatEngine, memory_now, weights_bytes  # noqa: E402
 from backend.chat.generation import (  # noqa: E402
     GenerationSettings,
@@ -47,6 +46,7 @@ from backend.chat.generation import (  # noqa: E402
 from backend.chat.targets import ChatTarget  # noqa: E402
 from backend.models.loading import ensure_demo_model, load_model, load_tokenizer  # noqa: E402
 from backend.runs.files import mark_complete  # noqa: E402
+from backend.storage.user_cache import user_cache_dir  # noqa: E402  (the test suite's converted models live there)
 
 # Qwen2.5-0.5B's architecture (config.json of Qwen/Qwen2.5-0.5B-Instruct), 494M parameters.
 QWEN25_05B = dict(
@@ -238,7 +238,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the demo model only, fewer repeats")
     parser.add_argument("--columns-only", action="store_true", help="only the 5-column measurement")
-    parser.add_argument("--models-dir", default=str(REPO / ".cache" / "test-models"))
+    parser.add_argument("--models-dir", default=str(user_cache_dir() / "test-models"))
     args = parser.parse_args()
     demo = ensure_demo_model(Path(args.models_dir))
     rows = []

@@ -24,10 +24,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-
 from backend.data.checks import check_file  # noqa: E402
 from backend.data.load import load_rows  # noqa: E402
 from backend.models.chat_templates import render  # noqa: E402
+from backend.storage.user_cache import user_cache_dir  # noqa: E402  (the test suite's converted models live there)
 
 
 def make_file(path: Path, rows: int) -> None:
@@ -64,7 +64,7 @@ def main() -> None:
     if model is None:
         from backend.models.loading import ensure_demo_model
 
-        model = str(ensure_demo_model(REPO / ".cache" / "test-models"))
+        model = str(ensure_demo_model(user_cache_dir() / "test-models"))
     tokenizer = AutoTokenizer.from_pretrained(model)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench_alpaca.json"

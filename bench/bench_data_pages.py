@@ -27,7 +27,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-
+from backend.storage.user_cache import user_cache_dir  # noqa: E402  (the test suite's converted models live there)
 from bench.bench_data_check import make_file  # noqa: E402
 
 
@@ -61,7 +61,7 @@ def main() -> None:
     from backend.models.loading import ensure_demo_model
     from ui.tabs import data
 
-    demo = ensure_demo_model(Path(os.environ.get("FINETUNE_STUDIO_TEST_CACHE") or REPO / ".cache" / "test-models"))
+    demo = ensure_demo_model(Path(os.environ.get("FINETUNE_STUDIO_TEST_CACHE") or user_cache_dir() / "test-models"))
     with tempfile.TemporaryDirectory() as tmp:
         ctx = context(Path(tmp), demo)
         path = Path(tmp) / "bench_alpaca.json"

@@ -20,9 +20,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-
 from backend.models.demo_facts import CAPITALS  # noqa: E402
 from backend.models.offline import ensure_offline_model  # noqa: E402
+from backend.storage.user_cache import user_cache_dir  # noqa: E402  (the test suite's converted models live there)
 from bench.bench_serve import Server, make_run  # noqa: E402
 
 PROMPTS = [f"Question: which city is the capital of {country}? Think of its history, its rivers and its people. "
@@ -46,7 +46,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    model_dir = ensure_offline_model("smollm2-135m-instruct", REPO / ".cache" / "test-models")
+    model_dir = ensure_offline_model("smollm2-135m-instruct", user_cache_dir() / "test-models")
     with tempfile.TemporaryDirectory() as scratch:
         run_dir = Path(scratch) / "run"
         make_run(model_dir, run_dir)

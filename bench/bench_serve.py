@@ -39,13 +39,13 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-
 from backend.chat.engine import ChatEngine  # noqa: E402
 from backend.chat.generation import GenerationSettings  # noqa: E402
 from backend.chat.targets import ChatTarget  # noqa: E402
 from backend.models.demo_facts import DEMO_PROMPTS  # noqa: E402
 from backend.models.loading import ensure_demo_model  # noqa: E402
 from backend.storage.atomic_files import atomic_write_json  # noqa: E402
+from backend.storage.user_cache import user_cache_dir  # noqa: E402  (the test suite's converted models live there)
 from bench.bench_chat import PROMPT, build_adapters, build_qwen_05b, time_reload_switch  # noqa: E402
 
 
@@ -173,7 +173,7 @@ def bench_model(label: str, model_dir: Path, work: Path, tokens: int, repeats: i
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the demo model only")
-    parser.add_argument("--models-dir", default=str(REPO / ".cache" / "test-models"))
+    parser.add_argument("--models-dir", default=str(user_cache_dir() / "test-models"))
     args = parser.parse_args()
     demo = ensure_demo_model(Path(args.models_dir))
     rows = []

@@ -33,7 +33,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-
+from backend.storage.user_cache import user_cache_dir  # noqa: E402  (the test suite's converted models live there)
 from bench.bench_train_throughput import DATA, _env, run_plain  # noqa: E402
 
 VARIANTS = {
@@ -69,7 +69,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--models", type=Path, default=REPO / ".cache" / "test-models")
+    parser.add_argument("--models", type=Path, default=user_cache_dir() / "test-models")
     parser.add_argument("--only", nargs="*", help="variant names (plus 'plain')")
     args = parser.parse_args()
     from backend.models.loading import ensure_demo_model

@@ -30,6 +30,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from backend.storage.user_cache import user_cache_dir  # noqa: E402  (the test suite's converted models live there)
 from bench.real_size_model import build as build_real_size  # noqa: E402
 
 DEMO = {"model_name_or_path": "demo", "dataset": "demo"}
@@ -95,7 +96,7 @@ def bench_case(name: str, settings: dict, steps: tuple[int, int], out: Path, rea
     (workspace / "models").mkdir()
     from backend.models.loading import ensure_demo_model
 
-    (workspace / "models" / "demo").symlink_to(ensure_demo_model(REPO / ".cache" / "test-models"))
+    (workspace / "models" / "demo").symlink_to(ensure_demo_model(user_cache_dir() / "test-models"))
     settings = {k: (str(real) if v == "REAL" else v) for k, v in settings.items()}
     first = write_config(out / name, settings, steps[0], 1e-3, "run1")
     second = write_config(out / name, settings, steps[1], 3e-3, "run2")
@@ -174,7 +175,7 @@ def main() -> None:
         report(args.out)
         return
     args.out.mkdir(parents=True, exist_ok=True)
-    real = build_real_size(REPO / ".cache" / "smollm2-135m-random", tokenizer_from=REPO / ".cache" / "test-models"
+    real = build_real_size(REPO / ".cache" / "smollm2-135m-random", tokenizer_from=user_cache_dir() / "test-models"
                            / "smollm2-135m-instruct")
     started, rows = time.time(), []
     with open(args.out / "results.jsonl", "w", encoding="utf-8") as results:

@@ -34,6 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "alpaca_en_demo.json"
 sys.path.insert(0, str(REPO))
+from backend.storage.user_cache import user_cache_dir  # noqa: E402  (the test suite's converted models live there)
 
 
 def run_worker(workspace: Path, steps: int, batch: int, cutoff: int) -> dict:
@@ -112,7 +113,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--cutoff", type=int, default=512)
     parser.add_argument("--workspace", type=Path)
-    parser.add_argument("--models", type=Path, default=REPO / ".cache" / "test-models",
+    parser.add_argument("--models", type=Path, default=user_cache_dir() / "test-models",
                         help="Where the demo model is built / cached.")
     parser.add_argument("--plain", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--model-path", type=Path, help=argparse.SUPPRESS)  # bench_real_size.py: another model

@@ -34,12 +34,12 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-
 from backend.models.demo_facts import DEMO_PROMPTS  # noqa: E402
 from backend.storage.atomic_files import atomic_write_json  # noqa: E402
+from backend.storage.user_cache import user_cache_dir  # noqa: E402  (the test suite's converted models live there)
 from bench.bench_chat import build_adapters  # noqa: E402
 
-STARTER = REPO / ".cache" / "test-models" / "smollm2-135m-instruct"
+STARTER = user_cache_dir() / "test-models" / "smollm2-135m-instruct"
 NAMES = ["base", "checkpoint-10", "checkpoint-20"]
 
 

@@ -44,9 +44,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-
 from backend.models.loading import ensure_demo_model  # noqa: E402
 from backend.models.memory import Architecture  # noqa: E402
+from backend.storage.user_cache import user_cache_dir  # noqa: E402  (the test suite's converted models live there)
 from bench.memory_vs_measured import long_rows, run_case  # noqa: E402
 
 SIZES = {  # model -> batch x cutoff pairs
@@ -68,7 +68,7 @@ def main() -> None:
         if args.only and size != args.only:
             continue
         if size == "demo":
-            model = ensure_demo_model(REPO / ".cache" / "test-models")
+            model = ensure_demo_model(user_cache_dir() / "test-models")
         else:
             from bench.real_size_model import model_folder
 

@@ -39,6 +39,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from backend.storage.user_cache import user_cache_dir  # noqa: E402  (the test suite's converted models live there)
 
 SYSTEM = "You add two numbers. Reply with the sum only, inside answer tags."
 # One worked example before each question: the format is shown once, the model has to keep to it.
@@ -169,7 +170,7 @@ def main() -> int:
 
     workspace = args.workspace.resolve()
     (workspace / "runs").mkdir(parents=True, exist_ok=True)
-    cached = REPO / ".cache" / "test-models" / MODEL  # the test suite's converted copy, when there is one
+    cached = user_cache_dir() / "test-models" / MODEL  # the test suite's converted copy, when there is one
     if cached.is_dir() and not (workspace / "models" / MODEL).exists():
         (workspace / "models").mkdir(parents=True, exist_ok=True)
         (workspace / "models" / MODEL).symlink_to(cached, target_is_directory=True)

@@ -35,10 +35,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-
 from backend.config import RunConfig  # noqa: E402
 from backend.models.loading import ensure_demo_model  # noqa: E402
 from backend.models.memory import Architecture, config_estimate_kwargs, estimate_memory  # noqa: E402
+from backend.storage.user_cache import user_cache_dir  # noqa: E402  (the test suite's converted models live there)
 
 CASES = [  # settings on the demo model; rows are long, so every batch is batch x cutoff tokens
     {"method": "lora", "per_device_train_batch_size": 2, "cutoff_len": 256},
@@ -104,7 +104,7 @@ def main() -> None:
     data = long_rows(root / "long.jsonl")
     if args.size == "demo":
         # The demo cases were measured with lora_dropout 0.05 (the default then): kept for comparability.
-        model, cases, defaults = ensure_demo_model(REPO / ".cache" / "test-models"), CASES, {"lora_dropout": 0.05}
+        model, cases, defaults = ensure_demo_model(user_cache_dir() / "test-models"), CASES, {"lora_dropout": 0.05}
     else:
         from bench.real_size_model import model_folder
 

@@ -11,22 +11,72 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
-# Built models survive between sessions here; ensure_demo_model rebuilds a stale one.
-CACHE = Path(os.environ.get("FINETUNE_STUDIO_TEST_CACHE", REPO / ".cache" / "test-models"))
-
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from backend.storage.user_cache import user_cache_dir  # noqa: E402  (after the path: the repo is importable)
+
+# Built models survive between sessions and clones here; ensure_demo_model rebuilds a stale one.
+CACHE = Path(os.environ.get("FINETUNE_STUDIO_TEST_CACHE", user_cache_dir() / "test-models"))
+
+
+# The fixtures that start processes (a real worker, a command line, a server, the app, a browser), directly or
+# through the fixtures they request. A test that uses one, however deep, is `slow`: the marker comes from the
+# fixtures, so it cannot drift. `make test-fast` runs the rest, all in this process.
+PROCESS_FIXTURES = frozenset({
+    "subprocess_env", "gguf_env", "trained_demo_run", "short_demo_run",  # this file
+    "app", "chromium",                                                    # tests/browser/conftest.py
+    "server", "chat_cli", "vllm_server", "gguf_server",                   # tests/serve/
+})
+# What starting a process looks like to Python's audit hooks (os.fork: multiprocessing, DataLoader workers).
+SPAWN_EVENTS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "os.system",
+                          "os.exec"})
+_spawned: list[str] = []
+_SPAWNS_BEFORE = pytest.StashKey[int]()
+
+
+def _note_spawn(event: str, args: tuple) -> None:
+    if event in SPAWN_EVENTS:
+        _spawned.append(f"{event} {str(args[:2])[:160]}")
+
+
+sys.addaudithook(_note_spawn)  # an audit hook cannot be removed; it only appends to a list
 
 
 def pytest_collection_modifyitems(config, items):
     import torch
 
+    for item in items:
+        if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
     if torch.cuda.is_available():
         return
     skip_gpu = pytest.mark.skip(reason="needs a CUDA device; none here")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    item.stash[_SPAWNS_BEFORE] = len(_spawned)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test not marked slow that started a process fails at teardown, naming the process: give it the
+    fixture that starts it (PROCESS_FIXTURES), so the fast suite stays in-process."""
+    outcome = yield
+    report = outcome.get_result()
+    if call.when != "teardown" or "slow" in item.keywords or report.failed:
+        return
+    started = _spawned[item.stash.get(_SPAWNS_BEFORE, len(_spawned)):]
+    if started:
+        report.outcome = "failed"
+        report.longrepr = (f"{item.nodeid} is not marked slow but started {len(started)} process(es), first: "
+                           f"{started[0]}. Start processes through a fixture of PROCESS_FIXTURES (tests/conftest.py), "
+                           "or mark the test slow.")
+
 
 
 @pytest.fixture(scope="session")

@@ -101,3 +101,14 @@ except ConfigError as error:
     lines = result.stdout.splitlines()
     assert lines[:2] == ["1,2 1,2 False", "5"]
     assert lines[2].startswith("refused: devices='x'")
+
+
+def test_the_cpu_bf16_check_reads_what_torchs_own_probes_see():
+    """cpu_supports_bf16 reads the kernel's CPU flags (no torch import on a refusal's path); it must
+    agree with torch's probes, which oneDNN's bf16 kernels follow."""
+    import torch
+
+    from backend.models.hardware import cpu_supports_bf16
+
+    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    assert cpu_supports_bf16() == any(getattr(torch.cpu, name, lambda: False)() for name in probes)

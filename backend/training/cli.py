@@ -24,7 +24,8 @@ from backend.config import RunConfig, import_reference
 from backend.config_policy import MUST_MATCH, WARN, ConfigError
 from backend.config_recipes import recipe_config
 from backend.messages import Message, message_of, msg
-from backend.models.hardware import LAUNCHED_DEVICES_ENV, launch_env
+from backend.models.hardware import LAUNCHED_DEVICES_ENV, launch_env, training_devices
+from backend.models.loading import model_context_length, needs_build, resolve_model_path
 from backend.runs.files import COMPLETE_MARKER, CONFIG_FILE, LOG_FILE, list_checkpoints
 from backend.runs.workspace import DEFAULT_WORKSPACE, Workspace
 
@@ -95,15 +96,39 @@ def prepare(args: argparse.Namespace) -> Job:
     job = _prepare_resume(args) if args.resume else _prepare_new(args)
     job.config.check_packages()
     pin_devices(job.config.devices, os.environ)
+    choose_devices(job.config)  # a GPU or precision this machine lacks: exit 2 (no torch without a GPU driver)
     from backend.scale.guards import check_worker
 
     check_worker(job.config)  # FSDP / ZeRO / Ray / nodes on this machine: exit 2 with the fix
     check_references(job.config)
+    name, models_dir = job.config.model_name_or_path, job.workspace.models_dir
+    if not needs_build(name, models_dir):  # one built or converted first is checked after that stage
+        check_model(job.config, resolve_model_path(name, models_dir))
     from backend.data.resolve import check_dataset
 
     check_dataset(job.config.dataset, job.workspace, job.config.dataset_name,
                   job.config.stage)  # an unreadable file: exit 2 in a second, not after loading
     return job
+
+
+def choose_devices(config: RunConfig) -> tuple[list, str]:
+    """(the devices the run trains on, the precision on them); ConfigError for a setting this machine cannot
+    honour."""
+    try:
+        devices = training_devices(config.devices)
+    except ValueError as error:  # e.g. devices=7 on a machine without that GPU
+        raise ConfigError(message_of(error) or str(error)) from None
+    return devices, config.check_devices(devices)
+
+
+def check_model(config: RunConfig, path: str) -> None:
+    """The model folder `path` (resolved from config.model_name_or_path) exists and holds a readable
+    config.json whose context fits the run; a name that is not a path stays a hub id."""
+    name = config.model_name_or_path
+    if not Path(path).is_dir() and (name.startswith((".", "/", "~")) or name.count("/") != 1):
+        raise ConfigError(msg("train.model_missing", path=Path(name).expanduser()))
+    if Path(path).is_dir():
+        config.check_model_context(model_context_length(path))
 
 
 def check_references(config: RunConfig) -> None:

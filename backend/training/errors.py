@@ -14,7 +14,7 @@ from pathlib import Path
 
 from backend.config import RunConfig
 from backend.config_policy import ConfigError
-from backend.messages import Message, message_of, msg
+from backend.messages import Message, UserError, message_of, msg
 from backend.models.memory_advice import advice_without_estimate as oom_advice
 from backend.runs.files import update_status
 from backend.training.disk import DiskFullError, free_on, is_disk_full, is_read_only, mount_point, remove_partial_saves
@@ -24,6 +24,11 @@ log = logging.getLogger("backend.train")
 EXIT_CONFIG = 2
 EXIT_FAILED = 1
 TRACEBACK_ADVICE = str(msg("train.advice.log"))
+
+
+class DivergedError(UserError):
+    """The loss is NaN or infinite: training on is pointless (the weights hold NaN too). Raised by
+    callbacks.FiniteLoss; it lives here so that explaining a refusal never imports torch."""
 
 
 @dataclass
@@ -60,8 +65,6 @@ def explain(error: BaseException, config: RunConfig | None = None, run_dir: Path
     own = message_of(error) if "\n" not in str(error).strip() else None  # one catalogued line: keep its id
     if isinstance(error, ConfigError):
         return _said(own or message, msg("train.advice.config"), EXIT_CONFIG)
-    from backend.training.callbacks import DivergedError
-
     if isinstance(error, DivergedError):
         return _said(own or message, msg("train.advice.not_finite"))
     if isinstance(error, DatasetNotFound):

@@ -7,14 +7,13 @@ import logging
 import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from transformers import PrinterCallback, Trainer, TrainerState, TrainingArguments, set_seed
 
 from backend.config import import_reference
 from backend.config_policy import ConfigError
 from backend.data.resolve import resolve_dataset
-from backend.messages import message_of, msg
+from backend.messages import msg
 from backend.models.chat_templates import apply_for_model
 from backend.models.hardware import training_devices
 from backend.runs.files import FINAL_DIR, append_metrics, mark_complete, read_status, update_status
@@ -22,7 +21,7 @@ from backend.runs.model_builds import prepare_model
 from backend.scale.engines import decoder_layer_classes
 from backend.training.arguments import argument_values
 from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, FiniteLoss, GracefulStop, _barrier
-from backend.training.cli import Job, StopRequest
+from backend.training.cli import Job, StopRequest, check_model, choose_devices
 from backend.training.dataset import RowCounts, build_datasets
 from backend.training.disk import remove_partial_saves
 from backend.training.early_stop import EarlyStop, best_weights, early_stop_of
@@ -52,16 +51,10 @@ class Session:
 
 
 def resolve_model(job: Job, stop: StopRequest | None = None) -> str:
-    from backend.models.loading import model_context_length
-
-    name = job.config.model_name_or_path
     # The demo model and GGUF sources are built or converted on first use: a stage with its own progress.
-    path = prepare_model(name, job.workspace.models_dir, job.run_dir if job.is_main else None,
+    path = prepare_model(job.config.model_name_or_path, job.workspace.models_dir, job.run_dir if job.is_main else None,
                          should_stop=(lambda: stop.requested) if stop else None)
-    if not Path(path).is_dir() and (name.startswith((".", "/", "~")) or name.count("/") != 1):
-        raise ConfigError(msg("train.model_missing", path=Path(name).expanduser()))
-    if Path(path).is_dir():
-        job.config.check_model_context(model_context_length(path))
+    check_model(job.config, path)
     return path
 
 
@@ -140,12 +133,7 @@ def _load_user_code(config):
 def _choose_devices(job: Job) -> tuple[list, str]:
     """(the training devices, the precision on them); this process's share of the cores set, and the
     devices recorded in status.json."""
-    config = job.config
-    try:
-        devices = training_devices(config.devices)
-    except ValueError as error:  # e.g. devices=7 on a machine without that GPU
-        raise ConfigError(message_of(error) or str(error)) from None
-    precision = config.check_devices(devices)
+    devices, precision = choose_devices(job.config)
     limit_threads()  # this process's share of the cores, before the first tensor op
     if job.is_main:
         # Recorded by every launch path (the app's store writes them at create; a run started

