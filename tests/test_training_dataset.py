@@ -167,12 +167,23 @@ def test_disk_check_refuses_a_save_that_cannot_fit(tmp_path):
     assert "continues from checkpoint-5, which was kept" in explained.advice
 
 
-@pytest.mark.parametrize("cpus, processes, load, threads", [
-    (2, 1, 0.0, 2), (2, 2, 0.0, 1), (16, 4, 0.5, 4), (16, 1, 12.0, 4), (2, 1, 9.0, 1), (1, 3, 0.0, 1)])
-def test_thread_share(cpus, processes, load, threads):
+@pytest.mark.parametrize("cpus, processes, idle, threads", [
+    (2, 1, 2.0, 2), (2, 1, 1.5, 2), (2, 1, 1.4, 1), (2, 1, 0.0, 1), (2, 2, 2.0, 1), (16, 4, 15.5, 4),
+    (16, 1, 4.0, 4), (1, 3, 1.0, 1)])
+def test_thread_share(cpus, processes, idle, threads):
     from backend.training.threads import thread_share
 
-    assert thread_share(cpus, processes, load) == threads
+    assert thread_share(cpus, processes, idle) == threads
+
+
+def test_idle_cpus_are_measured_now_on_the_cpus_this_process_may_use():
+    from backend.training.threads import choose_threads, idle_cpus, usable_cpus
+
+    cpus = usable_cpus()
+    assert 0.0 <= idle_cpus(cpus, sample_s=0.2) <= len(cpus)
+    choice = choose_threads()
+    assert 1 <= choice.threads <= len(cpus) and choice.cpus == len(cpus)
+    assert "idle now" in str(choice) or "OMP_NUM_THREADS" in str(choice)
 
 
 def test_worker_takes_its_share_of_the_cores(subprocess_env):

@@ -403,36 +403,15 @@ def test_trains_from_a_workspace_dataset_with_its_eval_split(workspace, subproce
 
 # ---------------------------------------------------------------- bad input
 
-@pytest.mark.parametrize("setting, words", [
-    ("lora_alpa=8", "did you mean 'lora_alpha'"),
-    ("model_name_or_path=/no/such/model", "/no/such/model does not exist"),
-    ("dataset=/no/such/data.jsonl", "/no/such/data.jsonl"),
-    ("dataset=UNREADABLE", "no known shape: its columns are question"),
-    ("loss_function=no_such_module:fn", "Cannot import module 'no_such_module'"),
-    ("callbacks=[os:system]", "callbacks: 'os:system' is the function system, not a TrainerCallback"),
-    ("callbacks=[collections:OrderedDict]", "callbacks: 'collections:OrderedDict' is the class OrderedDict"),
-    ("loss_function=os:sep", "loss_function: 'os:sep' is a str value, not a function"),
-    ("learning_rate=.nan", "learning_rate = nan is not a finite number"),
-    ("devices=7", "no such GPU cuda:7"),
-    ("model_name_or_path=NOCONFIG", "config.json is missing or unreadable"),
-    ("use_liger_kernel=true", "use_liger_kernel needs a CUDA GPU"),
-])
-def test_bad_config_or_path_exits_2(workspace, subprocess_env, setting, words):
-    if "UNREADABLE" in setting:  # a file the data backend refuses: its sentence, exit 2
-        unreadable = workspace.root / "questions.jsonl"
-        unreadable.write_text('{"question": "x"}\n')
-        setting = setting.replace("UNREADABLE", str(unreadable))
-    if "NOCONFIG" in setting:  # a folder with a tokenizer but no config.json
-        folder = workspace.root / "no-config"
-        shutil.copytree(workspace.models_dir / "demo", folder)
-        (folder / "config.json").unlink()
-        setting = setting.replace("NOCONFIG", str(folder))
+def test_a_refused_run_exits_2_with_one_line_and_no_traceback(workspace, subprocess_env):
+    """The exit code and stderr of a real worker process; every refusal's sentence is in
+    test_training_refusals.py, in-process."""
     run = workspace.runs_dir / "bad"
-    result = worker(workspace, subprocess_env, setting, run_dir=run)
+    result = worker(workspace, subprocess_env, "model_name_or_path=/no/such/model", run_dir=run)
     assert result.returncode == 2, result.stderr[-2000:]
     lines = [line for line in result.stderr.splitlines() if "error:" in line]
-    assert len(lines) == 1 and words in lines[0], result.stderr[-2000:]
-    assert "Traceback" not in result.stderr
+    assert len(lines) == 1 and "/no/such/model does not exist" in lines[0], result.stderr[-2000:]
+    assert "Traceback" not in result.stderr and not run.exists()
 
 
 def test_binary_config_file_is_refused_without_pointing_at_a_missing_log(workspace, subprocess_env):

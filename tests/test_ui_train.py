@@ -204,3 +204,16 @@ def test_taking_a_suggestion_keeps_fields_changed_after_it_was_proposed(ctx):
     taken = forms.config_from_values(train.take_suggestion(proposed, *edited), "smollm2-135m-instruct", "identity")
     assert (taken.learning_rate, taken.num_train_epochs, taken.per_device_train_batch_size) == (5e-4, 5.0, 3)
     assert train.take_suggestion(None, *edited) == edited
+
+
+def test_the_hardware_note_says_how_many_cpu_threads_a_run_takes_now(ctx, monkeypatch):
+    """On the CPU the note gives the thread choice a worker would make now, from the idle CPUs measured
+    (or OMP_NUM_THREADS when the user set it), in both languages."""
+    cpu = [Device("cpu", "CPU", 24.0, False, False)]
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    english = train.summary.hardware_text(train._msg(ctx, "en"), cpu)
+    assert "CPU thread(s):" in english and "CPUs are idle" in english
+    assert "个 CPU 线程" in train.summary.hardware_text(train._msg(ctx, "zh"), cpu)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert "**3** CPU thread(s), as OMP_NUM_THREADS says" in train.summary.hardware_text(train._msg(ctx, "en"), cpu)
+    assert "thread" not in train.summary.hardware_text(train._msg(ctx, "en"), [H100, *cpu]).split("`auto`")[1]

@@ -23,6 +23,7 @@ from backend.models.hardware import Device, resolve_precision, training_devices
 from backend.models.memory import architecture_for
 from backend.models.memory_advice import fit_hint, run_memory
 from backend.runs.workspace import Workspace
+from backend.training.threads import choose_threads
 from ui.scale_view import world_size
 
 Msg = Callable[..., str]
@@ -42,6 +43,13 @@ def hardware_text(msg: Msg, devices: list[Device] | None) -> str:
     picked = training_devices("auto", devices)
     lines.append(msg("train.hardware.auto", precision=resolve_precision("auto", picked),
                      devices=", ".join(d.name for d in picked)))
+    if all(d.id == "cpu" for d in picked):
+        choice = choose_threads()  # what a worker starting now takes; it measures again when it starts
+        if choice.idle < 0:
+            lines.append(msg("train.hardware.threads_set", threads=choice.threads))
+        else:
+            lines.append(msg("train.hardware.threads", threads=choice.threads, idle=f"{choice.idle:.1f}",
+                             cpus=choice.cpus))
     return "\n".join(lines)
 
 

@@ -12,9 +12,10 @@ from pathlib import Path
 
 from backend.chat.engine import ChatEngine
 from backend.chat.generation import ChatError, GenerationSettings
-from backend.chat.targets import ChatTarget, TargetError, target_for_folder
+from backend.chat.targets import ChatTarget, TargetError, check_checkpoint_folder, target_for_folder
 from backend.messages import msg
 from backend.models import loading
+from backend.models.hardware import device_problems
 from backend.runs.workspace import DEFAULT_WORKSPACE, Workspace
 
 
@@ -67,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def build_targets(args: argparse.Namespace) -> list[ChatTarget]:
+    for folder in args.checkpoint:  # first: a wrong path is told before 'demo' is built (a minute, once)
+        check_checkpoint_folder(folder)
     model = loading.resolve_model_path(args.model, Workspace(Path(args.workspace)).models_dir)
     checkpoints = [target_for_folder(model, folder, args.quantization_bits) for folder in args.checkpoint]
     # The base answers through the checkpoints' run template (a base model has none of its own).
@@ -75,18 +78,6 @@ def build_targets(args: argparse.Namespace) -> list[ChatTarget]:
     if args.no_base and not checkpoints:
         raise TargetError(msg("chat.no_base_nothing"))
     return ([] if args.no_base else [base]) + checkpoints
-
-
-def device_problems(device: str) -> list[str]:
-    import torch
-
-    if device == "cpu":
-        return []
-    if not device.startswith("cuda:") or not device[5:].isdigit():
-        return [f"--device {device!r} is not a device: use cpu or cuda:N."]
-    if not torch.cuda.is_available() or int(device[5:]) >= torch.cuda.device_count():
-        return [f"--device {device} is not present on this machine ({torch.cuda.device_count()} GPU(s)); use --device cpu."]
-    return []
 
 
 def print_reply(target: ChatTarget, reply, as_json: bool) -> None:

@@ -158,13 +158,19 @@ def list_runs(runs_dir: Path) -> list[Path]:
     return sorted(runs, key=lambda p: p.stat().st_mtime, reverse=True)
 
 
-def target_for_folder(model: str, folder: str | Path, quantization_bits: int | None = None) -> ChatTarget:
-    """A column for a checkpoint folder given by path (the command line)."""
+def check_checkpoint_folder(folder: str | Path) -> Path:
+    """The checkpoint folder given by path, or TargetError when it is missing or not complete yet."""
     folder = Path(folder).expanduser()
     if not folder.is_dir():
         raise TargetError(msg("chat.target.missing", folder=str(folder)))
     if in_run_folder(folder) and not is_complete(folder):
         raise TargetError(msg("chat.target.incomplete", folder=str(folder)))
+    return folder
+
+
+def target_for_folder(model: str, folder: str | Path, quantization_bits: int | None = None) -> ChatTarget:
+    """A column for a checkpoint folder given by path (the command line)."""
+    folder = check_checkpoint_folder(folder)
     kind = checkpoint_kind(folder)
     step = int(folder.name.rsplit("-", 1)[1]) if re.fullmatch(r"checkpoint-\d+", folder.name) else None
     run_id = folder.resolve().parent.name if in_run_folder(folder) else None

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 
-from rouge_score import rouge_scorer
 from sacrebleu.metrics import BLEU
 
 # CJK ideographs (+ extension A, compatibility), kana and hangul: one token per character.
@@ -51,6 +50,10 @@ def normalise(text: str) -> str:
 
 def row_scores(predictions: list[str], references: list[str]) -> list[dict]:
     """Per-row ROUGE F-measures and exact match (0-100), in the order given."""
+    # Here, not at the top: rouge-score imports nltk and scipy (1.6 s of CPU), which every refusal of
+    # the evaluate command line and the app's start would pay.
+    from rouge_score import rouge_scorer
+
     _check_lengths(predictions, references)
     scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), tokenizer=MixedTokenizer())
     rows = []

@@ -54,6 +54,18 @@ def detect_devices() -> list[Device]:
     return devices
 
 
+def device_problems(device: str) -> list[str]:
+    """Why `--device` (cpu or cuda:N) of the chat and serve command lines cannot be used here; [] if it can."""
+    if device == "cpu":
+        return []
+    if not device.startswith("cuda:") or not device[5:].isdigit():
+        return [f"--device {device!r} is not a device: use cpu or cuda:N."]
+    gpus = [d for d in detect_devices() if d.id.startswith("cuda:")]
+    if int(device[5:]) >= len(gpus):
+        return [f"--device {device} is not present on this machine ({len(gpus)} GPU(s)); use --device cpu."]
+    return []
+
+
 def _cuda_devices(torch) -> list[Device]:
     devices = []
     if torch.cuda.is_available():

@@ -15,6 +15,7 @@ import socket
 import sys
 from pathlib import Path
 
+from backend.models.hardware import device_problems
 from backend.runs.jobs import FAILED, RUNNING, write_progress
 from backend.serve.hosts import base_url, is_loopback
 
@@ -61,8 +62,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def check_args(args: argparse.Namespace) -> None:
-    from backend.chat.cli import device_problems
-
     if not is_loopback(args.host):
         if args.allow_remote is None:
             raise Refused(f"Refusing to listen on {args.host}: other computers could use your models. Use --host "

@@ -63,6 +63,11 @@ TEXT: dict[str, dict[str, str]] = {
     "train.hardware.detecting": _("Detecting hardware…", "正在检测硬件…"),
     "train.hardware.header": _("**Hardware**", "**硬件**"),
     "train.hardware.auto": _("`auto` trains on {devices} in **{precision}**.", "`auto` 将在 {devices} 上以 **{precision}** 训练。"),
+    "train.hardware.threads": _("A run started now takes **{threads}** CPU thread(s): {idle} of {cpus} CPUs are idle "
+                                "(measured again when it starts).",
+                                "现在开始的运行将使用 **{threads}** 个 CPU 线程：{cpus} 个 CPU 中有 {idle} 个空闲（运行开始时会重新测量）。"),
+    "train.hardware.threads_set": _("A run takes **{threads}** CPU thread(s), as OMP_NUM_THREADS says.",
+                                    "运行按 OMP_NUM_THREADS 使用 **{threads}** 个 CPU 线程。"),
     "train.section.lora": _("LoRA", "LoRA"),
     "train.section.training": _("Training", "训练"),
     "train.section.preference": _("Stage: preference tuning (DPO / ORPO / SimPO / KTO) or rewards (GRPO)",
