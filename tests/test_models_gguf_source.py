@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import struct
 import subprocess
 import sys
 
@@ -121,6 +122,45 @@ def test_a_file_that_cannot_become_a_model_gets_one_sentence_and_leaves_nothing(
     if case == "architecture":
         assert "llama" in str(refused.value) and "qwen2" in str(refused.value)  # it names what transformers reads
     assert not models.exists()  # refused before anything was written
+
+
+def _crafted_gguf(path, value: bytes):
+    """114 bytes: GGUF magic, version 3, no tensors, one key whose value (its type, then what follows) is `value`."""
+    key = b"general.architecture"
+    header = b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", len(key)) + key + value
+    path.write_bytes(header.ljust(114, b"\0"))
+    return path
+
+
+@pytest.mark.parametrize("value, claim", [
+    (struct.pack("<IIQ", 9, 0, 2**40), "key 'general.architecture' claims an array of 1099511627776 items"),
+    (struct.pack("<IIQ", 9, 8, 2**40), "key 'general.architecture' claims an array of 1099511627776 items"),
+    (struct.pack("<IQ", 8, 2**40), "key 'general.architecture' claims a string of 1099511627776 bytes")],
+    ids=["array", "array of strings", "string"])
+def test_a_header_claiming_more_than_the_file_holds_is_refused_before_reading_it(tmp_path, value, claim):
+    """gguf's reader trusts the counts: an array of 2**40 bytes in a 114-byte file made it loop until memory ran out."""
+    import tracemalloc
+
+    import gguf  # noqa: F401 - imported before measuring: read_gguf_info imports it and transformers' table
+    from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES  # noqa: F401
+
+    from backend.models.gguf_source import GGUFSourceError
+    from backend.models.loading import has_own_chat_template
+
+    source = _crafted_gguf(tmp_path / "crafted.gguf", value)
+    tracemalloc.start()
+    try:
+        with pytest.raises(GGUFSourceError) as refused:
+            read_gguf_info(source)
+        templated = has_own_chat_template(str(source), tmp_path / "models")  # the Train tab's model field asks this
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert refused.value.catalogued.id == "gguf.truncated"
+    said = str(refused.value)
+    assert said.startswith(f"{source} is cut short or damaged ({claim} at byte ") and "bytes are left" in said, said
+    assert said.count(". ") == 0 and not templated
+    assert peak < 10 * 2**20, f"{peak / 2**20:.0f} MiB"
 
 
 def test_a_disk_too_small_for_the_fp32_folder_is_refused_before_converting(tmp_path, subprocess_env):

@@ -13,7 +13,7 @@ from backend.config_policy import ConfigError
 from backend.config_recipes import tiny_config
 from backend.evaluation.results import METRICS
 from backend.runs.files import read_status
-from backend.sweeps.grid import TARGETS, parse_sweep
+from backend.sweeps.grid import TARGETS, SweepError, parse_sweep
 from backend.train import main as train_main
 from tests.conftest import REPO
 from ui import forms, sweep_panel, sweep_view
@@ -77,6 +77,28 @@ def test_a_sample_of_the_grid_is_the_same_for_the_same_seed():
     first, again = parse_sweep(data), parse_sweep(data)
     assert first.grid_size == 9 and len(first.combinations) == 4 and first.combinations == again.combinations
     assert len({json.dumps(c, sort_keys=True) for c in first.combinations}) == 4
+
+
+def test_a_sample_of_a_huge_grid_builds_only_the_runs_it_keeps():
+    """300 values in each of 3 fields is 27 million combinations (gigabytes when built): a sample of 4
+    builds 4, and without a sample the grid is refused by its count before any is built."""
+    import tracemalloc
+
+    data = {"grid": {"learning_rate": [1e-4 + i * 1e-7 for i in range(300)], "lora_r": list(range(1, 301)),
+                     "lora_alpha": list(range(1, 301))}, "sample": 4, "seed": 1}
+    tracemalloc.start()
+    try:
+        sweep = parse_sweep(data)
+        with pytest.raises(SweepError) as refused:
+            parse_sweep({**data, "sample": None})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert sweep.grid_size == 300**3 and len(sweep.combinations) == 4 and sweep.sample == 4
+    assert peak < 50 * 2**20, f"{peak / 2**20:.0f} MiB"
+    grid = data["grid"]
+    assert all(c["learning_rate"] in grid["learning_rate"] and c["lora_r"] in grid["lora_r"] for c in sweep.combinations)
+    assert str(refused.value).startswith(f"The grid has {300**3} runs, over the budget of 16 (max_runs)")
 
 
 def test_every_metric_evaluate_computes_is_a_target_with_its_direction():

@@ -78,6 +78,9 @@ def trained_context(path: str) -> int | None:
     try:
         from gguf import GGUFReader
 
+        from backend.models.gguf_header import check_gguf_header
+
+        check_gguf_header(path)  # before gguf's reader, which trusts the header's counts
         reader = GGUFReader(path)
         architecture = reader.get_field("general.architecture").contents()
         field = reader.get_field(f"{architecture}.context_length")

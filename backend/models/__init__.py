@@ -6,6 +6,7 @@ presets.py    the model presets the Train tab offers (sizes, layers, chat templa
 demo.py       build the offline demo model (tokenizer + tiny Llama) into the workspace
 demo_facts.py the demo model's facts: its pre-training corpus, the demo rows and DEMO_PROMPTS
 gguf_source.py  a GGUF file checked and converted once into a Hugging Face folder
+gguf_header.py  a GGUF header walked with every count checked against the file's size, before gguf's reader
 offline.py    the real pretrained models shipped as GGUF files in registry packages
 hardware.py   detect devices, choose training devices, CUDA_VISIBLE_DEVICES for a launch
 memory.py     the memory estimate of a run (weights, adapters, optimizer, activations, logits, shards)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backend.messages import UserError, msg
+from backend.models.gguf_header import check_gguf_header
 from backend.storage.atomic_files import build_folder
 from backend.storage.file_lock import file_lock
 
@@ -83,8 +84,9 @@ def read_gguf_info(path: Path) -> GGUFInfo:
     if _split_part(path.name):
         raise GGUFSourceError(msg("gguf.split", path=path))
     try:
+        check_gguf_header(path)  # gguf's reader trusts the header's counts (an array of 2**40 items)
         reader = gguf.GGUFReader(str(path))
-    except (ValueError, OSError, IndexError, KeyError) as error:  # a cut header or tensor table
+    except (ValueError, OSError, IndexError, KeyError) as error:  # a cut or damaged header or tensor table
         raise GGUFSourceError(msg("gguf.truncated", path=path, error=error)) from error
     fields = {key: _field_value(field) for key, field in reader.fields.items()}
     if int(fields.get("split.count") or 1) > 1:

@@ -177,6 +177,9 @@ def _gguf_has_chat_template(path: Path) -> bool:
     try:
         import gguf
 
+        from backend.models.gguf_header import check_gguf_header
+
+        check_gguf_header(path)  # before gguf's reader, which trusts the header's counts
         return "tokenizer.chat_template" in gguf.GGUFReader(str(path)).fields
     except (ImportError, OSError, ValueError, IndexError, KeyError):
         return False

@@ -15,15 +15,18 @@ Clients that are not browsers (curl, the openai package) send no Origin.
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from collections.abc import Callable, Iterable
-from urllib.parse import urlsplit
 
 LOOPBACK_NAMES = {"localhost"}
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 WILDCARDS = {"0.0.0.0", "::", ""}
 # The tunnel of gradio's --share link forwards requests under this domain's names.
 SHARE_DOMAIN = ".gradio.live"
+# host[:port] of a Host header: a name or IPv4 address, or an IPv6 address in brackets (checked after).
+_HOST = re.compile(r"(?:\[(?P<ipv6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9.-]+))(?::(?P<port>[0-9]{1,5}))?")
+_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 
 
 def is_loopback(host: str) -> bool:
@@ -51,20 +54,54 @@ def base_url(host: str, port: int) -> str:
     return f"http://{shown}:{port}/v1"
 
 
-def host_of(header: str) -> str:
-    """'Example.org:7860' -> 'example.org', '[::1]:8000' -> '::1'; '' for a header that is not a host."""
-    try:
-        return (urlsplit("//" + header.strip()).hostname or "").lower()
-    except ValueError:   # a malformed port or bracket
-        return ""
+def parse_host(header: str) -> tuple[str, int | None] | None:
+    """A Host header as (host, port): 'Example.org:7860' -> ('example.org', 7860), '[::1]:8000' ->
+    ('::1', 8000), 'localhost' -> ('localhost', None). None for anything else: a user part
+    ('evil.com@localhost'), a port that is not a number from 1 to 65535, any other character.
+    Strict because a lenient parse answers a name it was never given (urlsplit reads
+    'evil.com@localhost:P' as localhost, and lets 'localhost:abc' through)."""
+    match = _HOST.fullmatch(header.strip(" \t")) if header.isascii() else None
+    if match is None:
+        return None
+    port = int(match["port"]) if match["port"] is not None else None
+    if port is not None and not 1 <= port <= 65535:
+        return None
+    host = _ipv6(match["ipv6"]) if match["ipv6"] is not None else _hostname(match["name"].lower())
+    return None if host is None else (host, port)
 
 
-def _netloc(url: str) -> str | None:
-    """The host:port part of an Origin; None for one that is not a URL ('http://[::1' included)."""
+def parse_origin(header: str) -> tuple[str, str, int | None] | None:
+    """An Origin header as (scheme, host, port), http or https only: 'null', file:// and anything with
+    a path or a user part are None (a page that is not this server's own)."""
+    scheme, separator, address = header.partition("://")
+    if not separator or scheme.lower() not in ("http", "https"):
+        return None
+    parsed = parse_host(address)
+    return None if parsed is None else (scheme.lower(), *parsed)
+
+
+def _hostname(name: str) -> str | None:
+    """A DNS name (labels of letters, digits and inner hyphens) or a dotted IPv4 address, else None."""
+    labels = name.split(".")
+    if labels[-1].isdigit():   # numeric last label: an IPv4 address or nothing (as browsers read it)
+        try:
+            return str(ipaddress.IPv4Address(name))
+        except ValueError:
+            return None
+    return name if len(name) <= 253 and all(_LABEL.fullmatch(label) for label in labels) else None
+
+
+def _ipv6(text: str) -> str | None:
     try:
-        return urlsplit(url).netloc.lower()
+        return ipaddress.IPv6Address(text).compressed
     except ValueError:
         return None
+
+
+def host_of(header: str) -> str:
+    """'Example.org:7860' -> 'example.org', '[::1]:8000' -> '::1'; '' for a header that is not a host."""
+    parsed = parse_host(header)
+    return parsed[0] if parsed else ""
 
 
 def host_allowed(header: str, allowed: set[str], share: bool = False) -> bool:
@@ -74,7 +111,8 @@ def host_allowed(header: str, allowed: set[str], share: bool = False) -> bool:
 
 def _bare(name: str) -> str:
     name = name.strip().lower()
-    return name[1:-1] if name.startswith("[") and name.endswith("]") else name
+    name = name[1:-1] if name.startswith("[") and name.endswith("]") else name
+    return _ipv6(name) or name   # an IPv6 address written as parse_host gives it back
 
 
 def _own_addresses() -> set[str]:
@@ -113,8 +151,9 @@ class HostCheck:
         origin = headers.get(b"origin")
         if origin is not None:
             origin = origin.decode("latin-1")
-            # Same origin = the page's own address is the one this request went to.
-            if origin == "null" or _netloc(origin) != host.strip().lower():
+            # Same origin = the page's own address (host and port) is the one this request went to.
+            parsed = parse_origin(origin)
+            if parsed is None or parsed[1:] != parse_host(host):
                 return 403, "origin", origin
         return None
 

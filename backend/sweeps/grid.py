@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import itertools
+import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,7 +80,7 @@ def parse_sweep(data) -> Sweep:
     unknown = [k for k in data if k not in KEYS]
     if unknown:
         raise SweepError(msg("sweep.unknown_key", names=", ".join(repr(k) for k in unknown)))
-    fields, combinations = _combinations(data)
+    fields, pick = _grid(data)
     target = str(data.get("target") or "eval_loss")
     if target not in TARGETS:
         raise SweepError(msg("sweep.bad_target", target=target, known=", ".join(TARGETS)))
@@ -90,19 +90,43 @@ def parse_sweep(data) -> Sweep:
     max_runs = _whole(data, "max_runs", DEFAULT_MAX_RUNS)
     sample = _whole(data, "sample", None)
     seed = _whole(data, "seed", 0, minimum=0)
-    grid_size = len(combinations)
-    if sample is not None and sample < grid_size:
-        picked = sorted(random.Random(seed).sample(range(grid_size), sample))
-        combinations = [combinations[i] for i in picked]
-    elif grid_size > max_runs:
-        raise SweepError(msg("sweep.over_budget", count=grid_size, budget=max_runs))
-    if len(combinations) > max_runs:  # a sample bigger than the budget
-        raise SweepError(msg("sweep.over_budget", count=len(combinations), budget=max_runs))
+    grid_size = pick.size
+    # Only the kept runs are ever built: a grid of 300 x 300 x 300 values is 27 million combinations.
+    kept = min(sample, grid_size) if sample is not None else grid_size
+    if kept > max_runs:  # a grid over the budget without a sample, or a sample bigger than the budget
+        raise SweepError(msg("sweep.over_budget", count=kept, budget=max_runs))
+    if kept < grid_size:
+        indices = sorted(random.Random(seed).sample(range(grid_size), kept))
+    else:
+        indices = range(grid_size)
+    combinations = [pick(i) for i in indices]
     return Sweep(fields=tuple(fields), combinations=tuple(combinations), grid_size=grid_size, target=target,
                  direction=direction, max_runs=max_runs, sample=sample, seed=seed)
 
 
-def _combinations(data: dict) -> tuple[list[str], list[dict]]:
+@dataclass(frozen=True)
+class _Pick:
+    """The combinations of a grid (or a runs list) by index, without building them: index i is the
+    i-th combination of itertools.product over the grid's values (the last field varies fastest)."""
+    fields: tuple[str, ...]
+    values: tuple[list, ...] = ()    # a grid: each field's values
+    runs: tuple[dict, ...] = ()      # or a runs list, as given
+
+    @property
+    def size(self) -> int:
+        return len(self.runs) if self.runs else math.prod(len(v) for v in self.values)
+
+    def __call__(self, index: int) -> dict:
+        if self.runs:
+            return dict(self.runs[index])
+        chosen = []
+        for values in reversed(self.values):
+            index, at = divmod(index, len(values))
+            chosen.append(values[at])
+        return dict(zip(self.fields, reversed(chosen)))
+
+
+def _grid(data: dict) -> tuple[list[str], _Pick]:
     if data.get("runs") is not None:
         runs = data["runs"]
         if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
@@ -114,7 +138,7 @@ def _combinations(data: dict) -> tuple[list[str], list[dict]]:
             if set(run) != set(fields):
                 raise SweepError(msg("sweep.runs_mismatch", index=index, names=", ".join(run), first=", ".join(fields)))
         _check_fields(fields)
-        return fields, [dict(r) for r in runs]
+        return fields, _Pick(fields=tuple(fields), runs=tuple(runs))
     grid = data.get("grid")
     if not isinstance(grid, dict) or not grid:
         raise SweepError(msg("sweep.no_fields"))
@@ -125,7 +149,7 @@ def _combinations(data: dict) -> tuple[list[str], list[dict]]:
             raise SweepError(msg("sweep.not_list", name=name, value=values))
         if not values:
             raise SweepError(msg("sweep.empty", name=name))
-    return fields, [dict(zip(fields, values)) for values in itertools.product(*grid.values())]
+    return fields, _Pick(fields=tuple(fields), values=tuple(grid.values()))
 
 
 def _check_fields(fields: list[str]) -> None:

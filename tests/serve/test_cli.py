@@ -104,6 +104,39 @@ def test_names_a_server_answers_as():
     assert host_allowed("abc.gradio.live", local, share=True) and not host_allowed("abc.gradio.live", local)
 
 
+def test_host_and_origin_are_parsed_strictly():
+    """host[:port] only: a user part, a port that is not 1-65535 or any other character is not a host,
+    and an Origin is http or https with a host and port, nothing else."""
+    from backend.serve.hosts import parse_host, parse_origin
+
+    assert parse_host("localhost:7860") == ("localhost", 7860) and parse_host("127.0.0.1:8000") == ("127.0.0.1", 8000)
+    assert parse_host("[::1]:8000") == ("::1", 8000) and parse_host("Studio.LAN") == ("studio.lan", None)
+    assert parse_host("abc.gradio.live") == ("abc.gradio.live", None)
+    bad = ("evil.com@localhost:8000", "localhost:abc", "localhost:99999", "localhost:0", "localhost:", "[::1",
+           "::1:8000", "localhost:8000/x", "local host", "localhost:8000 8000", "-x.lan", "a..b", "999.1.1.1",
+           "127.0.0.1.:80", "[127.0.0.1]:80", "localhost:+80", "localhost\n", "localhost:８０", "")
+    assert [h for h in bad if parse_host(h) is not None] == []
+    assert parse_origin("http://127.0.0.1:8000") == ("http", "127.0.0.1", 8000)
+    assert parse_origin("https://[::1]:8000") == ("https", "::1", 8000)
+    for origin in ("file://127.0.0.1:8000", "null", "ftp://localhost:8000", "http://evil.com@localhost:8000",
+                   "http://localhost:8000/", "http://[::1", "//localhost:8000", "localhost:8000"):
+        assert parse_origin(origin) is None, origin
+
+
+def test_the_host_check_of_the_app_and_the_server_refuses_what_the_strict_parse_refuses():
+    """HostCheck is both's guard (app.py's host_guard, the server's app): urlsplit read
+    'evil.com@localhost:P' as localhost, let 'localhost:abc' and 'localhost:99999' through and
+    took a file:// page at this address for this server's own."""
+    from backend.serve.hosts import HostCheck, allowed_hosts
+
+    check = HostCheck(None, allowed_hosts("127.0.0.1"), refuse=None)
+    assert check.problem({b"host": b"127.0.0.1:8000", b"origin": b"http://127.0.0.1:8000"}) is None
+    assert check.problem({b"host": b"[::1]:8000"}) is None and check.problem({b"host": b"localhost"}) is None
+    for host in (b"evil.com@localhost:8000", b"localhost:abc", b"localhost:99999"):
+        assert check.problem({b"host": host}) == (400, "host", host.decode()), host
+    assert check.problem({b"host": b"127.0.0.1:8000", b"origin": b"file://127.0.0.1:8000"})[0] == 403
+
+
 def test_a_base_model_that_cannot_load_is_refused_with_a_sentence(run_dir, tmp_path, capsys):
     """A folder given as --model passes the argument checks but holds no model: the server
     closes its socket and refuses, like its arguments (exit 2, one sentence, the progress file)."""
