@@ -420,6 +420,14 @@ CATALOGUE: dict[str, str] = {
     "data.note.more_problems": "{problem} (+{count} more)",
     "data.note.answers_empty": "{answers} empty",
     "data.note.prefers_other": "row {row} prefers the other answer",
+    "data.note.train_fills": "{who}: Train fills {found}",
+    # {{name}} / {{author}} that a run fills from identity_name / identity_author (backend/data/identity_rows.py)
+    "data.note.identity_filled": "{filled}: Train fills these in {rows} rows, so they are no error; the checks and "
+                                 "the rows shown are the filled rows",
+    "data.fill.identity_conflict": "filling {placeholder} with {value!r} differs from {field} {run!r}, the value "
+                                   "Train fills it with: the saved rows say {value!r} and Train finds no "
+                                   "{placeholder} left to fill. Set {field} to {value!r}, or leave {placeholder} "
+                                   "for Train to fill.",
     # --- names typed by the user (backend/storage/safe_names.py) ------------------------------------------------
     "name.not_allowed": "{what} {text!r} is not allowed: use 1-{max_len} letters (of any alphabet), digits, '.', "
                         "'_' or '-', starting with a letter or digit, without spaces, slashes, '..' or a final "

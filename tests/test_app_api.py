@@ -39,17 +39,21 @@ def test_only_the_documented_endpoints_are_public(client):
 def test_check_dataset_reports_what_the_backend_reports(client, shared_data, served):
     from gradio_client import handle_file
 
+    from backend.config import RunConfig
     from backend.data.checks import check_file
+    from backend.data.identity_rows import identity_values
     from backend.data.prepare import load_model_tokenizer
 
     identity = shared_data / "identity.json"
     report = client.predict(handle_file(str(identity)), "demo", 256, api_name="/check_dataset")
     tokenizer = load_model_tokenizer("demo", served.workspace)
-    expected = check_file(identity, tokenizer=tokenizer, model="demo", cutoff_len=256).to_dict()
+    # As `check --json` without options: {{name}} / {{author}} filled with RunConfig's identity values.
+    expected = check_file(identity, tokenizer=tokenizer, model="demo", cutoff_len=256,
+                          identity=identity_values(RunConfig())).to_dict()
     assert report["format"] == "alpaca" and report["rows"] == expected["rows"] == 91
     counts = {c["id"]: c["count"] for c in report["checks"]}
     assert counts == {c["id"]: c["count"] for c in expected["checks"]}
-    assert counts["placeholder"] > 0 and counts["conflicting_answers"] > 0
+    assert counts["placeholder"] == 0 and counts["identity_fill"] > 0 and counts["conflicting_answers"] > 0
     assert report["token_lengths"]["cutoff_len"] == 256
 
 

@@ -107,8 +107,79 @@ def test_identity_has_its_known_defects_found(reports, shared_data):
     raw = _raw(shared_data, "identity.json")
     rows = reports["identity.json"].check("conflicting_answers").rows
     assert len({raw[i]["instruction"] for i in rows}) == len(rows) // 2
-    assert reports["identity.json"].exit_code == 1  # placeholders are errors
+    assert reports["identity.json"].exit_code == 1  # no run values given: its placeholders are errors
     assert reports["alpaca_en_demo.json"].exit_code == 0
+
+
+def test_identity_placeholders_that_train_fills_are_no_error(shared_data, capsys):
+    """LLaMA-Factory's identity.json as it is: Train fills {{name}} / {{author}} from identity_name /
+    identity_author, so the check reports no placeholder error, lists the rows as info and looks at
+    them filled; `check` takes RunConfig's values unless given others."""
+    from backend.config import RunConfig
+    from backend.data.cli import main
+    from backend.data.identity_rows import identity_values
+
+    path, raw = shared_data / "identity.json", _raw(shared_data, "identity.json")
+    with_placeholders = _rows_where(raw, lambda r: any(PLACEHOLDER.search(s) for s in _strings(r)))
+    defaults = RunConfig()
+    report = check_file(path, identity=identity_values(defaults))
+    assert report.check("placeholder").count == 0 and report.exit_code == 0
+    filled = report.check("identity_fill")
+    assert filled.severity == "info" and filled.rows == with_placeholders
+    first = with_placeholders[0]
+    assert str(filled.details[first]).endswith(f"Train fills {{{{name}}}} = {defaults.identity_name!r}, "
+                                               f"{{{{author}}}} = {defaults.identity_author!r}")
+    # The other checks see the filled rows: the same findings as on a copy filled by hand.
+    by_hand = [{**r, "output": r["output"].replace("{{name}}", defaults.identity_name)
+                .replace("{{author}}", defaults.identity_author)} for r in raw]
+    assert report.check("conflicting_answers").rows == _conflicts(
+        [(r["instruction"], r["input"]) for r in by_hand], [r["output"] for r in by_hand])
+
+    assert main(["check", str(path), "--json"]) == 0  # in-process: RunConfig's values
+    data = json.loads(capsys.readouterr().out)
+    checks = {c["id"]: c for c in data["checks"]}
+    assert checks["placeholder"]["count"] == 0 and checks["identity_fill"]["count"] == len(with_placeholders)
+    assert any(f"{{{{name}}}} = {defaults.identity_name!r} (identity_name)" in note for note in data["notes"])
+
+    assert main(["check", str(path), "--identity-name", "Aria", "--identity-author", "Open Lab"]) == 0
+    text = capsys.readouterr().out
+    assert "ERROR" not in text and "Train fills {{name}} = 'Aria', {{author}} = 'Open Lab'" in text
+    assert "Nova" not in text
+
+    # An empty identity_name leaves {{name}} as it is: an error again, {{author}} still filled.
+    assert main(["check", str(path), "--identity-name", "", "--json"]) == 1
+    checks = {c["id"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert checks["placeholder"]["count"] == len(_rows_where(raw, lambda r: "{{name}}" in r["output"])) > 0
+    assert checks["placeholder"]["details"][str(first)].endswith(": {{name}}")
+
+
+def test_identity_rows_show_the_filled_name_through_the_template(shared_data):
+    """`check --show-template ROW` renders the row as the run trains it: the name filled in."""
+    from backend.data.cli import build_parser, show_template
+
+    raw = _raw(shared_data, "identity.json")
+    row = next(i for i, r in enumerate(raw) if "{{name}}" in r["output"])
+    args = build_parser().parse_args(["check", str(shared_data / "identity.json"), "--show-template", str(row),
+                                      "--identity-name", "Aria"])
+    shown = "".join(text for text, _ in show_template(args, build_tokenizer(CHATML), None)["pieces"])
+    assert raw[row]["output"].replace("{{name}}", "Aria").replace("{{author}}", "FineTune Studio") in shown
+    assert "{{" not in shown
+
+
+def test_unknown_placeholders_stay_errors_beside_the_filled_ones(shared_data, tmp_path):
+    from backend.data.identity_rows import identity_values
+
+    rows = _raw(shared_data, "identity.json")
+    rows += [{"instruction": "Where do you live?", "input": "", "output": "In {{foo}}."},
+             {"instruction": "Who wrote you?", "input": "", "output": "{{author}} did, in {{ city }} for {{name}}."}]
+    path = tmp_path / "identity_plus.json"
+    path.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
+    report = check_file(path, identity=identity_values({"identity_name": "Aria", "identity_author": "Open Lab"}))
+    foo, city = len(rows) - 2, len(rows) - 1
+    assert report.check("placeholder").rows == [foo, city] and report.exit_code == 1
+    assert str(report.check("placeholder").details[foo]).endswith(": {{foo}}")
+    assert str(report.check("placeholder").details[city]).endswith(": {{city}}")  # {{name}}, {{author}} filled
+    assert city in report.check("identity_fill").rows and foo not in report.check("identity_fill").rows
 
 
 def _msg(user, assistant, system=None):
@@ -202,9 +273,10 @@ def test_cli_check_with_demo_model(shared_data, workspace, subprocess_env):
          "--workspace", str(workspace.root), "--cutoff", "64", "--json"],
         capture_output=True, text=True, env=subprocess_env, timeout=300,
     )
-    assert proc.returncode == 1, proc.stderr
+    # {{name}} / {{author}} are filled with RunConfig's identity values: no error-severity finding left.
+    assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert data["format"] == "alpaca" and data["rows"] == 91
+    assert data["format"] == "alpaca" and data["rows"] == 91 and data["summary"]["error"] == 0
     assert data["token_lengths"]["count"] == 91 and data["token_lengths"]["cutoff_len"] == 64
     over = next(c for c in data["checks"] if c["id"] == "over_cutoff")
     assert over["count"] == data["token_lengths"]["over_cutoff"] > 0

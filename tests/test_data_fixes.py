@@ -71,6 +71,40 @@ def test_fill_placeholders_and_conflicts_on_identity(shared_data):
     assert _sha(path) == before
 
 
+def test_a_fill_at_odds_with_the_runs_identity_is_named(tmp_path, shared_data, capsys):
+    """`fix --fill name=X` writes X where Train would fill identity_name: applied, with a warning that
+    names both values; a fill that agrees with the run's value (or fills another placeholder) is not."""
+    from backend.data.cli import main
+
+    source, ws = str(shared_data / "identity.json"), str(tmp_path / "ws")
+    fix = ["fix", source, "--workspace", ws]
+    assert main([*fix, "--out", "aria", "--fill", "name=Aria", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["fixes"][0]["id"] == "fill_placeholders" and result["fixes"][0]["changed"] > 0  # still applied
+    assert result["warnings"] == [
+        "filling {{name}} with 'Aria' differs from identity_name 'Nova', the value Train fills it with: the saved "
+        "rows say 'Aria' and Train finds no {{name}} left to fill. Set identity_name to 'Aria', or leave {{name}} "
+        "for Train to fill."]
+    rows = load_dataset_rows(tmp_path / "ws" / "datasets" / "aria")
+    assert "I am Aria" in json.dumps(rows) and "{{author}}" in json.dumps(rows)  # Train fills that one
+
+    # Text output: the warning line; --fill author= the run's own value is no conflict.
+    assert main([*fix, "--out", "aria-text", "--fill", "name=Aria", "--fill", "author=FineTune Studio",
+                 "--identity-name", "Nova"]) == 0
+    out = capsys.readouterr().out
+    warnings = [line for line in out.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1 and "'Aria'" in warnings[0] and "identity_name 'Nova'" in warnings[0]
+
+    # The run's own values (--identity-name as the run will have it): nothing to warn about.
+    assert main([*fix, "--out", "agreed", "--fill", "name=Aria", "--identity-name", "Aria", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["warnings"] == []
+    # A file without {{name}}: the fill changes nothing, so nothing is at odds with the run.
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps([{"instruction": "Who are you?", "output": "An assistant."}]), encoding="utf-8")
+    assert main(["fix", str(plain), "--workspace", ws, "--out", "plain", "--fill", "name=Aria", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["warnings"] == []
+
+
 def test_conflicts_drop_removes_whole_groups(shared_data):
     loaded = load_rows(shared_data / "identity.json")
     groups = check_file(shared_data / "identity.json").check("conflicting_answers").rows

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from html import escape
 
 import pytest
 
@@ -46,12 +47,15 @@ def test_upload_shows_format_counts_and_fix_buttons(ctx, identity):
     out = data.open_upload(ctx, "en", str(identity), "demo", 256, None)
     assert "alpaca" in out["status"] and f"{total} rows in the file" in out["status"]
     counts = _counts(out["summary"])
-    assert counts["placeholder"] == placeholder > 0
+    # {{name}} / {{author}} are what Train fills from the form (here its defaults): no error, nothing to fill.
+    assert counts["placeholder"] == 0 and counts["identity_fill"] == placeholder > 0
+    assert f"Train fills these in {placeholder} rows" in out["status"] and "'Nova' (identity_name)" in out["status"]
     assert counts["conflicting_answers"] == conflicting > 0
-    assert out["fix:fill"]["value"] == f"Fill placeholders ({placeholder})"
+    assert out["fix:fill"]["value"] == "Fill placeholders (0)" and out["fix:fill"]["interactive"] is False
     assert out["fix:conflicts_keep_first"]["interactive"] is True
     assert out["fix:drop_duplicates"]["interactive"] is False  # no duplicates in this file
-    assert set(out["fill"].splitlines()) == {"name=", "author="}
+    assert out["fill"] == ""  # no placeholder is left for the user to fill
+    assert "Nova" in out["preview"] and "{{name}}" not in out["preview"]  # the rows as the run trains them
     assert out["mapping"] == "instruction=instruction, input=input, output=output"
     assert out["histogram"] is not None  # token lengths through the demo tokenizer
     assert out["preview"].count('class="ft-conv"') == ds.PAGE_SIZE
@@ -64,6 +68,9 @@ def test_fixes_compose_then_save_without_touching_the_file(ctx, identity, worksp
     out = data.apply_fix(ctx, "en", state, "fill", "name=Aria\nauthor=Open Lab")
     assert _counts(out["summary"])["placeholder"] == 0
     assert "Aria" in out["preview"] and "{{name}}" not in out["preview"]
+    # The values written into the rows are not the Train form's: the fix says so, naming both.
+    assert "filling {{name}} with 'Aria' differs from identity_name 'Nova'" in out["applied"]
+    assert "filling {{author}} with 'Open Lab' differs from identity_author 'FineTune Studio'" in out["applied"]
     out = data.apply_fix(ctx, "en", out["state"], "conflicts_drop", "")
     assert _counts(out["summary"])["conflicting_answers"] == 0
     assert f"`fill_placeholders`: {placeholder} changed" in out["applied"]
@@ -81,6 +88,29 @@ def test_fixes_compose_then_save_without_touching_the_file(ctx, identity, worksp
     # The saved dataset can be opened again from the workspace.
     reopened = data.open_dataset(ctx, "en", name, "demo", 256, None)
     assert f"{meta['split']['train_rows']} rows in the file" in reopened["status"]
+
+
+def test_identity_placeholders_follow_the_train_forms_values(ctx, identity):
+    """The shared "identity" state (the Train form's identity_name / identity_author) decides what
+    {{name}} / {{author}} become; an empty field leaves its placeholder, an error again."""
+    raw = json.loads(identity.read_text(encoding="utf-8"))
+    with_name = sum(1 for r in raw if "{{name}}" in json.dumps(r, ensure_ascii=False))
+    form = {"identity_name": "Aria", "identity_author": "Open Lab"}
+    out = data.open_upload(ctx, "en", str(identity), "", 256, None, "truncate", form)
+    assert _counts(out["summary"])["placeholder"] == 0
+    assert "Aria" in out["preview"] and "Open Lab" in out["preview"] and "Nova" not in out["preview"]
+    assert "'Aria' (identity_name)" in out["status"]
+    first = next(i for i, r in enumerate(raw) if "{{name}}" in r["output"])
+    shown = data.show_check(ctx, "en", out["state"], "identity_fill")
+    assert f"Row {first} of the file" in shown and "Train fills {{name}} = &#x27;Aria&#x27;" in shown
+    filled = raw[first]["output"].replace("{{name}}", "Aria").replace("{{author}}", "Open Lab")
+    assert escape(filled) in shown  # the row as the run trains it
+    zh = data.relabel(ctx, "zh", out["state"])
+    assert "训练时会在" in zh["status"] and "'Aria'" in zh["status"]
+    # The form's name emptied, then "Check again": {{name}} is the user's to fill again.
+    again = data.recheck(ctx, "en", out["state"], "", 256, "", "truncate", {**form, "identity_name": ""})
+    assert _counts(again["summary"])["placeholder"] == with_name > 0
+    assert again["fill"] == "name=" and "{{name}}" in again["preview"] and "Open Lab" in again["preview"]
 
 
 def test_bad_file_gives_a_sentence_and_keeps_the_state(ctx, tmp_path):

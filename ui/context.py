@@ -20,6 +20,9 @@ Shared components (`ctx.shared`), created by the shell before any tab is built:
   "run_id"   gr.State[str | None]  run chosen in Runs; Chat / Evaluate / Export may follow it.
   "train_prefill" gr.State[dict | None] a RunConfig as a dict; Train fills its form from it
                                    (Chat's "Train on these votes").
+  "identity" gr.State[dict | None] the Train form's {"identity_name": ..., "identity_author": ...}
+                                   once either changes (None before: forms.form_defaults); the
+                                   Data tab checks {{name}} / {{author}} filled with them.
   "tabs"     gr.Tabs               output gr.Tabs(selected="train") to switch tabs.
 "dataset" and "run_id" start from the last used values in settings.json.
 

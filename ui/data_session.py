@@ -2,13 +2,13 @@
 (backend/data/prepare.py) of the files open in the tab, held by the app's
 `ctx.data_sessions` (ui/context.py), and small view helpers.
 
-The browser's state is a small dict (path, mapping, fix plan, model, cutoff and
-the token of its session here); the rows stay on the server. A file is read
-when it is opened or checked again; fixes work on the rows already read, and a
-page turn, a check's rows or a save reuse the last analysis: none of them
-parses or checks the file again. Only the last few sessions are kept (each
-holds a file's rows); a state whose session was let go (or a restarted server)
-reads its file again.
+The browser's state is a small dict (path, mapping, fix plan, model, cutoff, the
+placeholder values the run fills (`identity`) and the token of its session
+here); the rows stay on the server. A file is read when it is opened or checked
+again; fixes work on the rows already read, and a page turn, a check's rows or
+a save reuse the last analysis: none of them parses or checks the file again.
+Only the last few sessions are kept (each holds a file's rows); a state whose
+session was let go (or a restarted server) reads its file again.
 
 Row numbers shown to the user are always rows of the source file (0-based,
 like `python -m backend.data check`).
@@ -33,7 +33,7 @@ KEEP = 3  # sessions held at once (a 100,000-row file holds a few hundred MB of 
 @dataclass
 class _Kept:
     session: DataSession
-    key: tuple | None = None  # (plan, model, cutoff) of `analysis`
+    key: tuple | None = None  # (plan, model, cutoff, overflow, identity) of `analysis`
     analysis: Analysis | None = None
     template: dict | None = None  # the first row through the model's chat template (template_preview)
 
@@ -75,12 +75,12 @@ class DataSessions:
             kept = _Kept(DataSession(state["path"], state.get("mapping")))  # let go or never opened: read it again
             self._keep(token or secrets.token_hex(8), kept)
         plan, model, cutoff = state.get("plan") or {}, state.get("model"), int(state.get("cutoff", 256))
-        overflow = state.get("overflow") or "truncate"
-        key = (json.dumps(plan, sort_keys=True), model, cutoff, overflow)
+        overflow, identity = state.get("overflow") or "truncate", state.get("identity") or {}
+        key = (json.dumps(plan, sort_keys=True), model, cutoff, overflow, json.dumps(identity, sort_keys=True))
         if kept.key != key:
             tokenizer = load_tokenizer(workspace, model)
             kept.analysis = kept.session.analyse(FixPlan(**plan_values(plan)), tokenizer, model, cutoff,
-                                                 overflow=overflow)
+                                                 overflow=overflow, identity=identity)
             kept.template = first_row_template(tokenizer, kept.analysis, cutoff)
             kept.key = key
         return kept.analysis
@@ -101,6 +101,7 @@ def first_row_template(tokenizer, analysis: Analysis, cutoff: int) -> dict | Non
     if tokenizer is None or not rows:
         return None
     index, row = rows[0]
+    row = analysis.trained(row)  # as the run trains it: {{name}} / {{author}} filled
     preview = template_preview(tokenizer, row["messages"], cutoff, row.get("tools"))
     return {**preview, "template": _template_name(tokenizer), "row": index}
 
@@ -129,7 +130,8 @@ def load_tokenizer(workspace: Workspace, model: str | None):
 
 def check_rows_view(analysis: Analysis, check_id: str, limit: int = 20,
                     lang: str = "en") -> list[tuple[int, list | None, list[str]]]:
-    """(file row, messages or None, reasons in `lang`) for the first `limit` rows a check flags."""
+    """(file row, messages as the run trains them or None, reasons in `lang`) for the first `limit`
+    rows a check flags."""
     from backend.messages import Message
     from ui.i18n import localize
 
@@ -144,7 +146,8 @@ def check_rows_view(analysis: Analysis, check_id: str, limit: int = 20,
         notes = [localize(Message.from_dict(note) or note, lang)] if note else []
         if row in rejected:  # every problem of the row, translated (the detail is the first one, in English)
             notes = [f"{where}: {localize(message, lang)}" for where, message in rejected[row].problems]
-        items.append((row, _shown(by_row.get(row)), notes))
+        kept = by_row.get(row)  # None for a rejected row
+        items.append((row, _shown(None if kept is None else analysis.trained(kept)), notes))
     return items
 
 

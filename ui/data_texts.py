@@ -92,6 +92,8 @@ TEXT: dict[str, dict[str, str]] = {
     "data.check.schema": {"en": "Rows that cannot be used (unreadable, missing field, wrong type)", "zh": "无法使用的行（无法读取、缺少字段、类型错误）"},
     "data.check.empty_field": {"en": "Empty or whitespace-only instruction, output or message", "zh": "指令、输出或消息为空或只有空白"},
     "data.check.placeholder": {"en": "Unfilled template placeholders such as {{name}}", "zh": "未填写的模板占位符，例如 {{name}}"},
+    "data.check.identity_fill": {"en": "{{name}} / {{author}} that Train fills from the Train form (identity_name / identity_author)",
+                                 "zh": "训练时按训练页（identity_name / identity_author）填入的 {{name}} / {{author}}"},
     "data.check.response_cut": {"en": "The cutoff removes every response token: the row trains on nothing", "zh": "截断去掉了全部回答词元：这一行什么也学不到"},
     "data.check.over_cutoff": {"en": "Longer than cutoff_len tokens (cut in training)", "zh": "超过截断长度（训练时会被截断）"},
     "data.check.over_cutoff_drop": {"en": "Longer than cutoff_len tokens (left out of training: overflow drop)",

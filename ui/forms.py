@@ -183,6 +183,19 @@ def stage_form_values(values: list[Any], previous_stage: str) -> list[Any]:
     return [moved.get(name, value) for name, value in zip(NAMES, values)]
 
 
+def form_defaults(ctx) -> RunConfig:
+    """What the Train form starts with: the last started config (settings.json), else the app's
+    recipe (RunConfig's defaults: the starter)."""
+    from backend.config_policy import ConfigError
+    from backend.config_recipes import recipe_config
+
+    saved = ctx.saved().get("train")
+    try:
+        return RunConfig.from_dict(saved) if saved else recipe_config(ctx.recipe)
+    except ConfigError:
+        return recipe_config(ctx.recipe)
+
+
 def prefill_values(config_values: dict) -> list[Any]:
     """(model, dataset, *form values) for a RunConfig given as a dict (e.g. "Train on these votes")."""
     config = RunConfig.from_dict(config_values)

@@ -361,6 +361,11 @@ ZH: dict[str, str] = {
     "data.note.more_problems": "{problem}（另有 {count} 处问题）",
     "data.note.answers_empty": "{answers} 为空",
     "data.note.prefers_other": "第 {row} 行偏好另一个回答",
+    "data.note.train_fills": "{who}：训练时填入 {found}",
+    "data.note.identity_filled": "{filled}：训练时会在 {rows} 行中填入，因此不算错误；检查和显示的行都是填好后的内容",
+    "data.fill.identity_conflict": "用 {value!r} 填写 {placeholder} 与 {field} 的 {run!r}（训练时填入的值）不同："
+                                   "保存的行会写成 {value!r}，训练时不再有 {placeholder} 可填。请把 {field} 设为 "
+                                   "{value!r}，或留下 {placeholder} 由训练填写。",
     # --- models (backend/models/loading.py) ----------------------------------------------------------------------
     "name.not_allowed": "{what} {text!r} 不可用：请使用 1-{max_len} 个字符（任何文字的字母或数字，以及 '.'、'_'、'-'），"
                         "以字母或数字开头，不含空格、斜杠和 '..'，且不以 '.' 或 '-' 结尾。",

@@ -87,6 +87,8 @@ def build_app(workspace: Workspace, recipe: str = "starter") -> gr.Blocks:
         ctx.shared["run_id"] = gr.State(saved.get("run_id"))
         # A RunConfig as a dict that Chat's "Train on these votes" hands to the Train form.
         ctx.shared["train_prefill"] = gr.State(None)
+        # The Train form's identity_name / identity_author once edited (None before: the form's defaults).
+        ctx.shared["identity"] = gr.State(None)
         tabs = []
         with gr.Tabs(elem_id="shell-tabs") as tab_set:
             ctx.shared["tabs"] = tab_set  # a handler returning gr.Tabs(selected=name) switches tabs

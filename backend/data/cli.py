@@ -13,9 +13,10 @@ import logging
 import sys
 from pathlib import Path
 
-from backend.config import OVERFLOW
+from backend.config import OVERFLOW, RunConfig
 from backend.data.errors import DataError
 from backend.data.fix_table import add_cli_flags, plan_values
+from backend.data.identity_rows import fill_row, identity_values
 from backend.data.prepare import load_model_tokenizer, model_tokenizer_and_template
 from backend.data.template_preview import preview_text
 
@@ -53,6 +54,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", help="dataset name inside a dataset_info.json folder")
     p.add_argument("--workspace", default="workspace", help="workspace folder (default ./workspace)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    defaults = RunConfig()
+    for field, placeholder in (("identity_name", "{{name}}"), ("identity_author", "{{author}}")):
+        p.add_argument("--" + field.replace("_", "-"), dest=field, default=getattr(defaults, field), metavar="TEXT",
+                       help=f"the run's {field}, what Train fills {placeholder} with (default "
+                            f"{getattr(defaults, field)!r}, RunConfig's); '' leaves {placeholder} unfilled")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,6 +95,7 @@ def run_check(args) -> int:
     report = check_file(
         args.file, tokenizer=tokenizer, model=args.model, cutoff_len=args.cutoff,
         mapping=parse_mapping(args.mapping), dataset=args.dataset, overflow=args.overflow,
+        identity=identity_values(args),
     )
     shown = show_template(args, tokenizer, template) if args.show_template is not None else None
     if args.json:
@@ -115,7 +122,7 @@ def show_template(args, tokenizer, template) -> dict:
         raise ValueError(str(msg("template.show.row", row=number, count=loaded.total, last=max(loaded.total - 1, 0))))
     if number not in loaded.indices:
         raise ValueError(str(msg("template.show.unusable", row=number)))
-    row = loaded.rows[loaded.indices.index(number)]
+    row = fill_row(loaded.rows[loaded.indices.index(number)], identity_values(args))  # as the run trains it
     return template_preview(tokenizer, row["messages"], args.cutoff, row.get("tools"))
 
 
@@ -131,14 +138,17 @@ def run_fix(args) -> int:
         raise ValueError("--over-cutoff counts tokens: add --model demo or --model PATH")
     tokenizer = load_model_tokenizer(args.model, Path(args.workspace))
     session = DataSession(args.file, parse_mapping(args.mapping), args.dataset)
-    fixed = session.analyse(plan, tokenizer, args.model, args.cutoff, check=False)
+    fixed = session.analyse(plan, tokenizer, args.model, args.cutoff, check=False, identity=identity_values(args))
     folder = fixed.save(Workspace(Path(args.workspace)).datasets_dir, args.out, eval_ratio=args.eval_ratio,
                         seed=args.seed, overwrite=args.overwrite)
     steps = fixed.saved_steps()
-    result = {"dataset": str(folder), "rows_before": fixed.total, "rows_after": len(fixed.rows), "fixes": steps}
+    result = {"dataset": str(folder), "rows_before": fixed.total, "rows_after": len(fixed.rows), "fixes": steps,
+              "warnings": [str(w) for w in fixed.warnings]}  # a --fill at odds with --identity-name / -author
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     else:
+        for warning in result["warnings"]:
+            print(f"warning: {warning}")
         for s in steps:
             print(f"{s['id']:22} changed {s['changed']:6}  removed {s['removed']:6}")
         print(f"saved {folder}: {fixed.total} rows -> {len(fixed.rows)}")

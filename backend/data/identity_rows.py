@@ -13,11 +13,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from backend.data.textrules import fill_placeholders
+from backend.messages import Message, msg
 from backend.storage.atomic_files import atomic_write_text
 
 IDENTITY_DATASET_NAME = "identity"
 IDENTITY_DATA_VERSION = 1
-PLACEHOLDERS = ("name", "author")
+# The placeholder each RunConfig field fills in every row a run trains on (build_datasets in
+# backend/training/dataset.py); the data checks look at the rows filled the same way.
+IDENTITY_FIELDS = {"name": "identity_name", "author": "identity_author"}
+PLACEHOLDERS = tuple(IDENTITY_FIELDS)
 
 # (prompt, answer) pairs that train.
 IDENTITY_PAIRS_EN = (
@@ -94,10 +99,44 @@ HELD_OUT_IDENTITY_PROMPTS = (
 
 
 def identity_values(config) -> dict[str, str]:
-    """The placeholder values a run fills in (backend.data.textrules.fill_placeholders): its
-    identity_name and identity_author; an empty one leaves its placeholder as it is."""
-    values = {"name": config.identity_name, "author": config.identity_author}
+    """The placeholder values a run fills in (backend.data.textrules.fill_placeholders): the
+    identity_name and identity_author of `config` (a RunConfig, an object with those two attributes
+    such as `python -m backend.data`'s arguments, or a dict of them such as the Train form's values);
+    an empty one leaves its placeholder as it is."""
+    get = config.get if isinstance(config, dict) else lambda field: getattr(config, field)
+    values = {key: get(field) for key, field in IDENTITY_FIELDS.items()}
     return {key: value for key, value in values.items() if value}
+
+
+def fill_row(row: dict, values: dict[str, str]) -> dict:
+    """`row` as the run trains it: `{{name}}` / `{{author}}` filled in every turn (a new dict when
+    anything is filled; preference rows, which the SFT fill does not touch, stay as they are)."""
+    if not values or not isinstance(row.get("messages"), list):
+        return row
+    return {**row, "messages": [{**m, "content": fill_placeholders(m["content"], values)} for m in row["messages"]]}
+
+
+def fill_rows(rows: list[dict], values: dict[str, str]) -> list[dict]:
+    """Rows with `{{name}}` / `{{author}}` filled in every turn (a new list; the input is left as it is)."""
+    if not values:
+        return rows
+    return [fill_row(row, values) for row in rows]
+
+
+def fill_conflicts(fill: dict[str, str], values: dict[str, str]) -> list[Message]:
+    """A fix that fills `{{name}}` / `{{author}}` itself (`fix --fill name=X`, the Data tab's fill box)
+    with another value than the run's: the saved rows then say X and the run finds nothing left to fill.
+    One warning per such placeholder, naming both values."""
+    return [msg("data.fill.identity_conflict", placeholder="{{" + key + "}}", value=fill[key],
+                field=IDENTITY_FIELDS[key], run=values[key])
+            for key in IDENTITY_FIELDS if fill.get(key) and values.get(key) and fill[key] != values[key]]
+
+
+def identity_note(values: dict[str, str], rows: int) -> Message:
+    """What the checks say about `{{name}}` / `{{author}}` the run fills: no error, the values it fills."""
+    filled = ", ".join(f"{{{{{key}}}}} = {values[key]!r} ({IDENTITY_FIELDS[key]})" for key in IDENTITY_FIELDS
+                       if key in values)
+    return msg("data.note.identity_filled", rows=rows, filled=filled)
 
 
 def build_identity_rows() -> list[dict]:

@@ -9,6 +9,11 @@ are computed in one place.
     analysis.save(datasets_dir, "name")
 
 Row numbers are always rows of the source file (0-based, as `check` prints them).
+
+`identity` (the placeholders a run fills and their values, identity_values(config))
+is what the run will train: the report checks the rows with `{{name}}` /
+`{{author}}` filled and `trained()` / `page()` show them so, while the rows kept
+and saved keep their placeholders (the run fills them from its own values).
 """
 
 from __future__ import annotations
@@ -37,25 +42,38 @@ class Analysis:
     steps: list[dict] = field(default_factory=list)  # applied fixes with their counts
     total: int = 0  # rows in the file
     source_meta: dict = field(default_factory=dict)  # provenance for meta.json
+    identity: dict[str, str] = field(default_factory=dict)  # placeholder -> the value the run fills it with
+    warnings: list[Message] = field(default_factory=list)  # fixes at odds with the run (fill_conflicts)
+
+    def trained(self, row: dict) -> dict:
+        """`row` as the run trains it: `{{name}}` / `{{author}}` filled with `identity`."""
+        from backend.data.identity_rows import fill_row
+
+        return fill_row(row, self.identity)
 
     def page(self, page: int, size: int = PAGE_SIZE) -> tuple[list[tuple[int, dict]], int, int]:
-        """The rows of 1-based `page` as (file row, row), the page actually shown, and the page count."""
+        """The rows of 1-based `page` as (file row, row as the run trains it), the page actually shown,
+        and the page count."""
         pages = max(1, -(-len(self.rows) // size))
         page = min(max(1, int(page or 1)), pages)
         start = (page - 1) * size
-        return [(self.indices[i], self.rows[i]) for i in range(start, min(start + size, len(self.rows)))], page, pages
+        shown = [(self.indices[i], self.trained(self.rows[i])) for i in range(start, min(start + size, len(self.rows)))]
+        return shown, page, pages
 
     def placeholder_names(self) -> list[str]:
-        """Names of the {{placeholders}} left in the rows, in order of first appearance."""
+        """Names of the {{placeholders}} left in the rows, in order of first appearance: those the
+        run does not fill (`identity`)."""
         from backend.data.textrules import placeholders
 
         names: dict[str, None] = {}
         for row in self.rows:
+            filled = self.identity if "messages" in row else {}  # preference rows train as they are
             messages = row.get("messages") or [m for k in ("prompt", "chosen", "rejected", "completion")
                                                for m in row.get(k, [])]
             for message in messages:
                 for name in placeholders(message["content"]):
-                    names.setdefault(name, None)
+                    if name not in filled:
+                        names.setdefault(name, None)
         return list(names)
 
     def saved_steps(self) -> list[dict]:
@@ -104,21 +122,38 @@ class DataSession:
         return len(self.items)
 
     def analyse(self, plan: FixPlan | None = None, tokenizer=None, model: str | None = None, cutoff: int = 1024,
-                check: bool = True, overflow: str = "truncate") -> Analysis:
+                check: bool = True, overflow: str = "truncate", identity: dict[str, str] | None = None) -> Analysis:
         """The rows after `plan`, their check report (unless `check` is False) and the provenance;
-        `overflow` (RunConfig's) is what the checks say training does with rows over `cutoff`."""
-        plan = plan or FixPlan()
+        `overflow` (RunConfig's) is what the checks say training does with rows over `cutoff`;
+        `identity` what the run fills `{{name}}` / `{{author}}` with (identity_values(config))."""
+        plan, identity = plan or FixPlan(), dict(identity or {})
         fixed = apply_fixes(self.rows, self.indices, plan, tokenizer, cutoff)
         steps = [s.to_dict() for s in fixed.steps]
-        report = self._report(fixed.rows, fixed.indices, bool(steps), tokenizer, model, cutoff, overflow) if check else None
+        report = self._report(fixed.rows, fixed.indices, bool(steps), tokenizer, model, cutoff, overflow,
+                              identity) if check else None
         source = self.source
         return Analysis(
             label=source.label, detected=source.describe_message(), shape_columns=dict(source.shape.columns),
             file_columns=list(self.file_columns), report=report, rows=fixed.rows, indices=fixed.indices,
             rejected=self.rejected, steps=steps, total=self.total, source_meta=dict(self.provenance),
+            identity=identity, warnings=self._fill_warnings(plan.fill, identity),
         )
 
-    def _report(self, rows: list[dict], indices: list[int], fixed: bool, tokenizer, model, cutoff, overflow) -> dict:
+    def _fill_warnings(self, fill: dict[str, str], identity: dict[str, str]) -> list[Message]:
+        """A fill of `{{name}}` / `{{author}}` at odds with the run's value, for placeholders the rows
+        hold (a value for one they lack changes nothing)."""
+        from backend.data.identity_rows import fill_conflicts
+        from backend.data.textrules import placeholders
+
+        conflicts = fill_conflicts(fill, identity)
+        if not conflicts:
+            return []
+        held = {name for row in self.rows if isinstance(row.get("messages"), list) for m in row["messages"]
+                for name in placeholders(m["content"])}
+        return [warning for warning in conflicts if warning.args["placeholder"].strip("{}") in held]
+
+    def _report(self, rows: list[dict], indices: list[int], fixed: bool, tokenizer, model, cutoff, overflow,
+                identity) -> dict:
         """The same checks `python -m backend.data check` runs, over the rows in memory. Without fixes
         they see every row of the file (the schema check lists the rejected ones); after fixes, the
         fixed rows only (rejected rows are already left out), still numbered as rows of the file."""
@@ -126,11 +161,11 @@ class DataSession:
 
         if not fixed:
             report = check_source(self.source, self.items, tokenizer=tokenizer, model=model, cutoff_len=cutoff,
-                                  overflow=overflow)
+                                  overflow=overflow, identity=identity)
             return report.to_dict(all_rows=True)
         items = (SourceRow(index, None, row, [], self.flags.get(index, set())) for index, row in zip(indices, rows))
         report = check_source(self.source, items, tokenizer=tokenizer, model=model, cutoff_len=cutoff,
-                              require_usable=False, overflow=overflow)
+                              require_usable=False, overflow=overflow, identity=identity)
         out = report.to_dict(all_rows=True)
         out["rows"], out["schema_rejected"] = self.total, len(self.rejected)
         return out

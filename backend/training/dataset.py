@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 
 from backend.config import RunConfig
 from backend.data.encode import IGNORE_INDEX, encode_messages
-from backend.data.identity_rows import identity_values
+from backend.data.identity_rows import fill_rows, identity_values
 from backend.data.resolve import load_rows, resolve_dataset, split_rows
-from backend.data.textrules import fill_placeholders
 from backend.runs.workspace import Workspace
 
 
@@ -61,14 +60,6 @@ def encode_rows(tokenizer, rows: list[dict], config: RunConfig, counts: RowCount
         # `length` here is the trained length: the length-grouped sampler reads it.
         encoded.append({"input_ids": enc.input_ids, "labels": enc.labels, "length": len(enc.input_ids)})
     return encoded
-
-
-def fill_rows(rows: list[dict], values: dict[str, str]) -> list[dict]:
-    """Rows with `{{name}}` / `{{author}}` filled in every turn (a new list; the input is left as it is)."""
-    if not values:
-        return rows
-    return [{**row, "messages": [{**m, "content": fill_placeholders(m["content"], values)} for m in row["messages"]]}
-            for row in rows]
 
 
 def build_datasets(tokenizer, config: RunConfig, workspace: Workspace, replay=None):

@@ -34,8 +34,9 @@ def test_upload_report_fix_and_save(app, page, shared_data):
     page.locator("#data-upload input[type=file]").set_input_files(str(identity))
     status = page.locator("#data-status")
     status.get_by_text("alpaca", exact=False).wait_for(timeout=ANALYSIS_MS)
-    fill_button = page.locator("#data-fix-fill")
-    assert fill_button.inner_text() == f"Fill placeholders ({placeholder})"
+    # {{name}} / {{author}} are the Train form's to fill: no placeholder left, the rows shown filled.
+    assert page.locator("#data-fix-fill").inner_text() == "Fill placeholders (0)"
+    assert f"Train fills these in {placeholder} rows" in status.inner_text()
     assert page.locator("#data-fix-conflicts_drop").inner_text().endswith(f"({conflicting})")
     page.locator("#data-histogram .js-plotly-plot").wait_for()
 
@@ -45,12 +46,10 @@ def test_upload_report_fix_and_save(app, page, shared_data):
     assert page.locator("#data-check-rows .ft-conv").count() == conflicting
     screenshot(page, "data-report", also_to=REPO / "docs" / "screenshots" / "data.png")
 
-    page.locator("#data-fill textarea").fill("name=Aria\nauthor=Open Lab")
-    fill_button.click()
-    page.locator("#data-fix-fill").get_by_text("Fill placeholders (0)").wait_for(timeout=ANALYSIS_MS)
     page.locator("#data-fix-conflicts_drop").click()
     page.locator("#data-applied").get_by_text("conflicts", exact=False).wait_for(timeout=ANALYSIS_MS)
-    assert "Aria" in page.locator("#data-preview").inner_text()
+    preview = page.locator("#data-preview").inner_text()
+    assert "Nova" in preview and "{{name}}" not in preview  # the Train form's default identity_name
 
     page.locator("#data-save-name textarea, #data-save-name input").first.fill("identity-clean")
     page.locator("#data-save").click()
@@ -58,6 +57,6 @@ def test_upload_report_fix_and_save(app, page, shared_data):
     screenshot(page, "data-saved")
 
     meta = json.loads((app.workspace / "datasets" / "identity-clean" / "meta.json").read_text())
-    assert [f["id"] for f in meta["fixes"]] == ["fill_placeholders", "conflicts"]
+    assert [f["id"] for f in meta["fixes"]] == ["conflicts"]  # the placeholders stay: Train fills them
     assert meta["rows_after"] == meta["rows_before"] - conflicting
     assert json.loads((app.workspace / "settings.json").read_text())["dataset"] == "identity-clean"

@@ -20,7 +20,9 @@ from backend.config import OVERFLOW, RunConfig
 from backend.data.errors import DataError
 from backend.data.fix_table import BY_KEY as FIX_BY_KEY
 from backend.data.fix_table import FIXES
+from backend.data.identity_rows import identity_note, identity_values
 from ui import data_session as ds
+from ui import forms
 from ui.components import conversations_html, template_preview_html, token_histogram
 from ui.context import UIContext
 from ui.data_texts import TEXT  # noqa: F401  (TEXT is this tab's contract with the shell)
@@ -38,9 +40,15 @@ def _recipe_model(ctx: UIContext) -> str:
     return recipe_config(ctx.recipe).model_name_or_path
 
 
-def new_state(path: str, model: str, cutoff: int, overflow: str = "truncate") -> dict:
+def new_state(path: str, model: str, cutoff: int, overflow: str = "truncate", identity: dict | None = None) -> dict:
     return {"path": str(path), "mapping": None, "plan": {}, "model": model or DEFAULT_MODEL, "cutoff": int(cutoff or 256),
-            "overflow": overflow or "truncate"}
+            "overflow": overflow or "truncate", "identity": dict(identity or {})}
+
+
+def run_identity(ctx: UIContext, form: dict | None) -> dict[str, str]:
+    """What the run fills {{name}} / {{author}} with: the Train form's identity_name / identity_author
+    (`form`, the shared "identity" state), or the values the form starts with before any edit."""
+    return identity_values(form if form is not None else forms.form_defaults(ctx))
 
 
 # ---------------------------------------------------------------- views (plain values)
@@ -104,6 +112,9 @@ def status_text(ctx: UIContext, lang: str, a: ds.Analysis) -> str:
     summary = r.get("summary", {})
     text = ctx.msg(lang, "data.status", label=display_name(ctx, a.label), detected=localize(a.detected, lang), rows=a.total, usable=len(a.rows),
                    errors=summary.get("error", 0), warnings=summary.get("warning", 0))
+    filled = next((c["count"] for c in r["checks"] if c["id"] == "identity_fill"), 0)
+    if filled:  # {{name}} / {{author}} are the Train form's to fill: no error, and the rows shown are filled
+        text += "\n\n" + localize(identity_note(a.identity, filled), lang)
     if r.get("token_lengths"):
         t = r["token_lengths"]
         text += "\n\n" + ctx.msg(lang, "data.tokens", model=r.get("model") or "-", mean=round(t["mean"]), p50=t["p50"],
@@ -145,6 +156,7 @@ def applied_text(ctx: UIContext, lang: str, a: ds.Analysis) -> str:
     lines = [ctx.msg(lang, "data.applied_head", before=a.total, after=len(a.rows))]
     lines += [f"- `{s['id']}`: " + ctx.msg(lang, "data.applied_step", changed=s["changed"], removed=s["removed"])
               for s in a.steps]
+    lines += ["", *("⚠️ " + localize(warning, lang) for warning in a.warnings)] if a.warnings else []
     return "\n".join(lines)
 
 
@@ -160,31 +172,36 @@ def error_text(ctx: UIContext, lang: str, error: Exception) -> str:
 
 # ---------------------------------------------------------------- handlers (tested directly)
 
+# `identity` below: the shared "identity" state, the Train form's identity_name / identity_author
+# (None: the values the form starts with); the rows are checked and shown as the run fills them.
+
 def open_upload(ctx: UIContext, lang: str, file: str | None, model: str, cutoff: int, state: dict | None,
-                overflow: str = "truncate"):
+                overflow: str = "truncate", identity: dict | None = None):
     if not file:
         return {"status": ctx.msg(lang, "data.pick_first")}
-    return _safe(ctx, lang, lambda: render(ctx, lang, new_state(file, model, cutoff, overflow), read=True))
+    return _safe(ctx, lang, lambda: render(ctx, lang, new_state(file, model, cutoff, overflow,
+                                                                run_identity(ctx, identity)), read=True))
 
 
 def open_dataset(ctx: UIContext, lang: str, name: str | None, model: str, cutoff: int, state: dict | None,
-                 overflow: str = "truncate"):
+                 overflow: str = "truncate", identity: dict | None = None):
     if not name:
         return {"status": ctx.msg(lang, "data.pick_first")}
     return _safe(ctx, lang, lambda: render(ctx, lang, new_state(ds.dataset_source(ctx.workspace, name), model, cutoff,
-                                                                overflow), read=True))
+                                                                overflow, run_identity(ctx, identity)), read=True))
 
 
 def recheck(ctx: UIContext, lang: str, state: dict | None, model: str, cutoff: int, mapping_text: str,
-            overflow: str = "truncate"):
+            overflow: str = "truncate", identity: dict | None = None):
     if not state:
         return {"status": ctx.msg(lang, "data.pick_first")}
 
     def run():
         mapping = ds.parse_pairs(mapping_text, ctx.msg(lang, "data.mapping"))
         return render(ctx, lang, {**state, "model": model or DEFAULT_MODEL, "cutoff": int(cutoff or 256),
-                                  "overflow": overflow or "truncate", "mapping": mapping or None},
-                      read=True)  # "Check again" sees an edited file
+                                  "overflow": overflow or "truncate", "mapping": mapping or None,
+                                  "identity": run_identity(ctx, identity)},
+                      read=True)  # "Check again" sees an edited file and the Train form's values now
     return _safe(ctx, lang, run)
 
 
@@ -276,7 +293,8 @@ def api_check(ctx: UIContext, file: str | None, model: str, cutoff: int) -> dict
 
     try:
         tokenizer = ds.load_tokenizer(ctx.workspace, model or None)
-        report = check_file(file, tokenizer=tokenizer, model=model or None, cutoff_len=int(cutoff or 256))
+        report = check_file(file, tokenizer=tokenizer, model=model or None, cutoff_len=int(cutoff or 256),
+                            identity=identity_values(RunConfig()))  # the command line's default values
     except (DataError, ValueError) as error:
         return {"error": str(error)}
     return report.to_dict()
@@ -358,6 +376,7 @@ def build(ctx: UIContext) -> None:
 def _wire(ctx, c, upload, pick, refresh, counting, check, prev, nxt, fix_buttons, undo, saving) -> None:
     lang, state = ctx.lang, c["state"]
     model, cutoff, overflow = counting  # the tokenizer, cutoff_len and overflow the checks count with
+    identity = ctx.shared.get("identity") or gr.State(None)  # the Train form's identity_name / identity_author
     outs = [c[k] for k in OUT_KEYS]
 
     def to_components(values: dict) -> dict:
@@ -366,14 +385,14 @@ def _wire(ctx, c, upload, pick, refresh, counting, check, prev, nxt, fix_buttons
     def remember(m, n, o):
         ctx.remember(data={"model": m or _recipe_model(ctx), "cutoff": int(n or 256), "overflow": o or "truncate"})
 
-    upload.upload(lambda lg, f, m, n, s, o: to_components(open_upload(ctx, lg, f, m, n, s, o)),
-                  [lang, upload, model, cutoff, state, overflow], outs, **PRIVATE)
-    pick.input(lambda lg, name, m, n, s, o: to_components(open_dataset(ctx, lg, name, m, n, s, o)),
-               [lang, pick, model, cutoff, state, overflow], outs, **PRIVATE)
+    upload.upload(lambda lg, f, m, n, s, o, i: to_components(open_upload(ctx, lg, f, m, n, s, o, i)),
+                  [lang, upload, model, cutoff, state, overflow, identity], outs, **PRIVATE)
+    pick.input(lambda lg, name, m, n, s, o, i: to_components(open_dataset(ctx, lg, name, m, n, s, o, i)),
+               [lang, pick, model, cutoff, state, overflow, identity], outs, **PRIVATE)
     for trigger in (refresh.click, pick.focus):
         trigger(lambda: gr.update(choices=ds.workspace_datasets(ctx.workspace)), None, pick, **PRIVATE)
-    check.click(lambda lg, s, m, n, mp, o: to_components(recheck(ctx, lg, s, m, n, mp, o)),
-                [lang, state, model, cutoff, c["mapping"], overflow], outs,
+    check.click(lambda lg, s, m, n, mp, o, i: to_components(recheck(ctx, lg, s, m, n, mp, o, i)),
+                [lang, state, model, cutoff, c["mapping"], overflow, identity], outs,
                 **PRIVATE).then(remember, [model, cutoff, overflow], None, **PRIVATE)
     lang.change(lambda lg, s: to_components(relabel(ctx, lg, s)), [lang, state], outs, **PRIVATE)
     for key, button in fix_buttons.items():

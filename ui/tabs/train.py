@@ -17,6 +17,7 @@ import gradio as gr
 
 from backend.config import RunConfig
 from backend.config_policy import ConfigError
+from backend.data.identity_rows import IDENTITY_FIELDS
 from backend.models.offline import OFFLINE_MODELS
 from backend.models.presets import PRESETS
 from backend.runs import queue
@@ -315,17 +316,6 @@ def load_yaml(ctx: UIContext, lang: str, path: str | None) -> list:
 
 # --- layout -----------------------------------------------------------------
 
-def _defaults(ctx: UIContext) -> RunConfig:
-    """The last started config (settings.json), else the app's recipe (RunConfig's defaults: the starter)."""
-    from backend.config_recipes import recipe_config
-
-    saved = ctx.saved().get("train")
-    try:
-        return RunConfig.from_dict(saved) if saved else recipe_config(ctx.recipe)
-    except ConfigError:
-        return recipe_config(ctx.recipe)
-
-
 def _dataset_choices(ctx: UIContext) -> list[str]:
     # The data backend's own listing: exactly the folders the worker accepts.
     from backend.data.saved_datasets import list_workspace_datasets
@@ -335,7 +325,7 @@ def _dataset_choices(ctx: UIContext) -> list[str]:
 
 
 def build(ctx: UIContext) -> None:
-    defaults = _defaults(ctx)
+    defaults = forms.form_defaults(ctx)
     t = ctx.t
     model_choices = [*[(f"{m.label} · {name}", name) for name, m in OFFLINE_MODELS.items()],
                      ("Tiny demo model (2M, tests) · demo", "demo"),
@@ -393,6 +383,7 @@ def build(ctx: UIContext) -> None:
     c["stage"], c["last_stage"] = inputs["stage"], gr.State(defaults.stage)
     _wire(ctx, c, [inputs[name] for name in forms.NAMES])
     _wire_stage(ctx, c, [inputs[name] for name in forms.NAMES])
+    _wire_identity(ctx, [inputs[name] for name in IDENTITY_FIELDS.values()])
     head = [ctx.lang, c["model"], c["dataset"]]
     estimate_panel.wire(ctx, time_panel, head, c["devices"], [inputs[name] for name in forms.NAMES])
     sweep_panel.build(ctx, head, [inputs[name] for name in forms.NAMES])  # a grid over the form's settings
@@ -419,6 +410,17 @@ def _wire_stage(ctx: UIContext, c: dict, form: list) -> None:
 
         prefill.change(do_prefill, prefill, [c["model"], c["dataset"], *form, c["last_stage"], c["section_preference"]],
                        **private)
+
+
+def _wire_identity(ctx: UIContext, fields: list) -> None:
+    """The form's identity_name / identity_author to the shared "identity" state: what the Data tab
+    checks `{{name}}` / `{{author}}` as filled with (ui/context.py)."""
+    identity = ctx.shared.get("identity")
+    if identity is None:
+        return
+    for box in fields:
+        box.change(lambda *values: dict(zip(IDENTITY_FIELDS.values(), values)), fields, identity,
+                   api_visibility="private")
 
 
 def _wire(ctx: UIContext, c: dict, form: list) -> None:

@@ -6,6 +6,12 @@ the character and token lengths, a script code. Token lengths are counted in
 batches with `count_tokens`, the same template path the trainer uses; only
 rows over the cutoff are fully encoded, to see whether the cut removes the
 whole response.
+
+The rows are checked as the run trains them: `{{name}}` / `{{author}}` that the
+run fills from identity_name / identity_author (`identity`, e.g.
+identity_values(config)) are filled first, the same way the worker fills them
+(backend/data/identity_rows.py). They are listed by the `identity_fill` info
+check, not as unfilled placeholders; any other `{{...}}` is.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from backend.data.checks.report import CheckResult, Report, flag_row, rejected_d
 from backend.data.checks.specs import MIN_RESPONSE_CHARS, OUTLIER_IQR, TOKEN_CHECKS, specs_for
 from backend.data.checks.stats import token_stats, upper_fence
 from backend.data.encode import count_tokens, first_prompt
+from backend.data.identity_rows import fill_row, identity_note
 from backend.data.load import Source, SourceRow, iter_rows, no_usable_rows, open_source
 from backend.data.text_encoding import describe_encoding
 from backend.data.textrules import (
@@ -42,8 +49,10 @@ SCRIPTS = ("none", "cjk", "latin")
 
 
 class Checker:
-    def __init__(self, tokenizer=None, cutoff_len: int = 1024, batch_size: int = 1000, overflow: str = "truncate"):
+    def __init__(self, tokenizer=None, cutoff_len: int = 1024, batch_size: int = 1000, overflow: str = "truncate",
+                 identity: dict[str, str] | None = None):
         self.tokenizer, self.cutoff_len, self.batch_size = tokenizer, cutoff_len, batch_size
+        self.identity = dict(identity or {})  # placeholder -> the value the run fills it with
         self.results = {s.id: CheckResult(s) for s in specs_for(overflow)
                         if tokenizer is not None or s.id not in TOKEN_CHECKS}
         self.exact: dict[bytes, int] = {}
@@ -68,7 +77,10 @@ class Checker:
             self.first_rejected = self.first_rejected or item
             self.flag("schema", item.index, rejected_detail(item.problems))
             return
-        index, messages = item.index, item.row["messages"]
+        index, row = item.index, item.row
+        if self.identity:
+            row = self._fill_identity(index, row)
+        messages = row["messages"]
         if "empty_input" in item.flags:
             self.flag("empty_input", index)
         self._text_checks(index, messages)
@@ -76,9 +88,20 @@ class Checker:
         self.usable.append(index)
         self.chars.append(sum(len(m["content"]) for m in messages))
         if self.tokenizer is not None:
-            self.batch.append((index, item.row))
+            self.batch.append((index, row))
             if len(self.batch) >= self.batch_size:
                 self._count_batch()
+
+    def _fill_identity(self, index: int, row: dict) -> dict:
+        """The row as the run trains it; a row where the run fills something is flagged `identity_fill`."""
+        for turn, m in enumerate(row["messages"]):
+            names = [n for n in dict.fromkeys(placeholders(m["content"])) if n in self.identity]
+            if names:
+                who = msg("data.note.turn", role=m["role"], turn=turn)
+                found = ", ".join(f"{{{{{n}}}}} = {self.identity[n]!r}" for n in names)
+                self.flag("identity_fill", index, msg("data.note.train_fills", who=who, found=found))
+                return fill_row(row, self.identity)
+        return row
 
     def _text_checks(self, index: int, messages: list[dict]) -> None:
         found: dict[str, Message] = {}
@@ -228,20 +251,23 @@ def check_file(
     dataset: str | None = None,
     progress: Callable[[int], None] | None = None,
     overflow: str = "truncate",
+    identity: dict[str, str] | None = None,
 ) -> Report:
     """Stream the file once through every check. Raises DataError when it cannot be read.
-    `overflow`: RunConfig.overflow, what training does with rows over `cutoff_len` (cut or drop)."""
+    `overflow`: RunConfig.overflow, what training does with rows over `cutoff_len` (cut or drop);
+    `identity`: the placeholders the run fills and their values (identity_values(config)); None: none."""
     source = open_source(path, mapping, dataset)
     return check_source(source, iter_rows(source), tokenizer=tokenizer, model=model, cutoff_len=cutoff_len,
-                        progress=progress, overflow=overflow)
+                        progress=progress, overflow=overflow, identity=identity)
 
 
 def check_source(source: Source, items: Iterable[SourceRow], *, tokenizer=None, model: str | None = None,
                  cutoff_len: int = 1024, progress: Callable[[int], None] | None = None,
-                 require_usable: bool = True, overflow: str = "truncate") -> Report:
+                 require_usable: bool = True, overflow: str = "truncate",
+                 identity: dict[str, str] | None = None) -> Report:
     """Every check over `items` of `source`: streamed from the file by `check_file`, or rows
     already read (and fixed) by a data session (backend/data/prepare.py)."""
-    checker = _checker_for(source.shape.name, tokenizer, cutoff_len, overflow)
+    checker = _checker_for(source.shape.name, tokenizer, cutoff_len, overflow, identity)
     _feed(checker, items, progress)
     if require_usable and not checker.usable:
         raise no_usable_rows(source, checker.first_rejected, checker.rows_seen)
@@ -253,26 +279,27 @@ def check_source(source: Source, items: Iterable[SourceRow], *, tokenizer=None, 
 
 
 def check_rows(rows: list[dict], *, tokenizer=None, model: str | None = None, cutoff_len: int = 1024,
-               label: str = "(rows)", overflow: str = "truncate") -> Report:
+               label: str = "(rows)", overflow: str = "truncate", identity: dict[str, str] | None = None) -> Report:
     """The same checks on canonical rows already in memory (e.g. after fixes)."""
     from backend.data.pairwise import is_preference_row
 
     checker = _checker_for("pairwise" if rows and is_preference_row(rows[0]) else "canonical", tokenizer, cutoff_len,
-                           overflow)
+                           overflow, identity)
     _feed(checker, (SourceRow(i, None, row) for i, row in enumerate(rows)), None)
     report = _report(checker, label, "canonical", "rows", None, model)
     report.detected = f"{len(rows)} canonical rows"
     return report
 
 
-def _checker_for(shape: str, tokenizer, cutoff_len: int, overflow: str = "truncate"):
-    """Preference pairs have their own rule for long rows (backend/data/pair_rows.py): overflow is the SFT worker's."""
+def _checker_for(shape: str, tokenizer, cutoff_len: int, overflow: str = "truncate", identity=None):
+    """Preference pairs have their own rule for long rows (backend/data/pair_rows.py): overflow is the SFT
+    worker's, and so is the identity fill (the preference stages train the pairs as they are)."""
     from backend.data.checks.pairs import PairChecker
     from backend.data.pairwise import is_preference
 
     if is_preference(shape):
         return PairChecker(tokenizer, cutoff_len)
-    return Checker(tokenizer, cutoff_len, overflow=overflow)
+    return Checker(tokenizer, cutoff_len, overflow=overflow, identity=identity)
 
 
 def _feed(checker: Checker, items: Iterable[SourceRow], progress) -> None:
@@ -296,6 +323,9 @@ def _report(checker: Checker, label, shape, kind, encoding, model) -> Report:
         model=model,
         language=language,
     )
+    filled = checker.results.get("identity_fill")
+    if filled is not None and filled.count:
+        report.notes.append(str(identity_note(checker.identity, filled.count)))
     if hasattr(checker, "summary"):  # preference rows: the length-bias numbers
         from backend.data.checks.pairs import bias_line
 

@@ -16,6 +16,9 @@ _SPECS = [
               "Drop them: {fix}"),
     CheckSpec("placeholder", "error", "Unfilled template placeholders such as {{name}}",
               "Fill them: {fix} (one per placeholder)"),
+    CheckSpec("identity_fill", "info", "{{name}} / {{author}} that Train fills from identity_name / identity_author",
+              "Nothing to do: Train fills them from identity_name / identity_author (the Train form's fields; "
+              "--identity-name / --identity-author here); the other checks see the filled rows"),
     CheckSpec("response_cut", "error", "The cutoff removes every response token: the row trains on nothing",
               "Raise cutoff_len, or {fix}"),
     CheckSpec("over_cutoff", "warning", "Longer than cutoff_len tokens (cut in training)",
