@@ -71,8 +71,8 @@ RUNS: list[tuple[str, str, str | None]] = [
      ".venv/bin/python -m backend.data check data.json --model smollm2-135m-instruct --cutoff 512 --json", None),
     ("python -m backend.data check FILE --model gemma-3-270m --show-template 0",
      "python -m backend.data check data.json --model gemma-3-270m --show-template 0", None),
-    (".venv/bin/python -m backend.data fix data.json --out my-dataset --drop-duplicates --strip-html --fill name=Studio",
-     ".venv/bin/python -m backend.data fix data.json --out my-dataset --drop-duplicates --strip-html --fill name=Studio",
+    (".venv/bin/python -m backend.data fix data.json --out my-dataset --drop-duplicates --strip-html --fill product=Studio",
+     ".venv/bin/python -m backend.data fix data.json --out my-dataset --drop-duplicates --strip-html --fill product=Studio",
      None),
     ('.venv/bin/python -m backend.chat --model smollm2-135m-instruct --checkpoint workspace/runs/<id>/final'
      ' --prompt "Who are you?" --greedy',
