@@ -83,6 +83,9 @@ CATALOGUE: dict[str, str] = {
                                      "give pairs (prompt, chosen, rejected) or use stage sft.",
     "config.stage_needs_pairs": "stage {stage} trains on chosen-rejected pairs, but {source} holds KTO rows (prompt, "
                                 "completion, label); use stage kto.",
+    "config.split_leaves_nothing": "{source} holds {rows} usable row(s), and val_size {val_size} holds {held} of them "
+                                   "out for evaluation, leaving none to train on; set val_size to 0 (no eval split) "
+                                   "or give more rows.",
     "config.num_generations": "num_generations must be at least 2 (got {value}): GRPO compares each completion with the others of its prompt's group.",
     "config.grpo_no_reward": "stage grpo needs a reward: tick a preset in rewards (exact_match, format, length, contains, not_contains) or name your own in reward_functions.",
     "config.grpo_batch": "num_generations = {generations} must divide the effective batch of {batch} completions (per_device_train_batch_size {per_device} x gradient_accumulation_steps {accumulation} x {processes} process(es)): each prompt's group has to fit whole; choose num_generations {generation_choices}, or per_device_train_batch_size {batch_choices}.",
@@ -264,6 +267,8 @@ CATALOGUE: dict[str, str] = {
                              'trains text-only models; use a text-only dataset, or remove the placeholder',
     'row.no_assistant': 'has no assistant turn: nothing to train on',
     'row.ends_with_user': 'ends with a user turn that has no answer: add the answer or drop that turn',
+    'row.roles_alternate': 'has the role {role!r} where the roles must alternate user, assistant, user, ... '
+                           '({expected} expected here; LLaMA-Factory skips such a row): merge the repeated turns or drop the row',
     'row.no_user': 'has no user turn: the answers respond to nothing',
     'row.text_or_messages': 'must be text or a non-empty list of messages',
     'row.message_object': 'must be a message object with a role and a content',
@@ -339,6 +344,12 @@ CATALOGUE: dict[str, str] = {
     "data.hint.inside_folder": "Keep data files inside the folder",
     "data.not_in_folder": "file_name '{name}' is not a file in the folder",
     "data.hint.check_name": "Check the name in dataset_info.json",
+    "data.folder_entry": "file_name '{name}' is a folder: LLaMA-Factory reads every file in it (all of one type) as "
+                         "one dataset, and the app reads one file per entry",
+    "data.hint.folder_entry": "Join the folder's files into one .json or .jsonl file and set file_name to it",
+    "data.num_samples": "dataset '{name}' has num_samples = {value!r}, which is not a number of rows",
+    "data.hint.num_samples": "Give num_samples as a whole number above 0 (LLaMA-Factory takes that many rows, "
+                             "repeating rows when it is above the file's), or remove it",
     "data.hub_dataset": "dataset '{name}' is on the {hub} ({repo}), not a file in this folder, and the app reads local "
                         "files only (it does not download datasets)",
     "data.hint.download_dataset": "Download it where the hub is reachable (for example `{command}`), then set its entry's \"file_name\" to "
@@ -356,6 +367,10 @@ CATALOGUE: dict[str, str] = {
                              "to train on",
     "data.hint.pretraining": "The app fine-tunes on rows with answers: alpaca (instruction, output), sharegpt "
                              "conversations, OpenAI messages or preference pairs",
+    "data.text_file_entry": "dataset '{name}' is pretraining text: '{file}' is a plain-text file, which LLaMA-Factory "
+                            "reads as one document per line, with no answer to train on",
+    "data.text_file": "the file is plain text, which LLaMA-Factory reads as pretraining text (one document per "
+                      "line), with no answer to train on",
     "data.mixed_shapes": "the file mixes shapes: it starts as {first} but row {row} is {other} (columns: {columns})",
     "data.hint.split_shapes": "Split it into one file per shape",
     "data.no_usable_rows": "none of the {count} rows can be used; the first problem: {problem}",
@@ -410,6 +425,10 @@ CATALOGUE: dict[str, str] = {
     "data.note.like_row": "like row {row}",
     "data.note.over_cutoff": "{tokens} tokens > cutoff {cutoff}",
     "data.note.prompt_tokens": "the prompt alone is {tokens} tokens",
+    "data.note.num_samples_fewer": "num_samples = {count} in dataset_info.json: a run trains on {count} of these "
+                                   "{rows} usable rows, drawn at random as LLaMA-Factory does",
+    "data.note.num_samples_more": "num_samples = {count} in dataset_info.json: a run trains on all {rows} usable "
+                                  "rows and {extra} repeats of them drawn at random, as LLaMA-Factory does",
     "data.note.template_refuses": "the model's chat template refuses this row: {error}",
     "data.note.conflict_one": "same prompt as row {row}, answers differ",
     "data.note.conflict_many": "same prompt as rows {rows}{more}, answers differ",

@@ -338,3 +338,25 @@ def test_cli_check_follows_overflow(tmp_path, workspace, subprocess_env):
         assert proc.returncode == 0, proc.stderr
         titles[overflow] = next(c for c in json.loads(proc.stdout)["checks"] if c["id"] == "over_cutoff")["title"]
     assert "cut in training" in titles["truncate"] and "left out of training" in titles["drop"]
+
+
+def test_check_defaults_to_the_cutoff_a_default_run_trains_with(tmp_path, demo_model_dir, capsys):
+    """`check` without --cutoff counts against RunConfig's cutoff_len, so a row the default run cuts
+    is flagged over_cutoff (it was checked at 1024 and passed)."""
+    from backend.config import RunConfig
+    from backend.data.cli import main
+    from backend.data.encode import count_tokens
+    from backend.models.loading import load_tokenizer
+
+    cutoff = RunConfig().cutoff_len
+    tokenizer = load_tokenizer(demo_model_dir)
+    text = "a long answer about the sea"
+    while count_tokens(tokenizer, [{"messages": [{"role": "user", "content": "Tell me."},
+                                                 {"role": "assistant", "content": text}]}])[0] <= cutoff + 20:
+        text += " and the waves"
+    path = tmp_path / "long.jsonl"
+    path.write_text(json.dumps({"instruction": "Tell me.", "output": text}) + "\n", encoding="utf-8")
+    assert main(["check", str(path), "--model", str(demo_model_dir), "--json"]) == 0  # a warning, not an error
+    data = json.loads(capsys.readouterr().out)
+    assert data["token_lengths"]["cutoff_len"] == cutoff < data["token_lengths"]["max"] < 1024
+    assert {c["id"]: c for c in data["checks"]}["over_cutoff"]["count"] == 1

@@ -180,3 +180,90 @@ def test_pretraining_text_is_named_with_what_the_app_takes(tmp_path):
         load_rows(folder)
     with pytest.raises(DataError, match=f"only a 'text' document each: this is {expected}"):
         load_rows(folder / "c4_demo.json")
+
+
+ALPACA_ROWS = [{"instruction": f"Question {i}?", "input": "", "output": f"Answer {i}."} for i in range(10)]
+
+
+def test_num_samples_takes_that_many_rows_as_llama_factory_does(tmp_path, workspace_only):
+    """num_samples below the file's rows: that many distinct rows, drawn at random (the same ones for every
+    reader); above: every row once, then random repeats up to the count. The check says what a run takes;
+    a num_samples that is no count is refused with a sentence."""
+    from backend.data.checks import check_file
+    from backend.data.resolve import dataset_size
+    from backend.data.resolve import load_rows as run_rows
+
+    folder = lf_folder(tmp_path, {"few": ({"file_name": "qa.json", "num_samples": 4}, ALPACA_ROWS),
+                                  "many": ({"file_name": "qa.json", "num_samples": 25}, None),
+                                  "bad": ({"file_name": "qa.json", "num_samples": "all"}, None)})
+    every = load_rows(folder / "qa.json").rows
+    few, _ = run_rows(folder, dataset_name="few")
+    assert len(few) == 4 and len({json.dumps(r) for r in few}) == 4 and all(r in every for r in few)
+    assert few != every[:4]  # drawn at random, not the file's first rows
+    assert run_rows(folder, dataset_name="few")[0] == few  # the worker, the evaluator and the Plan agree
+    many, _ = run_rows(folder, dataset_name="many")
+    assert len(many) == 25 and all(r in many for r in every) and all(r in every for r in many)
+    assert dataset_size(str(folder), workspace_only, "few") == (4, False)
+    report = check_file(folder, dataset="few")
+    assert report.rows == 10 and any("num_samples = 4" in note for note in report.notes), report.notes
+    with pytest.raises(DataError, match="num_samples = 'all'.*whole number"):
+        load_rows(folder, dataset="bad")
+
+
+def test_plain_text_is_pretraining_text_and_a_folder_is_said_to_be_one(tmp_path):
+    """wiki_demo (a .txt file) is named as the pretraining text it is, as c4_demo is, not as an unknown file
+    type; a file_name that names a folder is said to be one, with what LLaMA-Factory reads there."""
+    folder = lf_folder(tmp_path, {"wiki_demo": ({"file_name": "wiki_demo.txt", "columns": {"prompt": "text"}}, None),
+                                  "shards": ({"file_name": "shards"}, None)})
+    (folder / "wiki_demo.txt").write_text("A document about the sea.\nAnother document.\n", encoding="utf-8")
+    (folder / "shards").mkdir()
+    (folder / "shards" / "part-0.json").write_text(json.dumps(ALPACA_ROWS[:2]), encoding="utf-8")
+    for path, dataset, words in ((folder, "wiki_demo", "dataset 'wiki_demo' is pretraining text"),
+                                 (folder / "wiki_demo.txt", None, "plain text, which LLaMA-Factory reads as pretraining text")):
+        with pytest.raises(DataError) as refused:
+            load_rows(path, dataset=dataset)
+        text = str(refused.value)
+        assert words in text and "no answer to train on" in text and "The app fine-tunes on rows with answers" in text
+        assert "not supported" not in text
+    with pytest.raises(DataError) as refused:
+        load_rows(folder, dataset="shards")
+    text = str(refused.value)
+    assert "file_name 'shards' is a folder" in text and "every file in it" in text, text
+    assert "is not a file in the folder" not in text
+
+
+def test_a_system_turn_wins_over_the_system_column_and_roles_must_alternate(tmp_path):
+    """As LLaMA-Factory's sharegpt converter: a conversation's own system turn is its system prompt (the
+    system column is not joined to it; the tools still are); a row whose roles do not alternate user,
+    assistant (human, human, gpt) is skipped, flagged by the check and counted under its own reason."""
+    from backend.data.checks import check_file
+    from backend.data.resolve import load_rows as run_rows
+    from backend.training.dataset import RowCounts
+
+    def turns(*pairs):
+        return [{"from": who, "value": text} for who, text in pairs]
+
+    rows = [{"conversations": turns(("system", "Turn prompt."), ("human", "Hi"), ("gpt", "Hello")),
+             "system": "Column prompt.", "tools": '[{"name": "lookup"}]'},
+            {"conversations": turns(("human", "One"), ("human", "Two"), ("gpt", "Answer"))},
+            {"conversations": turns(("human", "Q"), ("gpt", "A")), "system": "Column prompt."},
+            {"conversations": turns(("gpt", "Hello first"), ("human", "Q"), ("gpt", "A"))}]
+    entry = {"file_name": "chat.json", "formatting": "sharegpt",
+             "columns": {"messages": "conversations", "system": "system", "tools": "tools"}}
+    folder = lf_folder(tmp_path, {"chat": (entry, rows)})
+    loaded = load_rows(folder)
+    assert loaded.indices == [0, 2]
+    system = loaded.rows[0]["messages"][0]
+    assert system["role"] == "system" and system["content"].startswith("Turn prompt.\n\n")
+    assert "Column prompt." not in system["content"] and "lookup" in system["content"]
+    assert loaded.rows[0]["messages"][1:] == [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]
+    assert loaded.rows[1]["messages"][0] == {"role": "system", "content": "Column prompt."}
+    schema = check_file(folder).check("schema")
+    assert schema.rows == [1, 3]
+    assert "conversations[1]" in str(schema.details[1]) and "alternate" in str(schema.details[1])
+    assert "conversations[0]" in str(schema.details[3]) and "alternate" in str(schema.details[3])
+    counts = RowCounts()
+    assert len(run_rows(folder, counts)[0]) == 2
+    from backend.data.resolve import ROLES_REASON  # the worker's reason, in summary.json
+
+    assert counts.reasons == {ROLES_REASON: 2} and counts.dropped == 2

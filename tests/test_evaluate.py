@@ -123,3 +123,19 @@ def test_uploaded_file_and_bad_choices(run_dir, tmp_path):
         evaluate_run(run_dir, ["base"], data=broken)
     with pytest.raises(EvalError, match="at least one checkpoint"):
         start_evaluation(run_dir, [])
+
+
+def test_the_command_line_finds_the_base_model_in_the_given_workspace(tmp_path, workspace, capsys):
+    """A run folder outside workspace/runs (copied, moved) is evaluated with --workspace, as the other
+    command lines take it: the base model config.yaml names (and its dataset) are looked up there."""
+    from backend.config_recipes import tiny_config
+    from backend.evaluation.cli import main
+
+    run_dir = tmp_path / "elsewhere" / "demo-copy"
+    run_dir.mkdir(parents=True)
+    tiny_config(val_size=0.1).save(run_dir / "config.yaml")
+    assert main(["--run", str(run_dir), "--checkpoint", "base", "--max-samples", "2", "--max-new-tokens", "1",
+                 "--workspace", str(workspace.root), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["num_samples"] == 2 and summary["results"]["base"]["eval_loss"] > 0
+    assert (workspace.datasets_dir / "demo").is_dir()  # the run's dataset came from the same workspace

@@ -236,3 +236,27 @@ def test_the_shape_comes_from_the_first_row_that_has_one(tmp_path):
                             capture_output=True, text=True, timeout=120)
     assert "pairwise" in result.stdout.splitlines()[0] and "rows: 4 in the file, 1 usable" in result.stdout
     assert "chosen is missing" in result.stdout and "Traceback" not in result.stderr
+
+
+def test_too_few_rows_to_hold_an_eval_split_out_are_told_so(tmp_path, workspace):
+    """One pair (or one instruction row) and the default val_size: the split would leave nothing to train
+    on, and the refusal says that, with what to do (val_size 0, or more rows); not 'instruction rows'."""
+    from backend.config import RunConfig
+    from backend.config_policy import ConfigError
+    from backend.models.loading import load_tokenizer
+    from backend.training.dataset import build_datasets
+    from backend.training.preference import build_preference_datasets
+
+    tokenizer = load_tokenizer(workspace.models_dir / "demo")
+    pair = write(tmp_path / "one.jsonl", [{"prompt": "What is 2+2?", "chosen": "4.", "rejected": "5."}])
+    row = write(tmp_path / "row.jsonl", [{"instruction": "What is 2+2?", "output": "4."}])
+    dpo = RunConfig().with_overrides(["stage=dpo", f"dataset={pair}"])
+    assert dpo.val_size == RunConfig().val_size > 0
+    for build, config in ((build_preference_datasets, dpo), (build_datasets, RunConfig(dataset=str(row)))):
+        with pytest.raises(ConfigError) as refused:
+            build(tokenizer, config, workspace)
+        text = str(refused.value)
+        assert "holds 1 usable row" in text and "val_size" in text and "set val_size to 0" in text, text
+        assert "instruction rows" not in text and "cutoff_len" not in text
+    train, evaluation, counts = build_preference_datasets(tokenizer, dpo.with_overrides(["val_size=0"]), workspace)
+    assert len(train) == 1 and evaluation is None and counts.train == 1

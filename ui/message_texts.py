@@ -61,6 +61,8 @@ ZH: dict[str, str] = {
                                      "（prompt、chosen、rejected），或使用 sft 阶段。",
     "config.stage_needs_pairs": "{stage} 阶段训练的是 chosen-rejected 偏好对，但 {source} 是 KTO 数据（prompt、"
                                 "completion、label）；请使用 kto 阶段。",
+    "config.split_leaves_nothing": "{source} 只有 {rows} 条可用记录，val_size {val_size} 会留出其中 {held} 条做评估，"
+                                   "没有剩下可训练的记录；请把 val_size 设为 0（不留验证集），或提供更多记录。",
     "config.num_generations": "num_generations 至少为 2（当前为 {value}）：GRPO 要把每个回答与同一提示的其他回答比较。",
     "config.grpo_no_reward": "grpo 阶段需要奖励：在 rewards 中勾选预设（exact_match、format、length、contains、not_contains），或在 reward_functions 中填写自己的奖励函数。",
     "config.grpo_batch": "num_generations = {generations} 必须能整除有效批大小 {batch} 个回答（per_device_train_batch_size {per_device} × gradient_accumulation_steps {accumulation} × {processes} 个进程）：每个提示的一组回答要完整放进一批；请把 num_generations 设为 {generation_choices}，或把 per_device_train_batch_size 设为 {batch_choices}。",
@@ -219,6 +221,8 @@ ZH: dict[str, str] = {
                              '请使用纯文本数据集，或删除该占位符',
     'row.no_assistant': '没有 assistant 轮次：没有可训练的内容',
     'row.ends_with_user': '以没有回答的 user 轮次结尾：请补上回答或删除该轮次',
+    'row.roles_alternate': '的角色是 {role!r}，但轮次必须按 user、assistant、user…… 交替（此处应为 {expected}；'
+                           'LLaMA-Factory 会跳过这样的记录）：请合并重复的轮次或删除该记录',
     'row.no_user': '没有 user 轮次：回答没有对应的提问',
     'row.text_or_messages': '必须是文本或非空的消息列表',
     'row.message_object': '必须是带有 role 和 content 的消息对象',
@@ -290,6 +294,12 @@ ZH: dict[str, str] = {
     "data.hint.inside_folder": "请把数据文件放在该文件夹内",
     "data.not_in_folder": "file_name '{name}' 不是该文件夹中的文件",
     "data.hint.check_name": "请检查 dataset_info.json 中的名称",
+    "data.folder_entry": "file_name '{name}' 是一个文件夹：LLaMA-Factory 会把其中所有文件（须为同一类型）读作一个数据集，"
+                         "而本应用每个条目只读一个文件",
+    "data.hint.folder_entry": "请把该文件夹中的文件合并成一个 .json 或 .jsonl 文件，并把 file_name 设为它",
+    "data.num_samples": "数据集 '{name}' 的 num_samples = {value!r}，不是记录条数",
+    "data.hint.num_samples": "请把 num_samples 写成大于 0 的整数（LLaMA-Factory 取这么多条记录，超过文件记录数时会重复记录），"
+                             "或删除它",
     "data.hub_dataset": "数据集 '{name}' 在 {hub}（{repo}）上，不是此文件夹中的文件，而本应用只读取本地文件（不会下载数据集）",
     "data.hint.download_dataset": "请在能访问该 hub 的地方下载它（例如 `{command}`），然后把它的条目中的 \"file_name\" "
                                   "设为下载的数据文件（.json、.jsonl、.csv 或 .parquet）",
@@ -301,6 +311,9 @@ ZH: dict[str, str] = {
                               "没有可训练的回答",
     "data.pretraining_text": "每条记录只有一篇 '{column}' 文档：这是预训练文本，没有可训练的回答",
     "data.hint.pretraining": "本应用用带回答的记录做微调：alpaca（instruction、output）、sharegpt 对话、OpenAI messages 或偏好对",
+    "data.text_file_entry": "数据集 '{name}' 是预训练文本：'{file}' 是纯文本文件，LLaMA-Factory 把它按每行一篇文档读取，"
+                            "没有可训练的回答",
+    "data.text_file": "该文件是纯文本，LLaMA-Factory 把它读作预训练文本（每行一篇文档），没有可训练的回答",
     "data.mixed_shapes": "文件混合了多种结构：开头是 {first}，但第 {row} 条记录是 {other}（列：{columns}）",
     "data.hint.split_shapes": "请按结构拆成多个文件",
     "data.no_usable_rows": "{count} 条记录都无法使用；第一个问题：{problem}",
@@ -351,6 +364,10 @@ ZH: dict[str, str] = {
     "data.note.like_row": "与第 {row} 行近似",
     "data.note.over_cutoff": "{tokens} 个词元 > 截断长度 {cutoff}",
     "data.note.prompt_tokens": "仅提问就有 {tokens} 个词元",
+    "data.note.num_samples_fewer": "dataset_info.json 中 num_samples = {count}：训练时从这 {rows} 条可用记录中"
+                                   "随机抽取 {count} 条，与 LLaMA-Factory 相同",
+    "data.note.num_samples_more": "dataset_info.json 中 num_samples = {count}：训练时使用全部 {rows} 条可用记录，"
+                                  "再随机重复其中 {extra} 条，与 LLaMA-Factory 相同",
     "data.note.template_refuses": "模型的对话模板拒绝这一行：{error}",
     "data.note.conflict_one": "与第 {row} 行提问相同，回答不同",
     "data.note.conflict_many": "与第 {rows} 行{more}提问相同，回答不同",

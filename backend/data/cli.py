@@ -48,13 +48,14 @@ def parse_fill(items: list[str] | None) -> dict[str, str]:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="a .json/.jsonl/.csv/.tsv/.parquet file, a LLaMA-Factory data folder, or the name of "
                                 "a dataset saved in the workspace (datasets/NAME, e.g. by fix --out NAME)")
+    defaults = RunConfig()  # one source for what a run does by default
     p.add_argument("--model", help="'demo' or a local model folder: its tokenizer counts tokens")
-    p.add_argument("--cutoff", type=int, default=1024, help="cutoff_len in tokens (default 1024)")
+    p.add_argument("--cutoff", type=int, default=defaults.cutoff_len,
+                   help=f"the run's cutoff_len in tokens (default {defaults.cutoff_len}, RunConfig's)")
     p.add_argument("--mapping", action="append", help="FIELD=COLUMN pairs, e.g. instruction=question,output=answer")
     p.add_argument("--dataset", help="dataset name inside a dataset_info.json folder")
     p.add_argument("--workspace", default="workspace", help="workspace folder (default ./workspace)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    defaults = RunConfig()
     for field, placeholder in (("identity_name", "{{name}}"), ("identity_author", "{{author}}")):
         p.add_argument("--" + field.replace("_", "-"), dest=field, default=getattr(defaults, field), metavar="TEXT",
                        help=f"the run's {field}, what Train fills {placeholder} with (default "

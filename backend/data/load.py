@@ -35,6 +35,7 @@ class Source:
     file_type: str  # json | jsonl | csv | tsv | parquet
     encoding: str | None  # text encoding (None for Parquet)
     shape: Shape
+    num_samples: int | None = None  # a dataset_info.json entry's num_samples: the rows a run takes (resolve.py)
 
     def describe(self) -> str:
         return str(self.describe_message())
@@ -137,6 +138,10 @@ def _open_dataset_info(folder: Path, dataset: str | None) -> Source:
         raise DataError(info_path, msg("data.no_dataset_named", name=dataset),
                         msg("data.hint.choose_one_of", names=", ".join(sorted(local))))
     data_path = _inside(folder, entry["file_name"], info_path)
+    if data_path.suffix.lower() == ".txt":  # LLaMA-Factory's `text` loader: one document per line (wiki_demo)
+        raise DataError(info_path, msg("data.text_file_entry", name=dataset, file=entry["file_name"]),
+                        msg("data.hint.pretraining"))
+    num_samples = _num_samples(info_path, dataset, entry)
     kind = file_type(data_path)
     encoding = None if kind == "parquet" else detect_encoding(data_path)
     first = _first_record(data_path, kind, encoding).value
@@ -150,10 +155,23 @@ def _open_dataset_info(folder: Path, dataset: str | None) -> Source:
                         msg("data.hint.alpaca_sharegpt"))
     _refuse_untrainable(info_path, dataset, entry, columns, first)
     if entry.get("ranking") or columns.get("kto_tag"):
-        return _preference_entry(folder, dataset, data_path, kind, encoding, first, mapping)
-    mapping = {k: v for k, v in mapping.items() if k not in ("chosen", "rejected", "kto_tag")}
-    shape = shape_from_mapping(mapping, first, str(data_path), origin=msg("data.origin.entry", name=dataset))
-    return Source(data_path, f"{folder}:{dataset}", kind, encoding, shape)
+        source = _preference_entry(folder, dataset, data_path, kind, encoding, first, mapping)
+    else:
+        mapping = {k: v for k, v in mapping.items() if k not in ("chosen", "rejected", "kto_tag")}
+        shape = shape_from_mapping(mapping, first, str(data_path), origin=msg("data.origin.entry", name=dataset))
+        source = Source(data_path, f"{folder}:{dataset}", kind, encoding, shape)
+    source.num_samples = num_samples
+    return source
+
+
+def _num_samples(info_path: Path, dataset: str, entry: dict) -> int | None:
+    """The entry's num_samples: a whole number above 0, or None when it has none."""
+    value = entry.get("num_samples")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise DataError(info_path, msg("data.num_samples", name=dataset, value=value), msg("data.hint.num_samples"))
+    return value
 
 
 # Where LLaMA-Factory reads an entry without file_name from, in its own order of precedence.
@@ -223,6 +241,8 @@ def _inside(folder: Path, name: str, info_path: Path) -> Path:
     target = (folder / name).resolve()
     if not target.is_relative_to(folder.resolve()):
         raise DataError(info_path, msg("data.outside_folder", name=name), msg("data.hint.inside_folder"))
+    if target.is_dir():
+        raise DataError(info_path, msg("data.folder_entry", name=name), msg("data.hint.folder_entry"))
     if not target.is_file():
         raise DataError(info_path, msg("data.not_in_folder", name=name), msg("data.hint.check_name"))
     return target

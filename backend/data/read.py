@@ -53,6 +53,8 @@ def file_type(path: Path) -> str:
     kind = EXTENSIONS.get(path.suffix.lower())
     if kind:
         return kind
+    if path.suffix.lower() == ".txt":  # what LLaMA-Factory reads as pretraining documents, one per line
+        raise DataError(path, msg("data.text_file"), msg("data.hint.pretraining"))
     with open(path, "rb") as f:
         head = f.read(4)
     if head == b"PAR1":

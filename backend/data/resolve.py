@@ -27,6 +27,12 @@ from backend.runs.workspace import Workspace
 log = logging.getLogger("backend.train")
 
 SCHEMA_REASON = "unusable row (schema problem; see `python -m backend.data check`)"
+ROLES_REASON = "roles do not alternate user, assistant (LLaMA-Factory skips such a row too)"
+# num_samples draws its rows with numpy's legacy generator, as LLaMA-Factory does (np.random.permutation,
+# then np.random.choice for the repeats). LLaMA-Factory's generator is the global one, seeded by the
+# run's seed (transformers.set_seed); here a fixed seed, so that the worker, the evaluator's held-out
+# split and the Plan, which read the file apart, all draw the same rows.
+NUM_SAMPLES_SEED = 42
 
 
 class DatasetNotFound(FileNotFoundError):
@@ -149,8 +155,43 @@ def load_rows(source: Path, counts=None, dataset_name: str | None = None) -> tup
                     len(loaded.rejected), loaded.total, source, source)
         if counts is not None:
             counts.total += len(loaded.rejected)
-            counts.drop(SCHEMA_REASON, len(loaded.rejected))
-    return loaded.rows, None
+            for item in loaded.rejected:
+                counts.drop(ROLES_REASON if _roles_out_of_turn(item.problems) else SCHEMA_REASON)
+    rows = sample_rows(loaded.rows, loaded.source.num_samples)
+    if len(rows) != len(loaded.rows):
+        log.info("num_samples %d of %s: %d rows drawn from its %d usable ones", loaded.source.num_samples,
+                 loaded.source.label, len(rows), len(loaded.rows))
+    return rows, None
+
+
+def _roles_out_of_turn(problems) -> bool:
+    return any(getattr(message, "id", None) == "row.roles_alternate" for _, message in problems)
+
+
+def sample_rows(rows: list[dict], num_samples: int | None) -> list[dict]:
+    """LLaMA-Factory's num_samples (its loader's rule): fewer than the rows, that many distinct rows of a
+    random permutation; more, every row once, in a random order, then random repeats up to the count."""
+    if num_samples is None or num_samples == len(rows):
+        return rows
+    import numpy as np
+
+    generator = np.random.RandomState(NUM_SAMPLES_SEED)
+    order = list(generator.permutation(len(rows))[:num_samples])
+    if num_samples > len(rows):
+        order += list(generator.choice(len(rows), num_samples - len(rows)))
+    return [rows[i] for i in order]
+
+
+def run_split(rows: list[dict], eval_rows: list[dict] | None, config, source: str):
+    """(train rows, eval rows or None) of a run: the data's own eval split, else the seeded `val_size`
+    split, none at val_size 0. Refused when the split would hold out every row (one pair, one row)."""
+    if eval_rows is None and config.val_size > 0:
+        held = len(rows)
+        rows, eval_rows = split_rows(rows, config.val_size, config.seed)
+        if held and not rows:
+            raise ConfigError(msg("config.split_leaves_nothing", source=source, rows=held, val_size=config.val_size,
+                                  held=len(eval_rows)))
+    return rows, (None if config.val_size == 0 else eval_rows)
 
 
 def split_rows(rows: list[dict], val_size: float, seed: int) -> tuple[list[dict], list[dict]]:

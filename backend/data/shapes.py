@@ -176,33 +176,47 @@ def _alpaca(raw: dict, columns: dict, problems: RowProblems, flags: set[str]) ->
 
 
 def _conversation(raw: dict, shape: Shape, problems: RowProblems) -> list[dict] | None:
-    column = shape.columns["messages"]
+    """A conversation as LLaMA-Factory's sharegpt converter reads it: a first system turn is the system
+    prompt (the system column is then not read), and the other turns alternate user, assistant."""
+    column, tags = shape.columns["messages"], shape.tags
     turns = raw.get(column)
     if not isinstance(turns, list) or not turns:
         problems.add(column, msg("row.missing" if turns is None else "row.turns"))
         return None
-    messages = system_messages(raw, shape.columns, problems)
-    for i, turn in enumerate(turns):
+    start, system = 0, None
+    if isinstance(turns[0], dict) and turns[0].get(tags["role_tag"]) == tags["system_tag"]:
+        first = read_turn(turns[0], f"{column}[0]", tags, problems)
+        start, system = 1, (first["content"] if first else "")
+    messages = system_messages(raw, shape.columns, problems, system)
+    spoken = []  # (where, the file's role, message) of each turn after the system prompt
+    for i, turn in enumerate(turns[start:], start):
         where = f"{column}[{i}]"
         if not isinstance(turn, dict):
             problems.add(where, msg("row.turn_object"))
             continue
-        message = read_turn(turn, where, shape.tags, problems)
+        message = read_turn(turn, where, tags, problems)
         if message is None:
             continue
-        if message["role"] == "system" and messages and i > 0:
+        if message["role"] == "system":
             problems.add(where, msg("row.system_first"))
-        elif message["role"] == "system" and messages and messages[0]["role"] == "system":
-            messages[0]["content"] = message["content"] + "\n\n" + messages[0]["content"]
-        else:
-            messages.append(message)
+            continue
+        spoken.append((f"{where}.{tags['role_tag']}", turn.get(tags["role_tag"]), message))
     if not problems:
-        _check_turn_order(messages, column, problems)
-    return messages
+        _check_turn_order(spoken, column, problems)
+    return messages + [message for _, _, message in spoken]
 
 
-def _check_turn_order(messages: list[dict], column: str, problems: RowProblems) -> None:
-    if not any(m["role"] == "assistant" for m in messages):
+def _check_turn_order(spoken: list[tuple], column: str, problems: RowProblems) -> None:
+    """An answer to learn, and turns that alternate user, assistant (tool results count as user turns, tool
+    calls as assistant turns), as LLaMA-Factory requires: it skips any other row, so the app does too."""
+    roles = [message["role"] for _, _, message in spoken]
+    if "assistant" not in roles:
         problems.add(column, msg("row.no_assistant"))
-    elif messages[-1]["role"] != "assistant":
+        return
+    for k, (where, role, message) in enumerate(spoken):
+        expected = "user" if k % 2 == 0 else "assistant"
+        if message["role"] != expected:
+            problems.add(where, msg("row.roles_alternate", role=role, expected=expected))
+            return
+    if roles[-1] != "assistant":
         problems.add(column, msg("row.ends_with_user"))

@@ -93,8 +93,12 @@ def field_text(value, where: str, problems: RowProblems, optional: bool = False)
     return None
 
 
-def system_messages(raw: dict, columns: dict, problems: RowProblems) -> list[dict]:
-    system = field_text(raw.get(columns.get("system", "system")), columns.get("system", "system"), problems, optional=True)
+def system_messages(raw: dict, columns: dict, problems: RowProblems, system: str | None = None) -> list[dict]:
+    """The row's system message: `system` when given (a conversation's own system turn, which LLaMA-Factory
+    takes instead of the system column), else the system column; then the tools."""
+    if system is None:
+        column = columns.get("system", "system")
+        system = field_text(raw.get(column), column, problems, optional=True)
     tools = _tools_text(raw.get(columns.get("tools", "tools")), problems)
     text = "\n\n".join(t for t in (system, tools) if t)
     return [{"role": "system", "content": text}] if text else []

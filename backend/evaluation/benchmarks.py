@@ -57,12 +57,12 @@ DEFAULT_BATCH_SIZE = 8
 
 # ---------------------------------------------------------------- what to run on
 
-def base_model_path(run_dir: Path, config: RunConfig) -> str:
+def base_model_path(run_dir: Path, config: RunConfig, workspace: Workspace | None = None) -> str:
     """The run's base model as a folder (or a hub id that is cached or reachable); a sentence when it is gone."""
     from backend.models.loading import resolve_model_path
 
     name = config.model_name_or_path
-    path = resolve_model_path(name, Workspace.for_run_dir(run_dir).models_dir)
+    path = resolve_model_path(name, (workspace or Workspace.for_run_dir(run_dir)).models_dir)
     if Path(path).expanduser().is_dir():
         return path
     looks_local = path.startswith((".", "/", "~")) or path.count("/") > 1
@@ -191,9 +191,10 @@ def benchmark_checkpoint(run_dir: Path, name: str, lm, manager, specs: list[Task
 
 def run_benchmarks(run_dir: Path, tasks: list[str], checkpoints: list[str] | None = None, limit: int | None = None,
                    chat_template: bool = True, batch_size: int = DEFAULT_BATCH_SIZE,
-                   progress: Path | None = None) -> dict:
+                   progress: Path | None = None, workspace: Workspace | None = None) -> dict:
     """Benchmark `checkpoints` (default: base and every complete checkpoint) of a run on `tasks`.
-    Everything a user gave is checked before a model loads."""
+    Everything a user gave is checked before a model loads. `workspace`: where the base model and the
+    bundled tasks are (default: the one that holds the run folder)."""
     run_dir = Path(run_dir).resolve()
     if not (run_dir / CONFIG_FILE).is_file():
         raise BenchmarkError(msg("evaluate.not_run", path=run_dir, config=CONFIG_FILE))
@@ -201,9 +202,9 @@ def run_benchmarks(run_dir: Path, tasks: list[str], checkpoints: list[str] | Non
         raise BenchmarkError(msg("benchmark.choose_task", alternatives=local_alternatives()))
     checkpoints = chosen_checkpoints(run_dir, checkpoints)
     config = RunConfig.load(run_dir / CONFIG_FILE)
-    workspace = Workspace.for_run_dir(run_dir)
+    workspace = workspace or Workspace.for_run_dir(run_dir)
     local, hub_names = resolve_specs(tasks, workspace.root)
-    base = base_model_path(run_dir, config)
+    base = base_model_path(run_dir, config, workspace)
     write_progress(progress, stage=msg("benchmark.stage.tasks"), total=len(checkpoints), done=0,
                    checkpoints=checkpoints)
     manager, specs = load_tasks(local, hub_names, sorted({str(Path(s.load_as).parent) for s in local}))

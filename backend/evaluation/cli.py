@@ -2,6 +2,7 @@
 and greedy answers scored with BLEU, ROUGE-1/2/L and exact match.
 
     python -m backend.evaluate --run RUN [--checkpoint NAME ...] [--data FILE] [--json] [--max-samples N]
+                               [--workspace DIR]
     python -m backend.evaluate --run RUN --benchmark TASK [TASK ...]   # lm-evaluation-harness (benchmarks.py)
 
 Prints a table of the scores (one JSON object with --json); a run that
@@ -21,6 +22,7 @@ from backend.evaluation.quality_drops import kept_lines, run_drops
 from backend.evaluation.scoring import EvalError
 from backend.messages import UserError, msg
 from backend.runs.jobs import COMPLETED, run_job, write_progress
+from backend.runs.workspace import Workspace
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -38,16 +40,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "(--max-samples limits the questions per task)")
     parser.add_argument("--no-chat-template", action="store_true",
                         help="benchmark prompts as plain text, not in the run's chat template")
+    parser.add_argument("--workspace", type=Path, default=None,
+                        help="where the base model named in config.yaml and its dataset are found (default: the "
+                             "workspace that holds the run folder, else ./workspace)")
     parser.add_argument("--progress", type=Path, help=argparse.SUPPRESS)  # set by the UI's background launcher
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    args.workspace = Workspace(args.workspace) if args.workspace else None
     if args.benchmark:
         return benchmark_main(args)
     summary, refused = run_job(lambda: evaluate_run(args.run, args.checkpoint, args.data, args.max_samples,
-                                                    args.max_new_tokens, args.batch_size, progress=args.progress),
+                                                    args.max_new_tokens, args.batch_size, progress=args.progress,
+                                                    workspace=args.workspace),
                                args.progress, EvalError, "evaluation failed")
     if refused:
         return refused
@@ -64,7 +71,7 @@ def benchmark_main(args: argparse.Namespace) -> int:
     # UserError: BenchmarkError, and a model or checkpoint name refused on the way.
     summary, refused = run_job(lambda: run_benchmarks(args.run, args.benchmark, args.checkpoint, args.max_samples,
                                                       not args.no_chat_template, args.batch_size,
-                                                      progress=args.progress),
+                                                      progress=args.progress, workspace=args.workspace),
                                args.progress, UserError, "benchmark failed")
     if refused:
         return refused

@@ -47,8 +47,10 @@ def evaluate_checkpoint(models: ModelSet, name: str, rows: list[dict], settings:
 
 def evaluate_run(run_dir: Path, checkpoints: list[str] | None = None, data: Path | None = None,
                  max_samples: int | None = None, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
-                 batch_size: int = DEFAULT_BATCH_SIZE, progress: Path | None = None) -> dict:
-    """Evaluate `checkpoints` (default: base and every complete checkpoint) of a run."""
+                 batch_size: int = DEFAULT_BATCH_SIZE, progress: Path | None = None,
+                 workspace: Workspace | None = None) -> dict:
+    """Evaluate `checkpoints` (default: base and every complete checkpoint) of a run. `workspace`: where
+    config.yaml's model and dataset are found (default: the one that holds the run folder)."""
     run_dir = Path(run_dir).resolve()
     if not (run_dir / CONFIG_FILE).is_file():
         raise EvalError(msg("evaluate.not_run", path=run_dir, config=CONFIG_FILE))
@@ -59,15 +61,16 @@ def evaluate_run(run_dir: Path, checkpoints: list[str] | None = None, data: Path
         raise EvalError(msg("evaluate.unknown_checkpoint", names=", ".join(unknown), run=run_dir.name,
                             available=", ".join(available)))
     checkpoints = [c for c in available if c in checkpoints]  # base first, then by step
-    rows, label = evaluation_rows(run_dir, data, max_samples)
+    workspace = workspace or Workspace.for_run_dir(run_dir)
+    rows, label = evaluation_rows(run_dir, data, max_samples, workspace)
     settings = {"data": label, "data_hash": rows_hash(rows), "max_new_tokens": max_new_tokens,
                 "batch_size": batch_size}
     if "chosen" in rows[0]:
-        return with_parent(evaluate_pairs(run_dir, checkpoints, rows, settings, progress), run_dir, checkpoints,
-                           settings, data, max_samples, progress)
+        return with_parent(evaluate_pairs(run_dir, checkpoints, rows, settings, progress, workspace), run_dir,
+                           checkpoints, settings, data, max_samples, progress, workspace)
     total = 2 * len(rows) * len(checkpoints)  # units: rows scored for loss + rows answered, per checkpoint
     write_progress(progress, stage=msg("evaluate.stage.loading"), total=total, checkpoints=checkpoints, data=label)
-    models = ModelSet(run_dir, RunConfig.load(run_dir / CONFIG_FILE))
+    models = ModelSet(run_dir, RunConfig.load(run_dir / CONFIG_FILE), workspace)
     results = {}
     for k, name in enumerate(checkpoints):
         write_progress(progress, stage=msg("evaluate.stage.checkpoint", name=name), done=2 * len(rows) * k)
@@ -77,35 +80,37 @@ def evaluate_run(run_dir: Path, checkpoints: list[str] | None = None, data: Path
 
         results[name] = evaluate_checkpoint(models, name, rows, settings, report)
     summary = {"run": run_dir.name, "data": label, "num_samples": len(rows), "results": results}
-    return with_parent(summary, run_dir, checkpoints, settings, data, max_samples, progress)
+    return with_parent(summary, run_dir, checkpoints, settings, data, max_samples, progress, workspace)
 
 
 def with_parent(summary: dict, run_dir: Path, checkpoints: list[str], settings: dict, data: Path | None,
-                max_samples: int | None, progress) -> dict:
+                max_samples: int | None, progress, workspace: Workspace | None = None) -> dict:
     """`summary` with "kept": a run that continues another is scored beside its parent
     (backend/evaluation/quality_kept.py). Only on the held-out data: an uploaded file is the user's own test."""
     if data is not None:
         return summary
     try:
-        kept = compare_with_parent(run_dir, checkpoints, settings, summary, max_samples, progress)
+        kept = compare_with_parent(run_dir, checkpoints, settings, summary, max_samples, progress, workspace)
     except EvalError as error:  # the checkpoints' own scores are written; the comparison says why it is missing
         return {**summary, "kept_error": str(error)}
     return {**summary, "kept": kept} if kept else summary
 
 
-def evaluate_pairs(run_dir: Path, checkpoints: list[str], rows: list[dict], settings: dict, progress) -> dict:
+def evaluate_pairs(run_dir: Path, checkpoints: list[str], rows: list[dict], settings: dict, progress,
+                   workspace: Workspace | None = None) -> dict:
     """Preference accuracy and mean margin per checkpoint (backend/evaluation/pair_scores.py)."""
     from backend.evaluation.pair_scores import pair_logps, preference_scores, reference_model
     from backend.training.preference import init_adapter_dir
 
     config = RunConfig.load(run_dir / CONFIG_FILE)
+    workspace = workspace or Workspace.for_run_dir(run_dir)
     write_progress(progress, stage="loading the model", total=len(checkpoints) + 1, checkpoints=checkpoints,
                    data=settings["data"])
     try:
-        adapter = init_adapter_dir(config, Workspace.for_run_dir(run_dir))
+        adapter = init_adapter_dir(config, workspace)
     except UserError as error:  # the adapter this run continued was deleted: no reference to score against
         raise EvalError(msg("evaluate.reference_gone", adapter=config.init_adapter, error=error)) from None
-    models = ModelSet(run_dir, config)
+    models = ModelSet(run_dir, config, workspace)
     batch = settings["batch_size"]
     reference = pair_logps(reference_model(models, adapter), models.tokenizer, rows, config.cutoff_len, batch)
     # A continued run's reference is its parent: scored against itself (accuracy 0.5, margin 0; its own

@@ -57,7 +57,7 @@ class Parent:
         return f"{self.run_dir.name}/{self.folder.name}" if self.run_dir else str(self.folder)
 
 
-def parent_of(run_dir: Path) -> Parent | None:
+def parent_of(run_dir: Path, workspace: Workspace | None = None) -> Parent | None:
     """The run this one continues, or None for a run that started from the base model."""
     from backend.training.preference import init_adapter_dir
 
@@ -65,7 +65,7 @@ def parent_of(run_dir: Path) -> Parent | None:
     if not config.init_adapter:
         return None
     try:
-        folder = init_adapter_dir(config, Workspace.for_run_dir(run_dir)).resolve()
+        folder = init_adapter_dir(config, workspace or Workspace.for_run_dir(run_dir)).resolve()
     except UserError as error:  # the parent's adapter was deleted since: say so, compare nothing
         raise EvalError(msg("kept.parent_gone", adapter=config.init_adapter, error=error)) from None
     run = folder.parent if (folder.parent / CONFIG_FILE).is_file() else None
@@ -84,18 +84,19 @@ def as_answer_rows(rows: list[dict]) -> list[dict]:
     return out
 
 
-def comparison_rows(run_dir: Path, parent: Parent, max_samples: int | None) -> tuple[list[dict], str, int]:
+def comparison_rows(run_dir: Path, parent: Parent, max_samples: int | None,
+                    workspace: Workspace | None = None) -> tuple[list[dict], str, int]:
     """(rows, where they came from, cutoff_len to score them at)."""
     if parent.run_dir is not None:
         try:
-            rows = as_answer_rows(held_out_rows(parent.run_dir))
+            rows = as_answer_rows(held_out_rows(parent.run_dir, workspace))
             cutoff = RunConfig.load(parent.run_dir / CONFIG_FILE).cutoff_len
         except UserError:  # no split, or its dataset is gone: fall back to this run's pairs
             rows = []
         if rows:
             return rows[:max_samples] if max_samples else rows, str(msg("kept.data.parent_split",
                                                                           run=parent.run_dir.name)), cutoff
-    rows = as_answer_rows(held_out_rows(run_dir))
+    rows = as_answer_rows(held_out_rows(run_dir, workspace))
     if not rows:
         raise EvalError(msg("kept.no_rows", run=Path(run_dir).name, parent=parent.label))
     config = RunConfig.load(Path(run_dir) / CONFIG_FILE)
@@ -103,22 +104,23 @@ def comparison_rows(run_dir: Path, parent: Parent, max_samples: int | None) -> t
 
 
 def compare_with_parent(run_dir: Path, checkpoints: list[str], settings: dict, pair_summary: dict | None = None,
-                        max_samples: int | None = None, progress: Path | None = None) -> dict | None:
+                        max_samples: int | None = None, progress: Path | None = None,
+                        workspace: Workspace | None = None) -> dict | None:
     """Score the parent and `checkpoints` of a continuing run side by side; writes eval/kept.json.
     None for a run without a parent."""
     run_dir = Path(run_dir)
-    parent = parent_of(run_dir)
+    parent = parent_of(run_dir, workspace)
     names = [name for name in checkpoints if name != BASE]
     if parent is None or not names:
         return None
-    rows, label, cutoff = comparison_rows(run_dir, parent, max_samples)
+    rows, label, cutoff = comparison_rows(run_dir, parent, max_samples, workspace)
     kept_settings = {"data": label, "data_hash": rows_hash(rows), "max_new_tokens": settings["max_new_tokens"],
                      "cutoff_len": cutoff, "parent_split": label != str(msg("kept.data.own_pairs"))}
     old = read_json(run_dir / EVAL_DIR / KEPT_FILE, default={}) or {}
     same = old.get("settings") == kept_settings and (old.get("parent") or {}).get("folder") == str(parent.folder)
     config = RunConfig.load(run_dir / CONFIG_FILE)
     write_progress(progress, stage=msg("kept.stage", parent=parent.label))
-    models = ModelSet(run_dir, config)
+    models = ModelSet(run_dir, config, workspace)
     if same and old["parent"].get("metrics"):
         parent_metrics = old["parent"]["metrics"]
     else:

@@ -36,7 +36,7 @@ def held_out_rows(run_dir: Path, workspace: Workspace | None = None) -> list[dic
 
     config = RunConfig.load(Path(run_dir) / CONFIG_FILE)
     workspace = workspace or Workspace.for_run_dir(run_dir)
-    rows, eval_rows = load_rows(resolve_dataset(config.dataset, workspace))
+    rows, eval_rows = load_rows(resolve_dataset(config.dataset, workspace), dataset_name=config.dataset_name)
     if eval_rows is None and config.val_size > 0:
         _, eval_rows = split_rows(rows, config.val_size, config.seed)
     if not eval_rows:
@@ -44,7 +44,8 @@ def held_out_rows(run_dir: Path, workspace: Workspace | None = None) -> list[dic
     return eval_rows
 
 
-def evaluation_rows(run_dir: Path, data: Path | None, max_samples: int | None) -> tuple[list[dict], str]:
+def evaluation_rows(run_dir: Path, data: Path | None, max_samples: int | None,
+                    workspace: Workspace | None = None) -> tuple[list[dict], str]:
     """(rows that have an answer to score, a description of where they came from)."""
     if data is not None:
         from backend.data.errors import DataError
@@ -55,7 +56,7 @@ def evaluation_rows(run_dir: Path, data: Path | None, max_samples: int | None) -
         except DataError as error:
             raise EvalError(msg("evaluate.bad_file", name=Path(data).name, error=error)) from None
     else:
-        rows, label = held_out_rows(run_dir), "the run's held-out split"
+        rows, label = held_out_rows(run_dir, workspace), "the run's held-out split"
     if rows and "messages" not in rows[0]:  # preference data: pairs are scored, not answers
         from backend.evaluation.pair_scores import pair_rows
 
@@ -80,7 +81,7 @@ def rows_hash(rows: list[dict]) -> str:
 class ModelSet:
     """The base model loaded once; checkpoints attached by name as they are asked for."""
 
-    def __init__(self, run_dir: Path, config: RunConfig):
+    def __init__(self, run_dir: Path, config: RunConfig, workspace: Workspace | None = None):
         import torch
 
         from backend.models.chat_templates import apply_for_model, fit_model
@@ -89,7 +90,8 @@ class ModelSet:
         self.run_dir, self.config = run_dir, config
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         self.dtype = torch.bfloat16 if self.device == "cuda" and torch.cuda.is_bf16_supported() else torch.float32
-        self.base_path = resolve_model_path(config.model_name_or_path, Workspace.for_run_dir(run_dir).models_dir)
+        workspace = workspace or Workspace.for_run_dir(run_dir)  # where config.yaml's model is found
+        self.base_path = resolve_model_path(config.model_name_or_path, workspace.models_dir)
         self.tokenizer = load_tokenizer(self.base_path, trust_remote_code=config.trust_remote_code)
         self.template = apply_for_model(self.tokenizer, config.chat_template, self.base_path)  # as the run trained
         self._load = load_model

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from backend.config import RunConfig
 from backend.data.encode import IGNORE_INDEX, encode_messages
 from backend.data.identity_rows import fill_rows, identity_values
-from backend.data.resolve import load_rows, resolve_dataset, split_rows
+from backend.data.resolve import load_rows, resolve_dataset, run_split
 from backend.runs.workspace import Workspace
 
 
@@ -69,10 +69,7 @@ def build_datasets(tokenizer, config: RunConfig, workspace: Workspace, replay=No
 
     counts = RowCounts()
     rows, eval_rows = load_rows(resolve_dataset(config.dataset, workspace), counts, config.dataset_name)
-    if eval_rows is None and config.val_size > 0:
-        rows, eval_rows = split_rows(rows, config.val_size, config.seed)
-    if config.val_size == 0:
-        eval_rows = None  # the user turned evaluation off
+    rows, eval_rows = run_split(rows, eval_rows, config, config.dataset)
     values = identity_values(config)
     rows, eval_rows = fill_rows(rows, values), (fill_rows(eval_rows, values) if eval_rows else eval_rows)
     if replay is not None:

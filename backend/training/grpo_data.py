@@ -17,7 +17,7 @@ import logging
 from backend.config_grpo import check_batch, effective_batch
 from backend.config_policy import ConfigError
 from backend.data.prompt_files import read_prompt_file
-from backend.data.resolve import DatasetUnreadable, load_rows, resolve_dataset, split_rows
+from backend.data.resolve import DatasetUnreadable, load_rows, resolve_dataset, run_split
 from backend.messages import Message, msg
 from backend.runs.workspace import Workspace
 from backend.training.dataset import RowCounts
@@ -57,11 +57,8 @@ def read_rows(dataset: str, workspace: Workspace, dataset_name: str | None = Non
 
 def load_prompts(config, workspace: Workspace, counts: RowCounts | None = None):
     """(train prompt rows, eval prompt rows or None) before the cutoff filter."""
-    rows, eval_rows = read_rows(config.dataset, workspace, config.dataset_name, counts)
-    if eval_rows is None and config.val_size > 0:
-        rows, eval_rows = split_rows(rows, config.val_size, config.seed)
-    if config.val_size == 0:
-        eval_rows = None
+    rows, eval_rows = run_split(*read_rows(config.dataset, workspace, config.dataset_name, counts), config,
+                                config.dataset)
     return prompt_rows(rows), (prompt_rows(eval_rows) if eval_rows else None)
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from backend.config import RunConfig
 from backend.config_policy import ConfigError
 from backend.data.pair_rows import CUT, EMPTY, SAME, left_out, measure, stage_rows
-from backend.data.resolve import load_rows, resolve_dataset, split_rows
+from backend.data.resolve import load_rows, resolve_dataset, run_split
 from backend.messages import Message, msg
 from backend.runs.workspace import Workspace
 from backend.training.dataset import RowCounts
@@ -62,11 +62,7 @@ def build_preference_datasets(tokenizer, config: RunConfig, workspace: Workspace
 
     counts = RowCounts()
     source = resolve_dataset(config.dataset, workspace)
-    rows, eval_rows = load_rows(source, counts, config.dataset_name)
-    if eval_rows is None and config.val_size > 0:
-        rows, eval_rows = split_rows(rows, config.val_size, config.seed)
-    if config.val_size == 0:
-        eval_rows = None
+    rows, eval_rows = run_split(*load_rows(source, counts, config.dataset_name), config, config.dataset)
     train = usable(tokenizer, stage_rows(rows, config.stage, config.dataset), config, counts)
     evaluation = usable(tokenizer, stage_rows(eval_rows, config.stage, config.dataset), config, counts) \
         if eval_rows else []

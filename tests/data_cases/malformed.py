@@ -70,7 +70,9 @@ def cases() -> list[Case]:
         Case("not_objects", "strings.json", b'["a", "b"]', 2, ("row 0 is str", "expected an object")),
         Case("unknown_columns", "qa.json", _rows({"question": "q", "answer": "a"}), 2,
              ("no known shape", "question, answer", "--mapping instruction=question,output=answer")),
-        Case("bad_extension", "data.txt", b"hello", 2, ("'.txt' is not supported",)),
+        Case("bad_extension", "data.xml", b"<rows/>", 2, ("'.xml' is not supported",)),
+        Case("plain_text", "data.txt", b"hello", 2, ("the file is plain text", "pretraining text",
+                                                     "The app fine-tunes on rows with answers")),
         Case("broken_parquet", "broken.parquet", b"PAR1 this is not parquet", 2, ("not a readable Parquet file",)),
         Case("jsonl_all_bad", "allbad.jsonl", b"{oops\n{nope\n", 2, ("invalid JSON at line 1",)),
         # Row-level problems: the file loads, the bad rows are reported, the others are checked.

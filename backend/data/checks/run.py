@@ -275,6 +275,12 @@ def check_source(source: Source, items: Iterable[SourceRow], *, tokenizer=None, 
     report.detected = source.describe()
     if source.encoding not in (None, "utf-8"):
         report.notes.append(f"decoded as {describe_encoding(source.encoding)}")
+    if source.num_samples is not None:  # the rows are checked all the same: a run may draw any of them
+        usable = report.usable_rows
+        report.notes.append(str(msg("data.note.num_samples_fewer", count=source.num_samples, rows=usable)
+                                if source.num_samples <= usable else
+                                msg("data.note.num_samples_more", count=source.num_samples, rows=usable,
+                                    extra=source.num_samples - usable)))
     return report
 
 
