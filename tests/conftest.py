@@ -24,7 +24,7 @@ CACHE = Path(os.environ.get("FINETUNE_STUDIO_TEST_CACHE", user_cache_dir() / "te
 # through the fixtures they request. A test that uses one, however deep, is `slow`: the marker comes from the
 # fixtures, so it cannot drift. `make test-fast` runs the rest, all in this process.
 PROCESS_FIXTURES = frozenset({
-    "subprocess_env", "gguf_env", "trained_demo_run", "short_demo_run",  # this file
+    "subprocess_env", "gguf_env", "trained_demo_run", "short_demo_run", "starts_processes",  # this file
     "app", "chromium",                                                    # tests/browser/conftest.py
     "server", "chat_cli", "vllm_server", "gguf_server",                   # tests/serve/
 })
@@ -113,13 +113,22 @@ def _offline_model(name: str) -> Path:
 
 
 @pytest.fixture
-def workspace(tmp_path, demo_model_dir):
-    """A fresh workspace whose models/demo is the cached demo model."""
+def workspace(tmp_path, demo_model_dir, starter_model_dir):
+    """A fresh workspace whose models/demo is the cached demo model and whose default model (the starter,
+    SmolLM2-135M-Instruct) is the cached conversion: a fresh one would convert it again (20-30 s) the
+    first time a test reads the default model's tokenizer, as the Data tab does."""
     from backend.runs.workspace import Workspace
 
     ws = Workspace(tmp_path / "workspace").ensure()
     (ws.models_dir / "demo").symlink_to(demo_model_dir, target_is_directory=True)
+    (ws.models_dir / starter_model_dir.name).symlink_to(starter_model_dir, target_is_directory=True)
     return ws
+
+
+@pytest.fixture(scope="session")
+def starts_processes() -> None:
+    """For a test or fixture whose processes the app's own code starts (the run store's workers, the
+    background jobs, the app itself through tests/browser/harness.py): requesting it makes the test slow."""
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from tests.browser.harness import AppProcess
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory, demo_model_dir):
+def served(tmp_path_factory, demo_model_dir, starts_processes):
     from backend.runs.workspace import Workspace
 
     ws = Workspace(tmp_path_factory.mktemp("api") / "ws").ensure()

@@ -25,6 +25,7 @@ def run_app(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.usefixtures("starts_processes")
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.20", "example.org"])
 def test_non_loopback_bind_is_refused_without_the_flag(host, tmp_path):
     result = run_app("--host", host, "--port", str(free_port()), "--workspace", str(tmp_path / "ws"))
@@ -33,11 +34,13 @@ def test_non_loopback_bind_is_refused_without_the_flag(host, tmp_path):
     assert not (tmp_path / "ws").exists()  # refused before doing anything
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_malformed_auth_is_refused(tmp_path):
     result = run_app("--auth", "just-a-user", "--port", str(free_port()), "--workspace", str(tmp_path / "ws"))
     assert result.returncode == 2 and "USER:PASS" in result.stderr
 
 
+@pytest.mark.usefixtures("starts_processes")
 @pytest.mark.parametrize("port", ["99999", "0", "-1"])
 def test_a_port_out_of_range_is_a_sentence(port, tmp_path):
     result = run_app("--port", port, "--workspace", str(tmp_path / "ws"))
@@ -47,7 +50,7 @@ def test_a_port_out_of_range_is_a_sentence(port, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def secured(tmp_path_factory):
+def secured(tmp_path_factory, starts_processes):
     root = tmp_path_factory.mktemp("secured")
     (root / "outside.json").write_text('[{"instruction": "secret", "output": "do not serve"}]')
     app = AppProcess(root / "ws", extra_args=["--auth", f"{USER}:{PASSWORD}", "--max-file-size", "2kb"])
@@ -81,6 +84,7 @@ def upload(op, app: AppProcess, size: int, headers: dict | None = None) -> tuple
                   {"Content-Type": f"multipart/form-data; boundary={boundary}", **(headers or {})})
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_login_is_required(secured):
     anonymous = opener()
     assert status(anonymous, secured.url + "config")[0] == 401

@@ -7,6 +7,7 @@ import re
 import subprocess
 
 import psutil
+import pytest
 
 from tests.browser.harness import REPO, AppProcess, app_env, http_status
 from tests.polling import wait_for
@@ -14,6 +15,7 @@ from tests.polling import wait_for
 HEAVY = ("torch", "transformers", "peft", "accelerate", "bitsandbytes", "datasets")
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_launched_app_serves_the_page_before_importing_torch(tmp_path):
     # -X importtime logs every import as it happens: what is in the log when the
     # page answers 200 is exactly what the start-up path imported.
@@ -28,6 +30,7 @@ def test_launched_app_serves_the_page_before_importing_torch(tmp_path):
         assert not imported & set(HEAVY), f"imported before the first request: {sorted(imported & set(HEAVY))}"
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_the_default_model_builds_once_the_page_answers_below_the_apps_priority(tmp_path):
     """A new workspace's background build (demo-tiny's demo model here) starts only after the page
     answers, at a lower CPU priority than the app: started before the UI was built, it took a core

@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_files_and_folder_are_fsynced_before_the_marker(tmp_path):
     folder = tmp_path / "checkpoint-4"
     (folder / "sub").mkdir(parents=True)

@@ -60,6 +60,7 @@ PAIRS = [{"prompt": [{"role": "user", "content": f"question {i}"}],
           "rejected": [{"role": "assistant", "content": f"bad {i}"}]} for i in range(3)]
 
 
+@pytest.mark.usefixtures("starts_processes")
 @pytest.mark.parametrize("rows, key, extra, shape", [
     (INSTRUCTION, "messages", {}, "messages"),
     (PAIRS, "chosen", {"prompt": [{"role": "user", "content": "q"}], "rejected": [{"role": "assistant", "content": "n"}]},
@@ -75,6 +76,7 @@ def test_a_64_mib_line_is_skipped_with_its_row_named(tmp_path, rows, key, extra,
     assert "row 1 holds more than 16 MiB of text" in result.stdout and "(line 2)" in result.stdout
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_a_huge_element_of_a_json_array_stops_the_file_with_its_row(tmp_path):
     path = write_rows(tmp_path / "data.json", INSTRUCTION, "messages", {}, array=True)
     result = check_limited(path)
@@ -83,6 +85,7 @@ def test_a_huge_element_of_a_json_array_stops_the_file_with_its_row(tmp_path):
     assert "row 1 holds more than 16 MiB of text" in result.stderr and "Split that row" in result.stderr
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_a_huge_csv_line_is_a_sentence(tmp_path):
     path = tmp_path / "data.csv"
     with path.open("w") as f:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import logging
 
+import pytest
+
 from backend.runs.files import read_status, update_status
 from backend.runs.info import InfoReader
 from backend.runs.model_builds import prepare_demo_model
@@ -98,6 +100,7 @@ def test_a_stop_during_the_build_ends_it_at_once_and_leaves_no_half_model(tmp_pa
     assert "start the run again" in status["advice"] and status["advice_message"]["id"] == "train.advice.stopped_in_build"
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_a_real_first_run_shows_the_build_then_stops_inside_it(tmp_path):
     """A worker on a fresh workspace (no demo model): the stage appears in status.json and the
     Runs tab, train.log says what happens, and Stop ends the run during the build, cleanly."""

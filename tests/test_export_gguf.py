@@ -92,6 +92,7 @@ def test_the_lora_gguf_and_the_model_card(exported):
     assert "## GGUF" in card and "mean KL vs f16" in card and "ollama create" in card
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_the_demo_models_own_tokenizer_is_refused_and_the_merged_model_kept(tmp_path, workspace, demo_model_dir):
     """The demo model's byte-level BPE was trained here: llama.cpp's converter does not know it."""
     from tests.eval_export_runs import cached_run
@@ -155,6 +156,7 @@ def test_a_template_no_family_expresses_gets_no_template_and_a_sentence(gemma_mo
     assert "TEMPLATE" not in build_modelfile("m.gguf", match, ["</s>"])
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_an_architecture_the_converter_does_not_know_is_named(tmp_path, gguf_model_dir):
     """llama.cpp's real converter on a model folder whose architecture it has no class for."""
     import shutil

@@ -48,7 +48,7 @@ def place_in_hub_cache(model_dir, cache, hub_id: str):
 
 
 @pytest.fixture(scope="module")
-def hub_run(tmp_path_factory, demo_model_dir):
+def hub_run(tmp_path_factory, demo_model_dir, starts_processes):
     """A real worker run (2 steps) whose model_name_or_path is the hub id, trained offline from the cache."""
     root = tmp_path_factory.mktemp("hub")
     cache = root / "hf-home" / "hub"

@@ -186,6 +186,7 @@ def gemma_run(gemma_model_dir, tmp_path_factory):
     return run_dir
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_a_base_model_trains_through_its_template_and_its_checkpoint_stops(gemma_run, gemma_model_dir):
     from backend.chat.engine import ChatEngine
     from backend.chat.generation import GenerationSettings

@@ -71,6 +71,7 @@ def test_worker_env_and_the_run_setting(tmp_path):
     assert devices_setting([], tmp_path / "missing") == "auto"
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_launched_process_gets_the_chosen_gpus(tmp_path):
     tiny_config(devices="1,2").save(tmp_path / "config.yaml")
     show = "import os; print('PINNED', os.environ.get('CUDA_VISIBLE_DEVICES'), os.environ.get('FINETUNE_STUDIO_DEVICES'))"
@@ -79,6 +80,7 @@ def test_launched_process_gets_the_chosen_gpus(tmp_path):
     assert "PINNED 1,2 1,2" in (tmp_path / "train.log").read_text()
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_worker_run_by_hand_pins_itself(tmp_path):
     # A fresh process: pinning must happen before torch is imported, as in `python -m backend.train`.
     script = """

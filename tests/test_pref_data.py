@@ -153,6 +153,7 @@ MALFORMED = {
 }
 
 
+@pytest.mark.usefixtures("starts_processes")
 @pytest.mark.parametrize("name", sorted(MALFORMED))
 def test_malformed_pairwise_files_give_a_sentence_and_an_exit_code(tmp_path, name):
     from backend.data.cli import main
@@ -223,6 +224,7 @@ def test_data_tab_shows_a_pair_side_by_side_and_its_fixes(workspace, tmp_path):
     assert fixed["preview"].count('class="ft-pair"') == 2
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_the_shape_comes_from_the_first_row_that_has_one(tmp_path):
     """One valid pair after rows of no shape: a pair file with 3 unusable rows, not a refusal of row 0;
     the check says how many rows cannot be used."""

@@ -40,6 +40,7 @@ def devices():
     return detect_devices()
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_a_refresh_by_a_store_that_did_not_stop_says_stopped_not_lost(tmp_path, devices):
     workspace = Workspace(tmp_path / "ws").ensure()
     launcher = RunStore(workspace, devices=devices)

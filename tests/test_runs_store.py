@@ -91,6 +91,7 @@ def test_unknown_gpu_is_refused_at_create(store):
     assert list(store.runs_dir.iterdir()) == []
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_live_run_holds_its_devices_then_is_lost_when_killed(store):
     run_id = store.create(cpu_config())
     child = run_program(store, run_id, "import time; time.sleep(120)")
@@ -113,6 +114,7 @@ def test_live_run_holds_its_devices_then_is_lost_when_killed(store):
     assert store.busy_devices() == {}
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_zombie_child_counts_as_gone_and_is_reaped(store):
     run_id = store.create(cpu_config())
     run_dir = store.runs_dir / run_id
@@ -125,6 +127,7 @@ def test_zombie_child_counts_as_gone_and_is_reaped(store):
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_error_exit_becomes_failed_with_the_last_log_line(store):
     run_id = store.create(cpu_config())
     code = "import sys; print('loading'); print('Config error: lora_r must be above 0.'); sys.exit(2)"
@@ -144,6 +147,7 @@ def test_recycled_pid_is_not_the_worker(store):
     assert store.busy_devices() == {}
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_a_worker_starts_in_the_callers_folder(tmp_path, monkeypatch):
     # A relative path typed in the form (a dataset file) means what it meant to the app.
     monkeypatch.chdir(tmp_path)
@@ -154,6 +158,7 @@ def test_a_worker_starts_in_the_callers_folder(tmp_path, monkeypatch):
     assert (run_dir / "train.log").read_text().strip() == str(tmp_path)
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_new_store_reattaches_and_stop_escalates_to_kill(store, devices):
     run_id = store.create(cpu_config())
     run_dir = store.runs_dir / run_id
@@ -204,6 +209,7 @@ def test_start_twice_and_unknown_run(store):
     assert not (store.runs_dir / run_id).exists()
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_rank_0_outliving_its_launcher_is_running_and_stoppable(store):
     """Under torchrun the worker records rank 0 as worker_pid; killed alone, the
     launcher leaves rank 0 training. It still holds the run and gets the stop."""
@@ -250,6 +256,7 @@ print(state, flush=True)
 """
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_a_stop_escalated_to_kill_is_stopped_for_every_store(store, tmp_path):
     """Launch here, stop (grace 1 s) from a second process while a third lists
     every 20 ms: the stop request is on disk, so the lister, which did not send
@@ -272,6 +279,7 @@ def test_a_stop_escalated_to_kill_is_stopped_for_every_store(store, tmp_path):
     assert store.get(run_id).state == "stopped"
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_a_stop_sent_by_another_store_is_known_to_this_one(store, devices):
     """The stop request lives in status.json: a store that did not send it (the
     app restarted, another tab) records the end as `stopped`, not `lost`."""

@@ -105,6 +105,7 @@ def test_space_check_message_has_real_units(tmp_path):
     assert human_bytes(3 * 2**20) == "3.0 MiB" and human_bytes(12) == "12 B" and human_bytes(5 * 2**40) == "5.0 TiB"
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_store_says_the_disk_is_full_when_status_json_cannot_be_written(tmp_path):
     """The worker ended (here: a program that exits without a final state) and
     the disk is too full for status.json: list() reports it instead of raising."""

@@ -66,6 +66,7 @@ def test_the_plan_estimates_from_the_machines_own_run_of_these_settings(short_de
     assert estimate_run_seconds(other, workspace).source == "flops"
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_fresh_workspace_flops_guess_then_measure_speed_gives_the_probe(workspace, devices):
     """(c) on a workspace that measured nothing, in both languages; Measure speed runs the real probe in
     its own process (a background job) and the Plan then shows (b) with the probe's time."""

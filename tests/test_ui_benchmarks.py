@@ -64,6 +64,7 @@ def _finished(ctx, run_id: str):
     return wait_for(ended, "the benchmark job to end")
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_a_job_that_fails_says_why_in_both_languages(ctx, tmp_path):
     gone = copy_run(ctx.workspace.runs_dir / "run-a", ctx.workspace, "run-gone")
     config = yaml.safe_load((gone / "config.yaml").read_text(encoding="utf-8"))
@@ -75,6 +76,7 @@ def test_a_job_that_fails_says_why_in_both_languages(ctx, tmp_path):
     assert "运行 run-gone 的基座模型已不存在" in benchmark_panel.poll(ctx, "zh", "run-gone", "")[0]
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_a_benchmark_runs_in_the_background_and_is_drawn(ctx):
 
     said = start(ctx, checkpoints=["base", "final"], bundled=["studio_facts_choice", "studio_facts_answer"])

@@ -54,6 +54,7 @@ def test_refusals_say_what_to_do(ctx, tmp_path):
     assert not (ctx.workspace.runs_dir / "run-a" / "eval" / "progress.json").exists()  # nothing started
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_an_uploaded_file_is_evaluated_in_the_background_and_drawn(ctx, tmp_path):
     upload = tmp_path / "my questions.jsonl"
     rows = [{"instruction": "What is 2 + 3?", "input": "", "output": "2 + 3 = 5."},

@@ -45,6 +45,7 @@ def test_default_name_and_notes_follow_the_method(ctx, demo_model_dir):
     assert export.describe(ctx, "en", "run-a", None, "merged") == (SKIP, "", SKIP)
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_refusals_and_a_real_adapter_export_shown_again_from_disk(ctx):
     def start(name, replace=False, ckpt="checkpoint-8"):
         return export.start_job(ctx, "en", "run-a", ckpt, "adapter", name, "2GB", "auto", replace, True, "")

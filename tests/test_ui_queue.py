@@ -47,6 +47,7 @@ def start(ctx, lang: str, name: str) -> tuple[str, str]:
     return message, run_id
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_start_on_a_busy_device_queues_and_the_runs_tab_orders_cancels_and_moves(ctx, holder):
     message, first = start(ctx, "en", "first")
     assert f"queued behind run **{holder}**" in message and first in message

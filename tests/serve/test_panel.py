@@ -46,6 +46,7 @@ def test_refusals_are_sentences(serve_workspace):
     assert runs["choices"] == [RUN_ID] and runs["value"] == RUN_ID and line.startswith("No server running")
 
 
+@pytest.mark.usefixtures("starts_processes")
 def test_start_shows_url_and_names_then_stop(serve_workspace):
     from backend.serve.server_job import status
 
