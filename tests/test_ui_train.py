@@ -86,6 +86,7 @@ def test_plan_counts_pairs_as_the_worker_trains_them(ctx, devices, tmp_path):
         assert f"**{trained}** training rows" in derived and f"**{trained}** steps in all" in derived
         assert f"**{trained // 2}** rows are left out" in derived and "most steps" not in derived
     assert "9 pairs are 18 rows" in derived
+    (ctx.workspace.models_dir / "smollm2-135m-instruct").unlink()  # the workspace fixture's cached conversion
     rows = train.count_rows(ctx, str(path), "", "smollm2-135m-instruct", "auto", "kto")  # not converted here
     config = tiny_config(stage="kto", model_name_or_path="smollm2-135m-instruct", **plan)
     derived, _ = train.plan(ctx, "en", "smollm2-135m-instruct", str(path), rows, devices, *browser_values(config))
