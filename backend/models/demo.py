@@ -24,10 +24,7 @@ from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, train
 from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
 from backend.models.chat_templates import CHATML
-from backend.models.demo_facts import build_demo_rows, build_pretraining_corpus
-
-# Bump whenever anything below changes the built files: old builds are rebuilt.
-DEMO_MODEL_VERSION = "7"
+from backend.models.demo_facts import DEMO_MODEL_VERSION, build_demo_rows, build_pretraining_corpus  # noqa: F401
 
 ENDOFTEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 SPECIAL_TOKENS = [ENDOFTEXT, IM_START, IM_END]

@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import random
 
+# Bump whenever anything here or in demo.py changes the built files: old builds are rebuilt. It lives
+# here, away from demo.py's torch, so checking that a build is current costs no torch import.
+DEMO_MODEL_VERSION = "7"
+
 # (country, capital, 国家, 首都)
 CAPITALS = (
     ("France", "Paris", "法国", "巴黎"),

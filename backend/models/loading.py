@@ -15,6 +15,7 @@ from pathlib import Path
 
 from backend.messages import Message, UserError, msg
 from backend.models.chat_templates import AUTO, TemplateError, apply_for_model, eos_warnings, has_own_template
+from backend.models.demo_facts import DEMO_MODEL_VERSION
 from backend.models.presets import PRESETS, ModelPreset  # noqa: F401  (re-exported for the UI)
 from backend.storage.atomic_files import build_folder
 from backend.storage.file_lock import file_lock
@@ -37,8 +38,6 @@ class ModelLoadError(UserError, RuntimeError):
 
 def demo_model_ready(models_dir: Path) -> bool:
     """True when models_dir/demo is a complete, current build (no build needed)."""
-    from backend.models.demo import DEMO_MODEL_VERSION
-
     return _demo_is_current(Path(models_dir) / DEMO_MODEL, DEMO_MODEL_VERSION)
 
 
@@ -49,8 +48,6 @@ def ensure_demo_model(models_dir: Path, progress=None, **build_options) -> Path:
     lock, so a crash never leaves half a model and two processes never build
     at once. `progress(step, steps)` follows the build (see build_demo_model).
     """
-    from backend.models.demo import DEMO_MODEL_VERSION, build_demo_model
-
     models_dir = Path(models_dir)
     models_dir.mkdir(parents=True, exist_ok=True)
     target = models_dir / DEMO_MODEL
@@ -61,6 +58,8 @@ def ensure_demo_model(models_dir: Path, progress=None, **build_options) -> Path:
             return target
 
         def build(staging: Path) -> None:
+            from backend.models.demo import build_demo_model  # torch and transformers: only to build
+
             build_demo_model(staging, progress=progress, **build_options)
             # The version file last: a folder with a current version is complete.
             (staging / DEMO_VERSION_FILE).write_text(DEMO_MODEL_VERSION + "\n", encoding="utf-8")
