@@ -125,6 +125,7 @@ CATALOGUE: dict[str, str] = {
     "run.reason.completed": "it completed; start a new run instead",
     "run.reason.state": "its state is {state!r}",
     "run.no_checkpoint": "Run {run_id} has no complete checkpoint to resume from; start it again instead.",
+    "run.still_ending": "Run {run_id} ended, but its process {pid} is still exiting after {seconds} s; resume it once it is gone.",
     "run.resume_config": "Cannot resume {run_id}: {error}",
     "run.busy": "{devices} is busy with run {run_id}; stop that run or wait for it to finish, then start this one.",
     "run.launch_failed": "Could not start the worker for {run_id}: {error}.",

@@ -99,6 +99,7 @@ ZH: dict[str, str] = {
     "run.reason.completed": "它已完成；请开始新的运行",
     "run.reason.state": "它的状态是 {state!r}",
     "run.no_checkpoint": "运行 {run_id} 没有可继续的完整检查点；请重新开始。",
+    "run.still_ending": "运行 {run_id} 已结束，但其进程 {pid} 在 {seconds} 秒后仍在退出；请等它退出后再继续。",
     "run.resume_config": "无法继续 {run_id}：{error}",
     "run.busy": "{devices} 正被运行 {run_id} 占用；请停止该运行或等它结束后再开始。",
     "run.launch_failed": "无法为 {run_id} 启动训练进程：{error}。",

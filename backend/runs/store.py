@@ -46,6 +46,7 @@ from backend.storage.file_lock import file_lock
 from backend.storage.safe_names import clean_name, is_plain_name
 
 RESUMABLE = ("stopped", "lost", "failed")
+RESUME_EXIT_WAIT_S = 60  # a launcher still exiting after its run ended (seconds)
 __all__ = ["Checkpoint", "RunError", "RunInfo", "RunStore"]
 
 
@@ -136,6 +137,7 @@ class RunStore:
         checkpoints = list_checkpoints(run_dir)
         if not checkpoints:
             raise RunError(msg("run.no_checkpoint", run_id=run_id))
+        self._wait_for_exit(run_id, status)
         config = self._reader.config(run_dir)
         try:
             config.with_overrides(overrides)
@@ -151,6 +153,17 @@ class RunStore:
                                     "node_commands": others,
                                     "ended_at": None, "exit_code": None, "error": None, "advice": None},
                      still=lambda s: s.get("state") in RESUMABLE, devices_setting=resumed.devices)
+
+    def _wait_for_exit(self, run_id: str, status: dict) -> None:
+        """A run whose worker wrote its end may still have processes exiting: under torchrun the launcher
+        tears down after its rank, holding the rendezvous port (master_port) until it is gone, and a resume
+        started before then failed with "address already in use". Wait for them, a bounded time."""
+        deadline = time.monotonic() + RESUME_EXIT_WAIT_S
+        while _alive(status):
+            if time.monotonic() > deadline:
+                raise RunError(msg("run.still_ending", run_id=run_id, pid=_live_process(status)[0],
+                                   seconds=RESUME_EXIT_WAIT_S))
+            time.sleep(0.2)
 
     def _devices_setting(self, run_id: str) -> str:
         """The `devices` setting of a run not started yet (its config.yaml); "auto" when that cannot be
