@@ -451,6 +451,22 @@ def test_a_diverging_run_stops_as_failed_naming_the_step_and_learning_rate(works
     assert losses[-1] != losses[-1] or abs(losses[-1]) == float("inf")   # the last logged loss: NaN or inf
 
 
+def test_a_diverging_run_shorter_than_its_logging_steps_fails_too_and_no_nan_is_the_best(workspace, subprocess_env,
+                                                                                         quick):
+    """learning_rate 1e30 for 3 steps with logging_steps 50: no step is logged, yet the evaluation's
+    eval_loss (and the closing train_loss) is NaN. The run fails instead of ending `completed` with a NaN
+    "best" checkpoint, and the command line warned of the learning rate at the start, as the Plan does."""
+    run = workspace.runs_dir / "short-diverged"
+    result = worker(workspace, subprocess_env, *quick, "learning_rate=1e30", "max_steps=3", "logging_steps=50",
+                    "val_size=0.5", "eval_steps=3", "save_steps=3", run_dir=run)
+    assert result.returncode == 1, result.stderr[-2000:]
+    status = read_status(run)
+    assert status["state"] == "failed", status
+    assert re.search(r"The training (eval_loss|train_loss|loss|grad_norm) became (nan|inf|-inf)", status["error"])
+    assert not (run / "final").exists()
+    assert "learning_rate 1e+30 is far above any that trains" in (run / "train.log").read_text()
+
+
 def test_resume_skips_a_complete_checkpoint_whose_files_cannot_be_read(workspace, subprocess_env, quick):
     """A filesystem error after the marker left checkpoint-4 "complete" with an empty trainer_state.json and a
     cut adapter: resume says so and continues from checkpoint-2 instead of a JSONDecodeError."""

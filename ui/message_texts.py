@@ -522,6 +522,7 @@ ZH: dict[str, str] = {
     "train.pairs.cutoff": "仅提示部分就占满了 cutoff_len = {cutoff} 个 token：请调大 cutoff_len。",
     "train.pairs.none": "python -m backend.data check FILE 会说明每一行的问题。",
     # --- 损失不是数字 ---
+    "train.warn.absurd_lr": "learning_rate {lr:g} 远高于任何能训练的值（LoRA：1e-4 到 1e-3，全量：1e-5 到 1e-4）：损失很可能在几步内变成 NaN，运行随即以失败结束。",
     "train.error.not_finite": "训练的 {what} 在第 {step} 步变成了 {value}（learning_rate {lr:g}）：训练已发散，之后的每一步都只会在"
                               "没有意义的数字上训练。",
     "train.advice.not_finite": "请调低 learning_rate（LoRA 通常用 1e-4 到 1e-3，全量微调用 1e-5 到 1e-4），保持 max_grad_norm "

@@ -49,7 +49,8 @@ class CheckpointCallback(TrainerCallback):
             folder = self.run_dir / f"checkpoint-{state.global_step}"
             mark_complete(folder)
             loss = self.eval_loss_at.get(state.global_step)
-            if loss is not None and (self.best is None or loss < self.best[1]):
+            # A NaN is never the best: NaN < x is False, but a first NaN would have become the best.
+            if loss is not None and math.isfinite(loss) and (self.best is None or loss < self.best[1]):
                 self.best = (state.global_step, loss)
             self._rotate()
             log.info("saved %s", folder.name)
@@ -76,7 +77,7 @@ class CheckpointCallback(TrainerCallback):
             if "eval_loss" in entry:
                 self.eval_loss_at[int(entry["step"])] = float(entry["eval_loss"])
         steps = {checkpoint_step(c) for c in list_checkpoints(self.run_dir)}
-        scored = [(s, v) for s, v in self.eval_loss_at.items() if s in steps]
+        scored = [(s, v) for s, v in self.eval_loss_at.items() if s in steps and math.isfinite(v)]
         self.best = min(scored, key=lambda sv: sv[1]) if scored else trainer_state_best
 
 
@@ -109,20 +110,29 @@ class DiskSpaceCallback(TrainerCallback):
 
 
 class FiniteLoss(TrainerCallback):
-    """Stops the run as failed at the first logged loss that is not a finite number. The Trainer would
-    otherwise train on and end `completed` with NaN weights. Logged values are the same on every rank
-    (gathered), so all ranks raise together."""
+    """Stops the run as failed at the first loss that is not a finite number: a logged step's, the
+    run's closing train_loss (a run shorter than logging_steps logs no step at all), or an evaluation's
+    eval_loss. The Trainer would otherwise train on and end `completed` with NaN weights. Logged and
+    evaluated values are the same on every rank (gathered), so all ranks raise together."""
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         logs = logs or {}
-        values = [("loss", logs.get("loss"))]
+        values = [("loss", logs.get("loss")), ("train_loss", logs.get("train_loss"))]
         if not args.fp16:   # fp16's loss scaler skips steps with inf gradients on purpose: not a divergence
             values.append(("grad_norm", logs.get("grad_norm")))
+        self._check(values, args, state)
+        return control
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        self._check([("eval_loss", (metrics or {}).get("eval_loss"))], args, state)
+        return control
+
+    @staticmethod
+    def _check(values, args, state) -> None:
         for name, value in values:
             if isinstance(value, float) and not math.isfinite(value):
                 raise DivergedError(msg("train.error.not_finite", what=name, value=value, step=state.global_step,
                                         lr=args.learning_rate))
-        return control
 
 
 class GracefulStop(TrainerCallback):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from backend.config import RunConfig, import_reference
+from backend.config import ABSURD_LEARNING_RATE, RunConfig, import_reference
 from backend.config_policy import MUST_MATCH, WARN, ConfigError
 from backend.config_recipes import recipe_config
 from backend.messages import Message, message_of, msg
@@ -94,6 +94,8 @@ def prepare(args: argparse.Namespace) -> Job:
     """Config + run folder. Raises ConfigError (or DatasetNotFound) for anything
     the user must fix first, before torch is imported."""
     job = _prepare_resume(args) if args.resume else _prepare_new(args)
+    if job.config.learning_rate > ABSURD_LEARNING_RATE:  # the Plan's warning, for a run started here
+        job.warnings.append(msg("train.warn.absurd_lr", lr=job.config.learning_rate))
     job.config.check_packages()
     pin_devices(job.config.devices, os.environ)
     choose_devices(job.config)  # a GPU or precision this machine lacks: exit 2 (no torch without a GPU driver)
