@@ -39,3 +39,32 @@ def test_files_and_folder_are_fsynced_before_the_marker(tmp_path):
     for name in [*names, "sub", "."]:
         assert str((folder / name).resolve()).rstrip("/.") in {str(Path(p).resolve()) for p in synced if p}, (name, synced)
     assert (folder / "COMPLETE").is_file()
+
+
+@pytest.mark.usefixtures("starts_processes")
+def test_the_runs_log_and_metrics_are_fsynced_with_each_checkpoint(tmp_path):
+    """CheckpointCallback.on_save (the worker's, with the real Trainer's state object) fsyncs train.log and
+    metrics.jsonl before the checkpoint's marker: after a disk error they were 0 bytes beside an intact
+    checkpoint."""
+    run = tmp_path / "run"
+    (run / "checkpoint-1").mkdir(parents=True)
+    (run / "checkpoint-1" / "adapter_model.safetensors").write_bytes(b"x" * 64)
+    (run / "train.log").write_text("step 1\n")
+    (run / "metrics.jsonl").write_text('{"kind": "train", "step": 1}\n')
+    trace = tmp_path / "trace.txt"
+    code = ("import sys; from transformers import TrainerState; from backend.training.callbacks import "
+            "CheckpointCallback; state = TrainerState(global_step=1); "
+            "CheckpointCallback(sys.argv[1], None).on_save(None, state, None)")
+    subprocess.run(["strace", "-f", "-qq", "-e", "trace=openat,fsync,rename", "-o", str(trace), sys.executable, "-c",
+                    code, str(run)], cwd=REPO, check=True, timeout=300, env={"PYTHONPATH": str(REPO)})
+    fds, synced, marker_at = {}, [], None
+    for line in trace.read_text().splitlines():
+        if (opened := re.search(r'openat\(.*?"([^"]+)".*\) = (\d+)$', line)):
+            fds[opened.group(2)] = opened.group(1)
+        elif (sync := re.search(r"fsync\((\d+)\)", line)) and marker_at is None:
+            synced.append(fds.get(sync.group(1)))
+        elif "rename(" in line and "COMPLETE" in line:
+            marker_at = len(synced)
+    assert marker_at is not None, trace.read_text()[-2000:]
+    synced_paths = {str(Path(p).resolve()) for p in synced if p}
+    assert {str((run / name).resolve()) for name in ("train.log", "metrics.jsonl")} <= synced_paths, synced

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from backend.storage.atomic_files import atomic_write_json, fsync_dir, read_json, sync_tree
+from backend.storage.atomic_files import atomic_write_json, fsync_dir, fsync_file, read_json, sync_tree
 from backend.storage.file_lock import file_lock
 
 CONFIG_FILE = "config.yaml"
@@ -71,6 +71,15 @@ def _pid_runs(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def sync_run_record(run_dir: Path) -> None:
+    """train.log and metrics.jsonl on the disk, as they stand: done with each checkpoint, so that after a
+    disk error and fsck the run's record reaches as far as its checkpoints (both were found 0 bytes while
+    the checkpoint was intact)."""
+    for name in (LOG_FILE, METRICS_FILE):
+        if (Path(run_dir) / name).is_file():
+            fsync_file(Path(run_dir) / name)
 
 
 def mark_complete(folder: Path) -> None:

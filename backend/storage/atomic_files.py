@@ -71,9 +71,14 @@ def sync_tree(folder: Path) -> None:
         if path.is_dir():
             fsync_dir(path)
         else:
-            with open(path, "rb") as handle:
-                os.fsync(handle.fileno())
+            fsync_file(path)
     fsync_dir(folder)
+
+
+def fsync_file(path: Path) -> None:
+    """The file's written pages on the disk (whoever wrote them: the kernel syncs the inode)."""
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
 
 
 def fsync_dir(folder: Path) -> None:

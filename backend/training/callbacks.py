@@ -20,7 +20,7 @@ import torch.distributed as dist
 from transformers import TrainerCallback
 
 from backend.messages import msg
-from backend.runs.files import checkpoint_step, list_checkpoints, mark_complete
+from backend.runs.files import checkpoint_step, list_checkpoints, mark_complete, sync_run_record
 from backend.training.disk import RESUME_ONLY, DiskFullError, folder_size, human_bytes
 from backend.training.errors import DivergedError
 
@@ -47,6 +47,7 @@ class CheckpointCallback(TrainerCallback):
         _barrier()  # every rank has written its part (rng_state_<rank>.pth) before the marker
         if state.is_world_process_zero:
             folder = self.run_dir / f"checkpoint-{state.global_step}"
+            sync_run_record(self.run_dir)  # the log and metrics up to this checkpoint, before its marker
             mark_complete(folder)
             loss = self.eval_loss_at.get(state.global_step)
             # A NaN is never the best: NaN < x is False, but a first NaN would have become the best.
