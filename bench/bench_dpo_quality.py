@@ -65,7 +65,7 @@ def demo_prompts(run_dir: Path, adapter: Path, max_new_tokens: int) -> tuple[int
     from peft import PeftModel
 
     from backend.config import RunConfig
-    from backend.evaluation.greedy import greedy_answers_ended
+    from backend.models.greedy import greedy_answers_ended
     from backend.models.loading import load_model, load_tokenizer, resolve_model_path
     from backend.runs.workspace import Workspace
 

@@ -91,7 +91,7 @@ def score(model_dir: Path, adapter: Path | None, tests: list[dict], pattern: str
     import torch
     from transformers import AutoModelForCausalLM
 
-    from backend.evaluation.greedy import greedy_answers
+    from backend.models.greedy import greedy_answers
     from backend.models.loading import load_tokenizer
     from backend.training.rewards import build_preset
     from backend.training.threads import limit_threads

@@ -34,14 +34,23 @@ def test_replay_applies_to_small_sft_sets_on_models_with_their_own_template():
 def test_replay_rows_are_the_base_models_own_answers_generated_once(tmp_path, starter_model_dir, caplog):
     path, asked = str(starter_model_dir), REPLAY_PROMPTS[:8]
     tokenizer = load_tokenizer(path)
+    seen = []
     with caplog.at_level(logging.INFO, logger="backend.train"):
-        rows = replay_rows(path, tokenizer, tmp_path, 4, seed=3, prompts=asked)
+        rows = replay_rows(path, tokenizer, tmp_path, 4, seed=3, prompts=asked,
+                           progress=lambda done, total: seen.append((done, total)))
     assert len(rows) == 4 and "answers general prompts once" in caplog.text
+    assert seen[0][0] == 0 and seen[-1][0] == seen[-1][1] > 0  # the stage's bar, from 0 to every prompt asked
+    assert "the base model answered" in caplog.text
     prompts = [row["messages"][0]["content"] for row in rows]
     assert set(prompts) <= set(asked)
-    # The base's own greedy answer, as the Chat tab would generate it.
-    own = generate(load_model(path), tokenizer, prompts[:2], max_new_tokens=128)
-    assert [row["messages"][1]["content"] for row in rows[:2]] == [a.text for a in own]
+    # The base's own greedy answer, one prompt at a time through plain transformers (not the batched loop).
+    model = load_model(path)
+    for row in rows[:2]:
+        ids = tokenizer.apply_chat_template([{"role": "user", "content": row["messages"][0]["content"]}],
+                                            add_generation_prompt=True, return_tensors="pt", return_dict=True)
+        out = model.generate(**ids, do_sample=False, max_new_tokens=128, eos_token_id=tokenizer.eos_token_id)
+        answer = tokenizer.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True).strip()
+        assert row["messages"][1]["content"] == answer
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="backend.train"):
         again = replay_rows(path, tokenizer, tmp_path, 4, seed=3, prompts=asked)

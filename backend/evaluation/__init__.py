@@ -6,7 +6,6 @@ scoring.py      what scoring one model needs: the held-out rows, the models (bas
                 adapters), eval loss and greedy answers; shared with the parent comparison
 results.py      eval/<checkpoint>/ folders: names, reading results back, checkpoint choices
 text_scores.py  BLEU, ROUGE-1/2/L, exact match of answers against references
-greedy.py       greedy answers to prompts, shared with export verification
 pair_scores.py  preference accuracy and margins of DPO-style runs
 heldout.py      held-out identity and general prompts: the new name learned, the base's right answers kept
 benchmarks.py   lm-evaluation-harness on the base and checkpoints: eval/<checkpoint>/benchmarks.json

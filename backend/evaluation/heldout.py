@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from backend.data.general_prompts import HELD_OUT_QUESTIONS
 from backend.data.identity_rows import HELD_OUT_IDENTITY_PROMPTS
-from backend.models.chat_templates import render, stop_token_ids
+from backend.models.greedy import greedy_finished
 
 
 @dataclass
@@ -42,27 +42,10 @@ class HeldOutReport:
 
 def generate(model, tokenizer, prompts, max_new_tokens: int = 128, batch_size: int = 32) -> list[Answer]:
     """Greedy answers to single-turn prompts, in batches (left padding), with whether each ended."""
-    import torch
-
-    stop = stop_token_ids(tokenizer, model.generation_config)
-    side, tokenizer.padding_side = tokenizer.padding_side, "left"
-    device = next(model.parameters()).device
-    answers = []
-    try:
-        for start in range(0, len(prompts), batch_size):
-            batch = list(prompts[start:start + batch_size])
-            texts = [render(tokenizer, [{"role": "user", "content": p}], add_generation_prompt=True) for p in batch]
-            inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-            with torch.inference_mode():
-                output = model.generate(**inputs, do_sample=False, max_new_tokens=max_new_tokens,
-                                        eos_token_id=stop, pad_token_id=tokenizer.pad_token_id)
-            for prompt, ids in zip(batch, output[:, inputs["input_ids"].shape[1]:].tolist()):
-                end = next((i for i, token in enumerate(ids) if token in stop), None)
-                text = tokenizer.decode(ids[:end] if end is not None else ids, skip_special_tokens=True).strip()
-                answers.append(Answer(prompt, text, end is not None))
-    finally:
-        tokenizer.padding_side = side
-    return answers
+    finished = greedy_finished(model, tokenizer, [[{"role": "user", "content": p}] for p in prompts],
+                               max_new_tokens, batch_size)
+    return [Answer(prompt, tokenizer.decode(ids, skip_special_tokens=True).strip(), ended)
+            for prompt, (ids, ended) in zip(prompts, finished)]
 
 
 def names_identity(text: str, name: str) -> bool:

@@ -169,7 +169,7 @@ def answer_metrics(model, tokenizer, rows: list[dict], cutoff_len: int, settings
 
     `report(units)` gets the work done so far: rows scored for loss, then rows answered."""
     report = report or (lambda units: None)
-    from backend.evaluation.greedy import greedy_answers_ended, prompt_and_reference
+    from backend.models.greedy import greedy_answers_ended, prompt_and_reference
 
     loss, tokens = eval_loss(model, tokenizer, rows, cutoff_len, settings["batch_size"], report)
     pairs = [prompt_and_reference(r["messages"]) for r in rows]

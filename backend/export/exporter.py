@@ -112,7 +112,7 @@ def _export_full(checkpoint, out, run_dir, workspace, max_shard, progress, reque
     write_progress(progress, stage=msg("export.stage.verifying"))
     verification = verify_export(checkpoint, staging, prompts, dtype=None)
     if request:
-        from backend.evaluation.greedy import greedy_token_ids
+        from backend.models.greedy import greedy_token_ids
         from backend.models.loading import load_model, load_tokenizer
 
         request.reference_ids = greedy_token_ids(load_model(checkpoint).eval(), load_tokenizer(checkpoint),
@@ -129,8 +129,8 @@ def _export_merged(checkpoint, out, run_dir, workspace, max_shard, dtype, base, 
     import torch
     from peft import PeftModel
 
-    from backend.evaluation.greedy import greedy_answers, greedy_token_ids
     from backend.models.chat_templates import resize_embeddings, set_stop_ids
+    from backend.models.greedy import greedy_answers, greedy_token_ids
     from backend.models.loading import load_model, load_tokenizer
 
     base_model = base_model_for(checkpoint, run_dir, workspace, base, resolve=True)
@@ -180,7 +180,7 @@ def _verification_prompts(run_dir, workspace, count: int = VERIFY_PROMPTS) -> li
 def _held_out_pairs(run_dir, workspace, count: int, fill: bool = False) -> list[tuple[list[dict], str]]:
     """(prompt messages, reference answer) of the first held-out rows; fixed prompts when there are none.
     `fill`: up to `count` with the general held-out questions (never trained on) when the split is smaller."""
-    from backend.evaluation.greedy import prompt_and_reference
+    from backend.models.greedy import prompt_and_reference
 
     rows = []
     if run_dir is not None:

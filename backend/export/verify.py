@@ -30,7 +30,7 @@ PASSED, TIES_ONLY, FAILED = "passed", "ties", "failed"
 def verify_export(reference_folder, folder, prompts, dtype, expected=None) -> dict:
     """Reload `folder` as a plain model and compare its greedy answers with `expected`
     (or with those of `reference_folder`); fp32 exports can only be equal or differ."""
-    from backend.evaluation.greedy import greedy_answers
+    from backend.models.greedy import greedy_answers
     from backend.models.loading import load_model, load_tokenizer
 
     tokenizer = load_tokenizer(folder)

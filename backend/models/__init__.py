@@ -14,4 +14,6 @@ memory_advice.py  what to change when a run does not fit or ran out of memory, e
 hub_cache.py  find a hub model in the local Hugging Face cache (export of hub-model runs)
 chat_templates.py  the chat template a run trains with (own, known, ChatML added), its EOS, the stop ids,
                    a chat rendered through a tokenizer's template
+greedy.py     greedy, batched answers to conversations: the one generation loop of replay, the held-out
+              scores, evaluation and export verification
 """

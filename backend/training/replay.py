@@ -32,7 +32,9 @@ log = logging.getLogger("backend.train")
 REPLAY_VERSION = 1  # bump when the prompts or the generation change: caches are made anew
 REPLAY_AUTO_BELOW = 500  # training rows; `replay: auto` mixes replay into smaller sets (a few hundred rows teach one thing)
 REPLAY_MAX_NEW_TOKENS = 128
+REPLAY_BATCH = 16  # prompts a generate call: a batch stops once its longest answer does, and the bar moves
 CACHE_DIR = ".replay"
+REPLAY_STAGE = "replay"  # the run's stage (status.json) while the base answers the prompts
 
 
 def replay_applies(config, train_rows: int, has_own_template: bool) -> bool:
@@ -63,10 +65,10 @@ def cache_key(model_path: str | Path, tokenizer) -> str:
 
 
 def replay_rows(model_path: str | Path, tokenizer, datasets_dir: Path, count: int, seed: int,
-                prompts: tuple[str, ...] = REPLAY_PROMPTS) -> list[dict]:
+                prompts: tuple[str, ...] = REPLAY_PROMPTS, progress=None) -> list[dict]:
     """`count` replay rows: the base's answers to a seeded sample of the prompts. Answers are cached
     per prompt, so a run only generates the ones no earlier run needed; a prompt whose answer did
-    not end is cached as such and never replayed."""
+    not end is cached as such and never replayed. `progress(done, total)` follows the generation."""
     if count <= 0:
         return []
     from backend.storage.file_lock import file_lock
@@ -85,7 +87,7 @@ def replay_rows(model_path: str | Path, tokenizer, datasets_dir: Path, count: in
             if missing:
                 if not answers:
                     log.info("replay: the base model answers general prompts once (cached in %s)", cache)
-                answers.update(generate_answers(model_path, tokenizer, missing))
+                answers.update(generate_answers(model_path, tokenizer, missing, progress))
                 atomic_write_text(cache, "".join(json.dumps({"prompt": k, "answer": v}, ensure_ascii=False) + "\n"
                                                  for k, v in answers.items()))
             picked = [_row(prompts[i], answers[prompts[i]]) for i in order[:cursor] if answers.get(prompts[i])]
@@ -129,31 +131,32 @@ def warm_cache(model_path: str | Path, datasets_dir: Path, config) -> None:
         replay_rows(model_path, tokenizer, datasets_dir, replay_count(config, train_rows), config.seed)
 
 
-def generate_answers(model_path: str | Path, tokenizer, prompts) -> dict[str, str | None]:
-    """prompt -> greedy answer of the model at `model_path` (None for an answer that did not end)."""
+def generate_answers(model_path: str | Path, tokenizer, prompts, progress=None) -> dict[str, str | None]:
+    """prompt -> greedy answer of the model at `model_path` (None for an answer that did not end).
+    `progress(done, total)` follows the batches."""
     import torch
 
-    from backend.models.chat_templates import stop_token_ids
+    from backend.models.greedy import greedy_finished
     from backend.models.loading import load_model
 
     model = load_model(model_path, dtype=torch.float32)
     model.eval()
-    stop_ids = stop_token_ids(tokenizer, model.generation_config)
-    padding_side, tokenizer.padding_side = tokenizer.padding_side, "left"
-    answers: dict[str, str | None] = {}
+    prompts = list(prompts)
+    total = len(prompts)
+    if progress is not None:
+        progress(0, total)
+
+    def answered(done: int) -> None:
+        log.info("replay: the base model answered %d of %d general prompts", done, total)
+        if progress is not None:
+            progress(done, total)
+
     try:
-        texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
-                                               add_generation_prompt=True) for p in prompts]
-        inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-        with torch.inference_mode():
-            output = model.generate(**inputs, max_new_tokens=REPLAY_MAX_NEW_TOKENS, do_sample=False,
-                                    eos_token_id=stop_ids, pad_token_id=tokenizer.pad_token_id)
-        for prompt, ids in zip(prompts, output[:, inputs["input_ids"].shape[1]:].tolist()):
-            ended = next((i for i, token in enumerate(ids) if token in stop_ids), None)
-            answer = tokenizer.decode(ids[:ended], skip_special_tokens=True).strip() if ended else ""
-            answers[prompt] = answer or None
+        finished = greedy_finished(model, tokenizer, [[{"role": "user", "content": p}] for p in prompts],
+                                   REPLAY_MAX_NEW_TOKENS, REPLAY_BATCH, on_batch=answered)
     finally:
-        tokenizer.padding_side = padding_side
         del model
-    log.info("replay: %d of %d answers ended with the end of turn", sum(1 for a in answers.values() if a), len(prompts))
+    answers = {prompt: (tokenizer.decode(ids, skip_special_tokens=True).strip() if ended else "") or None
+               for prompt, (ids, ended) in zip(prompts, finished)}
+    log.info("replay: %d of %d answers ended with the end of turn", sum(1 for a in answers.values() if a), total)
     return answers

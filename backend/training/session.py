@@ -61,17 +61,25 @@ def resolve_model(job: Job, stop: StopRequest | None = None) -> str:
 def _replay_source(config, model_path: str, tokenizer, job: Job):
     """replay(train_rows) -> the replay rows for this run (none when it does not apply)."""
     from backend.models.loading import has_own_chat_template
-    from backend.training.replay import replay_applies, replay_count, replay_rows
+    from backend.training.replay import REPLAY_STAGE, replay_applies, replay_count, replay_rows
 
     # The model's own template, as the Train tab's Plan asks it: the tokenizer here already holds the
     # run's template (a base model gets Gemma's, ChatML ...), which says nothing about the model's answers.
     own = has_own_chat_template(config.model_name_or_path, job.workspace.models_dir)
 
+    def progress(done: int, total: int) -> None:  # a stage with its bar in the Runs tab, as the conversion has
+        if job.is_main:
+            update_status(job.run_dir, stage={"name": REPLAY_STAGE, "done": done, "total": total})
+
     def replay(train_rows: int) -> list[dict]:
         if not replay_applies(config, train_rows, own):
             return []
-        return replay_rows(model_path, tokenizer, job.workspace.datasets_dir, replay_count(config, train_rows),
-                           config.seed)
+        try:
+            return replay_rows(model_path, tokenizer, job.workspace.datasets_dir, replay_count(config, train_rows),
+                               config.seed, progress=progress)
+        finally:
+            if job.is_main and (read_status(job.run_dir).get("stage") or {}).get("name") == REPLAY_STAGE:
+                update_status(job.run_dir, stage=None)
     return replay
 
 

@@ -1,6 +1,6 @@
 """The newcomer journey in a real browser against the real app process:
-upload ../shared/data/identity.json, see its placeholder and conflicting-answer
-counts, apply a fix and save; start a short demo run; see chart points
+upload ../shared/data/identity.json, see that Train fills its placeholders and
+its conflicting-answer count, apply a fix and save; start a short demo run; see chart points
 appear; restart app.py in the middle of the run and see the chart keep its
 earlier points and grow; stop it; resume it to completion. Screenshots of
 every tab go to test-artifacts/ (`make screenshots` also copies the Train and
@@ -57,14 +57,14 @@ def data_steps(page, shared_data) -> str:
     tab(page, "Data")
     page.locator("#data-upload input[type=file]").set_input_files(str(identity))
     page.locator("#data-status").get_by_text("alpaca", exact=False).wait_for(timeout=ANALYSIS_MS)
-    # The fix buttons carry the counts of the checks they fix.
-    assert page.locator("#data-fix-fill").inner_text() == f"Fill placeholders ({placeholder})"
+    # The fix buttons carry the counts of the checks they fix; {{name}} / {{author}} are Train's to fill.
+    assert page.locator("#data-fix-fill").inner_text() == "Fill placeholders (0)"
+    assert f"Train fills these in {placeholder} rows" in page.locator("#data-status").inner_text()
     assert page.locator("#data-fix-conflicts_keep_first").inner_text().endswith(f"({conflicting})")
-    page.locator("#data-summary span").get_by_text("placeholder", exact=True).first.wait_for()
+    page.locator("#data-summary span").get_by_text("conflicting_answers", exact=True).first.wait_for()
     screenshot(page, "journey-data-report")
-    page.locator("#data-fill textarea").fill("name=Aria\nauthor=FineTune Studio")
-    page.locator("#data-fix-fill").click()
-    page.locator("#data-fix-fill").get_by_text("Fill placeholders (0)").wait_for(timeout=ANALYSIS_MS)
+    page.locator("#data-fix-conflicts_keep_first").click()
+    page.locator("#data-applied").get_by_text("conflicts", exact=False).wait_for(timeout=ANALYSIS_MS)
     page.locator("#data-save-name textarea, #data-save-name input").first.fill("identity-fixed")
     page.locator("#data-save").click()
     page.locator("#data-saved").get_by_text("identity-fixed").wait_for(timeout=ANALYSIS_MS)

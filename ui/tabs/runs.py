@@ -47,6 +47,9 @@ TEXT: dict[str, dict[str, str]] = {
     "runs.stage.convert_model": _("converting the model into a Hugging Face folder (first use in this workspace, "
                                   "once): step {done} / {total} · elapsed {elapsed}",
                                   "正在把模型转换为 Hugging Face 文件夹（此工作区首次使用，仅一次）：第 {done} / {total} 步 · 已用 {elapsed}"),
+    "runs.stage.replay": _("the base model answers general prompts for replay (once per model, cached): prompt "
+                           "{done} / {total} · elapsed {elapsed}",
+                           "基础模型正在回答用于回放的通用提示（每个模型一次，已缓存）：第 {done} / {total} 个提示 · 已用 {elapsed}"),
     "runs.alert.failed": _("❌ **This run failed:** {error}", "❌ **运行失败：**{error}"),
     "runs.alert.no_error": _("the worker recorded no error; see the log below.", "训练进程未记录错误，请查看下方日志。"),
     "runs.alert.lost": _("⚠️ **This run was lost.** {error} Press Resume to continue it.",

@@ -1,6 +1,7 @@
-"""Greedy, batched answers to conversations: the generation step shared by
-evaluation (answers scored against references) and export (merged model
-checked against the adapter)."""
+"""Greedy, batched answers to conversations: the one generation loop of replay (the base's own
+answers, backend/training/replay.py), the held-out scores (backend/evaluation/heldout.py),
+evaluation (answers scored against references) and export (merged model checked against the
+adapter). It sits with the models, below both training and evaluation."""
 
 from __future__ import annotations
 
