@@ -58,3 +58,39 @@ def test_a_bad_setting_or_path_is_refused_in_one_sentence_before_training(worksp
     said = [line for line in lines if line.startswith("error:")]
     assert code == EXIT_CONFIG and len(said) == 1 and words in said[0], lines
     assert "Traceback" not in "\n".join(lines)
+
+
+REFUSING_COMMANDS = [  # (module, arguments, what the sentence names)
+    ("backend.train", ["--recipe", "demo-tiny", "--workspace", "{ws}", "--set", "model_name_or_path=/no/such/model"],
+     "/no/such/model"),
+    ("backend.train", ["--recipe", "demo-tiny", "--workspace", "{ws}", "--set", "dataset=/no/such/data.jsonl"],
+     "/no/such/data.jsonl"),
+    ("backend.train", ["--recipe", "demo-tiny", "--workspace", "{ws}", "--set", "devices=7"], "cuda:7"),
+    ("backend.train", ["--recipe", "demo-tiny", "--workspace", "{ws}", "--set", "use_liger_kernel=true"],
+     "use_liger_kernel"),
+    ("backend.data", ["check", "/no/such.json"], "/no/such.json"),
+    ("backend.evaluate", ["--run", "/no/such/run"], "/no/such/run"),
+    ("backend.export", ["--checkpoint", "/no/such/final", "--out", "x", "--merge"], "/no/such/final"),
+    ("backend.serve", ["--run", "/no/such/run"], "/no/such/run"),
+]
+NO_TORCH = """import runpy, sys
+sys.argv = [sys.argv[1], *sys.argv[2:]]
+try:
+    runpy.run_module(sys.argv[0], run_name="__main__")
+except SystemExit as end:
+    print("EXIT", end.code, "TORCH", "torch" in sys.modules, file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("module, args, named", REFUSING_COMMANDS, ids=[f"{m} {a[-1]}" for m, a, _ in REFUSING_COMMANDS])
+def test_a_refusal_on_the_command_line_never_imports_torch(workspace, subprocess_env, module, args, named):
+    """The refusals above, as real command lines: exit 2, one sentence, and torch never imported (it costs
+    seconds of CPU: docs/BENCHMARKS.md, "Refusals")."""
+    import subprocess
+    import sys
+
+    argv = [a.replace("{ws}", str(workspace.root)) for a in args]
+    result = subprocess.run([sys.executable, "-c", NO_TORCH, module, *argv], cwd=workspace.root, env=subprocess_env,
+                            capture_output=True, text=True, timeout=300)
+    assert "EXIT 2 TORCH False" in result.stderr, result.stderr[-2000:]
+    assert named in result.stderr and "Traceback" not in result.stderr
