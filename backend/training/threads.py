@@ -10,8 +10,8 @@ machine, and no more than the cores idle when it starts.
 "Idle" is measured, over half a second, from the kernel's CPU times of the
 CPUs this process may run on. The 1-minute load average lags a minute behind:
 just after another process ended it still read above 0.5 on an idle 2-core
-machine, and the run took 1 thread of 2 (bench/threads_under_load.py has the
-1-versus-2 figures at loads 0-4). An explicit OMP_NUM_THREADS is the user's
+machine, and the run took 1 thread of 2 (bench/threads_under_load.py times 1
+against 2 threads at loads 0-4). An explicit OMP_NUM_THREADS is the user's
 choice and is kept.
 """
 
