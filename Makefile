@@ -85,9 +85,10 @@ test:
 	@start=$$(date +%s); $(PY) -m ruff check . && echo "stage lint: $$(( $$(date +%s) - start )) s"
 	@start=$$(date +%s); $(PY) -m pytest; code=$$?; echo "stage pytest: $$(( $$(date +%s) - start )) s"; exit $$code
 
-# The in-process tests (no worker, server, app or browser: conftest.py's PROCESS_FIXTURES mark those slow),
+# The in-process tests (no worker, server, app or browser: conftest.py's PROCESS_FIXTURES mark those slow;
+# some read GGUF files through the llama_cpp bindings, installed from the cached wheel),
 # for every edit.
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(GGUF_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m pytest -m "not slow"
 
