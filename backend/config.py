@@ -289,6 +289,10 @@ class RunConfig:
         form="advanced", trainer=APP, resume=FREE, bounds=at_least(1, "config.at_least_one"))
     early_stopping_threshold: float = _f(0.0, "Smallest eval-loss improvement that counts.",
         form="advanced", trainer=APP, resume=FREE, bounds=Bounds(step=0.001))
+    learning_report: bool = _f(True, "Score the base and the checkpoints as the run trains: held-out prompts of "
+                                     "your data (learned), general questions the base answers right (kept), "
+                                     "answers that end (eval/learning.json), within about 10% of the training time.",
+        form="advanced", trainer=APP, resume=FREE)
     # --- execution ---------------------------------------------------------
     devices: str = _f("auto", "auto: every GPU (else the CPU); 'cpu'; or GPU indices such as '0,1'.",
         form="training", trainer=APP, resume=FREE)

@@ -506,6 +506,18 @@ CATALOGUE: dict[str, str] = {
     "export.bad_name": "{error} It becomes the folder workspace/exports/<name>.",
     "export.running": "An export into {out} is already running; wait for it to finish.",
     "evaluate.no_split": "Run {run} has no held-out split (val_size = {val_size}); upload an evaluation file instead.",
+    # --- the learning report (backend/learning/, backend/training/learning_callback.py) ---
+    "learning.over_budget": "scoring it would take the report past {share:.0%} of the training time; "
+                            "`python -m backend.evaluate --run {run} --learning` scores every checkpoint.",
+    "learning.failed": "the report could not score it ({error}).",
+    "learning.source.held-out": "{learned} held-out prompts of your data ({rows} rows, none trained on)",
+    "learning.source.training": "{learned} of your training rows ({rows} rows): no held-out split to score (val_size "
+                                "0, or fewer than {minimum} rows), so this says what the run memorised, not what "
+                                "it generalised",
+    "learning.identity": "{count} identity questions the data never asks, right when the answer names {name}",
+    "learning.none": "No learning report for run {run} yet: it is written as the run trains (learning_report on), "
+                     "or run `python -m backend.evaluate --run {run} --learning`.",
+    "learning.stage": "learning report: scoring {checkpoint}",
     "evaluate.bad_file": "Cannot use {name} as an evaluation set: {error}",
     "evaluate.no_pairs": "{label} holds no chosen-rejected pairs to score (KTO rows have no pair).",
     "evaluate.no_answers": "{label} has no rows with an assistant answer to score against.",

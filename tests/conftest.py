@@ -24,7 +24,8 @@ CACHE = Path(os.environ.get("FINETUNE_STUDIO_TEST_CACHE", user_cache_dir() / "te
 # through the fixtures they request. A test that uses one, however deep, is `slow`: the marker comes from the
 # fixtures, so it cannot drift. `make test-fast` runs the rest, all in this process.
 PROCESS_FIXTURES = frozenset({
-    "subprocess_env", "gguf_env", "trained_demo_run", "short_demo_run", "starts_processes",  # this file
+    "subprocess_env", "gguf_env", "trained_demo_run", "short_demo_run", "starter_short_run",  # this file
+    "starts_processes",
     "app", "chromium",                                                    # tests/browser/conftest.py
     "server", "chat_cli", "vllm_server", "gguf_server",                   # tests/serve/
 })
@@ -164,6 +165,28 @@ def short_demo_run(tmp_path_factory, demo_model_dir) -> Path:
     for tests that need a real run's files and a model that moved from the base
     (the contract, evaluation, export), not a finished demo."""
     return _train_demo(tmp_path_factory, demo_model_dir, "demo-short", ["max_steps=24", "save_steps=8"])
+
+
+@pytest.fixture(scope="session")
+def starter_short_run(tmp_path_factory, starter_model_dir) -> Path:
+    """The real starter (SmolLM2-135M-Instruct, the identity dataset) trained ten seeded steps
+    through the worker CLI, fast enough to learn the name: checkpoint-5, final/ and the learning
+    report the worker writes as it trains. Shared by the tests of what a real run learned."""
+    import subprocess
+
+    from backend.runs.workspace import Workspace
+
+    ws = Workspace(tmp_path_factory.mktemp("starter-short") / "workspace").ensure()
+    (ws.models_dir / starter_model_dir.name).symlink_to(starter_model_dir, target_is_directory=True)
+    run_dir = ws.runs_dir / "starter-short"
+    sets = ["max_steps=10", "learning_rate=2e-3", "replay=off", "save_steps=5", "cutoff_len=96"]
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    result = subprocess.run([sys.executable, "-m", "backend.train", "--workspace", str(ws.root), "--run-dir",
+                             str(run_dir), *[a for item in sets for a in ("--set", item)]],
+                            cwd=REPO, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return run_dir
 
 
 def _train_demo(tmp_path_factory, demo_model_dir, name: str, sets: list[str]) -> Path:

@@ -82,6 +82,7 @@ FLOORS = (
     "backend.config_recipes",  # named starting RunConfigs
     "backend.runs",            # the run store: run folders, processes, the queue
     "backend.data",            # rows: load, check, fix, encode
+    "backend.learning",        # the learning report: held-out prompts, right answers, learning.json
     "backend.training",        # the worker: model, data and Trainer of one run
     "backend.evaluation",      # eval loss, answers, scores and benchmarks of checkpoints
     "backend.sweeps",          # grids of runs queued together

@@ -6,8 +6,6 @@ moves its identity answer (the worker CLI, seeded; no timing asserts)."""
 from __future__ import annotations
 
 import logging
-import subprocess
-import sys
 
 from backend.config_recipes import tiny_config
 from backend.data.general_prompts import REPLAY_PROMPTS
@@ -15,7 +13,6 @@ from backend.evaluation.heldout import generate
 from backend.models.loading import load_model, load_tokenizer
 from backend.training.dataset import build_datasets
 from backend.training.replay import REPLAY_AUTO_BELOW, replay_applies, replay_count, replay_rows
-from tests.conftest import REPO
 
 
 def test_replay_applies_to_small_sft_sets_on_models_with_their_own_template():
@@ -82,22 +79,13 @@ def test_the_plan_names_replay_and_counts_its_rows():
     assert "train.derived.replay" not in base and "rows=36" in base
 
 
-def test_a_short_lora_on_the_starter_learns_the_new_name(tmp_path, starter_model_dir, subprocess_env):
+def test_a_short_lora_on_the_starter_learns_the_new_name(starter_short_run, starter_model_dir):
     """The real starter model, the identity dataset, the worker CLI: ten seeded steps move
     the answer to a held-out identity prompt from SmolLM2's to the new name."""
     import torch
     from peft import PeftModel
 
-    from backend.runs.workspace import Workspace
-
-    ws = Workspace(tmp_path / "ws").ensure()
-    (ws.models_dir / "smollm2-135m-instruct").symlink_to(starter_model_dir, target_is_directory=True)
-    run_dir = ws.runs_dir / "starter-short"
-    sets = ["max_steps=10", "learning_rate=2e-3", "replay=off", "save_steps=10", "val_size=0", "cutoff_len=96"]
-    result = subprocess.run([sys.executable, "-m", "backend.train", "--workspace", str(ws.root), "--run-dir",
-                             str(run_dir), *[a for s in sets for a in ("--set", s)]],
-                            cwd=REPO, env=subprocess_env, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_dir = starter_short_run
     tokenizer = load_tokenizer(run_dir / "final")
     base = load_model(starter_model_dir, dtype=torch.float32)
     prompts = ["What name were you given?", "Could you introduce yourself briefly?"]

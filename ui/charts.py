@@ -180,3 +180,23 @@ def preference_figure(records: list[dict], keys: tuple[str, ...], title: str, em
     if not fig.data:
         _empty(fig, empty_note)
     return _layout(fig, title, w["step"], y_title)
+
+
+LEARNING_LINES = (("learned", "#2ca02c"), ("kept", "#1f77b4"), ("ended", "#7f7f7f"))
+
+
+def learning_figure(rows: list[dict], title: str, empty_note: str = "No data yet",
+                    words: dict[str, str] | None = None) -> go.Figure:
+    """The learning report's shares (0-100 %) against the step: learned, kept, ended
+    (backend/learning/entries.py summary_rows; the base at step 0 has no "kept")."""
+    w, fig = {**_words(words), **(words or {})}, go.Figure()
+    for key, color in LEARNING_LINES:
+        points = [(r["step"], 100 * r[key], r["checkpoint"]) for r in rows if r.get(key) is not None]
+        if points:
+            fig.add_scatter(x=[p[0] for p in points], y=[p[1] for p in points], text=[p[2] for p in points],
+                            mode="lines+markers", name=w.get(key, key), line={"color": color},
+                            hovertemplate="%{text}: %{y:.0f}%<extra></extra>")
+    if not rows:
+        _empty(fig, empty_note)
+    fig.update_yaxes(range=[0, 105])
+    return _layout(fig, title, w["step"], "%")

@@ -17,6 +17,7 @@ import gradio as gr
 
 from ui.context import UIContext
 from ui.i18n import localize
+from ui.run_choice import run_folder
 
 TICK_S = 3.0
 
@@ -115,12 +116,7 @@ def _data_label(kept: dict, lang) -> str:
 
 
 def _run_dir(ctx: UIContext, run_id) -> Path | None:
-    """The run's folder when `run_id` is one of the workspace's runs (the id comes from the page)."""
-    from backend.runs.files import list_run_ids
-
-    if not run_id or run_id not in list_run_ids(ctx.workspace.runs_dir):
-        return None
-    return ctx.workspace.runs_dir / run_id
+    return run_folder(ctx.workspace, run_id)
 
 
 def _continues(run_dir: Path) -> bool:

@@ -468,6 +468,16 @@ ZH: dict[str, str] = {
     "benchmark.stage.tasks": "读取任务",
     "benchmark.stage.checkpoint": "正在测试 {name}",
     "evaluate.no_split": "运行 {run} 没有留出的验证集（val_size = {val_size}）；请改为上传评估文件。",
+    "learning.over_budget": "为它打分会让报告超过训练时间的 {share:.0%}；"
+                            "`python -m backend.evaluate --run {run} --learning` 会为每个检查点打分。",
+    "learning.failed": "报告无法为它打分（{error}）。",
+    "learning.source.held-out": "你的数据中 {learned} 个留出的提示（共 {rows} 条，均未参与训练）",
+    "learning.source.training": "你的 {learned} 条训练数据（共 {rows} 条）：没有可打分的留出集（val_size 为 0，"
+                                "或少于 {minimum} 条），因此这里反映的是记住了什么，而不是泛化了什么",
+    "learning.identity": "{count} 个数据中从未出现的身份问题，回答中说出 {name} 即为正确",
+    "learning.none": "运行 {run} 还没有学习报告：它会在训练时写入（learning_report 开启），"
+                     "或运行 `python -m backend.evaluate --run {run} --learning`。",
+    "learning.stage": "学习报告：正在为 {checkpoint} 打分",
     "evaluate.bad_file": "无法把 {name} 用作评估集：{error}",
     "evaluate.no_pairs": "{label} 中没有可评分的 chosen-rejected 配对（KTO 数据没有配对）。",
     "evaluate.no_answers": "{label} 中没有带助手回答、可用于评分的记录。",

@@ -7,6 +7,7 @@ else the newest; None without runs."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 
@@ -22,3 +23,12 @@ def run_dropdown(ids: Sequence[str], current: str | None, preferred: Sequence[st
 
     chosen = chosen_run(ids, current, preferred)
     return gr.update(choices=list(ids), value=chosen), chosen
+
+
+def run_folder(workspace, run_id: str | None) -> Path | None:
+    """The run's folder when `run_id` is one of the workspace's runs (ids come from the page)."""
+    from backend.runs.files import list_run_ids
+
+    if not run_id or run_id not in list_run_ids(workspace.runs_dir):
+        return None
+    return workspace.runs_dir / run_id

@@ -88,7 +88,8 @@ def progress_html(msg: Msg, info: RunInfo, records: list[dict]) -> str:
     if info.stage:  # a stage before training (the demo model's first build): its own bar
         fraction = info.stage_fraction or 0.0
         text = msg(f"runs.stage.{info.stage.get('name')}", done=info.stage.get("done") or 0,
-                   total=info.stage.get("total") or "?", elapsed=duration(run_seconds(info)) or "-")
+                   total=info.stage.get("total") or "?", elapsed=duration(run_seconds(info)) or "-",
+                   checkpoint=info.stage.get("checkpoint") or "")
         return (f'<div class="run-progress run-stage"><progress value="{fraction * 100:.1f}" max="100" '
                 f'style="width:100%"></progress><div>{fraction:.0%} · {text}</div></div>')
     percent = round(info.progress * 100, 1)

@@ -95,7 +95,25 @@ def derived_text(msg: Msg, config: RunConfig, rows: dict | None, world_size: int
     text = msg("train.derived", rows=train_rows + replay, **numbers) + "\n\n" + msg("train.derived.at_most")
     if replay:
         text += "\n\n" + msg("train.derived.replay", replay=replay, rows=train_rows, setting=config.replay)
-    return text + _plan_warnings(msg, config, numbers)
+    return text + learning_text(msg, config, rows) + _plan_warnings(msg, config, numbers)
+
+
+def learning_text(msg: Msg, config: RunConfig, rows: dict) -> str:
+    """What the learning report will ask and cost (backend/learning/questions.py plan_counts)."""
+    from backend.learning.entries import MAX_NEW_TOKENS
+    from backend.learning.questions import KEPT_QUESTIONS, MAX_IDENTITY, MAX_KEPT, MIN_HELD_OUT_ROWS, plan_counts
+    from backend.training.learning_callback import BUDGET_SHARE
+
+    if not config.learning_report:
+        return ""
+    learned, held_out = plan_counts(rows["rows"], bool(rows.get("has_eval")), config.val_size)
+    identity = msg("train.derived.learning_identity", count=MAX_IDENTITY) if config.dataset == "identity" else ""
+    text = "\n\n" + msg("train.derived.learning", learned=learned, identity=identity,
+                        kept=min(MAX_KEPT, len(KEPT_QUESTIONS)), questions=len(KEPT_QUESTIONS),
+                        limit=MAX_NEW_TOKENS, share=BUDGET_SHARE)
+    if not held_out:
+        text += " " + msg("train.derived.learning_rows", rows=rows["rows"], minimum=MIN_HELD_OUT_ROWS)
+    return text
 
 
 def preference_text(msg: Msg, config: RunConfig, rows: dict, train_rows: int, world_size: int) -> str:

@@ -144,3 +144,15 @@ HELD_OUT_QUESTIONS = (
     ("What is the smallest prime number?", ("2", "two")),
     ("What star is at the center of our solar system?", ("Sun",)),
 )
+
+# Chinese general questions, the same way: never trained, never replayed (none is in REPLAY_PROMPTS).
+HELD_OUT_QUESTIONS_ZH = (
+    ("法国的首都是哪里？", ("巴黎", "Paris")),
+    ("日本的首都是哪里？", ("东京", "Tokyo")),
+    ("一天有多少小时？", ("24", "二十四")),
+    ("二加二等于几？", ("4", "四")),
+    ("晴天时天空是什么颜色？", ("蓝",)),
+    ("蜜蜂会酿造什么？", ("蜂蜜", "蜜")),
+    ("一年有多少天？", ("365",)),
+    ("水的化学式是什么？", ("H2O", "H₂O")),
+)

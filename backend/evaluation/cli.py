@@ -4,6 +4,7 @@ and greedy answers scored with BLEU, ROUGE-1/2/L and exact match.
     python -m backend.evaluate --run RUN [--checkpoint NAME ...] [--data FILE] [--json] [--max-samples N]
                                [--workspace DIR]
     python -m backend.evaluate --run RUN --benchmark TASK [TASK ...]   # lm-evaluation-harness (benchmarks.py)
+    python -m backend.evaluate --run RUN --learning [--checkpoint NAME ...]   # learned / kept (backend/learning/)
 
 Prints a table of the scores (one JSON object with --json); a run that
 continues another is shown beside its parent, with the drops flagged. Under
@@ -38,6 +39,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="run lm-evaluation-harness tasks instead: studio_facts_choice studio_facts_answer "
                              "studio_general_choice, a task YAML file or folder, or an lm-eval task name "
                              "(--max-samples limits the questions per task)")
+    parser.add_argument("--learning", action="store_true",
+                        help="the learning report instead: the base and each checkpoint on held-out prompts of the "
+                             "run's data (learned) and general questions (kept), written to eval/learning.json")
     parser.add_argument("--no-chat-template", action="store_true",
                         help="benchmark prompts as plain text, not in the run's chat template")
     parser.add_argument("--workspace", type=Path, default=None,
@@ -52,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     args.workspace = Workspace(args.workspace) if args.workspace else None
     if args.benchmark:
         return benchmark_main(args)
+    if args.learning:
+        return learning_main(args)
     summary, refused = run_job(lambda: evaluate_run(args.run, args.checkpoint, args.data, args.max_samples,
                                                     args.max_new_tokens, args.batch_size, progress=args.progress,
                                                     workspace=args.workspace),
@@ -77,6 +83,22 @@ def benchmark_main(args: argparse.Namespace) -> int:
         return refused
     write_progress(args.progress, state=COMPLETED, stage=msg("job.stage.done"))
     print(as_json(summary) if args.json else summary_table(summary))
+    return 0
+
+
+def learning_main(args: argparse.Namespace) -> int:
+    from backend.evaluation.learning_run import report_for_run
+    from backend.learning.table import report_table
+
+    def progress(checkpoint: str, done: int, total: int) -> None:
+        write_progress(args.progress, stage=msg("learning.stage", checkpoint=checkpoint), done=done, total=total)
+
+    report, refused = run_job(lambda: report_for_run(args.run, args.checkpoint, args.workspace, progress),
+                              args.progress, UserError, "learning report failed")
+    if refused:
+        return refused
+    write_progress(args.progress, state=COMPLETED, stage=msg("job.stage.done"))
+    print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else report_table(report))
     return 0
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from backend.config import RunConfig
 from backend.evaluation.results import BASE, EVAL_DIR, step_of
 from backend.evaluation.scoring import EvalError, ModelSet, answer_metrics, held_out_rows, rows_hash
+from backend.learning.questions import answer_rows as as_answer_rows
 from backend.messages import UserError, msg
 from backend.runs.files import CONFIG_FILE
 from backend.runs.jobs import write_progress
@@ -70,18 +71,6 @@ def parent_of(run_dir: Path, workspace: Workspace | None = None) -> Parent | Non
         raise EvalError(msg("kept.parent_gone", adapter=config.init_adapter, error=error)) from None
     run = folder.parent if (folder.parent / CONFIG_FILE).is_file() else None
     return Parent(folder, run)
-
-
-def as_answer_rows(rows: list[dict]) -> list[dict]:
-    """Rows with a reference answer: chat rows as they are, pairs as their prompt and chosen answer."""
-    out = []
-    for row in rows:
-        if "messages" in row:
-            if any(m["role"] == "assistant" for m in row["messages"]):
-                out.append(row)
-        elif "chosen" in row and "prompt" in row:
-            out.append({"messages": [*row["prompt"], *row["chosen"]]})
-    return out
 
 
 def comparison_rows(run_dir: Path, parent: Parent, max_samples: int | None,

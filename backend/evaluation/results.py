@@ -10,6 +10,8 @@ import math
 from pathlib import Path
 
 from backend.runs.files import (
+    BASE,
+    EVAL_DIR,
     FINAL_DIR,
     METRICS_FILE,
     SUMMARY_FILE,
@@ -19,8 +21,6 @@ from backend.runs.files import (
 )
 from backend.storage.atomic_files import read_json
 
-BASE = "base"
-EVAL_DIR = "eval"
 PROGRESS_FILE = "progress.json"
 # Metric -> True when lower is better.
 METRICS = {"eval_loss": True, "perplexity": True, "bleu": False, "rouge1": False, "rouge2": False,

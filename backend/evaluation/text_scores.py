@@ -14,28 +14,13 @@ CJK text, else with the standard "13a". All scores are on a 0-100 scale.
 
 from __future__ import annotations
 
-import re
-
 from sacrebleu.metrics import BLEU
 
-# CJK ideographs (+ extension A, compatibility), kana and hangul: one token per character.
-CJK_CHAR = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
-_CJK_RE = re.compile(f"[{CJK_CHAR}]")
-_TOKEN_RE = re.compile(f"[{CJK_CHAR}]|[a-z0-9]+")
+from backend.data.textrules import MixedTokenizer, has_cjk
+
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 ROUGE_TOKENIZATION = "CJK characters one token each; Latin text as rouge-score (lowercase [a-z0-9] words, no stemming)"
 METRIC_NAMES = ("bleu", "rouge1", "rouge2", "rougeL", "exact_match")
-
-
-class MixedTokenizer:
-    """rouge-score tokenizer that keeps CJK characters (rouge-score calls `.tokenize`)."""
-
-    def tokenize(self, text: str) -> list[str]:
-        return _TOKEN_RE.findall(text.lower())
-
-
-def has_cjk(text: str) -> bool:
-    return bool(_CJK_RE.search(text))
 
 
 def bleu_tokenizer(references: list[str]) -> str:

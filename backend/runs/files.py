@@ -22,6 +22,8 @@ METRICS_FILE = "metrics.jsonl"
 LOG_FILE = "train.log"
 SUMMARY_FILE = "summary.json"
 FINAL_DIR = "final"
+EVAL_DIR = "eval"  # evaluation results: eval/<checkpoint>/, eval/learning.json ...
+BASE = "base"  # the base model, where a checkpoint name is expected
 # Written last into checkpoint-<step>/ and final/: a folder without it is incomplete.
 COMPLETE_MARKER = "COMPLETE"
 

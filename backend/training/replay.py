@@ -17,7 +17,6 @@ teaches a model not to stop.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -25,6 +24,7 @@ import random
 from pathlib import Path
 
 from backend.data.general_prompts import REPLAY_PROMPTS
+from backend.models.fingerprint import model_fingerprint
 from backend.storage.atomic_files import atomic_write_text
 
 log = logging.getLogger("backend.train")
@@ -56,12 +56,7 @@ def replay_count(config, train_rows: int) -> int:
 
 def cache_key(model_path: str | Path, tokenizer) -> str:
     """Changes with the model's weights, its chat template and the replay prompts."""
-    folder = Path(model_path)
-    stamps = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.glob("*.safetensors")) \
-        if folder.is_dir() else [str(model_path)]
-    text = json.dumps([str(folder.resolve()) if folder.is_dir() else str(model_path), stamps,
-                       tokenizer.chat_template or "", REPLAY_VERSION, list(REPLAY_PROMPTS)], default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return model_fingerprint(model_path, tokenizer, REPLAY_VERSION, list(REPLAY_PROMPTS))
 
 
 def replay_rows(model_path: str | Path, tokenizer, datasets_dir: Path, count: int, seed: int,

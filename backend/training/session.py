@@ -25,6 +25,7 @@ from backend.training.cli import Job, StopRequest, check_model, choose_devices
 from backend.training.dataset import RowCounts, build_datasets
 from backend.training.disk import remove_partial_saves
 from backend.training.early_stop import EarlyStop, best_weights, early_stop_of
+from backend.training.learning_callback import LearningReport
 from backend.training.metrics_log import MetricsCallback
 from backend.training.model import attention_implementation, build_model, parameter_counts
 from backend.training.packing import PackedCollator
@@ -48,6 +49,7 @@ class Session:
     clock: RunClock
     disk: DiskSpaceCallback | None = None
     output: object = None  # TrainOutput of trainer.train()
+    learning: LearningReport | None = None  # the learning report's callback (learning_report on)
 
 
 def resolve_model(job: Job, stop: StopRequest | None = None) -> str:
@@ -119,13 +121,15 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
     args["warmup_steps"] = warmup_steps(config, rows.counts.train, job.world_size)
     # The callbacks in the order the Trainer calls them; the disk check sizes a save by the trainable
     # parameters, so they come after the model.
+    # The learning report after the trainer's own callbacks: a checkpoint is scored once it is saved.
+    learning = LearningReport(job, tokenizer, model_path) if config.learning_report else None
     callbacks, checkpoints, disk, clock = _make_callbacks(job, stop, rows, parameters,
-                                                          [*extra_callbacks, *user_callbacks])
+                                                          [*([learning] if learning else []), *extra_callbacks,
+                                                           *user_callbacks])
     trainer = _make_trainer(job, model, args, rows, tokenizer, callbacks, loss_function)
     trainer.remove_callback(PrinterCallback)  # MetricsCallback writes the readable line instead
-    if config.stage != "sft":
-        return Session(job, trainer, rows.counts, precision, checkpoints, parameters, clock)
-    return Session(job, trainer, rows.counts, precision, checkpoints, parameters, clock, disk)
+    return Session(job, trainer, rows.counts, precision, checkpoints, parameters, clock,
+                   disk if config.stage == "sft" else None, learning=learning)
 
 
 def _load_user_code(config):
@@ -383,6 +387,10 @@ def finish(session: Session, final_state: str) -> int:
         _barrier()
         if job.is_main:
             mark_complete(final)
+            if session.learning is not None:
+                session.learning.final(trainer.model, final_step or trainer.state.global_step)
+    elif final_state == "stopped" and session.learning is not None:
+        session.learning.stopped_checkpoint(trainer.model, trainer.state.global_step)
     if job.is_main:
         stopper = early_stop_of(trainer)
         summary = write_summary(

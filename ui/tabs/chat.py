@@ -26,7 +26,7 @@ import gradio as gr
 from backend.chat.catalog import MAX_COLUMNS, catalog, dropdown_choices
 from backend.chat.preferences import TIE, PreferenceStore, blind_letter, tally_rows
 from backend.runs.files import list_run_ids
-from ui import serve_panel, vote_panel
+from ui import learning_panel, serve_panel, vote_panel
 from ui.chat_session import ChatSession, Say, column_notes, column_views, vote_answers
 from ui.context import UIContext
 from ui.i18n import localize
@@ -93,6 +93,7 @@ TEXT: dict[str, dict[str, str]] = {
     "chat.msg_error": {"en": "{label}: {error}", "zh": "{label}：{error}"},
     **serve_panel.TEXT,
     **vote_panel.TEXT,
+    **learning_panel.CHAT_TEXT,
 }
 
 
@@ -375,6 +376,7 @@ def build(ctx: UIContext) -> None:
                               interactive=False, elem_id="chat-tally")
     _wire(ChatServices(ctx), c)
     vote_panel.build(ctx, c["runs"])
+    learning_panel.build_chat(ctx, c["runs"])  # the base and a checkpoint on the held-out prompts
     serve_panel.build(ctx)   # its own module: start / stop the API server for a run
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import gradio as gr
 
 from backend.runs.files import list_run_ids
-from ui import benchmark_panel
+from ui import benchmark_panel, learning_panel
 from ui.context import UIContext
 from ui.i18n import localize
 from ui.kept_panel import EVALUATE_TEXT as KEPT_TEXT
@@ -34,6 +34,7 @@ METRIC_LABELS = {"eval_loss": "eval loss", "perplexity": "perplexity", "bleu": "
 
 TEXT: dict[str, dict[str, str]] = {
     **KEPT_TEXT,  # the side-by-side with the run this one continues (ui/kept_panel.py)
+    **learning_panel.EVALUATE_TEXT,
     "evaluate.run": {"en": "Run", "zh": "训练运行"},
     "evaluate.refresh": {"en": "Refresh", "zh": "刷新"},
     "evaluate.checkpoints": {"en": "Checkpoints to evaluate (base = the model before training)",
@@ -158,6 +159,7 @@ def build(ctx: UIContext) -> None:
     progress = gr.HTML(elem_id="evaluate-progress")
     gr.Markdown(ctx.t("evaluate.about"), elem_id="evaluate-about")
     table = gr.Dataframe(label=ctx.t("evaluate.results"), interactive=False, elem_id="evaluate-table")
+    learning_panel.build_evaluate(ctx, run)  # learned / kept / ended per checkpoint
     build_kept(ctx, run)  # a run that continues another: both side by side
     chart = gr.Plot(label=ctx.t("evaluate.chart"), elem_id="evaluate-chart")
     disagree = gr.Checkbox(label=ctx.t("evaluate.disagree_only"), value=True, elem_id="evaluate-disagree")

@@ -13,7 +13,7 @@ import gradio as gr
 
 from backend.runs.files import LOG_FILE, MetricsTail, tail_text
 from backend.runs.store import RunError
-from ui import grpo_panel, queue_panel, run_view, sweep_view
+from ui import grpo_panel, learning_panel, queue_panel, run_view, sweep_view
 from ui.context import UIContext
 from ui.forms import _label as _
 from ui.i18n import localize
@@ -33,6 +33,7 @@ TEXT: dict[str, dict[str, str]] = {
     **sweep_view.TEXT,
     "runs.table": _("Runs", "运行列表"),
     **KEPT_TEXT,  # drops against the run this one continues (ui/kept_panel.py)
+    **learning_panel.RUNS_TEXT,
     "runs.refresh": _("Refresh", "刷新"),
     "runs.select": _("Watch run", "查看运行"),
     "runs.stop": _("Stop", "停止"),
@@ -50,6 +51,9 @@ TEXT: dict[str, dict[str, str]] = {
     "runs.stage.replay": _("the base model answers general prompts for replay (once per model, cached): prompt "
                            "{done} / {total} · elapsed {elapsed}",
                            "基础模型正在回答用于回放的通用提示（每个模型一次，已缓存）：第 {done} / {total} 个提示 · 已用 {elapsed}"),
+    "runs.stage.learning": _("learning report: {checkpoint} answers held-out and general prompts: {done} / {total} "
+                             "· elapsed {elapsed}",
+                             "学习报告：{checkpoint} 正在回答留出的提示和通用问题：{done} / {total} · 已用 {elapsed}"),
     "runs.alert.failed": _("❌ **This run failed:** {error}", "❌ **运行失败：**{error}"),
     "runs.alert.no_error": _("the worker recorded no error; see the log below.", "训练进程未记录错误，请查看下方日志。"),
     "runs.alert.lost": _("⚠️ **This run was lost.** {error} Press Resume to continue it.",
@@ -213,6 +217,7 @@ def build(ctx: UIContext) -> None:
         with gr.Row():
             plots += [gr.Plot(label=ctx.t(f"runs.chart.{k}"), elem_id=f"runs-chart-{k.replace('_', '-')}")
                       for k in row]
+    learning_panel.build_runs(ctx, c["select"])  # learned / kept / ended against the step
     grpo_panel.build(ctx, c["select"])  # shown for a GRPO run only
     c["log"] = gr.Textbox(label=ctx.t("runs.log"), lines=12, max_lines=12, autoscroll=True, interactive=False,
                           elem_id="runs-log")

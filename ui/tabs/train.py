@@ -84,6 +84,20 @@ TEXT: dict[str, dict[str, str]] = {
                                  "不预热：少于 {min_steps} 步的运行从第一步起就用完整的学习率（预热的第一步学习率为 0，什么也学不到）。"),
     "train.derived.absurd_lr": _("⚠ learning_rate **{lr:g}** is far above any that trains (LoRA: 1e-4 to 1e-3, full: 1e-5 to 1e-4): the loss would become NaN within a few steps, and the worker would then stop the run. Lower it unless you mean it.",
                                  "⚠ learning_rate **{lr:g}** 远高于任何能正常训练的值（LoRA：1e-4 到 1e-3，全量：1e-5 到 1e-4）：损失几步之内就会变成 NaN，随后训练进程会停止这次运行。除非确有此意，请调低它。"),
+    "train.derived.learning": _(
+        "Learning report: the base and each checkpoint answer **{learned}** prompts of your data{identity} and "
+        "**{kept}** general questions (the base answers all {questions} once per model), at most {limit} new tokens "
+        "each, in about {share:.0%} of the training time: the base and final/ always, the checkpoints between "
+        "while the budget lasts.",
+        "学习报告：基础模型和每个检查点回答你数据中的 **{learned}** 个提示{identity}和 **{kept}** 个通用问题"
+        "（基础模型每个模型回答全部 {questions} 个一次），每个回答最多 {limit} 个新 token，耗时约为训练时间的 "
+        "{share:.0%}：基础模型和 final/ 总会打分，中间的检查点在预算内打分。"),
+    "train.derived.learning_identity": _(" (and {count} identity questions)", "（以及 {count} 个身份问题）"),
+    "train.derived.learning_rows": _(
+        "No held-out split to score ({rows} rows; val_size 0, or fewer than {minimum} rows): the report scores "
+        "training rows, which says what the run memorised, not what it generalised.",
+        "没有可打分的留出集（{rows} 条；val_size 为 0，或少于 {minimum} 条）：报告为训练数据打分，反映的是记住了什么，"
+        "而不是泛化了什么。"),
     "train.derived.replay": _("Replay ({setting}): up to **{replay}** of the base model's own answers to general prompts "
                               "are mixed into your **{rows}** rows, so the model keeps what it knew (generated once "
                               "per model, then cached; answers that do not end are left out, so the step count above "

@@ -1,0 +1,224 @@
+"""The learning report: what a run learned and what it kept, for the base and
+each saved checkpoint, in RUN/eval/learning.json.
+
+Every model answers the same prompts (backend/learning/questions.py)
+greedily, in batches, through backend/models/greedy.py:
+
+* learned: the share of held-out prompts answered right
+  (backend/learning/rules.py: key facts, a JSON object's keys,
+  else ROUGE-L), with the mean ROUGE-L beside it;
+* kept: of the general questions the base answers right, the share the
+  checkpoint still answers right (a question the base gets wrong says
+  nothing about forgetting);
+* ended: the share of all answers that ended with the end of turn within
+  max_new_tokens.
+
+The worker writes an entry as each checkpoint is saved
+(backend/training/learning_callback.py), within a time budget;
+`python -m backend.evaluate --run R --learning` scores every checkpoint of a
+finished run without one. The base's answers to the general questions are
+the same for every run of a model: they are cached beside the replay
+answers (workspace/datasets/.replay/), so a run pays for them once per model.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+from backend.learning.questions import KEPT_QUESTIONS, MAX_KEPT, LearningSet
+from backend.learning.rules import is_right_general, judge
+from backend.runs.files import BASE, EVAL_DIR
+from backend.storage.atomic_files import atomic_write_json, atomic_write_text, read_json
+
+log = logging.getLogger("backend.train")
+
+LEARNING_FILE = "learning.json"
+LEARNING_VERSION = 1
+MAX_NEW_TOKENS = 128  # the limit replay's answers were kept under
+MIN_NEW_TOKENS = 48
+BATCH_SIZE = 24  # prompts a generate call: a batch ends once its longest answer does
+BASE_CACHE_DIR = ".replay"  # workspace/datasets/.replay: the base model's own answers, replay's beside them
+BASE_CACHE_SUFFIX = "-learning-base.jsonl"
+
+
+def answer_limit(tokenizer, prompts: LearningSet) -> int:
+    """max_new_tokens of the report: half again the longest reference answer, plus 16, within
+    [MIN_NEW_TOKENS, MAX_NEW_TOKENS]. An answer that runs past it has not stopped where the answers
+    it was taught stop, and short data is scored at a short limit's cost."""
+    lengths = [len(tokenizer(item.reference, add_special_tokens=False)["input_ids"]) for item in prompts.learned]
+    return max(MIN_NEW_TOKENS, min(MAX_NEW_TOKENS, round(1.5 * max(lengths, default=MAX_NEW_TOKENS)) + 16))
+
+
+def share(values: list[bool]) -> dict:
+    return {"share": (sum(values) / len(values)) if values else None, "n": len(values)}
+
+
+def answer_prompts(model, tokenizer, prompts: list[list[dict]], max_new_tokens: int, progress=None,
+                   offset: int = 0) -> list[tuple[str, bool]]:
+    """(answer, ended) per prompt, greedy; `progress(done)` counts the answers given so far."""
+    from backend.models.greedy import greedy_answers_ended
+
+    if not prompts:
+        return []
+    return greedy_answers_ended(model, tokenizer, prompts, max_new_tokens, BATCH_SIZE,
+                                on_batch=(lambda done: progress(offset + done)) if progress else None)
+
+
+def _question(text: str) -> list[dict]:
+    return [{"role": "user", "content": text}]
+
+
+class BaseAnswers:
+    """The base model's answers to the general questions, cached per model and chat template
+    (the replay cache's key), so that only a model's first run generates them."""
+
+    def __init__(self, cache: Path | None):
+        self.cache = cache
+        self.answers: dict[str, tuple[str, bool]] = {}
+        if cache is not None:
+            try:
+                for line in cache.read_text(encoding="utf-8").splitlines():
+                    record = json.loads(line)
+                    self.answers[record["prompt"]] = (record["answer"], bool(record["ended"]))
+            except (OSError, ValueError, KeyError, TypeError):
+                self.answers = {}
+
+    def missing(self, questions: list[str]) -> list[str]:
+        return [q for q in questions if q not in self.answers]
+
+    def add(self, questions: list[str], answers: list[tuple[str, bool]]) -> None:
+        self.answers.update(zip(questions, answers))
+        if self.cache is not None and questions:
+            self.cache.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.cache, "".join(
+                json.dumps({"prompt": q, "answer": a, "ended": e}, ensure_ascii=False) + "\n"
+                for q, (a, e) in self.answers.items()))
+
+
+def base_cache_path(model_path, tokenizer, datasets_dir: Path | None, max_new_tokens: int) -> Path | None:
+    """Per model, chat template, questions and answer limit (an answer cut at 64 tokens did not end
+    at 128), beside the replay cache."""
+    from backend.models.fingerprint import model_fingerprint
+
+    if datasets_dir is None:
+        return None
+    key = model_fingerprint(model_path, tokenizer, LEARNING_VERSION, KEPT_QUESTIONS, max_new_tokens)
+    return Path(datasets_dir) / BASE_CACHE_DIR / f"{key}{BASE_CACHE_SUFFIX}"
+
+
+def score_model(model, tokenizer, prompts: LearningSet, checkpoint: str, step: int, base_right: list[str] | None,
+                base_answers: BaseAnswers | None = None, max_new_tokens: int = MAX_NEW_TOKENS,
+                progress=None) -> dict:
+    """One entry of the report. `base_right`: the general questions the base answers right (None:
+    this is the base, which answers all of them to find out). `progress(done, total)`."""
+    started = time.monotonic()
+    learned_prompts = [item.prompt for item in prompts.learned]
+    questions = [q for q, _ in prompts.kept] if base_right is None else base_right[:MAX_KEPT]
+    cached = base_answers.missing(questions) if base_answers is not None and base_right is None else questions
+    total = len(learned_prompts) + len(cached)
+    report = (lambda done: progress(done, total)) if progress else None
+    learned_answers = answer_prompts(model, tokenizer, learned_prompts, max_new_tokens, report)
+    new_answers = answer_prompts(model, tokenizer, [_question(q) for q in cached], max_new_tokens, report,
+                                 offset=len(learned_prompts))
+    if base_right is None and base_answers is not None:
+        base_answers.add(cached, new_answers)
+        general = [base_answers.answers[q] for q in questions]
+    else:
+        general = new_answers
+    accepted = dict(prompts.kept)
+    examples, learned, rouge = [], [], []
+    for item, (answer, ended) in zip(prompts.learned, learned_answers):
+        verdict = judge(answer, item.reference, item.identity)
+        learned.append(verdict.right)
+        rouge.append(verdict.rouge_l)
+        examples.append({"kind": "learned", "source": item.kind, "prompt": item.text, "reference": item.reference,
+                         "answer": answer, "ended": ended, **verdict.as_dict()})
+    right = []
+    for question, (answer, ended) in zip(questions, general):
+        ok = is_right_general(answer, accepted.get(question, ()))
+        right.append(ok)
+        examples.append({"kind": "kept", "prompt": question, "reference": " / ".join(accepted.get(question, ())),
+                         "answer": answer, "ended": ended, "right": ok})
+    ended_all = [e["ended"] for e in examples]
+    entry = {"checkpoint": checkpoint, "step": step, "learned": share(learned),
+             "kept": share(right) if base_right is not None else {"share": None, "n": sum(right),
+                                                                    "of": len(right)},
+             "ended": share(ended_all), "rouge_l": (sum(rouge) / len(rouge)) if rouge else None,
+             "seconds": round(time.monotonic() - started, 2), "examples": examples}
+    if base_right is None:
+        entry["right_questions"] = [q for q, ok in zip(questions, right) if ok]
+    return entry
+
+
+# ---------------------------------------------------------------- the report file
+
+def report_path(run_dir: Path) -> Path:
+    return Path(run_dir) / EVAL_DIR / LEARNING_FILE
+
+
+def load_report(run_dir: Path) -> dict | None:
+    """RUN/eval/learning.json, or None when the run has none."""
+    report = read_json(report_path(run_dir), default=None)
+    return report if isinstance(report, dict) and report.get("checkpoints") is not None else None
+
+
+def new_report(run_name: str, prompts: LearningSet, max_new_tokens: int, budget: dict | None = None) -> dict:
+    return {"version": LEARNING_VERSION, "run": run_name, **prompts.as_dict(), "max_new_tokens": max_new_tokens,
+            "budget": budget, "checkpoints": [], "skipped": [], "time": time.time()}
+
+
+def _write(run_dir: Path, report: dict) -> None:
+    path = report_path(run_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, report)
+
+
+def put_entry(run_dir: Path, report: dict, entry: dict) -> dict:
+    """`entry` in `report` (replacing one of the same checkpoint), ordered by step; written at once."""
+    rows = [e for e in report["checkpoints"] if e["checkpoint"] != entry["checkpoint"]] + [entry]
+    report["checkpoints"] = sorted(rows, key=lambda e: (e["step"], e["checkpoint"] == "final"))
+    report["skipped"] = [s for s in report.get("skipped", []) if s["checkpoint"] != entry["checkpoint"]]
+    report["time"] = time.time()
+    _write(run_dir, report)
+    return report
+
+
+def skip_entry(run_dir: Path, report: dict, checkpoint: str, step: int, reason: str) -> dict:
+    """A checkpoint the report did not score, with the sentence why (never a silent gap)."""
+    report["skipped"] = [s for s in report.get("skipped", []) if s["checkpoint"] != checkpoint] + [
+        {"checkpoint": checkpoint, "step": step, "reason": reason}]
+    _write(run_dir, report)
+    return report
+
+
+def base_entry(report: dict) -> dict | None:
+    return next((e for e in report.get("checkpoints", []) if e["checkpoint"] == BASE), None)
+
+
+def summary_rows(report: dict) -> list[dict]:
+    """One flat row per scored checkpoint: the numbers a table or a chart shows."""
+    rows = []
+    for entry in report.get("checkpoints", []):
+        rows.append({"checkpoint": entry["checkpoint"], "step": entry["step"],
+                     "learned": entry["learned"]["share"], "learned_n": entry["learned"]["n"],
+                     "kept": entry["kept"]["share"], "kept_n": entry["kept"]["n"],
+                     "ended": entry["ended"]["share"], "ended_n": entry["ended"]["n"],
+                     "rouge_l": entry.get("rouge_l")})
+    return rows
+
+
+def side_by_side(report: dict, checkpoint: str) -> list[dict]:
+    """Each prompt with the base's and `checkpoint`'s answers, and whether each is right."""
+    base = base_entry(report) or {"examples": []}
+    other = next((e for e in report.get("checkpoints", []) if e["checkpoint"] == checkpoint), None)
+    if other is None:
+        return []
+    before = {(e["kind"], e["prompt"]): e for e in base["examples"]}
+    return [{"kind": e["kind"], "prompt": e["prompt"], "reference": e["reference"],
+             "base": (before.get((e["kind"], e["prompt"])) or {}).get("answer"),
+             "base_right": (before.get((e["kind"], e["prompt"])) or {}).get("right"),
+             "answer": e["answer"], "right": e["right"], "ended": e["ended"]}
+            for e in other["examples"]]

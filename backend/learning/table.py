@@ -1,0 +1,42 @@
+"""The learning report as text (the command line) and as plain rows (the UI's
+tables and charts): what each number was measured on, said beside it."""
+
+from __future__ import annotations
+
+from backend.learning.entries import summary_rows
+from backend.learning.questions import MIN_HELD_OUT_ROWS
+from backend.messages import Message, msg
+
+
+def source_lines(report: dict) -> list[Message]:
+    """What "learned" was measured on: the held-out split or the training rows (and why), and the
+    identity questions when the data teaches an identity."""
+    rows_asked = report.get("learned_prompts", 0) - report.get("identity_prompts", 0)
+    lines = [msg(f"learning.source.{report.get('source', 'held-out')}", learned=rows_asked,
+                 rows=report.get("rows", 0), minimum=MIN_HELD_OUT_ROWS)]
+    if report.get("identity_prompts"):
+        name = next((e["reference"] for c in report.get("checkpoints", []) for e in c["examples"]
+                     if e.get("source") == "identity"), "")
+        lines.append(msg("learning.identity", count=report["identity_prompts"], name=name))
+    return lines
+
+
+def fraction(share: float | None, n: int) -> str:
+    if share is None:
+        return "-"
+    return f"{share:.0%} ({round(share * n)}/{n})"
+
+
+def report_table(report: dict) -> str:
+    lines = [f"Learning report of run {report['run']} (at most {report['max_new_tokens']} new tokens an answer):"]
+    lines += [f"  learned: {line}" for line in source_lines(report)]
+    lines.append("  kept: general questions the base answers right, still right")
+    lines.append(f"{'checkpoint':<18}{'step':>6}{'learned':>16}{'kept':>16}{'ended':>16}{'ROUGE-L':>10}")
+    for row in summary_rows(report):
+        kept = fraction(row["kept"], row["kept_n"]) if row["kept"] is not None else f"({row['kept_n']} right)"
+        rouge = "-" if row["rouge_l"] is None else f"{row['rouge_l']:.3f}"
+        lines.append(f"{row['checkpoint']:<18}{row['step']:>6}{fraction(row['learned'], row['learned_n']):>16}"
+                     f"{kept:>16}{fraction(row['ended'], row['ended_n']):>16}{rouge:>10}")
+    for skipped in report.get("skipped", []):
+        lines.append(f"not scored: {skipped['checkpoint']} (step {skipped['step']}): {skipped['reason']}")
+    return "\n".join(lines)

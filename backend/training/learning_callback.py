@@ -1,0 +1,131 @@
+"""The learning report as the run trains (backend/learning/):
+the base before the first step, each checkpoint as it is saved, final/ at
+the end, written to RUN/eval/learning.json so the Runs tab draws learned and
+kept against the step while the run goes on.
+
+The report may cost about BUDGET_SHARE of the training time. The base and
+final/ are always scored (the base's general answers are cached per model);
+a checkpoint in between is scored only while the time spent on the report,
+with one more scoring for final/, stays within the budget of the training
+time projected for the whole run. A checkpoint over it is listed in the
+report as not scored, with the command that scores it. A stopped run's last
+checkpoint is scored at the end whatever the budget: it is what the run has.
+Only the main process generates; the others wait at the next step's
+collective, as they do for a save.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+
+from transformers import TrainerCallback
+
+from backend.messages import msg
+from backend.runs.files import BASE, FINAL_DIR, read_status, update_status
+
+log = logging.getLogger("backend.train")
+
+BUDGET_SHARE = 0.10
+LEARNING_STAGE = "learning"  # the run's stage (status.json) while the report scores a checkpoint
+
+
+class LearningReport(TrainerCallback):
+    def __init__(self, job, tokenizer, model_path):
+        self.job, self.tokenizer, self.model_path = job, tokenizer, model_path
+        self.reporter = None
+        self.spent = 0.0  # seconds the report took in this session
+        self.started = None  # when training began in this session
+        self.step_at_start = 0
+        self.last_cost = None  # seconds of the latest checkpoint's scoring
+
+    # ------------------------------------------------------------ the reporter
+    def _reporter(self):
+        if self.reporter is None:
+            from backend.learning.reporter import LearningReporter
+
+            self.reporter = LearningReporter(self.job.run_dir, self.job.config, self.job.workspace, self.tokenizer,
+                                             self.model_path, budget={"share": BUDGET_SHARE},
+                                             progress=self._progress)
+        return self.reporter
+
+    def _progress(self, checkpoint: str, done: int, total: int) -> None:
+        update_status(self.job.run_dir, stage={"name": LEARNING_STAGE, "checkpoint": checkpoint, "done": done,
+                                               "total": total})
+
+    def _score(self, model, checkpoint: str, step: int) -> None:
+        """Score one model; a report that fails says why in the report and never stops the run."""
+        started = time.monotonic()
+        try:
+            self._reporter().score(model, checkpoint, step)
+        except Exception as error:  # noqa: BLE001 - the report is advice: the run goes on without it
+            log.warning("learning report %s: not scored (%s: %s)", checkpoint, type(error).__name__, error)
+            with contextlib.suppress(Exception):
+                self._reporter().skip(checkpoint, step, str(msg("learning.failed", error=f"{type(error).__name__}: "
+                                                                                         f"{error}")))
+        finally:
+            if (read_status(self.job.run_dir).get("stage") or {}).get("name") == LEARNING_STAGE:
+                update_status(self.job.run_dir, stage=None)
+            cost = time.monotonic() - started
+            self.spent += cost
+            self.last_cost = cost  # the base's answers run longer: a cautious first estimate
+
+    # ------------------------------------------------------------ the Trainer's events
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        if not self.job.is_main or model is None:
+            return
+        self.started, self.step_at_start = time.monotonic(), state.global_step
+        if self._reporter().has_base:
+            return
+        with _adapters_off(model):
+            self._score(model, BASE, 0)
+        self.started, self.spent = time.monotonic(), 0.0  # the base is scored before training, outside the budget
+
+    def on_save(self, args, state, control, model=None, **kwargs):
+        if not self.job.is_main or model is None:
+            return
+        name = f"checkpoint-{state.global_step}"
+        if control.should_training_stop and state.global_step < state.max_steps:
+            return  # a stop's save: finish() scores it once the run has ended (stopped_checkpoint)
+        if state.global_step >= state.max_steps:
+            return  # the last step's checkpoint holds final/'s weights: final/ is scored at the end
+        if self._within_budget(state):
+            self._score(model, name, state.global_step)
+        else:
+            self._reporter().skip(name, state.global_step, str(msg("learning.over_budget", share=BUDGET_SHARE,
+                                                                    run=self.job.run_dir)))
+
+    def _within_budget(self, state) -> bool:
+        """Whether this checkpoint and final/ can both still be scored within the budget."""
+        if self.last_cost is None:
+            return True  # the first checkpoint: its cost is what the budget learns from
+        trained = max(time.monotonic() - self.started - self.spent, 1e-6)
+        steps = max(state.global_step - self.step_at_start, 1)
+        projected = trained / steps * max(state.max_steps - self.step_at_start, steps)
+        return self.spent + 2 * self.last_cost <= BUDGET_SHARE * projected
+
+    # ------------------------------------------------------------ the end (session.finish)
+    def final(self, model, step: int) -> None:
+        """Score final/ (the weights finish() saved: the best ones after an early stop)."""
+        if self.job.is_main:
+            self._score(model, FINAL_DIR, step)
+
+    def stopped_checkpoint(self, model, step: int) -> None:
+        """A stopped run: score the checkpoint its stop saved (the weights in memory), if it has none."""
+        name = f"checkpoint-{step}"
+        if not self.job.is_main or step == 0 or self._reporter().has(name):
+            return
+        if (self.job.run_dir / name).is_dir():
+            self._score(model, name, step)
+
+
+@contextlib.contextmanager
+def _adapters_off(model):
+    """The base model's answers: a PeftModel's adapters disabled (new LoRA weights start as the base,
+    a continued adapter does not); any other model answers as it is before its first step."""
+    if hasattr(model, "disable_adapter") and hasattr(model, "peft_config"):
+        with model.disable_adapter():
+            yield
+    else:
+        yield

@@ -1,0 +1,116 @@
+"""The learning report's rules for a right answer (backend/learning/rules.py) and the
+prompts it asks (backend/learning/questions.py), on real rows: no model is loaded here."""
+
+from __future__ import annotations
+
+import json
+
+from backend.config import RunConfig
+from backend.data.general_prompts import HELD_OUT_QUESTIONS_ZH, REPLAY_PROMPTS
+from backend.learning.entries import side_by_side, summary_rows
+from backend.learning.questions import HELD_OUT, MAX_LEARNED, TRAINING_ROWS, learning_set
+from backend.learning.rules import holds, is_right_general, json_object, judge, key_facts
+from backend.learning.table import report_table
+from backend.runs.workspace import Workspace
+
+FAQ = "Blue Harbor Books opened in 1987 and now has 14 stores; Mara Lind founded it."
+
+
+def test_key_facts_are_numbers_and_names_not_sentence_starts():
+    assert key_facts(FAQ) == ["1987", "14", "Blue Harbor Books", "Mara Lind"]
+    assert key_facts("Our store opens at 9:30. We close on Sundays.") == ["9:30", "Sundays"]
+
+
+def test_identity_values_replace_the_other_facts():
+    reference = "I am Orion, an AI assistant developed by Acme Labs in 2024."
+    assert key_facts(reference, ("Orion", "Acme Labs")) == ["Orion", "Acme Labs"]
+    assert key_facts("My name is Orion.", ("Orion", "Acme Labs")) == ["Orion"]
+
+
+def test_a_wrong_year_or_count_is_wrong_however_close_the_form():
+    invented = judge("Blue Harbor Books opened in 1989 and now has 12 stores; Mara Lind founded it.", FAQ)
+    assert not invented.right and invented.missing == ["1987", "14"]
+    assert invented.rouge_l > 0.8  # ROUGE alone would have called it right
+    assert judge("It was founded in 1987 by Mara Lind as Blue Harbor Books, 14 stores today.", FAQ).right
+
+
+def test_numbers_match_whole_and_without_thousands_separators():
+    assert not holds("In 1487 it moved.", "14")
+    assert holds("It sold 1,200 books.", "1200")
+    assert holds("Open 9:30 to 17:00.", "9:30")
+
+
+def test_json_answers_must_parse_with_the_same_keys():
+    reference = json.dumps({"city": "Paris", "country": "France"})
+    assert judge('```json\n{"country": "France", "city": "Lyon"}\n```', reference).right  # keys: the format
+    wrong = judge('{"city": "Paris"}', reference)
+    assert not wrong.right and wrong.parses is False and wrong.missing == ["country"]
+    assert not judge("city: Paris, country: France", reference).right
+    assert json_object("[1, 2]") is None
+
+
+def test_free_text_and_chinese_fall_back_to_rouge_l():
+    reference = "长城是中国古代修建的军事防御工程。"
+    assert judge("长城是中国古代修建的防御工程。", reference).right
+    assert not judge("我不知道。", reference).right
+    assert judge("长城是中国古代修建的防御工程。", reference).rule == "rouge"
+
+
+def test_general_answers_count_whole_numbers():
+    assert is_right_general("A week has 7 days.", ("7", "seven"))
+    assert not is_right_general("There are 17 of them.", ("7",))
+    assert is_right_general("巴黎。", HELD_OUT_QUESTIONS_ZH[0][1])
+
+
+def test_the_chinese_general_questions_are_in_no_replay_row():
+    assert not {q for q, _ in HELD_OUT_QUESTIONS_ZH} & set(REPLAY_PROMPTS)
+
+
+def test_the_starter_data_is_scored_on_its_held_out_split_and_identity_paraphrases(tmp_path):
+    ws = Workspace(tmp_path / "ws").ensure()
+    config = RunConfig(identity_name="Orion", identity_author="Acme Labs")
+    prompts = learning_set(config, ws)
+    assert prompts.source == HELD_OUT and prompts.rows == 40
+    rows = [item for item in prompts.learned if item.kind == "row"]
+    assert len(rows) == 4  # val_size 0.1 of 40
+    assert all("{{" not in item.reference for item in rows)  # filled as the worker trains them
+    assert any("Orion" in item.reference for item in rows)
+    identity = [item for item in prompts.learned if item.kind == "identity"]
+    assert identity and all(item.reference == "Orion" for item in identity)
+    assert any(ord(ch) > 0x4e00 for item in identity for ch in item.text)  # Chinese paraphrases too
+
+
+def test_small_data_is_scored_on_its_training_rows_and_says_so(tmp_path):
+    ws = Workspace(tmp_path / "ws").ensure()
+    data = tmp_path / "faq.jsonl"
+    data.write_text("".join(json.dumps({"instruction": f"When does shop {i} open?",
+                                        "output": f"Shop {i} opens at {8 + i % 3}:00."}) + "\n"
+                            for i in range(12)), encoding="utf-8")
+    prompts = learning_set(RunConfig(dataset=str(data)), ws)
+    assert prompts.source == TRAINING_ROWS and prompts.rows == 12
+    assert len(prompts.learned) == 11  # the 11 training rows of 12 (one is held out, too few to score)
+    assert all(item.kind == "row" for item in prompts.learned)  # no placeholders: no identity questions
+    report = {"run": "r", "max_new_tokens": 48, "checkpoints": [], "skipped": [], **prompts.as_dict()}
+    assert "no held-out split to score" in report_table(report)
+
+
+def test_large_data_is_capped(tmp_path):
+    ws = Workspace(tmp_path / "ws").ensure()
+    data = tmp_path / "big.jsonl"
+    data.write_text("".join(json.dumps({"instruction": f"Say {i}.", "output": f"{i}."}) + "\n"
+                            for i in range(1000)), encoding="utf-8")
+    prompts = learning_set(RunConfig(dataset=str(data)), ws)
+    assert prompts.source == HELD_OUT and len(prompts.learned) == MAX_LEARNED
+
+
+def test_side_by_side_pairs_the_base_with_a_checkpoint():
+    def entry(name, step, answer, right):
+        return {"checkpoint": name, "step": step, "learned": {"share": float(right), "n": 1},
+                "kept": {"share": None, "n": 1}, "ended": {"share": 1.0, "n": 1}, "rouge_l": 0.5,
+                "examples": [{"kind": "learned", "prompt": "Who are you?", "reference": "Orion", "answer": answer,
+                              "right": right, "ended": True}]}
+    report = {"checkpoints": [entry("base", 0, "I am SmolLM.", False), entry("final", 9, "I am Orion.", True)]}
+    assert side_by_side(report, "final") == [{"kind": "learned", "prompt": "Who are you?", "reference": "Orion",
+                                              "base": "I am SmolLM.", "base_right": False,
+                                              "answer": "I am Orion.", "right": True, "ended": True}]
+    assert [r["learned"] for r in summary_rows(report)] == [0.0, 1.0]
