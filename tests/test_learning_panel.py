@@ -8,8 +8,8 @@ import pytest
 
 from backend.config import RunConfig
 from backend.config_recipes import tiny_config
-from backend.learning.reporter import LearningReporter
 from backend.learning.entries import load_report
+from backend.learning.reporter import LearningReporter
 from ui import learning_panel, train_summary
 from ui.context import UIContext
 from ui.i18n import merge_texts
