@@ -518,6 +518,14 @@ CATALOGUE: dict[str, str] = {
     "learning.none": "No learning report for run {run} yet: it is written as the run trains (learning_report on), "
                      "or run `python -m backend.evaluate --run {run} --learning`.",
     "learning.stage": "learning report: scoring {checkpoint}",
+    "learning.warn.ended": "{checkpoint} ended {ended} of {n} answers with the end of turn: it has not learned to "
+                           "stop. Train more steps or at a higher learning_rate; the answers it trained on must end "
+                           "with the template's end of turn (the Data tab's template preview shows it).",
+    "learning.warn.kept": "{checkpoint} still answers {kept} of the {n} general questions the base got right: it "
+                          "forgot. Turn replay on (replay on, replay_share 0.67), or lower learning_rate or the steps.",
+    "learning.warn.learned": "{checkpoint} answers {learned} of {n} held-out prompts right, no more than the base "
+                             "({base}): the run has not learned the data's content. Train more steps or at a higher "
+                             "learning_rate, or add phrasings of the same facts.",
     "evaluate.bad_file": "Cannot use {name} as an evaluation set: {error}",
     "evaluate.no_pairs": "{label} holds no chosen-rejected pairs to score (KTO rows have no pair).",
     "evaluate.no_answers": "{label} has no rows with an assistant answer to score against.",

@@ -114,3 +114,20 @@ def test_side_by_side_pairs_the_base_with_a_checkpoint():
                                               "base": "I am SmolLM.", "base_right": False,
                                               "answer": "I am Orion.", "right": True, "ended": True}]
     assert [r["learned"] for r in summary_rows(report)] == [0.0, 1.0]
+
+
+def test_the_report_says_what_to_change_when_a_checkpoint_does_not_stop_forgets_or_learns_nothing():
+    from backend.learning.table import warnings
+
+    def entry(name, learned, kept, ended):
+        return {"checkpoint": name, "step": 0 if name == "base" else 60, "learned": {"share": learned, "n": 20},
+                "kept": {"share": kept, "n": 20}, "ended": {"share": ended, "n": 40}, "examples": []}
+
+    gemma = {"checkpoints": [entry("base", 0.0, None, 0.1), entry("final", 0.0, 0.95, 0.05)]}
+    said = [str(m) for m in warnings(gemma)]
+    assert any("ended 2 of 40 answers" in s and "not learned to stop" in s for s in said)
+    assert any("no more than the base" in s for s in said) and not any("forgot" in s for s in said)
+    fine = {"checkpoints": [entry("base", 0.0, None, 0.4), entry("final", 0.95, 0.95, 0.97)]}
+    assert warnings(fine) == []
+    forgot = {"checkpoints": [entry("base", 0.0, None, 0.4), entry("final", 0.95, 0.5, 0.97)]}
+    assert [m.id for m in warnings(forgot)] == ["learning.warn.kept"]

@@ -90,9 +90,10 @@ def _report(ctx: UIContext, run_id):
 
 def about_lines(ctx: UIContext, lang, report: dict) -> list[str]:
     """What the numbers were measured on, and the checkpoints not scored with why."""
-    from backend.learning.table import source_lines
+    from backend.learning.table import source_lines, warnings
 
-    lines = [localize(line, lang) for line in source_lines(report)]
+    lines = [f"⚠️ {localize(line, lang)}" for line in warnings(report)]
+    lines += [localize(line, lang) for line in source_lines(report)]
     lines.append(ctx.msg(lang, "evaluate.learning.kept_about"))
     lines += [ctx.msg(lang, "evaluate.learning.skipped", checkpoint=s["checkpoint"], step=s["step"], reason=s["reason"])
               for s in report.get("skipped", [])]

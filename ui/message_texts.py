@@ -478,6 +478,12 @@ ZH: dict[str, str] = {
     "learning.none": "运行 {run} 还没有学习报告：它会在训练时写入（learning_report 开启），"
                      "或运行 `python -m backend.evaluate --run {run} --learning`。",
     "learning.stage": "学习报告：正在为 {checkpoint} 打分",
+    "learning.warn.ended": "{checkpoint} 的 {n} 个回答中只有 {ended} 个以结束符结束：它还没学会停止。请训练更多步数或提高 "
+                           "learning_rate；训练的回答必须以模板的结束符结束（数据页的模板预览会显示）。",
+    "learning.warn.kept": "基础模型答对的 {n} 个通用问题中，{checkpoint} 仍答对 {kept} 个：它遗忘了。请开启回放"
+                          "（replay on，replay_share 0.67），或降低 learning_rate 或步数。",
+    "learning.warn.learned": "{checkpoint} 在 {n} 个留出提示中答对 {learned} 个，不比基础模型（{base}）多："
+                             "运行没有学到数据的内容。请训练更多步数或提高 learning_rate，或加入同一事实的不同问法。",
     "evaluate.bad_file": "无法把 {name} 用作评估集：{error}",
     "evaluate.no_pairs": "{label} 中没有可评分的 chosen-rejected 配对（KTO 数据没有配对）。",
     "evaluate.no_answers": "{label} 中没有带助手回答、可用于评分的记录。",

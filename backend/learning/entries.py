@@ -109,6 +109,24 @@ def base_cache_path(model_path, tokenizer, datasets_dir: Path | None, max_new_to
     return Path(datasets_dir) / BASE_CACHE_DIR / f"{key}{BASE_CACHE_SUFFIX}"
 
 
+def warm_base_answers(model_path, tokenizer, datasets_dir: Path, max_new_tokens: int, model=None) -> int:
+    """Answer the general questions with the base model into its cache ahead of a first run (the app
+    does it at start beside replay's answers); returns how many were answered now."""
+    answers = BaseAnswers(base_cache_path(model_path, tokenizer, datasets_dir, max_new_tokens))
+    questions = answers.missing([q for q, _ in KEPT_QUESTIONS])
+    if not questions:
+        return 0
+    if model is None:
+        import torch
+
+        from backend.models.loading import load_model
+
+        model = load_model(model_path, dtype=torch.float32).eval()
+    log.info("learning report: the base model answers %d general questions once (cached)", len(questions))
+    answers.add(questions, answer_prompts(model, tokenizer, [_question(q) for q in questions], max_new_tokens))
+    return len(questions)
+
+
 def score_model(model, tokenizer, prompts: LearningSet, checkpoint: str, step: int, base_right: list[str] | None,
                 base_answers: BaseAnswers | None = None, max_new_tokens: int = MAX_NEW_TOKENS,
                 progress=None) -> dict:

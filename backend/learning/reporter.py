@@ -22,6 +22,7 @@ from backend.learning.entries import (
     skip_entry,
 )
 from backend.learning.questions import learning_set
+from backend.models.greedy import training_layout_kept
 from backend.runs.files import BASE
 from backend.runs.workspace import Workspace
 
@@ -72,9 +73,10 @@ class LearningReporter:
         was_training = getattr(model, "training", False)
         model.eval()
         try:
-            entry = score_model(model, self.tokenizer, self.prompts, checkpoint, step,
-                                None if is_base else self.base_right(), self.base_answers if is_base else None,
-                                self.max_new_tokens, progress)
+            with training_layout_kept(model):
+                entry = score_model(model, self.tokenizer, self.prompts, checkpoint, step,
+                                    None if is_base else self.base_right(), self.base_answers if is_base else None,
+                                    self.max_new_tokens, progress)
         finally:
             if was_training:
                 model.train()

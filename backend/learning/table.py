@@ -21,6 +21,30 @@ def source_lines(report: dict) -> list[Message]:
     return lines
 
 
+ENDED_BELOW = KEPT_BELOW = 0.9  # the goals of docs/DEMO.md: below them the report says what to change
+
+
+def warnings(report: dict) -> list[Message]:
+    """What the last scored checkpoint did wrong, each with what to change: it does not stop, it
+    forgot, or it learned nothing the base did not already answer."""
+    entries = report.get("checkpoints", [])
+    base = next((e for e in entries if e["checkpoint"] == "base"), None)
+    last = entries[-1] if entries and entries[-1]["checkpoint"] != "base" else None
+    if last is None:
+        return []
+    found, name = [], last["checkpoint"]
+    ended, kept, learned = last["ended"], last["kept"], last["learned"]
+    if ended["share"] is not None and ended["share"] < ENDED_BELOW:
+        found.append(msg("learning.warn.ended", checkpoint=name, ended=round(ended["share"] * ended["n"]),
+                         n=ended["n"]))
+    if kept["share"] is not None and kept["share"] < KEPT_BELOW:
+        found.append(msg("learning.warn.kept", checkpoint=name, kept=round(kept["share"] * kept["n"]), n=kept["n"]))
+    if base and learned["share"] is not None and learned["share"] <= (base["learned"]["share"] or 0):
+        found.append(msg("learning.warn.learned", checkpoint=name, learned=round(learned["share"] * learned["n"]),
+                         n=learned["n"], base=round((base["learned"]["share"] or 0) * base["learned"]["n"])))
+    return found
+
+
 def fraction(share: float | None, n: int) -> str:
     if share is None:
         return "-"
@@ -39,4 +63,5 @@ def report_table(report: dict) -> str:
                      f"{kept:>16}{fraction(row['ended'], row['ended_n']):>16}{rouge:>10}")
     for skipped in report.get("skipped", []):
         lines.append(f"not scored: {skipped['checkpoint']} (step {skipped['step']}): {skipped['reason']}")
+    lines += [f"warning: {line}" for line in warnings(report)]
     return "\n".join(lines)

@@ -5,6 +5,8 @@ adapter). It sits with the models, below both training and evaluation."""
 
 from __future__ import annotations
 
+import contextlib
+
 from backend.models.chat_templates import render, stop_token_ids
 
 
@@ -77,3 +79,20 @@ def until_stop(ids: list[int], stops) -> list[int]:
         if token in stops:
             return ids[:i]
     return ids
+
+
+@contextlib.contextmanager
+def training_layout_kept(model):
+    """Generate with a model that goes on training: bitsandbytes repacks a 4-bit layer's weight
+    for its CPU inference kernel on the first forward in eval mode without grad, for good, and
+    the training forward after it then fails ("a view of a leaf Variable that requires grad is
+    being used in an in-place operation"; docs/LIBRARY_TRAPS.md). The repacking is switched off
+    meanwhile (`support_avx512bf16_for_cpu`, the flag bitsandbytes checks first)."""
+    layers = [m for m in model.modules() if getattr(m, "support_avx512bf16_for_cpu", False)]
+    for layer in layers:
+        layer.support_avx512bf16_for_cpu = False
+    try:
+        yield model
+    finally:
+        for layer in layers:
+            layer.support_avx512bf16_for_cpu = True
