@@ -509,6 +509,9 @@ CATALOGUE: dict[str, str] = {
     # --- the learning report (backend/learning/, backend/training/learning_callback.py) ---
     "learning.over_budget": "scoring it would take the report past {share:.0%} of the training time; "
                             "`python -m backend.evaluate --run {run} --learning` scores every checkpoint.",
+    "learning.too_slow": "an answer took {seconds} s, too slow to score in the report's share of this run's "
+                         "training time; `python -m backend.evaluate --run {run} --learning` scores it without a "
+                         "budget.",
     "learning.failed": "the report could not score it ({error}).",
     "learning.source.held-out": "{learned} held-out prompts of your data ({rows} rows, none trained on)",
     "learning.source.training": "{learned} of your training rows ({rows} rows): no held-out split to score (val_size "

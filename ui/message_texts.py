@@ -470,6 +470,8 @@ ZH: dict[str, str] = {
     "evaluate.no_split": "运行 {run} 没有留出的验证集（val_size = {val_size}）；请改为上传评估文件。",
     "learning.over_budget": "为它打分会让报告超过训练时间的 {share:.0%}；"
                             "`python -m backend.evaluate --run {run} --learning` 会为每个检查点打分。",
+    "learning.too_slow": "一个回答要 {seconds} 秒，太慢，无法在报告所占的训练时间份额内打分；"
+                         "`python -m backend.evaluate --run {run} --learning` 会不限时间为它打分。",
     "learning.failed": "报告无法为它打分（{error}）。",
     "learning.source.held-out": "你的数据中 {learned} 个留出的提示（共 {rows} 条，均未参与训练）",
     "learning.source.training": "你的 {learned} 条训练数据（共 {rows} 条）：没有可打分的留出集（val_size 为 0，"

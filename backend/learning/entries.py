@@ -129,12 +129,17 @@ def warm_base_answers(model_path, tokenizer, datasets_dir: Path, max_new_tokens:
 
 def score_model(model, tokenizer, prompts: LearningSet, checkpoint: str, step: int, base_right: list[str] | None,
                 base_answers: BaseAnswers | None = None, max_new_tokens: int = MAX_NEW_TOKENS,
-                progress=None) -> dict:
+                progress=None, limit: int | None = None) -> dict:
     """One entry of the report. `base_right`: the general questions the base answers right (None:
-    this is the base, which answers all of them to find out). `progress(done, total)`."""
+    this is the base, which answers all of them to find out). `progress(done, total)`. `limit`: at
+    most this many prompts, half of them the data's (a model too slow for the report's budget)."""
     started = time.monotonic()
-    learned_prompts = [item.prompt for item in prompts.learned]
     questions = [q for q, _ in prompts.kept] if base_right is None else base_right[:MAX_KEPT]
+    learned_items = prompts.learned
+    if limit is not None:
+        learned_items = learned_items[:max(1, (limit + 1) // 2)]
+        questions = questions[:max(0, limit - len(learned_items))]
+    learned_prompts = [item.prompt for item in learned_items]
     cached = base_answers.missing(questions) if base_answers is not None and base_right is None else questions
     total = len(learned_prompts) + len(cached)
     report = (lambda done: progress(done, total)) if progress else None
@@ -148,7 +153,7 @@ def score_model(model, tokenizer, prompts: LearningSet, checkpoint: str, step: i
         general = new_answers
     accepted = dict(prompts.kept)
     examples, learned, rouge = [], [], []
-    for item, (answer, ended) in zip(prompts.learned, learned_answers):
+    for item, (answer, ended) in zip(learned_items, learned_answers):
         verdict = judge(answer, item.reference, item.identity)
         learned.append(verdict.right)
         rouge.append(verdict.rouge_l)
@@ -165,7 +170,7 @@ def score_model(model, tokenizer, prompts: LearningSet, checkpoint: str, step: i
              "kept": share(right) if base_right is not None else {"share": None, "n": sum(right),
                                                                     "of": len(right)},
              "ended": share(ended_all), "rouge_l": (sum(rouge) / len(rouge)) if rouge else None,
-             "seconds": round(time.monotonic() - started, 2), "examples": examples}
+             "seconds": round(time.monotonic() - started, 2), "generated": total, "examples": examples}
     if base_right is None:
         entry["right_questions"] = [q for q, ok in zip(questions, right) if ok]
     return entry

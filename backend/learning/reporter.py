@@ -21,7 +21,7 @@ from backend.learning.entries import (
     score_model,
     skip_entry,
 )
-from backend.learning.questions import learning_set
+from backend.learning.questions import MAX_KEPT, learning_set
 from backend.models.greedy import training_layout_kept
 from backend.runs.files import BASE
 from backend.runs.workspace import Workspace
@@ -59,9 +59,14 @@ class LearningReporter:
     def has(self, checkpoint: str) -> bool:
         return any(e["checkpoint"] == checkpoint for e in self.report["checkpoints"])
 
-    def score(self, model, checkpoint: str, step: int) -> dict:
+    @property
+    def full_count(self) -> int:
+        """Prompts a checkpoint is asked with no limit."""
+        return len(self.prompts.learned) + min(len(self.base_right()), MAX_KEPT)
+
+    def score(self, model, checkpoint: str, step: int, limit: int | None = None) -> dict:
         """Score `model` as `checkpoint`; the base first when it is the base (its right answers
-        choose the general questions every checkpoint is asked)."""
+        choose the general questions every checkpoint is asked). `limit`: fewer prompts."""
         is_base = checkpoint == BASE
         total = len(self.prompts.learned) + len(self.prompts.kept)
 
@@ -76,7 +81,7 @@ class LearningReporter:
             with training_layout_kept(model):
                 entry = score_model(model, self.tokenizer, self.prompts, checkpoint, step,
                                     None if is_base else self.base_right(), self.base_answers if is_base else None,
-                                    self.max_new_tokens, progress)
+                                    self.max_new_tokens, progress, limit)
         finally:
             if was_training:
                 model.train()

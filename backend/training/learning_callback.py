@@ -9,7 +9,11 @@ a checkpoint in between is scored only while the time spent on the report,
 with one more scoring for final/, stays within the budget of the training
 time projected for the whole run. A checkpoint over it is listed in the
 report as not scored, with the command that scores it. A stopped run's last
-checkpoint is scored at the end whatever the budget: it is what the run has.
+checkpoint is scored at the end: it is what the run has. The last entry
+(final/ or that checkpoint) gets fewer prompts when the model answers too
+slowly for END_SHARE of the training time (and END_FLOOR_S), and none below MIN_PROMPTS, with
+the sentence why: a model too large for the machine never leaves a silent
+blank.
 Only the main process generates; the others wait at the next step's
 collective, as they do for a save.
 """
@@ -28,6 +32,9 @@ from backend.runs.files import BASE, FINAL_DIR, read_status, update_status
 log = logging.getLogger("backend.train")
 
 BUDGET_SHARE = 0.10
+END_SHARE = 0.25  # final/ (or a stopped run's last checkpoint) may take this much before it gets fewer prompts
+MIN_PROMPTS = 8  # fewer than this says nothing: the entry is skipped with the sentence why
+END_FLOOR_S = 60.0  # a last entry this quick is always scored in full, however short the run
 LEARNING_STAGE = "learning"  # the run's stage (status.json) while the report scores a checkpoint
 
 
@@ -39,6 +46,7 @@ class LearningReport(TrainerCallback):
         self.started = None  # when training began in this session
         self.step_at_start = 0
         self.last_cost = None  # seconds of the latest checkpoint's scoring
+        self.per_answer = None  # seconds an answer took in the latest scoring
 
     # ------------------------------------------------------------ the reporter
     def _reporter(self):
@@ -54,11 +62,12 @@ class LearningReport(TrainerCallback):
         update_status(self.job.run_dir, stage={"name": LEARNING_STAGE, "checkpoint": checkpoint, "done": done,
                                                "total": total})
 
-    def _score(self, model, checkpoint: str, step: int) -> None:
+    def _score(self, model, checkpoint: str, step: int, limit: int | None = None) -> None:
         """Score one model; a report that fails says why in the report and never stops the run."""
         started = time.monotonic()
         try:
-            self._reporter().score(model, checkpoint, step)
+            entry = self._reporter().score(model, checkpoint, step, limit)
+            self.per_answer = (time.monotonic() - started) / max(entry.get("generated") or 1, 1)
         except Exception as error:  # noqa: BLE001 - the report is advice: the run goes on without it
             log.warning("learning report %s: not scored (%s: %s)", checkpoint, type(error).__name__, error)
             with contextlib.suppress(Exception):
@@ -109,7 +118,7 @@ class LearningReport(TrainerCallback):
     def final(self, model, step: int) -> None:
         """Score final/ (the weights finish() saved: the best ones after an early stop)."""
         if self.job.is_main:
-            self._score(model, FINAL_DIR, step)
+            self._score_at_end(model, FINAL_DIR, step)
 
     def stopped_checkpoint(self, model, step: int) -> None:
         """A stopped run: score the checkpoint its stop saved (the weights in memory), if it has none."""
@@ -117,7 +126,25 @@ class LearningReport(TrainerCallback):
         if not self.job.is_main or step == 0 or self._reporter().has(name):
             return
         if (self.job.run_dir / name).is_dir():
-            self._score(model, name, step)
+            self._score_at_end(model, name, step)
+
+    def _score_at_end(self, model, name: str, step: int) -> None:
+        """The last entry, in full unless the model answers too slowly for END_SHARE of the training
+        time: then on fewer prompts, or none below MIN_PROMPTS (with the sentence why)."""
+        limit = self._end_limit()
+        if limit is not None and limit < MIN_PROMPTS:
+            self._reporter().skip(name, step, str(msg("learning.too_slow", seconds=round(self.per_answer, 1),
+                                                       run=self.job.run_dir)))
+            return
+        self._score(model, name, step, limit)
+
+    def _end_limit(self) -> int | None:
+        if self.per_answer is None or self.started is None:
+            return None
+        allowed = max(END_SHARE * (time.monotonic() - self.started - self.spent), END_FLOOR_S)
+        if self.per_answer * self._reporter().full_count <= allowed:
+            return None
+        return int(allowed / self.per_answer)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,81 @@
+"""The worker's learning report callback (backend/training/learning_callback.py), driven in this
+process with the Trainer's own state objects and the real tiny demo model under a LoRA adapter:
+the base with the adapter off, the budget that leaves a checkpoint out with the command that
+scores it, a stopped run's last checkpoint, and a model too slow for the budget."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from transformers import TrainerControl, TrainerState
+
+from backend.config_recipes import tiny_config
+from backend.learning.entries import load_report
+from backend.training.cli import Job
+from backend.training.learning_callback import LearningReport
+
+
+@pytest.fixture
+def lora_demo(workspace):
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from backend.models.loading import load_model, load_tokenizer
+
+    path = workspace.models_dir / "demo"
+    model = get_peft_model(load_model(path, dtype=torch.float32), LoraConfig(r=4, target_modules="all-linear"))
+    return model, load_tokenizer(path), path
+
+
+def _callback(workspace, lora_demo, name="r"):
+    run_dir = workspace.runs_dir / name
+    run_dir.mkdir()
+    config = tiny_config()
+    config.save(run_dir / "config.yaml")
+    model, tokenizer, path = lora_demo
+    return LearningReport(Job(config, run_dir, workspace), tokenizer, path), model, run_dir
+
+
+def test_the_base_then_a_checkpoint_over_the_budget_then_final(workspace, lora_demo):
+    callback, model, run_dir = _callback(workspace, lora_demo)
+    state, control = TrainerState(global_step=0, max_steps=30), TrainerControl()
+    model.train()
+    callback.on_train_begin(None, state, control, model=model)
+    assert model.training  # back in training mode after answering
+    assert [e["checkpoint"] for e in load_report(run_dir)["checkpoints"]] == ["base"]
+    state.global_step = 10  # almost no training time has passed: scoring it would go past 10% of it
+    callback.on_save(None, state, control, model=model)
+    report = load_report(run_dir)
+    assert [s["checkpoint"] for s in report["skipped"]] == ["checkpoint-10"]
+    assert "--learning" in report["skipped"][0]["reason"]
+    callback.final(model, 30)
+    assert [e["checkpoint"] for e in load_report(run_dir)["checkpoints"]] == ["base", "final"]
+
+
+def test_a_stopped_run_gets_its_last_checkpoint_scored(workspace, lora_demo):
+    callback, model, run_dir = _callback(workspace, lora_demo)
+    state, control = TrainerState(global_step=0, max_steps=30), TrainerControl()
+    callback.on_train_begin(None, state, control, model=model)
+    state.global_step, control.should_training_stop = 7, True
+    callback.on_save(None, state, control, model=model)  # the stop's save: left to the end
+    (run_dir / "checkpoint-7").mkdir()
+    callback.stopped_checkpoint(model, 7)
+    assert [e["checkpoint"] for e in load_report(run_dir)["checkpoints"]] == ["base", "checkpoint-7"]
+
+
+def test_a_model_too_slow_for_the_budget_is_skipped_with_a_sentence(workspace, lora_demo):
+    callback, model, run_dir = _callback(workspace, lora_demo)
+    state = TrainerState(global_step=0, max_steps=30)
+    callback.on_train_begin(None, state, TrainerControl(), model=model)
+    callback.started = time.monotonic() - 1000  # a thousand seconds of training ...
+    callback.per_answer = 60.0  # ... and a minute an answer: a quarter of it holds fewer than MIN_PROMPTS
+    callback.final(model, 30)
+    report = load_report(run_dir)
+    assert [e["checkpoint"] for e in report["checkpoints"]] == ["base"]
+    assert "too slow" in report["skipped"][0]["reason"] and report["skipped"][0]["checkpoint"] == "final"
+    callback.per_answer = 1000 * 0.25 / 9  # nine answers fit in a quarter of the thousand seconds
+    callback.final(model, 30)
+    final = load_report(run_dir)["checkpoints"][-1]
+    assert final["checkpoint"] == "final" and final["generated"] <= 9
+    assert load_report(run_dir)["skipped"] == []
