@@ -131,3 +131,15 @@ def test_the_report_says_what_to_change_when_a_checkpoint_does_not_stop_forgets_
     assert warnings(fine) == []
     forgot = {"checkpoints": [entry("base", 0.0, None, 0.4), entry("final", 0.95, 0.5, 0.97)]}
     assert [m.id for m in warnings(forgot)] == ["learning.warn.kept"]
+
+
+def test_the_evaluate_tabs_held_out_split_is_filled_as_the_run_trained_it(tmp_path):
+    """Evaluate scores the identity rows against "I am Orion", not against "I am {{name}}"."""
+    from backend.evaluation.scoring import held_out_rows
+
+    ws = Workspace(tmp_path / "ws").ensure()
+    run_dir = ws.runs_dir / "r"
+    run_dir.mkdir()
+    RunConfig(identity_name="Orion", identity_author="Acme Labs").save(run_dir / "config.yaml")
+    text = json.dumps(held_out_rows(run_dir, ws), ensure_ascii=False)
+    assert "{{" not in text and "Orion" in text

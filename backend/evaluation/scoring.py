@@ -32,6 +32,7 @@ class EvalError(UserError, RuntimeError):
 
 def held_out_rows(run_dir: Path, workspace: Workspace | None = None) -> list[dict]:
     """The run's eval split, recomputed exactly as the worker does (same loader, seed and share)."""
+    from backend.data.identity_rows import fill_rows, identity_values
     from backend.data.resolve import load_rows, resolve_dataset, split_rows
 
     config = RunConfig.load(Path(run_dir) / CONFIG_FILE)
@@ -41,7 +42,7 @@ def held_out_rows(run_dir: Path, workspace: Workspace | None = None) -> list[dic
         _, eval_rows = split_rows(rows, config.val_size, config.seed)
     if not eval_rows:
         raise EvalError(msg("evaluate.no_split", run=Path(run_dir).name, val_size=config.val_size))
-    return eval_rows
+    return fill_rows(eval_rows, identity_values(config))  # `{{name}}` / `{{author}}` as the run trained them
 
 
 def evaluation_rows(run_dir: Path, data: Path | None, max_samples: int | None,
