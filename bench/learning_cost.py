@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -64,7 +65,8 @@ def run_seed(workspace: Path, seed: int, sets: list[str]) -> dict:
     training_s = (summary.get("train_runtime_s") or summary["wall_time_s"]) - in_training
     return {"seed": seed, "steps": summary.get("global_step"), "wall_s": round(wall, 1),
             "training_s": round(training_s, 1), "report_s": round(report_s, 1),
-            "report_share": round(report_s / training_s, 3), "scored": list(entries),
+            "report_share": round(report_s / training_s, 3),
+            "scored": {name: e["seconds"] for name, e in entries.items()},
             "skipped": [s["checkpoint"] for s in report.get("skipped", [])],
             "learned_n": final["learned"]["n"], "kept_n": final["kept"]["n"], "source": report["source"],
             "base_learned": base["learned"]["share"], "learned": final["learned"]["share"],
@@ -82,6 +84,7 @@ def main() -> None:
     parser.add_argument("--dataset", help="the training data (default: the starter's identity dataset)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--set", action="append", default=[], dest="sets", help="key=value, as the worker's --set")
+    parser.add_argument("--keep", type=Path, help="copy each seed's learning.json here (seed-N.json)")
     args = parser.parse_args()
     sets = [*args.sets, *([f"dataset={Path(args.dataset).resolve()}"] if args.dataset else []),
             f"model_name_or_path={args.model}"]
@@ -91,6 +94,9 @@ def main() -> None:
             workspace = Path(scratch) / "workspace"
             prepare(workspace, args.models_dir.resolve(), args.model)
             results.append(run_seed(workspace, seed, sets))
+            if args.keep:
+                args.keep.mkdir(parents=True, exist_ok=True)
+                shutil.copy(workspace / "runs" / f"seed-{seed}" / "eval" / "learning.json", args.keep / f"seed-{seed}.json")
         print(json.dumps(results[-1]), flush=True)
     for key in ("learned", "kept", "ended", "report_share", "training_s", "report_s", "wall_s"):
         print(f"{key}: {spread([r[key] for r in results])}")

@@ -88,6 +88,8 @@ RUNS: list[tuple[str, str, str | None]] = [
      " [--checkpoint base checkpoint-50 final] [--max-samples 20] [--no-chat-template] [--json]",
      "python -m backend.evaluate --run workspace/runs/sft --benchmark studio_facts_choice studio_general_choice"
      " --checkpoint base final --max-samples 4 --json", None),
+    ("python -m backend.evaluate --run workspace/runs/<run-id> --learning [--checkpoint final] [--json]",
+     "python -m backend.evaluate --run workspace/runs/sft --learning --checkpoint final --json", None),
     (".venv/bin/python -m backend.export --checkpoint workspace/runs/<id>/final --out merged --merge",
      ".venv/bin/python -m backend.export --checkpoint workspace/runs/sft/final --out merged --merge", None),
     ("python -m backend.export --checkpoint workspace/runs/<run-id>/final --out workspace/exports/my-model"

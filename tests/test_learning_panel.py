@@ -48,7 +48,7 @@ def test_the_report_on_disk_has_an_entry_per_checkpoint(scored_run):
     assert [e["checkpoint"] for e in report["checkpoints"]] == ["base", "final"]
     final = report["checkpoints"][1]
     assert set(final) >= {"checkpoint", "step", "learned", "kept", "ended", "examples"}
-    assert final["learned"]["n"] == report["learned_prompts"] and final["kept"]["n"] <= 24
+    assert final["learned"]["n"] == report["learned_prompts"] and final["kept"]["n"] <= 16
     assert report["skipped"] == [{"checkpoint": "checkpoint-6", "step": 6, "reason": "over the budget"}]
 
 
@@ -90,7 +90,7 @@ def test_a_run_without_a_report_says_how_to_get_one(ctx, workspace):
 def test_the_plan_says_what_the_report_asks_and_costs(ctx):
     msg = lambda key, **values: ctx.msg("en", key, **values)  # noqa: E731
     text = train_summary.derived_text(msg, RunConfig(), {"rows": 40})
-    assert "Learning report" in text and "**4** prompts of your data (and 12 identity questions)" in text
+    assert "Learning report" in text and "**4** prompts of your data (and 8 identity questions)" in text
     assert "10% of the training time" in text
     small = train_summary.derived_text(msg, RunConfig(dataset="faq.jsonl"), {"rows": 12})
     assert "No held-out split to score (12 rows" in small

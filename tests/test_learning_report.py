@@ -12,7 +12,7 @@ import pytest
 from backend.config import RunConfig
 from backend.evaluation.learning_run import report_for_run
 from backend.learning.entries import load_report
-from backend.learning.questions import KEPT_QUESTIONS, learning_set
+from backend.learning.questions import KEPT_QUESTIONS, MAX_KEPT, learning_set
 from backend.learning.rules import is_right_general, judge
 from backend.runs.workspace import Workspace
 
@@ -54,7 +54,7 @@ def test_the_workers_report_equals_an_independent_greedy_check(starter_short_run
                                           for s in report["skipped"])
     final, base = _entry(report, "final"), _entry(report, "base")
     assert final["learned"]["share"] > base["learned"]["share"]  # ten steps at 2e-3 teach the name
-    assert final["kept"]["n"] == min(24, len(base["right_questions"]))
+    assert final["kept"]["n"] == min(MAX_KEPT, len(base["right_questions"]))
 
     tokenizer = AutoTokenizer.from_pretrained(starter_short_run / "final")
     plain = AutoModelForCausalLM.from_pretrained(starter_model_dir, dtype=torch.float32).eval()

@@ -28,7 +28,7 @@ import logging
 import time
 from pathlib import Path
 
-from backend.learning.questions import KEPT_QUESTIONS, MAX_KEPT, LearningSet
+from backend.learning.questions import KEPT_QUESTIONS, MAX_KEPT, LearningSet, spread
 from backend.learning.rules import is_right_general, judge
 from backend.runs.files import BASE, EVAL_DIR
 from backend.storage.atomic_files import atomic_write_json, atomic_write_text, read_json
@@ -134,7 +134,8 @@ def score_model(model, tokenizer, prompts: LearningSet, checkpoint: str, step: i
     this is the base, which answers all of them to find out). `progress(done, total)`. `limit`: at
     most this many prompts, half of them the data's (a model too slow for the report's budget)."""
     started = time.monotonic()
-    questions = [q for q, _ in prompts.kept] if base_right is None else base_right[:MAX_KEPT]
+    # Of the base's right answers, MAX_KEPT spread through the list: the Chinese questions come last.
+    questions = [q for q, _ in prompts.kept] if base_right is None else spread(tuple(base_right), MAX_KEPT)
     learned_items = prompts.learned
     if limit is not None:
         learned_items = learned_items[:max(1, (limit + 1) // 2)]

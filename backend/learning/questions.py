@@ -25,8 +25,8 @@ from backend.models.greedy import prompt_and_reference
 
 MIN_HELD_OUT_ROWS = 20  # rows of data below which no split is worth scoring: the training rows are
 MAX_LEARNED = 24  # the user's rows asked (identity paraphrases come on top, at most MAX_IDENTITY)
-MAX_IDENTITY = 12
-MAX_KEPT = 24  # general questions a checkpoint is asked (of those the base answers right)
+MAX_IDENTITY = 8
+MAX_KEPT = 16  # general questions a checkpoint is asked (of those the base answers right)
 KEPT_QUESTIONS = (*HELD_OUT_QUESTIONS, *HELD_OUT_QUESTIONS_ZH)
 HELD_OUT, TRAINING_ROWS = "held-out", "training"  # where the learned prompts came from
 
@@ -91,7 +91,7 @@ def learning_set(config, workspace) -> LearningSet:
         items.append(LearnedItem(prompt, reference, identity))
     if placeholders and values.get("name"):
         items += [LearnedItem([{"role": "user", "content": p}], values["name"], (values["name"],), "identity")
-                  for p in _spread(HELD_OUT_IDENTITY_PROMPTS, MAX_IDENTITY)]
+                  for p in spread(HELD_OUT_IDENTITY_PROMPTS, MAX_IDENTITY)]
     return LearningSet(items, HELD_OUT if use_held else TRAINING_ROWS, total)
 
 
@@ -108,7 +108,7 @@ def plan_counts(rows: int, has_own_eval: bool, val_size: float) -> tuple[int, bo
     return min(MAX_LEARNED, train), False
 
 
-def _spread(items: tuple, count: int) -> list:
+def spread(items: tuple, count: int) -> list:
     """`count` items taken evenly through `items` (the English and the Chinese ones both)."""
     if len(items) <= count:
         return list(items)
