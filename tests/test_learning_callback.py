@@ -79,3 +79,22 @@ def test_a_model_too_slow_for_the_budget_is_skipped_with_a_sentence(workspace, l
     final = load_report(run_dir)["checkpoints"][-1]
     assert final["checkpoint"] == "final" and final["generated"] <= 9
     assert load_report(run_dir)["skipped"] == []
+
+
+def test_the_bases_cached_answers_serve_every_limit(workspace, lora_demo):
+    """Cached once at MAX_NEW_TOKENS, a base answer cut to a run's limit is what generating at that
+    limit gives: the same text, ended only when the stop token came within it."""
+    from backend.learning.entries import MAX_NEW_TOKENS, BaseAnswers, base_cache_path
+    from backend.models.greedy import greedy_finished
+
+    model, tokenizer, path = lora_demo
+    model.eval()
+    cache = base_cache_path(path, tokenizer, workspace.datasets_dir)
+    questions = ["What is the capital of France?", "法国的首都是哪里？"]
+    BaseAnswers(cache, tokenizer).generate(model, questions)
+    again = BaseAnswers(cache, tokenizer)  # read back from the file
+    assert again.missing(questions) == []
+    for limit in (4, 48, MAX_NEW_TOKENS):
+        direct = greedy_finished(model, tokenizer, [[{"role": "user", "content": q}] for q in questions], limit)
+        for question, (ids, ended) in zip(questions, direct):
+            assert again.answer(question, limit) == (tokenizer.decode(ids, skip_special_tokens=True).strip(), ended)

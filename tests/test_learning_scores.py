@@ -38,6 +38,7 @@ def test_numbers_match_whole_and_without_thousands_separators():
     assert not holds("In 1487 it moved.", "14")
     assert holds("It sold 1,200 books.", "1200")
     assert holds("Open 9:30 to 17:00.", "9:30")
+    assert holds("Water boils at 100.0 degrees Celsius.", "100") and not holds("It is 100.5 degrees.", "100")
 
 
 def test_json_answers_must_parse_with_the_same_keys():

@@ -72,47 +72,61 @@ def _question(text: str) -> list[dict]:
 
 
 class BaseAnswers:
-    """The base model's answers to the general questions, cached per model and chat template
-    (the replay cache's key), so that only a model's first run generates them."""
+    """The base model's answers to the general questions, cached per model and chat template,
+    so that only a model's first run generates them. They are kept as token ids at
+    MAX_NEW_TOKENS: a greedy answer cut to a lower limit is its first tokens, so one cache
+    serves every run's limit (an answer that ended after k tokens ended within a limit L > k)."""
 
-    def __init__(self, cache: Path | None):
-        self.cache = cache
-        self.answers: dict[str, tuple[str, bool]] = {}
+    def __init__(self, cache: Path | None, tokenizer):
+        self.cache, self.tokenizer = cache, tokenizer
+        self.ids: dict[str, tuple[list[int], bool]] = {}
         if cache is not None:
             try:
                 for line in cache.read_text(encoding="utf-8").splitlines():
                     record = json.loads(line)
-                    self.answers[record["prompt"]] = (record["answer"], bool(record["ended"]))
+                    self.ids[record["prompt"]] = (list(record["ids"]), bool(record["ended"]))
             except (OSError, ValueError, KeyError, TypeError):
-                self.answers = {}
+                self.ids = {}
 
     def missing(self, questions: list[str]) -> list[str]:
-        return [q for q in questions if q not in self.answers]
+        return [q for q in questions if q not in self.ids]
 
-    def add(self, questions: list[str], answers: list[tuple[str, bool]]) -> None:
-        self.answers.update(zip(questions, answers))
-        if self.cache is not None and questions:
+    def generate(self, model, questions: list[str], progress=None, offset: int = 0) -> None:
+        """Answer `questions` at MAX_NEW_TOKENS and keep them (in the cache file too)."""
+        from backend.models.greedy import greedy_finished
+
+        if not questions:
+            return
+        on_batch = (lambda done: progress(offset + done)) if progress else None
+        finished = greedy_finished(model, self.tokenizer, [_question(q) for q in questions], MAX_NEW_TOKENS,
+                                   BATCH_SIZE, on_batch=on_batch)
+        self.ids.update(zip(questions, finished))
+        if self.cache is not None:
             self.cache.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(self.cache, "".join(
-                json.dumps({"prompt": q, "answer": a, "ended": e}, ensure_ascii=False) + "\n"
-                for q, (a, e) in self.answers.items()))
+                json.dumps({"prompt": q, "ids": ids, "ended": ended}) + "\n" for q, (ids, ended) in self.ids.items()))
+
+    def answer(self, question: str, limit: int) -> tuple[str, bool]:
+        """(text, ended) of the answer as generated with max_new_tokens `limit`."""
+        ids, ended = self.ids[question]
+        ended = ended and len(ids) < limit  # the stop token came within the limit
+        return self.tokenizer.decode(ids[:limit], skip_special_tokens=True).strip(), ended
 
 
-def base_cache_path(model_path, tokenizer, datasets_dir: Path | None, max_new_tokens: int) -> Path | None:
-    """Per model, chat template, questions and answer limit (an answer cut at 64 tokens did not end
-    at 128), beside the replay cache."""
+def base_cache_path(model_path, tokenizer, datasets_dir: Path | None) -> Path | None:
+    """Per model, chat template and questions, beside the replay cache."""
     from backend.models.fingerprint import model_fingerprint
 
     if datasets_dir is None:
         return None
-    key = model_fingerprint(model_path, tokenizer, LEARNING_VERSION, KEPT_QUESTIONS, max_new_tokens)
+    key = model_fingerprint(model_path, tokenizer, LEARNING_VERSION, KEPT_QUESTIONS, MAX_NEW_TOKENS)
     return Path(datasets_dir) / BASE_CACHE_DIR / f"{key}{BASE_CACHE_SUFFIX}"
 
 
-def warm_base_answers(model_path, tokenizer, datasets_dir: Path, max_new_tokens: int, model=None) -> int:
+def warm_base_answers(model_path, tokenizer, datasets_dir: Path, model=None) -> int:
     """Answer the general questions with the base model into its cache ahead of a first run (the app
     does it at start beside replay's answers); returns how many were answered now."""
-    answers = BaseAnswers(base_cache_path(model_path, tokenizer, datasets_dir, max_new_tokens))
+    answers = BaseAnswers(base_cache_path(model_path, tokenizer, datasets_dir), tokenizer)
     questions = answers.missing([q for q, _ in KEPT_QUESTIONS])
     if not questions:
         return 0
@@ -123,7 +137,7 @@ def warm_base_answers(model_path, tokenizer, datasets_dir: Path, max_new_tokens:
 
         model = load_model(model_path, dtype=torch.float32).eval()
     log.info("learning report: the base model answers %d general questions once (cached)", len(questions))
-    answers.add(questions, answer_prompts(model, tokenizer, [_question(q) for q in questions], max_new_tokens))
+    answers.generate(model, questions)
     return len(questions)
 
 
@@ -145,13 +159,12 @@ def score_model(model, tokenizer, prompts: LearningSet, checkpoint: str, step: i
     total = len(learned_prompts) + len(cached)
     report = (lambda done: progress(done, total)) if progress else None
     learned_answers = answer_prompts(model, tokenizer, learned_prompts, max_new_tokens, report)
-    new_answers = answer_prompts(model, tokenizer, [_question(q) for q in cached], max_new_tokens, report,
-                                 offset=len(learned_prompts))
     if base_right is None and base_answers is not None:
-        base_answers.add(cached, new_answers)
-        general = [base_answers.answers[q] for q in questions]
+        base_answers.generate(model, cached, report, offset=len(learned_prompts))
+        general = [base_answers.answer(q, max_new_tokens) for q in questions]
     else:
-        general = new_answers
+        general = answer_prompts(model, tokenizer, [_question(q) for q in cached], max_new_tokens, report,
+                                 offset=len(learned_prompts))
     accepted = dict(prompts.kept)
     examples, learned, rouge = [], [], []
     for item, (answer, ended) in zip(learned_items, learned_answers):

@@ -38,8 +38,7 @@ class LearningReporter:
         self.run_dir, self.tokenizer, self.progress = Path(run_dir), tokenizer, progress
         self.prompts = learning_set(config, workspace)
         self.max_new_tokens = answer_limit(tokenizer, self.prompts)
-        self.base_answers = BaseAnswers(base_cache_path(model_path, tokenizer, workspace.datasets_dir,
-                                                        self.max_new_tokens))
+        self.base_answers = BaseAnswers(base_cache_path(model_path, tokenizer, workspace.datasets_dir), tokenizer)
         fresh = new_report(self.run_dir.name, self.prompts, self.max_new_tokens, budget)
         old = load_report(self.run_dir)
         same = old is not None and all(old.get(k) == fresh.get(k) for k in

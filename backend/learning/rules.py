@@ -82,10 +82,20 @@ def key_facts(reference: str, identity: tuple[str, ...] = ()) -> list[str]:
     return list(dict.fromkeys(facts))
 
 
+def _same_number(found: str, fact: str) -> bool:
+    """100.0 is 100; 9:30 and 3,5 are compared as written."""
+    if found == fact:
+        return True
+    try:
+        return float(found) == float(fact)
+    except ValueError:
+        return False
+
+
 def holds(answer: str, fact: str) -> bool:
     """`answer` holds `fact`: a number as a whole number, other text case-insensitively."""
     if re.fullmatch(r"\d+(?:[.,:]\d+)*", fact):
-        return any(_plain_number(m.group(0)) == fact for m in _NUMBER.finditer(answer))
+        return any(_same_number(_plain_number(m.group(0)), fact) for m in _NUMBER.finditer(answer))
     return fact.lower() in answer.lower()
 
 

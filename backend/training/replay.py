@@ -126,12 +126,9 @@ def warm_cache(model_path: str | Path, datasets_dir: Path, config) -> None:
     if replay_applies(config, train_rows, True):
         replay_rows(model_path, tokenizer, datasets_dir, replay_count(config, train_rows), config.seed)
     if config.learning_report:  # the base's general answers of the learning report: once per model too
-        from backend.learning.entries import answer_limit, warm_base_answers
-        from backend.learning.questions import learning_set
-        from backend.runs.workspace import Workspace
+        from backend.learning.entries import warm_base_answers
 
-        prompts = learning_set(config, Workspace(Path(datasets_dir).parent))
-        warm_base_answers(model_path, tokenizer, datasets_dir, answer_limit(tokenizer, prompts))
+        warm_base_answers(model_path, tokenizer, datasets_dir)
 
 
 def generate_answers(model_path: str | Path, tokenizer, prompts, progress=None) -> dict[str, str | None]:
