@@ -45,7 +45,6 @@ class LearningReport(TrainerCallback):
         self.spent = 0.0  # seconds the report took in this session
         self.started = None  # when training began in this session
         self.step_at_start = 0
-        self.last_cost = None  # seconds of the latest checkpoint's scoring
         self.per_answer = None  # seconds an answer took in the latest scoring
 
     # ------------------------------------------------------------ the reporter
@@ -76,9 +75,7 @@ class LearningReport(TrainerCallback):
         finally:
             if (read_status(self.job.run_dir).get("stage") or {}).get("name") == LEARNING_STAGE:
                 update_status(self.job.run_dir, stage=None)
-            cost = time.monotonic() - started
-            self.spent += cost
-            self.last_cost = cost  # the base's answers run longer: a cautious first estimate
+            self.spent += time.monotonic() - started
 
     # ------------------------------------------------------------ the Trainer's events
     def on_train_begin(self, args, state, control, model=None, **kwargs):
@@ -107,12 +104,14 @@ class LearningReport(TrainerCallback):
 
     def _within_budget(self, state) -> bool:
         """Whether this checkpoint and final/ can both still be scored within the budget."""
-        if self.last_cost is None:
-            return True  # the first checkpoint: its cost is what the budget learns from
+        if self.per_answer is None:
+            return True  # nothing scored yet in this session: its cost is what the budget learns from
         trained = max(time.monotonic() - self.started - self.spent, 1e-6)
         steps = max(state.global_step - self.step_at_start, 1)
         projected = trained / steps * max(state.max_steps - self.step_at_start, steps)
-        return self.spent + 2 * self.last_cost <= BUDGET_SHARE * projected
+        # A checkpoint answers more prompts than the base does (its general questions are not cached).
+        one = self.per_answer * self._reporter().full_count
+        return self.spent + 2 * one <= BUDGET_SHARE * projected
 
     # ------------------------------------------------------------ the end (session.finish)
     def final(self, model, step: int) -> None:
