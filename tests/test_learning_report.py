@@ -69,9 +69,9 @@ def test_the_workers_report_equals_an_independent_greedy_check(starter_short_run
         if example["kind"] == "learned":
             identity = (example["reference"],) if example["source"] == "identity" else ("Nova", "FineTune Studio")
             checks["learned"].append(judge(answer, example["reference"], identity).right)
+            checks["ended"].append(ended)
         else:
             checks["kept"].append(is_right_general(answer, accepted[example["prompt"]]))
-        checks["ended"].append(ended)
     for key, values in checks.items():
         assert abs(sum(values) - round(final[key]["share"] * final[key]["n"])) <= 1, (key, values, final[key])
     identity = ("Nova", "FineTune Studio")

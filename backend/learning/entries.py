@@ -10,8 +10,8 @@ greedily, in batches, through backend/models/greedy.py:
 * kept: of the general questions the base answers right, the share the
   checkpoint still answers right (a question the base gets wrong says
   nothing about forgetting);
-* ended: the share of all answers that ended with the end of turn within
-  max_new_tokens.
+* ended: the share of the learned answers that ended with the end of turn
+  within max_new_tokens (set from the references' lengths).
 
 The worker writes an entry as each checkpoint is saved
 (backend/training/learning_callback.py), within a time budget;
@@ -179,7 +179,9 @@ def score_model(model, tokenizer, prompts: LearningSet, checkpoint: str, step: i
         right.append(ok)
         examples.append({"kind": "kept", "prompt": question, "reference": " / ".join(accepted.get(question, ())),
                          "answer": answer, "ended": ended, "right": ok})
-    ended_all = [e["ended"] for e in examples]
+    # Ended: of the answers to the data's prompts, whose length the references tell; a general answer
+    # may rightly run past a limit set by short references.
+    ended_all = [e["ended"] for e in examples if e["kind"] == "learned"]
     entry = {"checkpoint": checkpoint, "step": step, "learned": share(learned),
              "kept": share(right) if base_right is not None else {"share": None, "n": sum(right),
                                                                     "of": len(right)},
