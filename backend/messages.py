@@ -512,6 +512,9 @@ CATALOGUE: dict[str, str] = {
     "learning.too_slow": "an answer took {seconds} s, too slow to score in the report's share of this run's "
                          "training time; `python -m backend.evaluate --run {run} --learning` scores it without a "
                          "budget.",
+    "learning.sharded": "The learning report is not made while training with distributed {distributed}: the weights "
+                        "are sharded over the GPUs, and one process cannot answer with them alone. Run `python -m "
+                        "backend.evaluate --run {run} --learning` once the run has ended.",
     "learning.failed": "the report could not score it ({error}).",
     "learning.source.held-out": "{learned} held-out prompts of your data ({rows} rows, none trained on)",
     "learning.source.training": "{learned} of your training rows ({rows} rows): no held-out split to score (val_size "

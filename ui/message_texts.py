@@ -472,6 +472,8 @@ ZH: dict[str, str] = {
                             "`python -m backend.evaluate --run {run} --learning` 会为每个检查点打分。",
     "learning.too_slow": "一个回答要 {seconds} 秒，太慢，无法在报告所占的训练时间份额内打分；"
                          "`python -m backend.evaluate --run {run} --learning` 会不限时间为它打分。",
+    "learning.sharded": "使用 distributed {distributed} 训练时不生成学习报告：权重分片在各 GPU 上，单个进程无法独自用它们回答。"
+                        "运行结束后请运行 `python -m backend.evaluate --run {run} --learning`。",
     "learning.failed": "报告无法为它打分（{error}）。",
     "learning.source.held-out": "你的数据中 {learned} 个留出的提示（共 {rows} 条，均未参与训练）",
     "learning.source.training": "你的 {learned} 条训练数据（共 {rows} 条）：没有可打分的留出集（val_size 为 0，"

@@ -36,6 +36,7 @@ from backend.training.threads import limit_threads
 from backend.training.trainer import StudioTrainer, choose_loss
 
 log = logging.getLogger("backend.train")
+SHARDED_WEIGHTS = ("fsdp", "deepspeed_zero3")  # distributed settings under which no rank holds the whole model
 
 
 @dataclass
@@ -123,6 +124,11 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
     # parameters, so they come after the model.
     # The learning report after the trainer's own callbacks: a checkpoint is scored once it is saved.
     learning = LearningReport(job, tokenizer, model_path) if config.learning_report else None
+    if learning is not None and config.distributed in SHARDED_WEIGHTS:
+        # One rank cannot generate with weights sharded over all of them: every rank would have to
+        # join each forward. The report is made after the run instead.
+        log.warning("%s", msg("learning.sharded", distributed=config.distributed, run=job.run_dir))
+        learning = None
     callbacks, checkpoints, disk, clock = _make_callbacks(job, stop, rows, parameters,
                                                           [*([learning] if learning else []), *extra_callbacks,
                                                            *user_callbacks])
