@@ -15,16 +15,13 @@ from functools import partial
 import gradio as gr
 
 from ui.context import UIContext
+from ui.forms import _label as _
 from ui.i18n import localize
 from ui.run_choice import run_folder
 
 TICK_S = 3.0
 LEARNING_LOG = "learning.log"
 LEARNING_PROGRESS = "learning_progress.json"
-
-
-def _(en: str, zh: str) -> dict[str, str]:
-    return {"en": en, "zh": zh}
 
 
 RUNS_TEXT: dict[str, dict[str, str]] = {

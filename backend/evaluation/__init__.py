@@ -8,6 +8,8 @@ results.py      eval/<checkpoint>/ folders: names, reading results back, checkpo
 text_scores.py  BLEU, ROUGE-1/2/L, exact match of answers against references
 pair_scores.py  preference accuracy and margins of DPO-style runs
 heldout.py      held-out identity and general prompts: the new name learned, the base's right answers kept
+                (bench/starter_recipe.py's measure; every run's own report is backend/learning/)
+learning_run.py `--learning`: the learning report of a finished run, every checkpoint, no time budget
 benchmarks.py   lm-evaluation-harness on the base and checkpoints: eval/<checkpoint>/benchmarks.json
 benchmark_specs.py  task names, task files and the hub checked before lm-eval runs
 benchmark_tasks.py  the project's own lm-eval task files (demo facts, general questions)
