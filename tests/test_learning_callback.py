@@ -98,3 +98,14 @@ def test_the_bases_cached_answers_serve_every_limit(workspace, lora_demo):
         direct = greedy_finished(model, tokenizer, [[{"role": "user", "content": q}] for q in questions], limit)
         for question, (ids, ended) in zip(questions, direct):
             assert again.answer(question, limit) == (tokenizer.decode(ids, skip_special_tokens=True).strip(), ended)
+
+
+def test_a_report_that_cannot_be_set_up_never_stops_the_run(workspace, lora_demo):
+    callback, model, run_dir = _callback(workspace, lora_demo)
+    (run_dir / "config.yaml").unlink()
+    callback.job.config = callback.job.config.__class__(**{**vars(callback.job.config), "dataset": "gone.jsonl"})
+    state = TrainerState(global_step=0, max_steps=30)
+    callback.on_train_begin(None, state, TrainerControl(), model=model)  # the data is not found: no report
+    callback.on_save(None, state, TrainerControl(), model=model)
+    callback.final(model, 30)
+    assert not (run_dir / "eval" / "learning.json").exists()

@@ -46,6 +46,12 @@ class LearningReport(TrainerCallback):
         self.started = None  # when training began in this session
         self.step_at_start = 0
         self.per_answer = None  # seconds an answer took in the latest scoring
+        self.off = False  # the report could not be set up: this run has none
+
+    @property
+    def scores(self) -> bool:
+        """This process writes the report: the main one, with a report to write."""
+        return self.job.is_main and not self.off
 
     # ------------------------------------------------------------ the reporter
     def _reporter(self):
@@ -79,17 +85,23 @@ class LearningReport(TrainerCallback):
 
     # ------------------------------------------------------------ the Trainer's events
     def on_train_begin(self, args, state, control, model=None, **kwargs):
-        if not self.job.is_main or model is None:
+        if not self.scores or model is None:
             return
         self.started, self.step_at_start = time.monotonic(), state.global_step
-        if self._reporter().has_base:
+        try:
+            has_base = self._reporter().has_base
+        except Exception as error:  # noqa: BLE001 - no report (its prompts could not be read): the run goes on
+            log.warning("learning report: none for this run (%s: %s)", type(error).__name__, error)
+            self.off = True
+            return
+        if has_base:
             return
         with _adapters_off(model):
             self._score(model, BASE, 0)
         self.started, self.spent = time.monotonic(), 0.0  # the base is scored before training, outside the budget
 
     def on_save(self, args, state, control, model=None, **kwargs):
-        if not self.job.is_main or model is None:
+        if not self.scores or model is None:
             return
         name = f"checkpoint-{state.global_step}"
         if control.should_training_stop and state.global_step < state.max_steps:
@@ -116,13 +128,13 @@ class LearningReport(TrainerCallback):
     # ------------------------------------------------------------ the end (session.finish)
     def final(self, model, step: int) -> None:
         """Score final/ (the weights finish() saved: the best ones after an early stop)."""
-        if self.job.is_main:
+        if self.scores:
             self._score_at_end(model, FINAL_DIR, step)
 
     def stopped_checkpoint(self, model, step: int) -> None:
         """A stopped run: score the checkpoint its stop saved (the weights in memory), if it has none."""
         name = f"checkpoint-{step}"
-        if not self.job.is_main or step == 0 or self._reporter().has(name):
+        if not self.scores or step == 0 or self._reporter().has(name):
             return
         if (self.job.run_dir / name).is_dir():
             self._score_at_end(model, name, step)
