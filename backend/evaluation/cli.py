@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from backend.evaluation.evaluator import DEFAULT_BATCH_SIZE, DEFAULT_MAX_NEW_TOKENS, evaluate_run
@@ -91,7 +92,10 @@ def learning_main(args: argparse.Namespace) -> int:
     from backend.learning.table import report_table
 
     def progress(checkpoint: str, done: int, total: int) -> None:
-        write_progress(args.progress, stage=msg("learning.stage", checkpoint=checkpoint), done=done, total=total)
+        stage = msg("learning.stage", checkpoint=checkpoint)
+        write_progress(args.progress, stage=stage, done=done, total=total)
+        if args.progress is None:  # by hand: the wait says what it waits for on stderr (stdout is the table)
+            print(f"{stage}: answer {done} / {total}", file=sys.stderr, flush=True)
 
     report, refused = run_job(lambda: report_for_run(args.run, args.checkpoint, args.workspace, progress),
                               args.progress, UserError, "learning report failed")

@@ -67,7 +67,7 @@ class LearningReporter:
         """Score `model` as `checkpoint`; the base first when it is the base (its right answers
         choose the general questions every checkpoint is asked). `limit`: fewer prompts."""
         is_base = checkpoint == BASE
-        total = len(self.prompts.learned) + len(self.prompts.kept)
+        total = len(self.prompts.learned) + len(self.prompts.kept) if is_base else self.full_count
 
         def progress(done: int, count: int) -> None:
             if self.progress is not None:
