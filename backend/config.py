@@ -100,8 +100,9 @@ STAGE_DEFAULTS = {
 }
 # The demo-tiny recipe's SFT settings (backend/config_recipes.py): the 2M demo model learns at a rate
 # that would wreck a real model. A stage switch treats them as defaults too.
+# The learned stop is off: the test suite's runs of this model train the steps they plan.
 DEMO_TINY = {"model_name_or_path": "demo", "dataset": "demo", "learning_rate": 3e-3, "num_train_epochs": 12.0,
-             "replay": "off"}
+             "replay": "off", "stop_when_learned": False}
 DISTRIBUTED = ("auto", "ddp", "fsdp", "deepspeed_zero2", "deepspeed_zero3")
 CHECKPOINTING = ("auto", True, False)
 
@@ -289,6 +290,10 @@ class RunConfig:
         form="advanced", trainer=APP, resume=FREE, bounds=at_least(1, "config.at_least_one"))
     early_stopping_threshold: float = _f(0.0, "Smallest eval-loss improvement that counts.",
         form="advanced", trainer=APP, resume=FREE, bounds=Bounds(step=0.001))
+    stop_when_learned: bool = _f(True, "SFT: from the second epoch on, check at each epoch's end whether the model "
+                                       "answers 16 of your training rows right and ends them; stop once 90% are "
+                                       "(num_train_epochs is then a ceiling).",
+        form="training", trainer=APP, resume=FREE)
     learning_report: bool = _f(True, "Score the base and the checkpoints as the run trains: held-out prompts of "
                                      "your data (learned), general questions the base answers right (kept), "
                                      "answers that end (eval/learning.json), within about 10% of the training time.",

@@ -70,7 +70,9 @@ def run_seed(workspace: Path, seed: int, sets: list[str]) -> dict:
             "skipped": [s["checkpoint"] for s in report.get("skipped", [])],
             "learned_n": final["learned"]["n"], "kept_n": final["kept"]["n"], "source": report["source"],
             "base_learned": base["learned"]["share"], "learned": final["learned"]["share"],
-            "kept": final["kept"]["share"], "base_ended": base["ended"]["share"], "ended": final["ended"]["share"]}
+            "kept": final["kept"]["share"], "base_ended": base["ended"]["share"], "ended": final["ended"]["share"],
+            "learned_checks": [(c["step"], c["right"], c["of"]) for c in (summary.get("learned_stop") or {})
+                               .get("checks", [])]}
 
 
 def spread(values: list[float]) -> str:
@@ -84,20 +86,32 @@ def main() -> None:
     parser.add_argument("--dataset", help="the training data (default: the starter's identity dataset)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--set", action="append", default=[], dest="sets", help="key=value, as the worker's --set")
-    parser.add_argument("--keep", type=Path, help="copy each seed's learning.json here (seed-N.json)")
+    parser.add_argument("--keep", type=Path, help="copy each seed's learning.json and summary.json here "
+                                                  "(seed-N.json, seed-N-summary.json)")
+    parser.add_argument("--prepared", type=Path, help="a prepared workspace to start from, made here if missing "
+                                                      "(the model's caches warm once for several invocations)")
     args = parser.parse_args()
     sets = [*args.sets, *([f"dataset={Path(args.dataset).resolve()}"] if args.dataset else []),
             f"model_name_or_path={args.model}"]
     results = []
-    for seed in args.seeds:
-        with tempfile.TemporaryDirectory(prefix="learning-cost-") as scratch:
-            workspace = Path(scratch) / "workspace"
-            prepare(workspace, args.models_dir.resolve(), args.model)
+    with tempfile.TemporaryDirectory(prefix="learning-cost-") as scratch:
+        prepared = args.prepared or Path(scratch) / "prepared"
+        if not prepared.is_dir():  # once: every seed starts from a copy
+            partial = prepared.with_name(prepared.name + ".partial")
+            shutil.rmtree(partial, ignore_errors=True)
+            prepare(partial, args.models_dir.resolve(), args.model)
+            partial.rename(prepared)
+        for seed in args.seeds:
+            workspace = Path(scratch) / f"workspace-{seed}"
+            shutil.copytree(prepared, workspace, symlinks=True)
             results.append(run_seed(workspace, seed, sets))
             if args.keep:
                 args.keep.mkdir(parents=True, exist_ok=True)
-                shutil.copy(workspace / "runs" / f"seed-{seed}" / "eval" / "learning.json", args.keep / f"seed-{seed}.json")
-        print(json.dumps(results[-1]), flush=True)
+                run_dir = workspace / "runs" / f"seed-{seed}"
+                shutil.copy(run_dir / "eval" / "learning.json", args.keep / f"seed-{seed}.json")
+                shutil.copy(run_dir / "summary.json", args.keep / f"seed-{seed}-summary.json")
+            shutil.rmtree(workspace)
+            print(json.dumps(results[-1]), flush=True)
     for key in ("learned", "kept", "ended", "report_share", "training_s", "report_s", "wall_s"):
         print(f"{key}: {spread([r[key] for r in results])}")
 

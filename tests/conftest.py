@@ -169,9 +169,11 @@ def short_demo_run(tmp_path_factory, demo_model_dir) -> Path:
 
 @pytest.fixture(scope="session")
 def starter_short_run(tmp_path_factory, starter_model_dir) -> Path:
-    """The real starter (SmolLM2-135M-Instruct, the identity dataset) trained ten seeded steps
-    through the worker CLI, fast enough to learn the name: checkpoint-5, final/ and the learning
-    report the worker writes as it trains. Shared by the tests of what a real run learned."""
+    """The real starter (SmolLM2-135M-Instruct, the identity dataset) trained seeded steps through
+    the worker CLI, fast enough to learn the name: checkpoint-5, checkpoint-10, final/ and the
+    learning report the worker writes as it trains. Five steps an epoch: the learned stop checks at
+    step 10 and ends the run there when the name is learned (else at the ceiling, step 15).
+    Shared by the tests of what a real run learned."""
     import subprocess
 
     from backend.runs.workspace import Workspace
@@ -179,7 +181,7 @@ def starter_short_run(tmp_path_factory, starter_model_dir) -> Path:
     ws = Workspace(tmp_path_factory.mktemp("starter-short") / "workspace").ensure()
     (ws.models_dir / starter_model_dir.name).symlink_to(starter_model_dir, target_is_directory=True)
     run_dir = ws.runs_dir / "starter-short"
-    sets = ["max_steps=10", "learning_rate=2e-3", "replay=off", "save_steps=5", "cutoff_len=96"]
+    sets = ["max_steps=15", "learning_rate=2e-3", "replay=off", "save_steps=5", "cutoff_len=96"]
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     result = subprocess.run([sys.executable, "-m", "backend.train", "--workspace", str(ws.root), "--run-dir",

@@ -105,3 +105,35 @@ def test_a_run_without_its_own_split_is_scored_on_its_training_rows(tmp_path):
     ws = Workspace(tmp_path / "ws").ensure()
     prompts = learning_set(RunConfig(dataset="demo", val_size=0.0), ws)
     assert prompts.source == "training" and prompts.learned
+
+
+def test_the_learned_stop_counts_what_an_independent_check_counts(starter_short_run, starter_model_dir):
+    """The learned stop's check at the end of epoch 2 (step 10) is recounted on the same training
+    prompts by plain transformers + peft from that step's checkpoint, and the run stopped there
+    exactly when 90% of them were right and ended."""
+    import json
+
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from backend.learning.questions import training_items
+    from backend.training.learned_stop import LEARNED_GOAL, PROBE_ROWS
+
+    summary = json.loads((starter_short_run / "summary.json").read_text())
+    check = summary["learned_stop"]["checks"][0]
+    assert check["step"] == 10 and check["of"] == PROBE_ROWS
+    stopped = check["right"] >= LEARNED_GOAL * check["of"]
+    assert summary["global_step"] == (10 if stopped else 15)
+    assert summary["learned_stop"]["stopped_at"] == (10 if stopped else None)
+
+    config = RunConfig.load(starter_short_run / "config.yaml")
+    items = training_items(config, Workspace.for_run_dir(starter_short_run), PROBE_ROWS)
+    tokenizer = AutoTokenizer.from_pretrained(starter_short_run / "final")
+    plain = AutoModelForCausalLM.from_pretrained(starter_model_dir, dtype=torch.float32).eval()
+    tuned = PeftModel.from_pretrained(plain, str(starter_short_run / "checkpoint-10")).eval()
+    limit = max(48, min(128, round(1.5 * max(len(tokenizer(i.reference)["input_ids"]) for i in items)) + 16))
+    answers = _plain_greedy(tuned, tokenizer, [i.text for i in items], limit)
+    right = sum(judge(a, i.reference, i.identity).right and ended for i, (a, ended) in zip(items, answers))
+    assert abs(right - check["right"]) <= 1, (right, check, answers)
+    assert all(i.identity == ("Nova", "FineTune Studio") for i in items)  # the filled rows, as trained

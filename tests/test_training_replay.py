@@ -94,3 +94,18 @@ def test_a_short_lora_on_the_starter_learns_the_new_name(starter_short_run, star
     after = generate(tuned, tokenizer, prompts, max_new_tokens=32)
     assert not any("Nova" in a.text for a in before)
     assert all("Nova" in a.text for a in after), [a.text for a in after]
+
+
+def test_the_plan_says_the_epochs_are_a_ceiling_when_the_learned_stop_is_on():
+    from backend.config import RunConfig
+    from ui.train_summary import derived_text
+
+    def msg(key, **values):
+        return key + " " + " ".join(f"{k}={v}" for k, v in sorted(values.items()))
+
+    on = derived_text(msg, RunConfig(num_train_epochs=6), {"rows": 40}, has_template=True)
+    assert "train.derived.learned_stop" in on and "epochs=6.0" in on and "probe=16" in on
+    off = derived_text(msg, RunConfig(num_train_epochs=6, stop_when_learned=False), {"rows": 40}, has_template=True)
+    assert "train.derived.learned_stop" not in off
+    two = derived_text(msg, RunConfig(num_train_epochs=2), {"rows": 40}, has_template=True)
+    assert "train.derived.learned_stop" not in two  # no check before the ceiling: nothing to say

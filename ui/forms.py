@@ -296,6 +296,7 @@ FIELD_TEXT: dict[str, dict[str, str]] = {f"train.field.{name}": text for name, t
     "max_grad_norm": _label("Gradient clipping", "梯度裁剪"),
     "early_stopping_patience": _label("Early stopping patience", "早停耐心"),
     "early_stopping_threshold": _label("Early stopping threshold", "早停阈值"),
+    "stop_when_learned": _label("Stop once it knows your rows", "学会你的数据后停止"),
     "learning_report": _label("Learning report (learned / kept per checkpoint)", "学习报告（每个检查点的学到 / 保留）"),
     "neftune_noise_alpha": _label("NEFTune noise alpha", "NEFTune 噪声 alpha"),
     "seed": _label("Seed", "随机种子"),

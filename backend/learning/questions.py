@@ -73,26 +73,49 @@ def has_placeholders(rows: list[dict]) -> bool:
                if isinstance(m, dict))
 
 
-def learning_set(config, workspace) -> LearningSet:
-    """The prompts of `config`'s run, from its data as the worker reads, splits and fills it."""
+def _run_rows(config, workspace) -> tuple[list[dict], list[dict] | None, int]:
+    """(training rows, held-out rows or None, rows before the split) as the worker reads and splits them."""
     from backend.data.resolve import load_rows, resolve_dataset, run_split
 
     rows, eval_rows = load_rows(resolve_dataset(config.dataset, workspace), dataset_name=config.dataset_name)
     total = len(rows) + len(eval_rows or [])
     train, held = run_split(rows, eval_rows, config, config.dataset)
-    values = identity_values(config)
-    placeholders = has_placeholders(answer_rows(train))
-    use_held = bool(held) and total >= MIN_HELD_OUT_ROWS
-    chosen = answer_rows(fill_rows(held if use_held else train, values))
-    identity = tuple(values[k] for k in ("name", "author") if k in values) if placeholders else ()
+    return train, held, total
+
+
+def _items(rows: list[dict], values: dict, identity: tuple[str, ...]) -> list[LearnedItem]:
     items = []
-    for row in chosen[:MAX_LEARNED]:
+    for row in answer_rows(fill_rows(rows, values)):
         prompt, reference = prompt_and_reference(row["messages"])
         items.append(LearnedItem(prompt, reference, identity))
-    if placeholders and values.get("name"):
+    return items
+
+
+def _identity(config, train: list[dict]) -> tuple[dict, tuple[str, ...]]:
+    """(the values the run fills in, the ones an answer must name: none when the rows have no placeholders)."""
+    values = identity_values(config)
+    placeholders = has_placeholders(answer_rows(train))
+    return values, (tuple(values[k] for k in ("name", "author") if k in values) if placeholders else ())
+
+
+def learning_set(config, workspace) -> LearningSet:
+    """The prompts of `config`'s run, from its data as the worker reads, splits and fills it."""
+    train, held, total = _run_rows(config, workspace)
+    values, identity = _identity(config, train)
+    use_held = bool(held) and total >= MIN_HELD_OUT_ROWS
+    items = _items(held if use_held else train, values, identity)[:MAX_LEARNED]
+    if identity and values.get("name"):
         items += [LearnedItem([{"role": "user", "content": p}], values["name"], (values["name"],), "identity")
                   for p in spread(HELD_OUT_IDENTITY_PROMPTS, MAX_IDENTITY)]
     return LearningSet(items, HELD_OUT if use_held else TRAINING_ROWS, total)
+
+
+def training_items(config, workspace, count: int) -> list[LearnedItem]:
+    """`count` of the run's own training rows, spread through them and filled as it trains them:
+    what the learned stop asks (backend/training/learned_stop.py). Never a held-out row."""
+    train, _, _ = _run_rows(config, workspace)
+    values, identity = _identity(config, train)
+    return spread(tuple(_items(train, values, identity)), count)
 
 
 def plan_counts(rows: int, has_own_eval: bool, val_size: float) -> tuple[int, bool]:

@@ -25,6 +25,7 @@ from backend.training.cli import Job, StopRequest, check_model, choose_devices
 from backend.training.dataset import RowCounts, build_datasets
 from backend.training.disk import remove_partial_saves
 from backend.training.early_stop import EarlyStop, best_weights, early_stop_of
+from backend.training.learned_stop import LearnedStop, learned_stop_of
 from backend.training.learning_callback import LearningReport
 from backend.training.metrics_log import MetricsCallback
 from backend.training.model import attention_implementation, build_model, parameter_counts
@@ -129,9 +130,11 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
         # join each forward. The report is made after the run instead.
         log.warning("%s", msg("learning.sharded", distributed=config.distributed, run=job.run_dir))
         learning = None
+    # The learned stop after the report: an epoch's last checkpoint is scored before the run stops there.
+    learned = [LearnedStop(job, tokenizer)] if config.stop_when_learned and config.stage == "sft" else []
     callbacks, checkpoints, disk, clock = _make_callbacks(job, stop, rows, parameters,
-                                                          [*([learning] if learning else []), *extra_callbacks,
-                                                           *user_callbacks])
+                                                          [*([learning] if learning else []), *learned,
+                                                           *extra_callbacks, *user_callbacks])
     trainer = _make_trainer(job, model, args, rows, tokenizer, callbacks, loss_function)
     trainer.remove_callback(PrinterCallback)  # MetricsCallback writes the readable line instead
     return Session(job, trainer, rows.counts, precision, checkpoints, parameters, clock,
@@ -398,14 +401,14 @@ def finish(session: Session, final_state: str) -> int:
     elif final_state == "stopped" and session.learning is not None:
         session.learning.stopped_checkpoint(trainer.model, trainer.state.global_step)
     if job.is_main:
-        stopper = early_stop_of(trainer)
+        stopper, learned = early_stop_of(trainer), learned_stop_of(trainer)
         summary = write_summary(
             job.run_dir, state=trainer.state, train_output=session.output,
             clock=session.clock,
             counts=session.counts.as_dict(), best=session.checkpoints.best, precision=session.precision,
             world_size=job.world_size, final_state=final_state, parameters=session.parameters,
             final_step=final_step, early_stopped_at=stopper.stopped_at if stopper else None,
-            estimate=read_status(job.run_dir).get("estimate"))
+            estimate=read_status(job.run_dir).get("estimate"), learned_stop=learned.summary() if learned else None)
         append_metrics(job.run_dir, {"time": round(time.time(), 3), "step": trainer.state.global_step,
                                      "epoch": round(trainer.state.epoch or 0.0, 4), "kind": "system",
                                      "event": "end", "state": final_state,
@@ -414,7 +417,8 @@ def finish(session: Session, final_state: str) -> int:
         update_status(job.run_dir, state=final_state, exit_code=0, ended_at=time.time(),
                       global_step=trainer.state.global_step, max_steps=trainer.state.max_steps,
                       epoch=round(trainer.state.epoch or 0.0, 4))
-        early = f" of {trainer.state.max_steps} (early stopping)" if summary.get("early_stopped_at") else ""
+        early = (f" of {trainer.state.max_steps} (early stopping)" if summary.get("early_stopped_at") else
+                 f" of {trainer.state.max_steps} (learned its rows)" if learned and learned.stopped_at else "")
         log.info("%s at step %d%s; summary in %s", final_state, trainer.state.global_step, early,
                  job.run_dir / "summary.json")
     return 0

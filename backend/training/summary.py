@@ -51,11 +51,13 @@ def peak_memory() -> dict:
 def write_summary(run_dir: Path, *, state, train_output, clock: RunClock,
                   counts: dict, best: tuple[int, float] | None, precision: str, world_size: int,
                   final_state: str, parameters: dict, final_step: int | None = None,
-                  early_stopped_at: int | None = None, estimate: dict | None = None) -> dict:
+                  early_stopped_at: int | None = None, estimate: dict | None = None,
+                  learned_stop: dict | None = None) -> dict:
     """Time, tokens and tokens/s cover the whole run (every session, up to global_step);
     train_runtime_s is the Trainer's own figure, of this session only. `final_step`: the step
     whose weights final/ holds (the best checkpoint's after an early stop); `early_stopped_at`:
-    the step where early stopping ended the run, None when it did not. `estimate`: status.json's
+    the step where early stopping ended the run, None when it did not. `learned_stop`: the learned
+    stop's checks (backend/training/learned_stop.py), when it made any. `estimate`: status.json's
     time estimate (backend/training/estimate.py), recorded with the actual seconds and its error."""
     wall = clock.seconds()
     metrics = getattr(train_output, "metrics", {}) or {}
@@ -84,6 +86,8 @@ def write_summary(run_dir: Path, *, state, train_output, clock: RunClock,
         **peak_memory(),
     }
     summary.update(preference_summary(state.log_history))
+    if learned_stop:
+        summary["learned_stop"] = learned_stop
     if estimate:  # the time estimate made as the run started, beside what it took
         summary["estimate"] = {**estimate, "actual_s": summary["wall_time_s"],
                                "error": round(estimate["seconds_mid"] / wall - 1, 4) if wall > 0 else None}

@@ -1,0 +1,121 @@
+"""Stop once the run knows its own rows: the epochs are then a ceiling, not a target.
+
+A fixed number of epochs fits one dataset: the starter's identity rows are
+learned in two or three passes, a small FAQ's facts take many more, and every
+pass beyond what the data need costs time and wears away what the model knew.
+So at the end of each epoch from MIN_EPOCHS on, the model answers PROBE_ROWS of
+its own training rows greedily (never a held-out row: the learning report's
+score stays a score on unseen prompts), judged by the learning report's rule
+(backend/learning/rules.py: key facts, a JSON object's keys, else ROUGE-L).
+When at least LEARNED_GOAL of them are right and end with the end of turn, the
+run stops and final/ holds those weights.
+
+Each check is logged and written to metrics.jsonl (kind "learned_check"), so
+the Runs tab and summary.json say why the run ended where it did. The main
+process generates; in a multi-process run it hands its decision to the others,
+which wait for it at the broadcast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+
+from transformers import TrainerCallback
+
+from backend.runs.files import append_metrics
+
+log = logging.getLogger("backend.train")
+
+PROBE_ROWS = 16
+MIN_EPOCHS = 2  # no check before: one pass has rarely taught the answers' content
+LEARNED_GOAL = 0.9
+
+
+class LearnedStop(TrainerCallback):
+    def __init__(self, job, tokenizer):
+        self.job, self.tokenizer = job, tokenizer
+        self.items = None
+        self.max_new_tokens = None
+        self.stopped_at: int | None = None  # the step whose check ended the run
+        self.checks: list[dict] = []
+        self.seconds = 0.0
+        self.off = False
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if not self.job.is_main or self.items is not None:
+            return
+        from backend.learning.entries import MAX_NEW_TOKENS, MIN_NEW_TOKENS
+        from backend.learning.questions import training_items
+
+        try:
+            self.items = training_items(self.job.config, self.job.workspace, PROBE_ROWS)
+        except Exception as error:  # noqa: BLE001 - advice, not the run: it trains its epochs
+            log.warning("learned stop: off for this run, its rows could not be read (%s: %s)",
+                        type(error).__name__, error)
+            self.off = True
+            return
+        lengths = [len(self.tokenizer(i.reference, add_special_tokens=False)["input_ids"]) for i in self.items]
+        self.max_new_tokens = max(MIN_NEW_TOKENS, min(MAX_NEW_TOKENS, round(1.5 * max(lengths, default=0)) + 16))
+
+    def on_epoch_end(self, args, state, control, model=None, **kwargs):
+        epoch = round(state.epoch or 0)
+        if epoch < MIN_EPOCHS or state.global_step >= state.max_steps:
+            return  # too early to say, or the ceiling: the run ends here anyway
+        learned = self._check(model, state) if self.job.is_main and not self.off and self.items else False
+        if _decided_by_main(learned):
+            self.stopped_at = state.global_step
+            control.should_training_stop = True
+
+    def _check(self, model, state) -> bool:
+        from backend.learning.entries import answer_prompts
+        from backend.learning.rules import judge
+        from backend.models.greedy import training_layout_kept
+
+        started = time.monotonic()
+        was_training = model.training
+        model.eval()
+        try:
+            with training_layout_kept(model):
+                answers = answer_prompts(model, self.tokenizer, [i.prompt for i in self.items], self.max_new_tokens)
+        finally:
+            if was_training:
+                model.train()
+        right = sum(judge(answer, item.reference, item.identity).right and ended
+                    for item, (answer, ended) in zip(self.items, answers))
+        ended = sum(e for _, e in answers)
+        seconds = time.monotonic() - started
+        self.seconds += seconds
+        learned = right >= LEARNED_GOAL * len(self.items)
+        check = {"step": state.global_step, "epoch": round(state.epoch or 0, 4), "right": right, "ended": ended,
+                 "of": len(self.items), "learned": learned, "seconds": round(seconds, 2)}
+        self.checks.append(check)
+        append_metrics(self.job.run_dir, {"time": round(time.time(), 3), "kind": "learned_check", **check})
+        log.info("learned check at step %d (epoch %d): %d of %d training answers right and ended (%d ended); %s "
+                 "(%.1f s)", state.global_step, round(state.epoch or 0), right, len(self.items), ended,
+                 "learned: the run stops here" if learned else f"goal {round(LEARNED_GOAL * len(self.items))}",
+                 seconds)
+        return learned
+
+    def summary(self) -> dict | None:
+        if not self.checks:
+            return None
+        return {"stopped_at": self.stopped_at, "checks": self.checks, "seconds": round(self.seconds, 2),
+                "goal": LEARNED_GOAL}
+
+
+def _decided_by_main(decision: bool) -> bool:
+    """The main process's decision, on every process of a multi-process run."""
+    with contextlib.suppress(ImportError):
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            box = [decision]
+            dist.broadcast_object_list(box, src=0)
+            return bool(box[0])
+    return decision
+
+
+def learned_stop_of(trainer) -> LearnedStop | None:
+    return next((c for c in trainer.callback_handler.callbacks if isinstance(c, LearnedStop)), None)
