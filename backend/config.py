@@ -291,7 +291,7 @@ class RunConfig:
     early_stopping_threshold: float = _f(0.0, "Smallest eval-loss improvement that counts.",
         form="advanced", trainer=APP, resume=FREE, bounds=Bounds(step=0.001))
     stop_when_learned: bool = _f(True, "SFT: from the second epoch on, check at each epoch's end whether the model "
-                                       "answers 16 of your training rows right and ends them; stop once 90% are "
+                                       "answers 16 of your training rows right and ends them; stop once 14 are "
                                        "(num_train_epochs is then a ceiling).",
         form="training", trainer=APP, resume=FREE)
     learning_report: bool = _f(True, "Score the base and the checkpoints as the run trains: held-out prompts of "

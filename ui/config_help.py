@@ -80,7 +80,7 @@ HELP_ZH: dict[str, str] = {
     "save_total_limit": "最多保留 N 个检查点（最好的那个总会保留）；留空 = 全部保留。",
     "early_stopping_patience": "连续 N 次评估验证损失没有改善就停止；留空 = 关闭。",
     "early_stopping_threshold": "算作改善的最小验证损失下降。",
-    "stop_when_learned": "SFT：从第二轮起，每轮结束时检查模型能否答对并结束你的 16 条训练数据；90% 答对即停止"
+    "stop_when_learned": "SFT：从第二轮起，每轮结束时检查模型能否答对并结束你的 16 条训练数据；14 条答对即停止"
                          "（num_train_epochs 成为上限）。",
     "learning_report": "训练时为基础模型和各检查点打分：你的数据中留出的提示（学到）、基础模型答对的通用问题（保留）、"
                        "以结束符结束的回答（eval/learning.json），耗时约为训练时间的 10%。",

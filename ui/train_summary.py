@@ -83,7 +83,7 @@ def dataset_rows(dataset: str, workspace: Workspace, dataset_name: str | None = 
 def derived_text(msg: Msg, config: RunConfig, rows: dict | None, world_size: int = 1,
                  has_template: bool = True) -> str:
     """The step numbers of the Plan; `has_template`: the model has its own chat template (replay's auto rule)."""
-    from backend.training.learned_stop import LEARNED_GOAL, MIN_EPOCHS, PROBE_ROWS
+    from backend.training.learned_stop import MIN_EPOCHS, PROBE_ROWS, goal_count
     from backend.training.replay import replay_applies, replay_count
 
     if not rows or "rows" not in rows:
@@ -97,7 +97,8 @@ def derived_text(msg: Msg, config: RunConfig, rows: dict | None, world_size: int
     if replay:
         text += "\n\n" + msg("train.derived.replay", replay=replay, rows=train_rows, setting=config.replay)
     if config.stop_when_learned and numbers["total_steps"] > numbers["steps_per_epoch"] * MIN_EPOCHS:
-        text += "\n\n" + msg("train.derived.learned_stop", first=MIN_EPOCHS, probe=PROBE_ROWS, goal=LEARNED_GOAL,
+        probe = min(PROBE_ROWS, train_rows)
+        text += "\n\n" + msg("train.derived.learned_stop", first=MIN_EPOCHS, probe=probe, goal=goal_count(probe),
                               epochs=numbers["epochs"])
     return text + learning_text(msg, config, rows) + _plan_warnings(msg, config, numbers)
 

@@ -107,9 +107,9 @@ TEXT: dict[str, dict[str, str]] = {
                               "把 replay 设为 off 则只用你的数据训练。"),
     "train.derived.learned_stop": _(
         "Stops once it knows your rows: from epoch {first} on, at each epoch's end the model answers **{probe}** of "
-        "your training rows; when {goal:.0%} are right and end, the run stops there, so the {epochs:g} epochs above "
+        "your training rows; when {goal} of them are right and end, the run stops there, so the {epochs:g} epochs above "
         "are a ceiling. Turn off “Stop once it knows your rows” to train every epoch.",
-        "学会即停：从第 {first} 轮起，每轮结束时模型回答你的 **{probe}** 条训练数据；{goal:.0%} 答对并结束时就停在那里，"
+        "学会即停：从第 {first} 轮起，每轮结束时模型回答你的 **{probe}** 条训练数据；其中 {goal} 条答对并结束时就停在那里，"
         "所以上面的 {epochs:g} 轮是上限。关闭“学会你的数据后停止”则训练全部轮数。"),
     "train.suggest": _("For a model of this size ({size} parameters; {why}): {settings}.",
                        "对于这个规模的模型（{size} 参数；{why}）：{settings}。"),
