@@ -1,6 +1,6 @@
 """metrics.jsonl writer (docs/CONTRACTS.md, metrics.jsonl lines). One JSON object per line:
 
-    {"time": unix_s, "step": int, "epoch": float, "kind": "train" | "eval" | "system", ...}
+    {"time": unix_s, "step": int, "epoch": float, "kind": "train" | "eval" | "system" | "learned_check", ...}
 
 kind "train" (every logging_steps optimizer steps):
     loss, learning_rate, grad_norm (total, before clipping),
@@ -23,6 +23,8 @@ kind "eval": eval_loss (plus eval_runtime etc. as the Trainer reports them;
     eval_rewards/accuracies etc. for the preference stages).
 kind "system": event ("start" | "resume" | "end"), trainable_parameters,
     total_parameters, precision, world_size, and at the end peak memory.
+kind "learned_check": right, ended, of, learned, seconds (written by the learned
+    stop, backend/training/learned_stop.py, at an epoch's end).
 
 Only the main process (rank 0) writes.
 """
