@@ -32,6 +32,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "smollm2-135m-instruct"
+TEMPLATE_IDENTITY = ("SmolLM", "Hugging Face")
 
 
 def environment() -> dict:
@@ -72,7 +73,16 @@ def run_seed(workspace: Path, seed: int, sets: list[str]) -> dict:
             "base_learned": base["learned"]["share"], "learned": final["learned"]["share"],
             "kept": final["kept"]["share"], "base_ended": base["ended"]["share"], "ended": final["ended"]["share"],
             "learned_checks": [(c["step"], c["right"], c["of"]) for c in (summary.get("learned_stop") or {})
-                               .get("checks", [])]}
+                               .get("checks", [])],
+            "base_identity": base_identity(final)}
+
+
+def base_identity(entry: dict) -> str:
+    """How many answers to the data's prompts name the identity the template's default system prompt
+    gives the model (SmolLM2's: "You are a helpful AI assistant named SmolLM, trained by Hugging Face")."""
+    answers = [e["answer"].lower() for e in entry["examples"] if e["kind"] == "learned"]
+    named = sum(any(name.lower() in a for name in TEMPLATE_IDENTITY) for a in answers)
+    return f"{named} of {len(answers)}"
 
 
 def spread(values: list[float]) -> str:

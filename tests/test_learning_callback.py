@@ -109,3 +109,21 @@ def test_a_report_that_cannot_be_set_up_never_stops_the_run(workspace, lora_demo
     callback.on_save(None, state, TrainerControl(), model=model)
     callback.final(model, 30)
     assert not (run_dir / "eval" / "learning.json").exists()
+
+
+@pytest.mark.parametrize("learned_stop", [False, True])
+def test_with_the_learned_stop_the_budget_counts_the_time_trained_not_the_ceiling(workspace, lora_demo,
+                                                                                 learned_stop):
+    """A third of the ceiling trained, a checkpoint that fits 10% of the projected run but not of the
+    time so far: scored without the learned stop, left out with it (the run may end at its next check)."""
+    callback, model, run_dir = _callback(workspace, lora_demo, f"stop-{learned_stop}")
+    callback.job.config.stop_when_learned = learned_stop
+    state, control = TrainerState(global_step=0, max_steps=30), TrainerControl()
+    callback.on_train_begin(None, state, control, model=model)
+    one = callback.per_answer * callback._reporter().full_count
+    callback.started = time.monotonic() - 10 * one  # 10 steps took ten scorings' time: 30 steps, thirty
+    state.global_step = 10
+    callback.on_save(None, state, control, model=model)
+    report = load_report(run_dir)
+    assert ("checkpoint-10" in [s["checkpoint"] for s in report["skipped"]]) == learned_stop
+    assert ("checkpoint-10" in [e["checkpoint"] for e in report["checkpoints"]]) == (not learned_stop)

@@ -7,7 +7,8 @@ The report may cost about BUDGET_SHARE of the training time. The base and
 final/ are always scored (the base's general answers are cached per model);
 a checkpoint in between is scored only while the time spent on the report,
 with one more scoring for final/, stays within the budget of the training
-time projected for the whole run. A checkpoint over it is listed in the
+time projected for the whole run (with the learned stop on, the time trained
+so far: its steps are a ceiling). A checkpoint over it is listed in the
 report as not scored, with the command that scores it. A stopped run's last
 checkpoint is scored at the end: it is what the run has. The last entry
 (final/ or that checkpoint) gets fewer prompts when the model answers too
@@ -121,6 +122,8 @@ class LearningReport(TrainerCallback):
         trained = max(time.monotonic() - self.started - self.spent, 1e-6)
         steps = max(state.global_step - self.step_at_start, 1)
         projected = trained / steps * max(state.max_steps - self.step_at_start, steps)
+        if self.job.config.stop_when_learned and self.job.config.stage == "sft":
+            projected = trained  # the learned stop may end the run at the next epoch: its steps are a ceiling
         # A checkpoint answers more prompts than the base does (its general questions are not cached).
         one = self.per_answer * self._reporter().full_count
         return self.spent + 2 * one <= BUDGET_SHARE * projected
