@@ -72,8 +72,8 @@ def run_seed(workspace: Path, seed: int, sets: list[str]) -> dict:
             "learned_n": final["learned"]["n"], "kept_n": final["kept"]["n"], "source": report["source"],
             "base_learned": base["learned"]["share"], "learned": final["learned"]["share"],
             "kept": final["kept"]["share"], "base_ended": base["ended"]["share"], "ended": final["ended"]["share"],
-            "learned_checks": [(c["step"], c["right"], c["of"]) for c in (summary.get("learned_stop") or {})
-                               .get("checks", [])],
+            "learned_checks": [(c["step"], c["right"], c.get("asked", c["of"]))
+                               for c in (summary.get("learned_stop") or {}).get("checks", [])],
             "base_identity": base_identity(final)}
 
 

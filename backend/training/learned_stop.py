@@ -7,9 +7,11 @@ So at the end of each epoch from MIN_EPOCHS on, the model answers PROBE_ROWS of
 its own training rows greedily (never a held-out row: the learning report's
 score stays a score on unseen prompts), judged by the learning report's rule
 (backend/learning/rules.py: key facts, a JSON object's keys, else ROUGE-L).
-When at least LEARNED_GOAL of them are right and end with the end of turn, the
-run stops and final/ holds those weights. (Not all: a file's rows may disagree,
-and a few answers that say the same in other words are right for a reader.)
+When at least LEARNED_GOAL of them are right and end with the end of turn (not
+all: a file's rows may disagree, and an answer that says the same in other words
+is right for a reader), the run stops and final/ holds those weights. The rows
+are asked PROBE_BATCH at a time, and a check stops asking once the goal is out
+of reach.
 
 Each check is logged and written to metrics.jsonl (kind "learned_check"), so
 the Runs tab and summary.json say why the run ended where it did. The main
@@ -26,11 +28,16 @@ import time
 
 from transformers import TrainerCallback
 
+from backend.learning.entries import MAX_NEW_TOKENS, MIN_NEW_TOKENS, answer_prompts
+from backend.learning.questions import training_items
+from backend.learning.rules import judge
+from backend.models.greedy import training_layout_kept
 from backend.runs.files import append_metrics
 
 log = logging.getLogger("backend.train")
 
 PROBE_ROWS = 16
+PROBE_BATCH = 8  # rows a generate call: a check past hope stops after the first
 MIN_EPOCHS = 2  # no check before: one pass has rarely taught the answers' content
 LEARNED_GOAL = 0.85  # of the asked rows right and ended: 14 of 16
 
@@ -52,9 +59,6 @@ class LearnedStop(TrainerCallback):
     def on_train_begin(self, args, state, control, **kwargs):
         if not self.job.is_main or self.items is not None:
             return
-        from backend.learning.entries import MAX_NEW_TOKENS, MIN_NEW_TOKENS
-        from backend.learning.questions import training_items
-
         try:
             self.items = training_items(self.job.config, self.job.workspace, PROBE_ROWS)
         except Exception as error:  # noqa: BLE001 - advice, not the run: it trains its epochs
@@ -75,35 +79,43 @@ class LearnedStop(TrainerCallback):
             control.should_training_stop = True
 
     def _check(self, model, state) -> bool:
-        from backend.learning.entries import answer_prompts
-        from backend.learning.rules import judge
-        from backend.models.greedy import training_layout_kept
-
         started = time.monotonic()
         was_training = model.training
         model.eval()
         try:
             with training_layout_kept(model):
-                answers = answer_prompts(model, self.tokenizer, [i.prompt for i in self.items], self.max_new_tokens)
+                asked, right, ended = self._ask(model)
         finally:
             if was_training:
                 model.train()
-        right = sum(judge(answer, item.reference, item.identity).right and ended
-                    for item, (answer, ended) in zip(self.items, answers))
-        ended = sum(e for _, e in answers)
         seconds = time.monotonic() - started
         self.seconds += seconds
         goal = goal_count(len(self.items))
         learned = right >= goal
         check = {"step": state.global_step, "epoch": round(state.epoch or 0, 4), "right": right, "ended": ended,
-                 "of": len(self.items), "learned": learned, "seconds": round(seconds, 2)}
+                 "asked": asked, "of": len(self.items), "learned": learned, "seconds": round(seconds, 2)}
         self.checks.append(check)
         append_metrics(self.job.run_dir, {"time": round(time.time(), 3), "kind": "learned_check", **check})
-        log.info("learned check at step %d (epoch %d): %d of %d training answers right and ended (%d ended); %s "
-                 "(%.1f s)", state.global_step, round(state.epoch or 0), right, len(self.items), ended,
-                 "learned: the run stops here" if learned else f"goal {goal}",
-                 seconds)
+        log.info("learned check at step %d (epoch %d): %d of %d training answers asked right and ended (%d ended, "
+                 "%d rows in all); %s (%.1f s)", state.global_step, round(state.epoch or 0), right, asked, ended,
+                 len(self.items), "learned: the run stops here" if learned else f"goal {goal}", seconds)
         return learned
+
+    def _ask(self, model) -> tuple[int, int, int]:
+        """(rows asked, right and ended, ended), PROBE_BATCH rows at a time: once more rows are wrong
+        than the goal allows, the rest are not asked (a check far from the goal costs one batch)."""
+        allowed = len(self.items) - goal_count(len(self.items))
+        asked = right = ended = 0
+        for start in range(0, len(self.items), PROBE_BATCH):
+            batch = self.items[start:start + PROBE_BATCH]
+            answers = answer_prompts(model, self.tokenizer, [i.prompt for i in batch], self.max_new_tokens)
+            for item, (answer, done) in zip(batch, answers):
+                right += bool(done and judge(answer, item.reference, item.identity).right)
+                ended += done
+            asked += len(batch)
+            if asked - right > allowed:
+                break
+        return asked, right, ended
 
     def summary(self) -> dict | None:
         if not self.checks:

@@ -23,7 +23,7 @@ kind "eval": eval_loss (plus eval_runtime etc. as the Trainer reports them;
     eval_rewards/accuracies etc. for the preference stages).
 kind "system": event ("start" | "resume" | "end"), trainable_parameters,
     total_parameters, precision, world_size, and at the end peak memory.
-kind "learned_check": right, ended, of, learned, seconds (written by the learned
+kind "learned_check": right, ended, asked, of, learned, seconds (written by the learned
     stop, backend/training/learned_stop.py, at an epoch's end).
 
 Only the main process (rank 0) writes.
