@@ -118,7 +118,7 @@ def test_the_learned_stop_counts_what_an_independent_check_counts(starter_short_
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from backend.learning.questions import training_items
-    from backend.training.learned_stop import PROBE_ROWS, goal_count
+    from backend.training.learned_stop import PROBE_BATCH, PROBE_ROWS, batches_of, goal_count
 
     summary = json.loads((starter_short_run / "summary.json").read_text())
     check = summary["learned_stop"]["checks"][0]
@@ -132,9 +132,11 @@ def test_the_learned_stop_counts_what_an_independent_check_counts(starter_short_
     tokenizer = AutoTokenizer.from_pretrained(starter_short_run / "final")
     plain = AutoModelForCausalLM.from_pretrained(starter_model_dir, dtype=torch.float32).eval()
     tuned = PeftModel.from_pretrained(plain, str(starter_short_run / "checkpoint-10")).eval()
-    limit = max(48, min(128, round(1.5 * max(len(tokenizer(i.reference)["input_ids"]) for i in items)) + 16))
+    items, limits = batches_of(tokenizer, items)  # the rows in the order the check asks them, with its limits
     items = items[:check["asked"]]  # a check stops asking once its goal is out of reach
-    answers = _plain_greedy(tuned, tokenizer, [i.text for i in items], limit)
+    answers = [answer for start, limit in zip(range(0, len(items), PROBE_BATCH), limits)
+               for answer in _plain_greedy(tuned, tokenizer, [i.text for i in items[start:start + PROBE_BATCH]],
+                                           limit)]
     right = sum(judge(a, i.reference, i.identity).right and ended for i, (a, ended) in zip(items, answers))
     assert abs(right - check["right"]) <= 1, (right, check, answers)
     assert all(i.identity == ("Nova", "FineTune Studio") for i in items)  # the filled rows, as trained

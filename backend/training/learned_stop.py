@@ -50,7 +50,7 @@ class LearnedStop(TrainerCallback):
     def __init__(self, job, tokenizer):
         self.job, self.tokenizer = job, tokenizer
         self.items = None
-        self.max_new_tokens = None
+        self.limits: list[int] = []  # max_new_tokens of each batch of rows
         self.stopped_at: int | None = None  # the step whose check ended the run
         self.checks: list[dict] = []
         self.seconds = 0.0
@@ -66,8 +66,7 @@ class LearnedStop(TrainerCallback):
                         type(error).__name__, error)
             self.off = True
             return
-        lengths = [len(self.tokenizer(i.reference, add_special_tokens=False)["input_ids"]) for i in self.items]
-        self.max_new_tokens = max(MIN_NEW_TOKENS, min(MAX_NEW_TOKENS, round(1.5 * max(lengths, default=0)) + 16))
+        self.items, self.limits = batches_of(self.tokenizer, self.items)
 
     def on_epoch_end(self, args, state, control, model=None, **kwargs):
         epoch = round(state.epoch or 0)
@@ -106,9 +105,9 @@ class LearnedStop(TrainerCallback):
         than the goal allows, the rest are not asked (a check far from the goal costs one batch)."""
         allowed = len(self.items) - goal_count(len(self.items))
         asked = right = ended = 0
-        for start in range(0, len(self.items), PROBE_BATCH):
+        for start, limit in zip(range(0, len(self.items), PROBE_BATCH), self.limits):
             batch = self.items[start:start + PROBE_BATCH]
-            answers = answer_prompts(model, self.tokenizer, [i.prompt for i in batch], self.max_new_tokens)
+            answers = answer_prompts(model, self.tokenizer, [i.prompt for i in batch], limit)
             for item, (answer, done) in zip(batch, answers):
                 right += bool(done and judge(answer, item.reference, item.identity).right)
                 ended += done
@@ -122,6 +121,18 @@ class LearnedStop(TrainerCallback):
             return None
         return {"stopped_at": self.stopped_at, "checks": self.checks, "seconds": round(self.seconds, 2),
                 "goal": LEARNED_GOAL}
+
+
+def batches_of(tokenizer, items: list) -> tuple[list, list[int]]:
+    """(the rows in the order asked, max_new_tokens of each PROBE_BATCH of them): shortest references
+    first, each batch with the report's limit for its own longest one, so an answer that does not
+    end costs its batch no more than that, and a batch of short answers stops sooner."""
+    lengths = [len(tokenizer(i.reference, add_special_tokens=False)["input_ids"]) for i in items]
+    order = sorted(range(len(items)), key=lengths.__getitem__)
+    lengths = [lengths[i] for i in order]
+    limits = [max(MIN_NEW_TOKENS, min(MAX_NEW_TOKENS, round(1.5 * max(lengths[s:s + PROBE_BATCH])) + 16))
+              for s in range(0, len(lengths), PROBE_BATCH)]
+    return [items[i] for i in order], limits
 
 
 def _decided_by_main(decision: bool) -> bool:
