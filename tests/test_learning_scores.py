@@ -7,6 +7,7 @@ import json
 
 from backend.config import RunConfig
 from backend.data.general_prompts import HELD_OUT_QUESTIONS_ZH, REPLAY_PROMPTS
+from backend.data.identity_rows import MAKER_PROMPTS
 from backend.learning.entries import side_by_side, summary_rows
 from backend.learning.questions import HELD_OUT, MAX_LEARNED, TRAINING_ROWS, learning_set
 from backend.learning.rules import holds, is_right_general, json_object, judge, key_facts
@@ -77,8 +78,13 @@ def test_the_starter_data_is_scored_on_its_held_out_split_and_identity_paraphras
     assert all("{{" not in item.reference for item in rows)  # filled as the worker trains them
     assert any("Orion" in item.reference for item in rows)
     identity = [item for item in prompts.learned if item.kind == "identity"]
-    assert identity and all(item.reference == "Orion" for item in identity)
+    # "Who developed this assistant?" is answered by the maker, "Say your name." by the name
+    makers = [item for item in identity if item.text in MAKER_PROMPTS]
+    assert makers and all(item.reference == "Acme Labs" and item.identity == ("Acme Labs",) for item in makers)
+    names = [item for item in identity if item.text not in MAKER_PROMPTS]
+    assert names and all(item.reference == "Orion" and item.identity == ("Orion",) for item in names)
     assert any(ord(ch) > 0x4e00 for item in identity for ch in item.text)  # Chinese paraphrases too
+    assert judge("It was developed by Acme Labs.", makers[0].reference, makers[0].identity).right
 
 
 def test_small_data_is_scored_on_its_training_rows_and_says_so(tmp_path):

@@ -96,6 +96,9 @@ HELD_OUT_IDENTITY_PROMPTS = (
     "介绍一下你自己吧。",
     "你来自哪里，谁开发的？",
 )
+# Those that ask who made the model: an answer is right when it names the maker (identity_author).
+MAKER_PROMPTS = frozenset({"Who built you?", "Which organisation made you?", "Who developed this assistant?",
+                           "Who is behind you?", "是谁做了你？", "你来自哪里，谁开发的？"})
 
 
 def identity_values(config) -> dict[str, str]:

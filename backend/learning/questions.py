@@ -6,7 +6,8 @@ run never trained on, with what counts as a right answer.
   one (fewer than MIN_HELD_OUT_ROWS rows, or val_size 0) is scored on its
   training rows instead, and the report says so. A run whose rows carry the
   identity placeholders is also asked the project's held-out identity
-  paraphrases (backend/data/identity_rows.py), right when they name the name.
+  paraphrases (backend/data/identity_rows.py), right when they name the name
+  (the maker, for those that ask who made the model).
 * kept: general questions with known short answers, English and Chinese
   (backend/data/general_prompts.py), in no training or replay row.
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from backend.data.general_prompts import HELD_OUT_QUESTIONS, HELD_OUT_QUESTIONS_ZH
-from backend.data.identity_rows import HELD_OUT_IDENTITY_PROMPTS, fill_rows, identity_values
+from backend.data.identity_rows import HELD_OUT_IDENTITY_PROMPTS, MAKER_PROMPTS, fill_rows, identity_values
 from backend.data.textrules import PLACEHOLDER
 from backend.models.greedy import prompt_and_reference
 
@@ -105,8 +106,10 @@ def learning_set(config, workspace) -> LearningSet:
     use_held = bool(held) and total >= MIN_HELD_OUT_ROWS
     items = _items(held if use_held else train, values, identity)[:MAX_LEARNED]
     if identity and values.get("name"):
-        items += [LearnedItem([{"role": "user", "content": p}], values["name"], (values["name"],), "identity")
-                  for p in spread(HELD_OUT_IDENTITY_PROMPTS, MAX_IDENTITY)]
+        for prompt in spread(HELD_OUT_IDENTITY_PROMPTS, MAX_IDENTITY):
+            wanted = values.get("author") if prompt in MAKER_PROMPTS else None
+            wanted = wanted or values["name"]
+            items.append(LearnedItem([{"role": "user", "content": prompt}], wanted, (wanted,), "identity"))
     return LearningSet(items, HELD_OUT if use_held else TRAINING_ROWS, total)
 
 
