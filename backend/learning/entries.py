@@ -49,7 +49,12 @@ def answer_limit(tokenizer, prompts: LearningSet) -> int:
     [MIN_NEW_TOKENS, MAX_NEW_TOKENS]. An answer that runs past it has not stopped where the answers
     it was taught stop, and short data is scored at a short limit's cost."""
     lengths = [len(tokenizer(item.reference, add_special_tokens=False)["input_ids"]) for item in prompts.learned]
-    return max(MIN_NEW_TOKENS, min(MAX_NEW_TOKENS, round(1.5 * max(lengths, default=MAX_NEW_TOKENS)) + 16))
+    return limit_for(max(lengths, default=MAX_NEW_TOKENS))
+
+
+def limit_for(longest: int) -> int:
+    """max_new_tokens for answers whose longest reference is `longest` tokens (answer_limit's rule)."""
+    return max(MIN_NEW_TOKENS, min(MAX_NEW_TOKENS, round(1.5 * longest) + 16))
 
 
 def share(values: list[bool]) -> dict:

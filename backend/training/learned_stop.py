@@ -28,7 +28,7 @@ import time
 
 from transformers import TrainerCallback
 
-from backend.learning.entries import MAX_NEW_TOKENS, MIN_NEW_TOKENS, answer_prompts
+from backend.learning.entries import answer_prompts, limit_for
 from backend.learning.questions import training_items
 from backend.learning.rules import judge
 from backend.models.greedy import training_layout_kept
@@ -72,7 +72,14 @@ class LearnedStop(TrainerCallback):
         epoch = round(state.epoch or 0)
         if epoch < MIN_EPOCHS or state.global_step >= state.max_steps:
             return  # too early to say, or the ceiling: the run ends here anyway
-        learned = self._check(model, state) if self.job.is_main and not self.off and self.items else False
+        learned = False
+        if self.job.is_main and not self.off and self.items:
+            try:
+                learned = self._check(model, state)
+            except Exception as error:  # noqa: BLE001 - advice, not the run: it trains its epochs
+                log.warning("learned stop: off for the rest of this run, a check failed (%s: %s)",
+                            type(error).__name__, error)
+                self.off = True
         if _decided_by_main(learned):
             self.stopped_at = state.global_step
             control.should_training_stop = True
@@ -130,8 +137,7 @@ def batches_of(tokenizer, items: list) -> tuple[list, list[int]]:
     lengths = [len(tokenizer(i.reference, add_special_tokens=False)["input_ids"]) for i in items]
     order = sorted(range(len(items)), key=lengths.__getitem__)
     lengths = [lengths[i] for i in order]
-    limits = [max(MIN_NEW_TOKENS, min(MAX_NEW_TOKENS, round(1.5 * max(lengths[s:s + PROBE_BATCH])) + 16))
-              for s in range(0, len(lengths), PROBE_BATCH)]
+    limits = [limit_for(max(lengths[s:s + PROBE_BATCH])) for s in range(0, len(lengths), PROBE_BATCH)]
     return [items[i] for i in order], limits
 
 
