@@ -12,7 +12,11 @@ summary.json:
   without the report's in-training share), and the share that makes.
 
     .venv/bin/python bench/learning_cost.py --models-dir DIR --seeds 1 2 3 \
-        [--dataset ../shared/data/identity.json] [--set identity_name=Orion --set ...]
+        [--dataset ../shared/data/identity.json] [--set identity_name=Orion --set ...] \
+        [--prepared /tmp/prepared-smollm2] [--keep OUT]
+
+The sets of docs/DEMO.md's table come from bench/learning_sets.py. Each seed's line also gives the
+learned stop's checks (step, right, asked) and how many answers name the template's own identity.
 
 Prints one JSON line per seed, then the mean and spread (min-max) of each figure.
 """
