@@ -12,6 +12,7 @@ import pytest
 from transformers import TrainerControl, TrainerState
 
 from backend.config_recipes import tiny_config
+from backend.runs.files import read_status
 from backend.training.cli import Job
 from backend.training.learned_stop import PROBE_BATCH, PROBE_ROWS, LearnedStop
 
@@ -54,6 +55,7 @@ def test_a_check_far_from_its_goal_asks_one_batch_and_the_run_goes_on(workspace,
     lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [line["kind"] for line in lines] == ["learned_check"] and lines[0]["step"] == 20
     assert stop.summary()["checks"] == [check]
+    assert read_status(run_dir).get("stage") is None  # the check's count is shown while it answers, then cleared
 
 
 def test_a_check_that_fails_turns_the_stop_off_and_the_run_goes_on(workspace, lora_demo):

@@ -107,8 +107,7 @@ def learning_set(config, workspace) -> LearningSet:
     items = _items(held if use_held else train, values, identity)[:MAX_LEARNED]
     if identity and values.get("name"):
         for prompt in spread(HELD_OUT_IDENTITY_PROMPTS, MAX_IDENTITY):
-            wanted = values.get("author") if prompt in MAKER_PROMPTS else None
-            wanted = wanted or values["name"]
+            wanted = values.get("author") if prompt in MAKER_PROMPTS and values.get("author") else values["name"]
             items.append(LearnedItem([{"role": "user", "content": prompt}], wanted, (wanted,), "identity"))
     return LearningSet(items, HELD_OUT if use_held else TRAINING_ROWS, total)
 

@@ -32,7 +32,7 @@ from backend.learning.entries import answer_prompts, limit_for
 from backend.learning.questions import training_items
 from backend.learning.rules import judge
 from backend.models.greedy import training_layout_kept
-from backend.runs.files import append_metrics
+from backend.runs.files import append_metrics, read_status, update_status
 
 log = logging.getLogger("backend.train")
 
@@ -40,6 +40,7 @@ PROBE_ROWS = 16
 PROBE_BATCH = 8  # rows a generate call: a check past hope stops after the first
 MIN_EPOCHS = 2  # no check before: one pass has rarely taught the answers' content
 LEARNED_GOAL = 0.85  # of the asked rows right and ended: 14 of 16
+CHECK_STAGE = "learned_check"  # the run's stage (status.json) while a check answers, with its count
 
 
 def goal_count(asked: int) -> int:
@@ -53,7 +54,6 @@ class LearnedStop(TrainerCallback):
         self.limits: list[int] = []  # max_new_tokens of each batch of rows
         self.stopped_at: int | None = None  # the step whose check ended the run
         self.checks: list[dict] = []
-        self.seconds = 0.0
         self.off = False
 
     def on_train_begin(self, args, state, control, **kwargs):
@@ -94,8 +94,9 @@ class LearnedStop(TrainerCallback):
         finally:
             if was_training:
                 model.train()
+            if (read_status(self.job.run_dir).get("stage") or {}).get("name") == CHECK_STAGE:
+                update_status(self.job.run_dir, stage=None)
         seconds = time.monotonic() - started
-        self.seconds += seconds
         goal = goal_count(len(self.items))
         learned = right >= goal
         check = {"step": state.global_step, "epoch": round(state.epoch or 0, 4), "right": right, "ended": ended,
@@ -114,6 +115,7 @@ class LearnedStop(TrainerCallback):
         asked = right = ended = 0
         for start, limit in zip(range(0, len(self.items), PROBE_BATCH), self.limits):
             batch = self.items[start:start + PROBE_BATCH]
+            update_status(self.job.run_dir, stage={"name": CHECK_STAGE, "done": asked, "total": len(self.items)})
             answers = answer_prompts(model, self.tokenizer, [i.prompt for i in batch], limit)
             for item, (answer, done) in zip(batch, answers):
                 right += bool(done and judge(answer, item.reference, item.identity).right)
@@ -126,8 +128,8 @@ class LearnedStop(TrainerCallback):
     def summary(self) -> dict | None:
         if not self.checks:
             return None
-        return {"stopped_at": self.stopped_at, "checks": self.checks, "seconds": round(self.seconds, 2),
-                "goal": LEARNED_GOAL}
+        return {"stopped_at": self.stopped_at, "checks": self.checks,
+                "seconds": round(sum(c["seconds"] for c in self.checks), 2), "goal": LEARNED_GOAL}
 
 
 def batches_of(tokenizer, items: list) -> tuple[list, list[int]]:

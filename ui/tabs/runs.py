@@ -54,6 +54,9 @@ TEXT: dict[str, dict[str, str]] = {
     "runs.stage.learning": _("learning report: {checkpoint} answers held-out and general prompts: {done} / {total} "
                              "· elapsed {elapsed}",
                              "学习报告：{checkpoint} 正在回答留出的提示和通用问题：{done} / {total} · 已用 {elapsed}"),
+    "runs.stage.learned_check": _("learned stop: the model answers its own training rows: {done} / {total} "
+                                  "· elapsed {elapsed}",
+                                  "学会即停：模型正在回答自己的训练数据：{done} / {total} · 已用 {elapsed}"),
     "runs.alert.failed": _("❌ **This run failed:** {error}", "❌ **运行失败：**{error}"),
     "runs.alert.no_error": _("the worker recorded no error; see the log below.", "训练进程未记录错误，请查看下方日志。"),
     "runs.alert.lost": _("⚠️ **This run was lost.** {error} Press Resume to continue it.",
