@@ -1,4 +1,4 @@
-"""The window around the tabs: title, language switch, the six tabs in order,
+"""The window around the tabs: title, language switch, the tabs in order,
 and the gradio launch settings that make a local app safe by default.
 
 Each tab is `ui/tabs/<name>.py` exposing TEXT and build(ctx) (see ui/context.py).
@@ -26,7 +26,7 @@ from ui.i18n import APPLY_LANGUAGE_JS, BROWSER_LANGUAGE_JS, build_i18n, merge_te
 from ui.settings import load_settings, save_settings  # noqa: E402
 from ui.warmup import start_in_background
 
-TAB_ORDER = ("data", "train", "runs", "chat", "evaluate", "export")
+TAB_ORDER = ("data", "train", "runs", "chat", "evaluate", "export", "settings")
 
 TEXT: dict[str, dict[str, str]] = {
     # One I18n value per component: gradio translates a whole value, not pieces of a string.
@@ -41,6 +41,7 @@ TEXT: dict[str, dict[str, str]] = {
     "shell.tab.chat": {"en": "Chat", "zh": "对话"},
     "shell.tab.evaluate": {"en": "Evaluate", "zh": "评估"},
     "shell.tab.export": {"en": "Export", "zh": "导出"},
+    "shell.tab.settings": {"en": "Settings", "zh": "设置"},
 }
 
 CSS = """
