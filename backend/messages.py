@@ -132,6 +132,17 @@ CATALOGUE: dict[str, str] = {
     "run.not_running": "Run {run_id} is not running (state: {state}).",
     "run.delete_running": "Run {run_id} is still running; stop it before deleting it.",
     "run.unknown": "No run named {run_id!r} in {folder}.",
+    # --- the diagnostics zip (backend/runs/diagnose.py) ---
+    "diagnose.no_run": "No run named {run_id!r} in {folder}: give the id of one of its runs (the newest: {known}).",
+    "diagnose.no_runs": "No run named {run_id!r}: {folder} has no runs yet; train one first.",
+    "diagnose.out_not_zip": "The output {path!r} is not a .zip file name: give one such as {example}.",
+    "diagnose.out_is_folder": "The output {path} is a folder: give a file name inside it, ending in .zip.",
+    "diagnose.out_no_folder": "The folder {folder} of the output {path} does not exist: create it or choose another.",
+    "diagnose.out_exists": "{path} exists already: choose another file name, or delete the old one first.",
+    "diagnose.out_in_run": "The output {path} is inside the run folder {run_dir}, which only the worker writes: "
+                           "choose a place outside it.",
+    "diagnose.write_failed": "Could not write the diagnostics zip {path}: {error}. Free disk space or choose "
+                             "another folder.",
     "run.no_folder": "Could not make a new run folder in {folder}.",
     "run.config_unreadable": "{path} cannot be read: {error}",
     "run.stopped_advice": "The worker {note}. {hint}",

@@ -16,6 +16,9 @@ workspace.py   the workspace's folders (datasets, runs, models, exports)
 model_builds.py  a model's first build or GGUF conversion as a stage of the run: its progress file, mirrored
                  into the run's status.json and train.log
 speed_log.py   this machine's measured training speed per settings (runs and speed probes), for the time estimate
+diagnose.py    a run's diagnostics zip for a bug report (`python -m backend.runs diagnose`: cli.py), secrets removed
+redaction.py   secrets and the home folder's path out of text: known values, secret-looking shapes
+machine_report.py  library versions, CPU, GPUs, RAM, disk, OS: read without importing torch
 
 Nothing heavy is imported here: the UI imports these at start-up.
 """

@@ -1,0 +1,5 @@
+import sys
+
+from backend.runs.cli import main
+
+sys.exit(main())
