@@ -768,6 +768,17 @@ CATALOGUE: dict[str, str] = {
     'sweep.over_budget': 'The grid has {count} runs, over the budget of {budget} (max_runs): raise max_runs to {count}, or set sample: {budget} (and a seed) to run a random {budget} of them.',
     'sweep.cli_only_new': '--sweep queues new runs made from the config; it cannot be used with {flag}.',
     'sweep.queued': 'Sweep {sweep_id}: {count} runs queued. {total}',
+    # --- a word when a run ends: the workspace's webhook (backend/runs/notify.py) --------------------
+    "notify.url_scheme": "The webhook URL {url!r} is not an http:// or https:// address; paste the whole URL "
+                         "ntfy, Slack or Discord gives (such as https://ntfy.sh/your-topic), or leave it empty for none.",
+    "notify.url_host": "The webhook URL {url!r} has no host name or holds spaces; it should look like "
+                       "https://ntfy.sh/your-topic.",
+    "notify.saved": "Saved: every run of this workspace that ends posts its summary to {host}.",
+    "notify.cleared": "No webhook: the runs of this workspace post nothing when they end.",
+    "notify.no_url": "Type a webhook URL first, then Send a test.",
+    "notify.test_sent": "Test sent: {host} answered {reason} (try {tries}).",
+    "notify.test_failed": "The test did not arrive at {host} after {tries} tries: {reason}. Check the URL and "
+                          "that the server is reachable from this machine.",
 }
 
 

@@ -660,4 +660,13 @@ ZH: dict[str, str] = {
     'sweep.over_budget': '网格共有 {count} 次运行，超过了预算 {budget}（max_runs）：请把 max_runs 提高到 {count}，或设置 sample: {budget}（并给出 seed）随机运行其中 {budget} 次。',
     'sweep.cli_only_new': '--sweep 会用配置新建运行并排队；不能与 {flag} 一起使用。',
     'sweep.queued': '扫描 {sweep_id}：已排队 {count} 次运行。{total}',
+    # --- 运行结束时的通知：工作区的 webhook -------------------------------------------------------
+    "notify.url_scheme": "webhook 地址 {url!r} 不是 http:// 或 https:// 地址；请粘贴 ntfy、Slack 或 Discord "
+                         "给出的完整地址（例如 https://ntfy.sh/your-topic），或留空表示不用 webhook。",
+    "notify.url_host": "webhook 地址 {url!r} 没有主机名或含有空格；它应形如 https://ntfy.sh/your-topic。",
+    "notify.saved": "已保存：本工作区的每次运行结束时都会把摘要发送到 {host}。",
+    "notify.cleared": "未设置 webhook：本工作区的运行结束时不发送任何内容。",
+    "notify.no_url": "请先填写 webhook 地址，再点“发送测试”。",
+    "notify.test_sent": "测试已发送：{host} 回复 {reason}（第 {tries} 次尝试）。",
+    "notify.test_failed": "尝试 {tries} 次后测试消息仍未送达 {host}：{reason}。请检查地址，以及本机能否访问该服务器。",
 }

@@ -39,6 +39,7 @@ from backend.runs.files import (
     update_status,
 )
 from backend.runs.info import Checkpoint, InfoReader, RunError, RunInfo
+from backend.runs.notify import announce_end
 from backend.runs.workspace import Workspace
 from backend.scale import launch
 from backend.scale.guards import check_environment
@@ -198,6 +199,7 @@ class RunStore:
             except OSError as error:
                 said = msg("run.launch_failed", run_id=run_id, error=error)
                 update_status(run_dir, state="failed", ended_at=time.time(), **_said("error", said))
+                announce_end(run_dir)
                 raise RunError(said) from None
             self._children[run_id] = child
             started = processes.create_time(child.pid)
@@ -299,9 +301,12 @@ class RunStore:
             return status.get("state") in ("queued", "running") and status.get("pid") == seen.get("pid")
 
         try:
-            return update_status(run_dir, when=still_open, **fields)
+            status = update_status(run_dir, when=still_open, **fields)
         except OSError as error:
             return {**seen, **fields, "error": _unwritable_status(run_dir, error, fields)}
+        if status.get("state") == fields["state"] and status.get("ended_at") == fields["ended_at"]:
+            announce_end(run_dir)  # this store wrote the end: the workspace's webhook hears of it (notify.py)
+        return status
 
     @staticmethod
     def _resume_hint(run_dir: Path) -> Message:

@@ -17,6 +17,7 @@ import psutil
 from backend.messages import Message
 from backend.runs.files import read_status, update_status
 from backend.runs.model_builds import BuildStopped
+from backend.runs.notify import announce_end
 from backend.training.cli import StopRequest, create_run_dir, prepare, setup_logging
 from backend.training.errors import fail
 from backend.training.model_stage import stopped_during_build
@@ -44,6 +45,18 @@ def run_worker(args: argparse.Namespace) -> int:
         return stopped_during_build(job.run_dir if job and job.is_main else None)
     except Exception as error:  # every failure ends as error + advice in status.json
         return fail(job, error, args.resume or args.run_dir)
+    finally:
+        announce(job, args)
+
+
+def announce(job, args: argparse.Namespace) -> None:
+    """Rank 0 tells the workspace's webhook that the run ended (backend/runs/notify.py starts a
+    detached sender, so this process exits now and frees its devices whatever the webhook does).
+    A speed probe's scratch run lies outside workspace/runs and announces nothing."""
+    if (job.is_main if job is not None else int(os.environ.get("RANK", "0")) == 0):
+        run_dir = job.run_dir if job is not None else (args.resume or args.run_dir)
+        if run_dir is not None:
+            announce_end(run_dir)
 
 
 def mark_running(job) -> None:
