@@ -779,6 +779,20 @@ CATALOGUE: dict[str, str] = {
     "notify.test_sent": "Test sent: {host} answered {reason} (try {tries}).",
     "notify.test_failed": "The test did not arrive at {host} after {tries} tries: {reason}. Check the URL and "
                           "that the server is reachable from this machine.",
+    # --- models already on this machine (backend/models/local/) ----------------------------------------
+    "local.unreadable": "{path} cannot be read ({error}); skipped. Check its permissions, or remove it from Settings → Model folders.",
+    "local.not_folder": "{path} does not exist or is not a folder; fix it or remove it in Settings → Model folders.",
+    "local.symlink_loop": "{path} leads back to a folder already scanned (a symlink loop); skipped.",
+    "local.too_many": "{path} holds more than {limit} entries; the scan read the first {limit} and stopped there (move the models into a folder of their own).",
+    "local.too_deep": "{path} is more than {depth} folders deep; not scanned (add the folder that holds the models itself in Settings → Model folders).",
+    "local.time_budget": "The scan stopped after {seconds} s, its time budget, at {path}; what it found so far is listed (press Rescan, or add a narrower folder).",
+    "local.bad_manifest": "{path} is not an Ollama manifest ({error}); skipped (`ollama pull` the model again).",
+    "local.no_model_layer": "The Ollama manifest {path} has no model layer (application/vnd.ollama.image.model); skipped.",
+    "local.missing_blob": "The Ollama manifest {path} names the blob {blob}, which is missing or unreadable; skipped (`ollama pull` the model again).",
+    "local.bad_gguf": "{path} has a damaged GGUF header ({error}); skipped (download it again).",
+    "local.no_config": "{path} has no readable config.json ({error}): transformers cannot load it as a model.",
+    "local.no_model_type": "{path}/config.json names no model_type: transformers cannot tell which model it is.",
+    "local.no_weights": "{path} holds no weights (*.safetensors or pytorch_model*.bin): an incomplete download.",
 }
 
 

@@ -669,4 +669,18 @@ ZH: dict[str, str] = {
     "notify.no_url": "请先填写 webhook 地址，再点“发送测试”。",
     "notify.test_sent": "测试已发送：{host} 回复 {reason}（第 {tries} 次尝试）。",
     "notify.test_failed": "尝试 {tries} 次后测试消息仍未送达 {host}：{reason}。请检查地址，以及本机能否访问该服务器。",
+    # --- 本机已有的模型（backend/models/local/） -----------------------------------------------------
+    "local.unreadable": "无法读取 {path}（{error}），已跳过。请检查其权限，或在“设置 → 模型文件夹”中移除它。",
+    "local.not_folder": "{path} 不存在或不是文件夹；请在“设置 → 模型文件夹”中修改或移除它。",
+    "local.symlink_loop": "{path} 指回已扫描过的文件夹（符号链接循环），已跳过。",
+    "local.too_many": "{path} 中的条目超过 {limit} 个；扫描只读取了前 {limit} 个便停止了（请把模型移到单独的文件夹）。",
+    "local.too_deep": "{path} 的层级超过 {depth} 层，未扫描（请在“设置 → 模型文件夹”中直接添加存放模型的文件夹）。",
+    "local.time_budget": "扫描在 {seconds} 秒（时间预算）后停在 {path}；已列出目前找到的模型（请点“重新扫描”，或添加范围更小的文件夹）。",
+    "local.bad_manifest": "{path} 不是 Ollama 清单（{error}），已跳过（请重新 `ollama pull` 该模型）。",
+    "local.no_model_layer": "Ollama 清单 {path} 中没有模型层（application/vnd.ollama.image.model），已跳过。",
+    "local.missing_blob": "Ollama 清单 {path} 指向的数据块 {blob} 缺失或无法读取，已跳过（请重新 `ollama pull` 该模型）。",
+    "local.bad_gguf": "{path} 的 GGUF 文件头已损坏（{error}），已跳过（请重新下载）。",
+    "local.no_config": "{path} 中没有可读的 config.json（{error}）：transformers 无法把它当作模型加载。",
+    "local.no_model_type": "{path}/config.json 没有写明 model_type：transformers 无法判断它是哪种模型。",
+    "local.no_weights": "{path} 中没有权重（*.safetensors 或 pytorch_model*.bin）：下载不完整。",
 }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import mmap
 import struct
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # Bytes of one value of each fixed-size GGUF type (gguf.GGUFValueType: 0-7, 10-12).
@@ -23,10 +24,22 @@ MIN_TENSOR_BYTES = 8 + 4 + 4 + 8  # the name's length, dims count, type, offset
 MAX_NESTING = 4                 # arrays of arrays; llama.cpp itself reads none
 READ_VERSIONS = (2, 3)          # gguf's reader's (READER_SUPPORTED_VERSIONS): 64-bit counts and lengths
 NAME_SHOWN = 80                 # bytes of a key or tensor name kept for an error's text
+VALUE_KEPT = 512                # bytes of a string value read_gguf_header keeps (names, licences, not templates)
+SCALAR_CODES = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
 
 
 class GGUFLayoutError(ValueError):
     """A count or length in the header that the file's size cannot hold; the text says which, where."""
+
+
+@dataclass
+class GGUFHeader:
+    """What read_gguf_header keeps: scalar values (strings cut to VALUE_KEPT bytes), each array's item
+    count (`arrays`), and every tensor's (name, dims, ggml type code); no tensor data is read."""
+    version: int = 0
+    fields: dict = field(default_factory=dict)
+    arrays: dict = field(default_factory=dict)
+    tensors: list = field(default_factory=list)
 
 
 def check_gguf_header(path: Path) -> None:
@@ -35,10 +48,20 @@ def check_gguf_header(path: Path) -> None:
         _Walk(data).header()
 
 
+def read_gguf_header(path: Path) -> GGUFHeader:
+    """The header's facts, walked with the same checks (GGUFLayoutError); for listing a file without
+    gguf's reader, which builds a numpy view per vocabulary entry. A version it does not read: only `version`."""
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        walk = _Walk(data, keep=GGUFHeader())
+        walk.header()
+        return walk.keep
+
+
 class _Walk:
-    def __init__(self, data):
+    def __init__(self, data, keep: GGUFHeader | None = None):
         self.data, self.at = data, 0
         self.order = "<"
+        self.keep = keep  # None: only check
 
     def header(self) -> None:
         self.skip(4, "the magic bytes")
@@ -46,6 +69,8 @@ class _Walk:
         if version & 0xFFFF == 0:   # written on a big-endian machine (gguf's own test)
             self.order = ">"
             version = struct.unpack(">I", struct.pack("<I", version))[0]
+        if self.keep is not None:
+            self.keep.version = version
         if version not in READ_VERSIONS:
             return  # gguf's reader refuses it with its own sentence; version 1 had 32-bit counts
         tensors = self.unpack("Q", "the tensor count")
@@ -53,12 +78,30 @@ class _Walk:
         self.fits(keys, MIN_KEY_BYTES, f"the header claims {keys} metadata keys")
         for _ in range(keys):
             key = self.string("a metadata key", keep=True).decode("utf-8", "replace")
-            self.value(self.unpack("I", f"the type of key {key!r}"), f"key {key!r}", 0)
+            kind, start = self.unpack("I", f"the type of key {key!r}"), self.at
+            self.value(kind, f"key {key!r}", 0)
+            if self.keep is not None:
+                self.remember(key, kind, start)
         self.fits(tensors, MIN_TENSOR_BYTES, f"the header claims {tensors} tensors")
         for _ in range(tensors):
             name = self.string("a tensor name", keep=True).decode("utf-8", "replace")
             dims = self.unpack("I", f"the dims count of tensor {name!r}")
-            self.skip(8 * dims + 4 + 8, f"tensor {name!r} with {dims} dims")
+            start = self.skip(8 * dims + 4 + 8, f"tensor {name!r} with {dims} dims")
+            if self.keep is not None:
+                shape = struct.unpack_from(f"{self.order}{dims}Q", self.data, start)
+                kind = struct.unpack_from(self.order + "I", self.data, start + 8 * dims)[0]
+                self.keep.tensors.append((name, shape, kind))
+
+    def remember(self, key: str, kind: int, start: int) -> None:
+        """The value just walked past (at `start`), already checked to fit."""
+        if kind in SCALAR_CODES:
+            self.keep.fields[key] = struct.unpack_from(self.order + SCALAR_CODES[kind], self.data, start)[0]
+        elif kind == STRING:
+            length = struct.unpack_from(self.order + "Q", self.data, start)[0]
+            raw = self.data[start + 8:start + 8 + min(length, VALUE_KEPT)]
+            self.keep.fields[key] = raw.decode("utf-8", "replace")
+        elif kind == ARRAY:
+            self.keep.arrays[key] = struct.unpack_from(self.order + "Q", self.data, start + 4)[0]
 
     def value(self, kind: int, what: str, depth: int) -> None:
         if kind in FIXED_SIZES:
