@@ -46,7 +46,7 @@ def library_versions() -> dict[str, str | None]:
 
 def cpu_info(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict:
     """Model name, core counts and the kernel's CPU flags (which SIMD, AVX512-BF16, AMX the CPU has)."""
-    model, flags = platform.processor() or None, []
+    model, flags = None, []
     try:
         for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
             key, _, value = line.partition(":")
@@ -93,11 +93,26 @@ def hardware(workspace_root: Path) -> dict:
 
 def system(app_argv: list[str] | None, launch_command: list[str] | None) -> dict:
     """The OS, Python, the app's flags (or the run's launch command when the app's are not known)."""
-    return {"os": platform.platform(), "system": platform.system(), "release": platform.release(),
-            "machine": platform.machine(), "python": sys.version, "executable": sys.executable,
+    return {**os_info(), "python": sys.version, "executable": sys.executable,
             "app_flags": app_argv[1:] if app_argv else None,
             "app_flags_source": "app.py" if app_argv else "not recorded (the diagnostics were made outside the app)",
             "launch_command": launch_command, "environment": library_environment(os.environ)}
+
+
+def os_info() -> dict:
+    """The kernel from os.uname and the distribution from /etc/os-release. Not platform.platform(): on Linux
+    it runs `uname -p` in a subprocess, for a field it then leaves out."""
+    if not hasattr(os, "uname"):  # Windows
+        return {"os": platform.platform(), "system": platform.system(), "release": platform.release(),
+                "machine": platform.machine()}
+    uname = os.uname()
+    try:
+        distribution = platform.freedesktop_os_release().get("PRETTY_NAME")
+    except OSError:
+        distribution = None
+    return {"os": f"{uname.sysname}-{uname.release}-{uname.machine}", "system": uname.sysname,
+            "release": uname.release, "version": uname.version, "machine": uname.machine,
+            "distribution": distribution}
 
 
 def library_environment(environ) -> dict[str, str]:
