@@ -80,11 +80,16 @@ def checked_out_path(out: object, run_dir: Path) -> Path:
 
 
 def workspace_out_path(workspace, run_id: str) -> Path:
-    """workspace/diagnostics/<run>-<YYYYmmdd-HHMMSS>.zip: the name comes from a checked run id, and
-    path_inside keeps it a direct child of that folder."""
+    """workspace/diagnostics/<run>-<YYYYmmdd-HHMMSS>[-N].zip, a name not taken yet: it is built from a run
+    id run_folder accepted, and path_inside keeps it a direct child of that folder."""
     folder = Path(workspace.root) / DIAGNOSTICS_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    return path_inside(folder, f"{run_id}-{time.strftime('%Y%m%d-%H%M%S')}.zip")
+    stamp = f"{run_id}-{time.strftime('%Y%m%d-%H%M%S')}"
+    for n in range(1, 1000):  # two clicks within a second
+        path = path_inside(folder, f"{stamp}.zip" if n == 1 else f"{stamp}-{n}.zip")
+        if not path.exists():
+            return path
+    raise DiagnoseError(msg("diagnose.out_exists", path=str(path)))
 
 
 def last_lines(path: Path, count: int = LOG_LINES, block: int = 65536) -> tuple[str, bool]:
@@ -102,12 +107,13 @@ def last_lines(path: Path, count: int = LOG_LINES, block: int = 65536) -> tuple[
     return b"".join(lines[-count:]).decode("utf-8", errors="replace"), trimmed
 
 
-def diagnostics_zip(workspace, run_id: object, out_path: Path | str, app_argv: list[str] | None = None,
+def diagnostics_zip(workspace, run_id: object, out_path: Path | str | None = None, app_argv: list[str] | None = None,
                     environ: dict[str, str] | None = None) -> DiagnosticsReport:
-    """Write the diagnostics zip of run `run_id` to `out_path` and return what it holds.
-    `app_argv`: the app's sys.argv when the app makes it (its flags are then recorded, redacted)."""
+    """Write the diagnostics zip of run `run_id` to `out_path` (None: workspace/diagnostics/<run>-<time>.zip)
+    and return what it holds. `app_argv`: the app's sys.argv when the app makes it (its flags are then
+    recorded, redacted)."""
     run_dir = run_folder(workspace, run_id)
-    out = checked_out_path(out_path, run_dir)
+    out = checked_out_path(workspace_out_path(workspace, run_id) if out_path is None else out_path, run_dir)
     environ = dict(os.environ if environ is None else environ)
     status = read_json(run_dir / STATUS_FILE, {}) or {}
     redactor = _redactor(workspace, environ, app_argv, status)

@@ -13,7 +13,7 @@ import gradio as gr
 
 from backend.runs.files import LOG_FILE, MetricsTail, tail_text
 from backend.runs.store import RunError
-from ui import grpo_panel, learning_panel, queue_panel, run_view, sweep_view
+from ui import diagnostics_panel, grpo_panel, learning_panel, queue_panel, run_view, sweep_view
 from ui.context import UIContext
 from ui.forms import _label as _
 from ui.i18n import localize
@@ -29,6 +29,7 @@ CHART_KEYS = ("loss", "lr", "grad_norm", "tokens", "memory", "layers", "rewards"
 
 TEXT: dict[str, dict[str, str]] = {
     **grpo_panel.TEXT,
+    **diagnostics_panel.TEXT,
     **queue_panel.TEXT,
     **sweep_view.TEXT,
     "runs.table": _("Runs", "运行列表"),
@@ -233,6 +234,7 @@ def build(ctx: UIContext) -> None:
         c["compare_plot"] = gr.Plot(elem_id="runs-compare-chart")
         c["compare_table"] = gr.Dataframe(interactive=False, elem_id="runs-compare-table")
         sweep_view.build(ctx)  # a sweep's runs by its target, the best opened in Chat / Evaluate / Export
+    diagnostics_panel.build(ctx, c["select"])  # the run's diagnostics zip, secrets removed, for a bug report
     c["watch"] = gr.State(None)  # a run_view.Watch per session
     _wire(ctx, c, plots)
 
