@@ -20,6 +20,7 @@ import gradio as gr  # noqa: E402
 from backend.runs.scheduler import QueueScheduler  # noqa: E402
 from backend.runs.store import RunStore  # noqa: E402
 from backend.runs.workspace import Workspace  # noqa: E402
+from ui import run_notice  # noqa: E402
 from ui.components import CHAT_CSS  # noqa: E402
 from ui.context import UIContext  # noqa: E402
 from ui.i18n import APPLY_LANGUAGE_JS, BROWSER_LANGUAGE_JS, build_i18n, merge_texts, normalise_language  # noqa: E402
@@ -69,7 +70,7 @@ def load_tab_modules() -> dict[str, ModuleType]:
 def build_app(workspace: Workspace, recipe: str = "starter") -> gr.Blocks:
     """The whole UI for `workspace` (not launched)."""
     modules = load_tab_modules()
-    texts = merge_texts(TEXT, *(getattr(m, "TEXT", {}) for m in modules.values()))
+    texts = merge_texts(TEXT, run_notice.TEXT, *(getattr(m, "TEXT", {}) for m in modules.values()))
     i18n = build_i18n(texts)
     saved = load_settings(workspace)
     with gr.Blocks(title="FineTune Studio", fill_width=True, analytics_enabled=False) as demo:
@@ -97,6 +98,7 @@ def build_app(workspace: Workspace, recipe: str = "starter") -> gr.Blocks:
                 with gr.Tab(tab_label(name, lang.value), id=name, elem_id=f"tab-{name}") as tab:
                     module.build(ctx)
                 tabs.append((name, tab))
+        run_notice.build(ctx)  # the page title and a notification when a run ends, whichever tab is open
         _wire_language(demo, ctx, tabs)
         # A browser opened the page: import torch & co. now, in the background,
         # so the first click that needs them rarely waits (ui/warmup.py).
