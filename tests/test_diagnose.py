@@ -195,3 +195,13 @@ def test_cli_refusal_exit_code_without_torch(tmp_path, subprocess_env):
     assert "error: No run named '../../etc'" in result.stderr and "has no runs yet" in result.stderr
     imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line}
     assert "backend.runs.diagnose" in imported and not {"torch", "transformers"} & imported
+
+
+@pytest.mark.gpu
+def test_gpu_section_names_the_gpus(starts_processes):
+    """Where a CUDA device is: the driver's own files and nvidia-smi's table both name it."""
+    from backend.runs.machine_report import gpu_info
+
+    report = gpu_info()
+    assert report.get("nvidia_driver_gpus") and "Model:" in report["nvidia_driver_gpus"][0]
+    assert report["nvidia_smi"].startswith("index, name, memory.total") and "NVIDIA" in report["nvidia_smi"]
