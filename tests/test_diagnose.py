@@ -169,9 +169,12 @@ def test_redactor_leaves_ordinary_text_alone():
     redactor = Redactor(home="/home/alice")
     counts = Counter()
     text = ('eos_token: "<|im_end|>" max_new_tokens: 64 tokens_per_second=12.5 auth: true\n'
+            "KeyError: 'lm_head.weight' TOKENIZERS_PARALLELISM=false\n"
             "https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct /home/alicea/x /home/alice")
     assert redactor.text(text, counts) == text[:-len("/home/alice")] + "~"
     assert counts == {"home": 1}
+    redactor.add_env({"TOKENIZERS_PARALLELISM": "false", "AWS_SECRET_ACCESS_KEY": "aws-secret-0123456789"})
+    assert redactor.env_names == ["AWS_SECRET_ACCESS_KEY"]
 
 
 def test_cli_main_in_process(planted, tmp_path, capsys):

@@ -25,6 +25,8 @@ from urllib.parse import urlsplit
 # Words that make a name (an environment variable, a JSON / YAML key, a flag) a secret's.
 SECRET_ENV_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
 SECRET_WORDS = frozenset({"key", "apikey", "token", "secret", "password", "passwd", "auth", "webhook"})
+# A traceback's "KeyError: 'lm_head'" names an exception, not a key.
+NOT_SECRET_WORDS = frozenset({"error", "exception", "warning"})
 # Tokenizer fields that hold a special token, not a credential ("eos_token": "<|im_end|>").
 NOT_SECRET_NAMES = frozenset({"eos_token", "bos_token", "pad_token", "unk_token", "sep_token", "cls_token",
                               "mask_token"})
@@ -52,14 +54,17 @@ def name_words(name: str) -> set[str]:
 
 
 def is_secret_name(name: str) -> bool:
-    if name.lower() in NOT_SECRET_NAMES:
-        return False
     words = name_words(name)
-    return bool(words & SECRET_WORDS) or {"api", "key"} <= words
+    if name.lower() in NOT_SECRET_NAMES or words & NOT_SECRET_WORDS:
+        return False
+    return bool(words & SECRET_WORDS)
 
 
 def is_secret_env_name(name: str) -> bool:
-    return any(word in name.upper() for word in SECRET_ENV_WORDS)
+    """A part of the name ends in KEY, TOKEN, SECRET or PASSWORD, or is its plural (HF_TOKEN, OPENAI_APIKEY,
+    AWS_SECRET_ACCESS_KEY); TOKENIZERS_PARALLELISM is a setting worth keeping, not a secret."""
+    parts = re.split(r"[^A-Z0-9]+", name.upper())
+    return any(part.endswith(word) or part == word + "S" for part in parts for word in SECRET_ENV_WORDS)
 
 
 @dataclass
