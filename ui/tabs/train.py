@@ -23,7 +23,7 @@ from backend.models.presets import PRESETS
 from backend.runs import queue
 from backend.runs.store import RunError
 from backend.storage.safe_names import UnsafeName, clean_name, path_inside
-from ui import estimate_panel, forms, grpo_form, grpo_plan, grpo_section, scale_view, sweep_panel
+from ui import estimate_panel, forms, grpo_form, grpo_plan, grpo_section, local_models_panel, scale_view, sweep_panel
 from ui import train_summary as summary
 from ui.context import UIContext
 from ui.i18n import localize
@@ -35,6 +35,7 @@ TEXT: dict[str, dict[str, str]] = {
     **forms.HELP_TEXT,
     **forms.PLACEHOLDER_TEXT,
     **estimate_panel.TEXT,
+    **local_models_panel.TEXT,
     **sweep_panel.TEXT,
     **grpo_form.TEXT,
     **grpo_plan.TEXT,
@@ -356,6 +357,7 @@ def build(ctx: UIContext) -> None:
             c["model"] = gr.Dropdown(model_choices, value=defaults.model_name_or_path, allow_custom_value=True,
                                      label=t("train.model"), info=t("train.model.info"), elem_id="train-model")
             c["model_check"] = gr.Markdown(elem_id="train-model-check")
+            local_models_panel.build(ctx, c["model"], model_choices)  # the models other tools keep on disk
             with gr.Row():
                 c["suggest"] = gr.Markdown(elem_id="train-suggest")
                 c["suggest_apply"] = gr.Button(t("train.suggest.apply"), visible=False, size="sm", scale=0,

@@ -61,7 +61,7 @@ def scan(places: list[Place], limits: Limits = Limits(), devices: list | None = 
         if place.source == "folder" and not place.root.is_dir():
             walk.skip(place.root, msg("local.not_folder", path=place.root))
             continue
-        if not place.root.is_dir() or walk.out_of_time(place.root) or not walk.enter(place.root):
+        if not place.root.is_dir() or walk.out_of_time(place.root) or not walk.enter(place.root, quiet=True):
             continue  # a tool that is not installed has no folder: nothing to say
         for kind, path, name in FINDERS[place.source](walk, place.root):
             try:
@@ -157,10 +157,11 @@ def cached_result(workspace_root: Path, places: list[Place]) -> ScanResult | Non
 
 
 def scan_into_cache(workspace_root: Path, places: list[Place], devices: list | None,
-                    limits: Limits = Limits()) -> ScanResult | None:
-    """Scans and writes the cache; None when another scan of this workspace is running (its result comes)."""
+                    limits: Limits = Limits(), lock=None) -> ScanResult | None:
+    """Scans and writes the cache; None when another scan of this workspace is running (its result
+    comes). `lock`: the scan's lock, already taken by the caller (start_background_scan), released here."""
     folder = cache_dir(workspace_root)
-    lock = try_file_lock(folder / LOCK_FILE)
+    lock = lock or try_file_lock(folder / LOCK_FILE)
     if lock is None:
         return None
     try:
@@ -185,12 +186,23 @@ def scanning(workspace_root: Path) -> int | None:
     return int(data.get("found", 0)) if isinstance(data, dict) else 0
 
 
-def start_background_scan(workspace_root: Path, places: list[Place], limits: Limits = Limits()) -> threading.Thread:
-    """A daemon thread that scans into the cache (the devices detected inside it: torch may load)."""
+def start_background_scan(workspace_root: Path, places: list[Place],
+                          limits: Limits = Limits()) -> threading.Thread | None:
+    """A daemon thread that scans into the cache (the devices detected inside it: torch may load);
+    None when a scan of this workspace runs already. The lock is taken before the thread starts, so
+    `scanning` says so from the moment this returns."""
+    lock = try_file_lock(cache_dir(workspace_root) / LOCK_FILE)
+    if lock is None:
+        return None
+
     def run() -> None:
         from backend.models.hardware import detect_devices
 
-        scan_into_cache(workspace_root, places, detect_devices(), limits)
+        try:
+            devices = detect_devices()
+        except Exception:  # noqa: BLE001 - no device facts: the list still comes, without the fit
+            devices = None
+        scan_into_cache(workspace_root, places, devices, limits, lock=lock)
 
     thread = threading.Thread(target=run, name="local-models-scan", daemon=True)
     thread.start()

@@ -45,8 +45,9 @@ class Walk:
             self.skip(path, msg("local.time_budget", seconds=round(self.limits.seconds), path=path), early=True)
         return True
 
-    def enter(self, folder: Path) -> bool:
-        """True the first time a folder is reached; a loop or an unreadable folder is skipped."""
+    def enter(self, folder: Path, quiet: bool = False) -> bool:
+        """True the first time a folder is reached; a loop or an unreadable folder is skipped (`quiet`:
+        without a word, for a place that is another place's folder or inside it, already listed)."""
         try:
             stat = folder.stat()
         except OSError as error:
@@ -54,7 +55,8 @@ class Walk:
             return False
         key = (stat.st_dev, stat.st_ino)
         if key in self.seen:
-            self.skip(folder, msg("local.symlink_loop", path=folder))
+            if not quiet:
+                self.skip(folder, msg("local.symlink_loop", path=folder))
             return False
         self.seen.add(key)
         return True

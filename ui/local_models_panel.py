@@ -1,0 +1,158 @@
+"""Models on this machine, beside a model picker: the models other tools keep on disk
+(backend/models/local/), scanned in the background and cached in the workspace.
+
+The picker (a gr.Dropdown) gets the trainable ones after its own choices, labelled
+"name · source · size"; a dropdown cannot grey an entry out, so the whole list, the untrainable
+ones with their reason, is a table in the accordion beside it, with Rescan. A GGUF one passes its
+file's path: the run's model stage converts it once into the workspace (backend/models/gguf_source.py),
+never into the other tool's folder. Handlers are plain functions (tests/test_ui_local_models.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gradio as gr
+
+from backend.models.local.cli import human_count, human_size
+from backend.models.local.places import SOURCE_LABELS, all_places, saved_folders
+from backend.models.local.scan import ScanResult, cached_result, scanning, start_background_scan
+from ui.context import UIContext
+from ui.i18n import localize
+
+TICK_S = 1.0
+SKIPPED_SHOWN = 20  # the rest are counted; `python -m backend.models list` prints all of them
+
+
+def _(en: str, zh: str) -> dict[str, str]:
+    return {"en": en, "zh": zh}
+
+
+TEXT: dict[str, dict[str, str]] = {
+    "local.title": _("Models on this machine", "本机已有的模型"),
+    "local.intro": _("Found in the Hugging Face cache, Ollama, LM Studio, llama.cpp's cache and the folders of "
+                     "Settings → Model folders, read without loading them. The trainable ones are in the model "
+                     "list above; a GGUF file is converted once into this workspace when a run starts.",
+                     "在 Hugging Face 缓存、Ollama、LM Studio、llama.cpp 缓存以及“设置 → 模型文件夹”中找到，读取时不加载权重。"
+                     "可训练的模型已列在上方的模型列表中；GGUF 文件会在运行开始时转换一次，存入本工作区。"),
+    "local.rescan": _("Rescan", "重新扫描"),
+    "local.scanning": _("Scanning… {found} found", "正在扫描…… 已找到 {found} 个"),
+    "local.not_scanned": _("Not scanned yet.", "尚未扫描。"),
+    "local.summary": _("{count} model(s) found, {trainable} trainable ({seconds} s).",
+                       "找到 {count} 个模型，其中 {trainable} 个可训练（{seconds} 秒）。"),
+    "local.stopped_early": _("⚠️ The scan stopped early: the list holds what it found until then.",
+                             "⚠️ 扫描提前停止：列表中是到那时为止找到的模型。"),
+    "local.none": _("No models found in these places.", "在这些位置没有找到模型。"),
+    "local.skipped": _("Skipped ({count}):", "已跳过（{count} 个）："),
+    "local.skipped_more": _("… and {count} more (`python -m backend.models list` prints all).",
+                            "…… 另有 {count} 个（`python -m backend.models list` 会全部列出）。"),
+    "local.col.name": _("name", "名称"), "local.col.source": _("source", "来源"), "local.col.size": _("size", "大小"),
+    "local.col.architecture": _("architecture", "架构"), "local.col.parameters": _("parameters", "参数量"),
+    "local.col.quantisation": _("quantisation", "量化"), "local.col.licence": _("licence", "许可证"),
+    "local.col.fits": _("fits (default run)", "默认运行能否装下"), "local.col.trainable": _("trainable", "可训练"),
+    "local.yes": _("yes", "是"), "local.no": _("no", "否"), "local.unknown": _("unknown", "未知"),
+    "local.fits": _("yes, about {gb} GiB on {device}", "能，约 {gb} GiB（{device}）"),
+    "local.too_big": _("no, about {gb} GiB on {device}", "不能，约需 {gb} GiB（{device}）"),
+}
+COLUMNS = ("name", "source", "size", "architecture", "parameters", "quantisation", "licence", "fits", "trainable")
+
+
+def say(lang: str, key: str, **values) -> str:
+    """One of TEXT in `lang`, formatted (handlers return text, not I18n placeholders)."""
+    text = TEXT[key].get(lang) or TEXT[key]["en"]
+    return text.format(**values) if values else text
+
+
+def places_of(root: Path):
+    return all_places(saved_folders(root))
+
+
+def found(root: Path) -> ScanResult | None:
+    """The cached scan of this workspace's places, None before the first one ends."""
+    return cached_result(root, places_of(root))
+
+
+def choices(root: Path, base: list) -> list:
+    """The picker's choices: its own, then each trainable model found, as (label, path)."""
+    result = found(root)
+    models = result.models if result else []
+    own = {value for _, value in base}
+    return [*base, *[(label(m), m.path) for m in models if m.trainable and m.path not in own]]
+
+
+def label(model) -> str:
+    return f"{model.name} · {SOURCE_LABELS.get(model.source, model.source)} · {human_size(model.size)}"
+
+
+def view(root: Path, lang: str) -> tuple[str, str, bool]:
+    """(status line, table and skipped list in Markdown, keep polling)."""
+    running = scanning(root)
+    result = found(root)
+    if running is not None:
+        return say(lang, "local.scanning", found=running), table(result, lang) if result else "", True
+    if result is None:
+        return say(lang, "local.not_scanned"), "", False
+    status = say(lang, "local.summary", count=len(result.models), seconds=round(result.seconds, 1),
+                trainable=sum(m.trainable for m in result.models))
+    if result.stopped_early:
+        status += "\n\n" + say(lang, "local.stopped_early")
+    return status, table(result, lang), False
+
+
+def table(result: ScanResult, lang: str) -> str:
+    lines = []
+    if result.models:
+        lines += ["| " + " | ".join(say(lang, f"local.col.{c}") for c in COLUMNS) + " |",
+                  "|" + "---|" * len(COLUMNS)]
+        lines += ["| " + " | ".join(_cell(v) for v in _row(m, lang)) + " |" for m in result.models]
+    else:
+        lines.append(say(lang, "local.none"))
+    if result.skipped:
+        lines += ["", say(lang, "local.skipped", count=len(result.skipped))]
+        lines += [f"- `{path}`: {localize(reason, lang)}" for path, reason in result.skipped[:SKIPPED_SHOWN]]
+        if len(result.skipped) > SKIPPED_SHOWN:
+            lines.append(say(lang, "local.skipped_more", count=len(result.skipped) - SKIPPED_SHOWN))
+    return "\n".join(lines)
+
+
+def _row(m, lang: str) -> list[str]:
+    unknown = say(lang, "local.unknown")
+    fits = unknown if m.fits is None else say(lang, "local.fits" if m.fits else "local.too_big",
+                                             gb=m.memory_gb, device=m.device)
+    trainable = say(lang, "local.yes") if m.trainable else f"{say(lang, 'local.no')}: {localize(m.reason, lang)}"
+    return [m.name, SOURCE_LABELS.get(m.source, m.source), human_size(m.size), m.architecture or unknown,
+            human_count(m.parameters), m.quantisation or unknown, m.licence or unknown, fits, trainable]
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def refresh(root: Path, lang: str, base: list, rescan: bool = False) -> tuple:
+    """Starts a scan when asked or when none was ever cached (and none runs); then the view and the
+    picker's choices. (status, table, timer, picker)."""
+    if rescan or found(root) is None:
+        start_background_scan(root, places_of(root))  # none when one runs already
+    return poll(root, lang, base)
+
+
+def poll(root: Path, lang: str, base: list) -> tuple:
+    status, shown, running = view(root, lang)
+    return status, shown, gr.Timer(active=running), gr.update(choices=choices(root, base))
+
+
+def build(ctx: UIContext, picker=None, base: list | None = None) -> None:
+    """The accordion under `picker` (a model gr.Dropdown, whose choices are `base`), or alone."""
+    root, base = ctx.workspace.root, list(base or [])
+    private = {"api_visibility": "private"}
+    with gr.Accordion(ctx.t("local.title"), open=False, elem_id="local-models"):
+        gr.Markdown(ctx.t("local.intro"))
+        with gr.Row():
+            status = gr.Markdown(elem_id="local-models-status")
+            rescan = gr.Button(ctx.t("local.rescan"), size="sm", scale=0, elem_id="local-models-rescan")
+        shown = gr.Markdown(elem_id="local-models-table")
+    timer = gr.Timer(TICK_S, active=False)
+    outputs = [status, shown, timer, picker if picker is not None else gr.State()]
+    gr.context.Context.root_block.load(lambda lang: refresh(root, lang, base), ctx.lang, outputs, **private)
+    rescan.click(lambda lang: refresh(root, lang, base, rescan=True), ctx.lang, outputs, **private)
+    timer.tick(lambda lang: poll(root, lang, base), ctx.lang, outputs, show_progress="hidden", **private)
