@@ -12,6 +12,8 @@ hardware.py   detect devices, choose training devices, CUDA_VISIBLE_DEVICES for 
 memory.py     the memory estimate of a run (weights, adapters, optimizer, activations, logits, shards)
 memory_advice.py  what to change when a run does not fit or ran out of memory, each change with its estimate
 hub_cache.py  find a hub model in the local Hugging Face cache (export of hub-model runs)
+local/        the models other tools keep on this machine (HF cache, Ollama, LM Studio, llama.cpp, added
+              folders), scanned read-only and bounded; `python -m backend.models list` (__main__.py)
 chat_templates.py  the chat template a run trains with (own, known, ChatML added), its EOS, the stop ids,
                    a chat rendered through a tokenizer's template
 greedy.py     greedy, batched answers to conversations: the one generation loop of replay, the held-out
