@@ -10,12 +10,12 @@ from types import ModuleType
 
 import gradio as gr
 
-from ui import model_folders_panel
+from ui import model_folders_panel, notify_panel
 from ui.context import UIContext
 from ui.i18n import merge_texts
 
 # The panels shown here, in order: each exposes TEXT and build(ctx).
-SECTIONS: tuple[ModuleType, ...] = (model_folders_panel,)
+SECTIONS: tuple[ModuleType, ...] = (notify_panel, model_folders_panel)
 
 TEXT: dict[str, dict[str, str]] = merge_texts(
     {"settings.intro": {"en": "Settings of this workspace, kept in its settings.json.",
