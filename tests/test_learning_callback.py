@@ -100,6 +100,21 @@ def test_the_bases_cached_answers_serve_every_limit(workspace, lora_demo):
             assert again.answer(question, limit) == (tokenizer.decode(ids, skip_special_tokens=True).strip(), ended)
 
 
+def test_a_second_run_on_the_same_data_scores_its_base_from_the_cache(workspace, lora_demo):
+    """The base's answers to the data's prompts are cached by their messages: the first run
+    generates them, a second run of the same data and model (a sweep, a rerun) generates none and
+    gets the same entry."""
+    first, model, _ = _callback(workspace, lora_demo, "first")
+    first.on_train_begin(None, TrainerState(global_step=0, max_steps=30), TrainerControl(), model=model)
+    second, _, run_dir = _callback(workspace, lora_demo, "second")
+    second.on_train_begin(None, TrainerState(global_step=0, max_steps=30), TrainerControl(), model=model)
+    one, two = (load_report(workspace.runs_dir / name)["checkpoints"][0] for name in ("first", "second"))
+    assert one["generated"] == len(first._reporter().prompts.learned) + one["kept"]["of"] > 0
+    assert two["generated"] == 0
+    assert [(e["answer"], e["ended"]) for e in two["examples"]] == [(e["answer"], e["ended"]) for e in one["examples"]]
+    assert two["learned"] == one["learned"] and two["right_questions"] == one["right_questions"]
+
+
 def test_a_report_that_cannot_be_set_up_never_stops_the_run(workspace, lora_demo):
     callback, model, run_dir = _callback(workspace, lora_demo)
     (run_dir / "config.yaml").unlink()

@@ -16,9 +16,10 @@ greedily, in batches, through backend/models/greedy.py:
 The worker writes an entry as each checkpoint is saved
 (backend/training/learning_callback.py), within a time budget;
 `python -m backend.evaluate --run R --learning` scores every checkpoint of a
-finished run without one. The base's answers to the general questions are
-the same for every run of a model: they are cached beside the replay
-answers (workspace/datasets/.replay/), so a run pays for them once per model.
+finished run without one. The base's answers are the same for every run of a
+model: they are cached beside the replay answers (workspace/datasets/.replay/),
+the general questions by their text and the data's prompts by their messages,
+so a run pays for them once per model and data.
 """
 
 from __future__ import annotations
@@ -77,10 +78,12 @@ def _question(text: str) -> list[dict]:
 
 
 class BaseAnswers:
-    """The base model's answers to the general questions, cached per model and chat template,
-    so that only a model's first run generates them. They are kept as token ids at
-    MAX_NEW_TOKENS: a greedy answer cut to a lower limit is its first tokens, so one cache
-    serves every run's limit (an answer that ended after k tokens ended within a limit L > k)."""
+    """The base model's answers, cached per model and chat template, so that only a model's first
+    run generates them: the general questions (keyed by their text) and the data's prompts (keyed
+    by their messages, `prompt_key`), so a second run on the same data (a sweep, a rerun at another
+    learning rate) scores its base for free. They are kept as token ids at MAX_NEW_TOKENS: a greedy
+    answer cut to a lower limit is its first tokens, so one cache serves every run's limit (an
+    answer that ended after k tokens ended within a limit L > k)."""
 
     def __init__(self, cache: Path | None, tokenizer):
         self.cache, self.tokenizer = cache, tokenizer
@@ -96,26 +99,39 @@ class BaseAnswers:
     def missing(self, questions: list[str]) -> list[str]:
         return [q for q in questions if q not in self.ids]
 
-    def generate(self, model, questions: list[str], progress=None, offset: int = 0) -> None:
-        """Answer `questions` at MAX_NEW_TOKENS and keep them (in the cache file too)."""
+    def generate(self, model, questions: list[str], progress=None, offset: int = 0,
+                 prompts: list[list[dict]] | None = None) -> None:
+        """Answer `questions` at MAX_NEW_TOKENS and keep them (in the cache file too). `prompts`:
+        the messages behind each key, where the keys are not general questions' texts."""
         from backend.models.greedy import greedy_finished
 
         if not questions:
             return
         on_batch = (lambda done: progress(offset + done)) if progress else None
-        finished = greedy_finished(model, self.tokenizer, [_question(q) for q in questions], MAX_NEW_TOKENS,
-                                   BATCH_SIZE, on_batch=on_batch)
+        asked = prompts if prompts is not None else [_question(q) for q in questions]
+        finished = greedy_finished(model, self.tokenizer, asked, MAX_NEW_TOKENS, BATCH_SIZE, on_batch=on_batch)
         self.ids.update(zip(questions, finished))
         if self.cache is not None:
             self.cache.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(self.cache, "".join(
                 json.dumps({"prompt": q, "ids": ids, "ended": ended}) + "\n" for q, (ids, ended) in self.ids.items()))
 
+    def generate_prompts(self, model, prompts: list[list[dict]], progress=None, offset: int = 0) -> None:
+        """Answer the data's `prompts` that the cache does not hold yet."""
+        keys = [prompt_key(p) for p in prompts]
+        wanted = {k: p for k, p in zip(keys, prompts) if k not in self.ids}
+        self.generate(model, list(wanted), progress, offset, prompts=list(wanted.values()))
+
     def answer(self, question: str, limit: int) -> tuple[str, bool]:
         """(text, ended) of the answer as generated with max_new_tokens `limit`."""
         ids, ended = self.ids[question]
         ended = ended and len(ids) < limit  # the stop token came within the limit
         return self.tokenizer.decode(ids[:limit], skip_special_tokens=True).strip(), ended
+
+
+def prompt_key(messages: list[dict]) -> str:
+    """The cache key of a data prompt: its messages as JSON (a general question's key is its text)."""
+    return json.dumps(messages, ensure_ascii=False, sort_keys=True)
 
 
 def base_cache_path(model_path, tokenizer, datasets_dir: Path | None) -> Path | None:
@@ -128,12 +144,15 @@ def base_cache_path(model_path, tokenizer, datasets_dir: Path | None) -> Path | 
     return Path(datasets_dir) / BASE_CACHE_DIR / f"{key}{BASE_CACHE_SUFFIX}"
 
 
-def warm_base_answers(model_path, tokenizer, datasets_dir: Path, model=None) -> int:
-    """Answer the general questions with the base model into its cache ahead of a first run (the app
-    does it at start beside replay's answers); returns how many were answered now."""
+def warm_base_answers(model_path, tokenizer, datasets_dir: Path, model=None,
+                      prompts: list[list[dict]] = ()) -> int:
+    """Answer the general questions, and the data's `prompts` (a first run's held-out prompts), with
+    the base model into its cache ahead of that run (the app does it at start beside replay's
+    answers); returns how many were answered now."""
     answers = BaseAnswers(base_cache_path(model_path, tokenizer, datasets_dir), tokenizer)
     questions = answers.missing([q for q, _ in KEPT_QUESTIONS])
-    if not questions:
+    data_prompts = [p for p in prompts if prompt_key(p) not in answers.ids]
+    if not questions and not data_prompts:
         return 0
     if model is None:
         import torch
@@ -141,9 +160,11 @@ def warm_base_answers(model_path, tokenizer, datasets_dir: Path, model=None) -> 
         from backend.models.loading import load_model
 
         model = load_model(model_path, dtype=torch.float32).eval()
-    log.info("learning report: the base model answers %d general questions once (cached)", len(questions))
+    log.info("learning report: the base model answers %d general questions and %d of the data's prompts once "
+             "(cached)", len(questions), len(data_prompts))
     answers.generate(model, questions)
-    return len(questions)
+    answers.generate_prompts(model, data_prompts)
+    return len(questions) + len(data_prompts)
 
 
 def score_model(model, tokenizer, prompts: LearningSet, checkpoint: str, step: int, base_right: list[str] | None,
@@ -160,14 +181,19 @@ def score_model(model, tokenizer, prompts: LearningSet, checkpoint: str, step: i
         learned_items = learned_items[:max(1, (limit + 1) // 2)]
         questions = questions[:max(0, limit - len(learned_items))]
     learned_prompts = [item.prompt for item in learned_items]
-    cached = base_answers.missing(questions) if base_answers is not None and base_right is None else questions
-    total = len(learned_prompts) + len(cached)
+    from_cache = base_right is None and base_answers is not None  # the base: its answers are cached per model
+    cached = base_answers.missing(questions) if from_cache else questions
+    new_learned = ([p for p in learned_prompts if prompt_key(p) not in base_answers.ids] if from_cache
+                   else learned_prompts)
+    total = len({prompt_key(p) for p in new_learned}) + len(cached)
     report = (lambda done: progress(done, total)) if progress else None
-    learned_answers = answer_prompts(model, tokenizer, learned_prompts, max_new_tokens, report)
-    if base_right is None and base_answers is not None:
-        base_answers.generate(model, cached, report, offset=len(learned_prompts))
+    if from_cache:
+        base_answers.generate_prompts(model, new_learned, report)
+        learned_answers = [base_answers.answer(prompt_key(p), max_new_tokens) for p in learned_prompts]
+        base_answers.generate(model, cached, report, offset=total - len(cached))
         general = [base_answers.answer(q, max_new_tokens) for q in questions]
     else:
+        learned_answers = answer_prompts(model, tokenizer, learned_prompts, max_new_tokens, report)
         general = answer_prompts(model, tokenizer, [_question(q) for q in cached], max_new_tokens, report,
                                  offset=len(learned_prompts))
     accepted = dict(prompts.kept)

@@ -111,9 +111,10 @@ def _read_cache(path: Path) -> dict[str, str | None]:
 
 
 def warm_cache(model_path: str | Path, datasets_dir: Path, config) -> None:
-    """Answer the replay prompts that `config`'s first run needs ahead of it, and the learning
-    report's general questions: the app does it at start for its default recipe, beside the
-    model's conversion."""
+    """Answer the replay prompts that `config`'s first run needs ahead of it, and the base's answers
+    of its learning report (the general questions and the run's held-out prompts), so that run
+    starts training at once and scores its base from the cache: the app does it at start for its
+    default recipe, beside the model's conversion."""
     from backend.config import split_sizes
     from backend.models.loading import load_tokenizer
 
@@ -125,10 +126,13 @@ def warm_cache(model_path: str | Path, datasets_dir: Path, config) -> None:
     train_rows = split_sizes(len(build_identity_rows()), config.val_size)[0]
     if replay_applies(config, train_rows, True):
         replay_rows(model_path, tokenizer, datasets_dir, replay_count(config, train_rows), config.seed)
-    if config.learning_report:  # the base's general answers of the learning report: once per model too
+    if config.learning_report:  # the base's answers of the learning report: once per model and data too
         from backend.learning.entries import warm_base_answers
+        from backend.learning.questions import learning_set
+        from backend.runs.workspace import Workspace
 
-        warm_base_answers(model_path, tokenizer, datasets_dir)
+        prompts = [item.prompt for item in learning_set(config, Workspace(Path(datasets_dir).parent)).learned]
+        warm_base_answers(model_path, tokenizer, datasets_dir, prompts=prompts)
 
 
 def generate_answers(model_path: str | Path, tokenizer, prompts, progress=None) -> dict[str, str | None]:
