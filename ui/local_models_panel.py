@@ -136,6 +136,12 @@ def refresh(root: Path, lang: str, base: list, rescan: bool = False) -> tuple:
     return poll(root, lang, base)
 
 
+def ensure_scan(root: Path):
+    """Starts a background scan when none was ever cached and none runs (for the pickers of other tabs,
+    which read the cache); its thread, or None."""
+    return start_background_scan(root, places_of(root)) if found(root) is None else None
+
+
 def poll(root: Path, lang: str, base: list) -> tuple:
     status, shown, running = view(root, lang)
     return status, shown, gr.Timer(active=running), gr.update(choices=choices(root, base))

@@ -8,7 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from backend.chat.gguf_targets import run_gguf_targets
+from backend.chat.local_targets import LOCAL
 from backend.chat.targets import BASE, GGUF, ChatTarget, RunChoices, TargetError, run_choices
+from backend.models.local.places import SOURCE_LABELS
 
 # At most this many columns side by side: the base and four checkpoints.
 MAX_COLUMNS = 5
@@ -39,6 +41,8 @@ def catalog(runs_dir: Path, run_ids: list[str], resolve_model, exports_dir: Path
 
 
 def choice_label(value: str, target: ChatTarget, several_bases: bool) -> str:
+    if target.origin:
+        return f"{target.name} · {_origin(target)}"
     if target.kind == BASE:
         return f"base · {Path(target.model).name}" if several_bases else "base"
     if target.kind == GGUF:
@@ -56,6 +60,8 @@ def dropdown_choices(targets: dict[str, ChatTarget]) -> list[tuple[str, str]]:
 
 def header(target: ChatTarget) -> str:
     """Markdown above a column: which model, its step and eval loss."""
+    if target.origin:
+        return f"**{target.name}** · {_origin(target)}"
     if target.kind == BASE:
         return f"**base** · {Path(target.model).name}"
     if target.kind == GGUF:
@@ -68,15 +74,24 @@ def header(target: ChatTarget) -> str:
     return f"**{target.run_id} / {target.name}** · {step} · {loss}{kind}"
 
 
+def _origin(target: ChatTarget) -> str:
+    """Where a model on this machine comes from and what answers it: "Ollama · GGUF, llama.cpp (CPU)"."""
+    engine = "GGUF, llama.cpp (CPU)" if target.kind == GGUF else "transformers"
+    return f"{SOURCE_LABELS.get(target.origin, target.origin)} · {engine}"
+
+
 def _export_name(target: ChatTarget) -> str:
     """The export folder a GGUF file sits in (exports/<name>/gguf/<file>)."""
     return Path(target.checkpoint).parent.parent.name
 
 
 def run_ids_of(values: list[str]) -> list[str]:
-    """The runs a selection draws checkpoints from (for recording votes)."""
+    """The runs a selection draws checkpoints from (for recording votes); a model on this machine
+    belongs to no run."""
     runs = []
     for value in values:
+        if value.startswith(LOCAL):
+            continue
         run_id = value.split("@", 1)[1] if value.startswith(f"{BASE}@") else value.split("/", 1)[0]
         if run_id not in runs:
             runs.append(run_id)

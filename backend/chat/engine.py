@@ -350,7 +350,8 @@ class ChatEngine:
             elif target.kind == "base" or _base_key(target, device) not in self._bases:
                 key = ("base", target.model)
                 loaded = _base_key(target, device) in self._bases
-                what = f"base model {Path(target.model).name}" + (f" ({target.quantization_bits}-bit)" if target.quantization_bits else "")
+                name = target.name if target.origin else Path(target.model).name   # a hub snapshot's folder is a hash
+                what = f"base model {name}" + (f" ({target.quantization_bits}-bit)" if target.quantization_bits else "")
             else:
                 continue
             if key in seen:

@@ -51,6 +51,8 @@ class ChatTarget:
     tokenizer: str | None = None
     source: str | None = None
     level: str | None = None
+    # A model on this machine (backend/chat/local_targets.py): the tool that keeps it ("ollama", "hf").
+    origin: str | None = None
 
     @property
     def key(self) -> str:

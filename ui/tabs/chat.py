@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from backend.chat.catalog import MAX_COLUMNS, catalog, dropdown_choices
+from backend.chat.local_targets import local_targets
 from backend.chat.preferences import TIE, PreferenceStore, blind_letter, tally_rows
 from backend.runs.files import list_run_ids
-from ui import learning_panel, serve_panel, vote_panel
+from ui import learning_panel, local_models_panel, serve_panel, vote_panel
 from ui.chat_session import ChatSession, Say, column_notes, column_views, vote_answers
 from ui.context import UIContext
 from ui.i18n import localize
@@ -40,7 +41,8 @@ REFRESH_EVERY_S = 5.0
 
 TEXT: dict[str, dict[str, str]] = {
     "chat.runs": {"en": "Runs", "zh": "训练运行"},
-    "chat.checkpoints": {"en": "Base and checkpoints (up to 5 columns)", "zh": "基座与检查点（最多 5 列）"},
+    "chat.checkpoints": {"en": "Base, checkpoints and models on this machine (up to 5 columns)",
+                         "zh": "基座、检查点与本机已有的模型（最多 5 列）"},
     "chat.refresh": {"en": "Refresh", "zh": "刷新"},
     "chat.device": {"en": "Device", "zh": "设备"},
     "chat.prompt": {"en": "Your message", "zh": "你的消息"},
@@ -140,10 +142,12 @@ class ChatServices:
         return resolve_model_path(name, self.ctx.workspace.models_dir)
 
     def targets(self, run_ids: list[str] | None) -> dict:
-        """Chat targets (base models, checkpoints, GGUF exports) of the chosen runs, by dropdown value."""
+        """Chat targets (base models, checkpoints, GGUF exports) of the chosen runs, then the models on
+        this machine from the scan's cache (never a scan here), by dropdown value."""
         from backend.export.exporter import exports_dir
 
-        return catalog(self.runs_dir, list(run_ids or []), self.resolve, exports_dir(self.ctx.workspace))
+        runs = catalog(self.runs_dir, list(run_ids or []), self.resolve, exports_dir(self.ctx.workspace))
+        return {**runs, **local_targets(self.ctx.workspace.root)}
 
     def say(self, lang: str | None) -> Say:
         return lambda key, **values: self.ctx.msg(lang, key, **values)
@@ -162,7 +166,7 @@ def refresh_choices(chat: ChatServices, lang, chosen_runs, chosen, current_devic
     kept = [c for c in (chosen or []) if c in targets]
     now = {"runs": ids, "kept_runs": kept_runs, "options": [list(o) for o in options], "kept": kept}
     message, offer_cpu = plan_outputs(chat, lang, kept_runs, kept, current_device)
-    if not ids:
+    if not ids and not options:   # the models on this machine can answer without a run
         message = chat.ctx.msg(lang, "chat.msg_no_runs")
     if now == known:
         return gr.skip(), gr.skip(), gr.skip(), message, offer_cpu, known
@@ -175,6 +179,11 @@ def refresh_choices(chat: ChatServices, lang, chosen_runs, chosen, current_devic
     devices = gr.update(choices=detected_devices(chat), value=current_device or "cpu")
     return (gr.skip() if same_runs else gr.update(choices=ids, value=kept_runs),
             gr.skip() if same_picks else gr.update(choices=options, value=kept), devices, message, offer_cpu, now)
+
+
+def start_local_scan(chat: ChatServices) -> None:
+    """On page load: the models on this machine scanned in the background when no scan is cached."""
+    local_models_panel.ensure_scan(chat.ctx.workspace.root)
 
 
 def detected_devices(chat: ChatServices) -> list[str]:
@@ -405,6 +414,9 @@ def _wire(chat: ChatServices, c: dict) -> None:
     for trigger in (c["refresh"].click, gr.Timer(REFRESH_EVERY_S).tick, gr.context.Context.root_block.load,
                     c["runs"].input):
         trigger(partial(refresh_choices, chat), **choice_io)
+    # The models on this machine come from the scan's cache: scanned in the background when none is
+    # cached, and the lists' tick picks the result up.
+    gr.context.Context.root_block.load(partial(start_local_scan, chat), **private)
     shared_run = chat.ctx.shared.get("run_id")
     if shared_run is not None:  # a run opened from elsewhere (the Runs tab's sweep table) joins the columns
         shared_run.change(lambda run, runs: [*(runs or []), run] if run and run not in (runs or []) else runs,
