@@ -508,6 +508,7 @@ CATALOGUE: dict[str, str] = {
     "export.unknown_base": "Cannot tell the base model of {checkpoint}: no run config.yaml beside it and no base_model_name_or_path in adapter_config.json. Pass --base FOLDER.",
     "export.base_not_cached": "Base model {name!r}: {why}, so merging has no weights to merge into. Download it (huggingface-cli download {name}), or give its folder as the base (Base field, --base FOLDER).",
     "export.base_not_local": "Base model {name!r} is not a local folder ({path}); merging needs its weights on disk. Give the folder that holds its config.json as the base (Base field, --base FOLDER).",
+    "export.base_other_architecture": "The base {path} is not the model this adapter was trained on: it is {found}, and the run's base {trained} is {expected}. A LoRA adapter merges only into its own base: choose that model's folder (or a copy of it), or leave the base empty.",
     "export.shard_size": "Shard size {text!r} is not a size: write it like 2GB, 500MB or 1GiB.",
     "export.unknown_size": "Cannot tell the size of {path}: no safetensors files and no sizes in config.json.",
     "export.disk": "Not enough disk space in {folder}: the export needs about {needed} and {free} is free. Free some space or choose another output folder.",
@@ -592,6 +593,9 @@ CATALOGUE: dict[str, str] = {
     "benchmark.why.doc_to_choice": "the answers a multiple_choice task picks from",
     "benchmark.stage.tasks": "reading the tasks",
     "benchmark.stage.checkpoint": "benchmarking {name}",
+    "benchmark.local_not_model": "{path} is not a model on this machine that transformers can load: give a model "
+                                 "folder holding a config.json, or a GGUF file (converted once into this workspace).",
+    "benchmark.local_alone": "--local-model only adds models to a benchmark: give it with --benchmark TASK.",
     # --- background jobs: evaluation and export stages (backend/evaluation/evaluator.py, backend/export/exporter.py) --------
     "job.stage.starting": "starting",
     "job.stage.done": "done",

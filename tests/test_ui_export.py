@@ -38,7 +38,8 @@ def test_lists_keep_the_choice_and_default_to_the_newest_checkpoint(ctx):
 
 def test_default_name_and_notes_follow_the_method(ctx, demo_model_dir):
     name, notes, base = export.describe(ctx, "en", "run-a", "checkpoint-16", "merged")
-    assert name == "run-a-checkpoint-16-merged" and notes == "" and base["placeholder"]
+    assert name == "run-a-checkpoint-16-merged" and notes == ""
+    assert base["choices"][0] == ("as the run loaded it: demo", "")  # empty: where the run loaded it
     assert export.describe(ctx, "en", "run-a", "final", "adapter")[0] == "run-a-final-adapter"
     name, notes, _ = export.describe(ctx, "zh", "run-full", "final", "merged")
     assert name == "run-full-final-model" and "全参数微调" in notes

@@ -436,6 +436,7 @@ ZH: dict[str, str] = {
     "export.unknown_base": "无法确定 {checkpoint} 的基础模型：旁边没有运行的 config.yaml，adapter_config.json 中也没有 base_model_name_or_path。请传入 --base FOLDER。",
     "export.base_not_cached": "基础模型 {name!r}：{why}，因此合并没有可并入的权重。请下载它（huggingface-cli download {name}），或把它的文件夹作为基础模型（“基础模型”字段，--base FOLDER）。",
     "export.base_not_local": "基础模型 {name!r} 不是本地文件夹（{path}）；合并需要磁盘上的权重。请把包含其 config.json 的文件夹作为基础模型（“基础模型”字段，--base FOLDER）。",
+    "export.base_other_architecture": "基础模型 {path} 不是该适配器训练时所用的模型：它是 {found}，而该运行的基座 {trained} 是 {expected}。LoRA 适配器只能合并进它自己的基座：请选择那个模型的文件夹（或其副本），或将基础模型留空。",
     "export.shard_size": "分片大小 {text!r} 不是有效的大小：请写成 2GB、500MB 或 1GiB 这样的形式。",
     "export.unknown_size": "无法确定 {path} 的大小：没有 safetensors 文件，config.json 中也没有尺寸。",
     "export.disk": "{folder} 的磁盘空间不足：导出约需 {needed}，可用 {free}。请释放空间或选择其他输出文件夹。",
@@ -475,6 +476,9 @@ ZH: dict[str, str] = {
     "benchmark.why.doc_to_choice": "multiple_choice 任务从中选择的答案",
     "benchmark.stage.tasks": "读取任务",
     "benchmark.stage.checkpoint": "正在测试 {name}",
+    "benchmark.local_not_model": "{path} 不是 transformers 能加载的本机模型：请给出包含 config.json 的模型文件夹，"
+                                 "或一个 GGUF 文件（会在本工作区内转换一次）。",
+    "benchmark.local_alone": "--local-model 只是往基准测试中添加模型：请与 --benchmark TASK 一起使用。",
     "evaluate.no_split": "运行 {run} 没有留出的验证集（val_size = {val_size}）；请改为上传评估文件。",
     "learning.over_budget": "为它打分会让报告超过训练时间的 {share:.0%}；"
                             "`python -m backend.evaluate --run {run} --learning` 会为每个检查点打分。",

@@ -31,6 +31,7 @@ from backend.export.model_card import build_model_card
 from backend.export.outputs import (
     ExportError,
     base_model_for,
+    check_base_matches,
     checkpoint_kind,
     copy_files,
     disk_needed_for_merge,
@@ -133,7 +134,8 @@ def _export_merged(checkpoint, out, run_dir, workspace, max_shard, dtype, base, 
     from backend.models.greedy import greedy_answers, greedy_token_ids
     from backend.models.loading import load_model, load_tokenizer
 
-    base_model = base_model_for(checkpoint, run_dir, workspace, base, resolve=True)
+    base_model = base_model_for(checkpoint, run_dir, workspace, base, resolve=True)  # converts a GGUF base
+    check_base_matches(checkpoint, run_dir, workspace, base)
     base_path = base_model.path
     dtype_name = resolve_dtype(dtype, base_path)
     torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype_name]
@@ -286,6 +288,8 @@ def start_export(workspace: Workspace, checkpoint: Path, name: str, *, merge: bo
     out = export_folder(workspace, name)
     prepare_output(out, overwrite)  # refuse an existing folder now, before a process starts
     parse_size(shard_size)
+    if merge or gguf or gguf_lora:  # a base of another architecture is refused before a process starts
+        check_base_matches(checkpoint, find_run_dir(checkpoint), workspace, base)
     if gguf or gguf_lora:
         from backend.export.llama_cpp_tools import check_tools, parse_levels
 

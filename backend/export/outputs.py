@@ -103,6 +103,43 @@ def _base_folder(name: str, workspace) -> str:
     raise ExportError(msg("export.base_not_local", name=name, path=path))
 
 
+# What an adapter's shapes depend on: a base that differs in one of these cannot take it.
+ARCHITECTURE_KEYS = ("model_type", "hidden_size", "num_hidden_layers")
+
+
+def check_base_matches(checkpoint: Path, run_dir: Path | None, workspace, override: str | None) -> None:
+    """Refuses a --base whose architecture is not the one the run trained on, from the two config.json
+    files alone (before any weights load). Nothing to compare is no refusal: a base that must first be
+    built or converted, or a run's base not on this disk (the merge itself then says what is wrong)."""
+    from backend.models.loading import needs_build
+
+    trained_on = _run_config(run_dir).get("model_name_or_path") or _adapter_base(checkpoint)
+    override = (override or "").strip()
+    if not override or not trained_on or override == trained_on or workspace is None:
+        return
+    if needs_build(override, workspace.models_dir) or needs_build(trained_on, workspace.models_dir):
+        return
+    try:
+        found, expected = _base_folder(override, workspace), _base_folder(trained_on, workspace)
+    except ExportError:
+        return
+    facts = [_architecture(_base_config(folder)) for folder in (found, expected)]
+    if None not in facts and facts[0] != facts[1]:
+        raise ExportError(msg("export.base_other_architecture", path=override, trained=trained_on,
+                              found=_said(facts[0]), expected=_said(facts[1])))
+
+
+def _architecture(config: dict) -> tuple | None:
+    text = config.get("text_config") or config
+    values = tuple(text.get(key) for key in ARCHITECTURE_KEYS)
+    return None if values[0] is None else values
+
+
+def _said(facts: tuple) -> str:
+    model_type, hidden, layers = facts
+    return f"{model_type} ({layers} layers, hidden size {hidden})"
+
+
 def is_qlora(run_dir: Path | None, checkpoint: Path) -> bool:
     config = _run_config(run_dir)
     return config.get("method") == "qlora" or bool(config.get("quantization_bits"))

@@ -34,8 +34,17 @@ TEXT: dict[str, dict[str, str]] = {
                             "zh": "仅适配器（体积小；运行时需要基座模型）"},
     "export.kind_merged": {"en": "Merged model (base + LoRA, runs anywhere)", "zh": "合并后的模型（基座 + LoRA，可独立运行）"},
     "export.name": {"en": "Name (folder under workspace/exports)", "zh": "名称（workspace/exports 下的文件夹）"},
-    "export.base": {"en": "Base model to merge into (empty: where the run loaded it; a folder or a hub id)",
-                    "zh": "合并所用的基座模型（留空：训练时加载的位置；可填文件夹或 Hub ID）"},
+    "export.base": {"en": "Base model to merge into", "zh": "合并所用的基座模型"},
+    "export.base_info": {
+        "en": "As the run loaded it, a model found on this machine (Settings → Model folders adds places), or type "
+              "a folder or a hub id. Merging needs transformers weights: a GGUF model (Ollama, LM Studio) is listed "
+              "only once a run or Chat has converted it into this workspace.",
+        "zh": "训练时加载的位置、本机找到的模型（可在“设置 → 模型文件夹”中添加位置），或输入文件夹或 Hub ID。合并需要 transformers 权重："
+              "GGUF 模型（Ollama、LM Studio）只有在训练或对话已将其转换到本工作区后才会列出。"},
+    "export.base_run": {"en": "as the run loaded it: {name}", "zh": "训练时加载的位置：{name}"},
+    "export.base_gguf_left": {"en": "{count} GGUF model(s) found on this machine are not listed: not converted into "
+                                    "this workspace yet (train or chat with one first).",
+                              "zh": "本机找到的 {count} 个 GGUF 模型未列出：尚未转换到本工作区（请先用它训练或对话）。"},
     "export.shard_size": {"en": "Largest safetensors shard", "zh": "safetensors 单个分片上限"},
     "export.dtype": {"en": "Weights dtype (merged)", "zh": "权重精度（合并时）"},
     "export.overwrite": {"en": "Overwrite an existing export of this name", "zh": "覆盖同名的已有导出"},
@@ -98,7 +107,8 @@ def pick_run(ctx: UIContext, current):
 
 
 def describe(ctx: UIContext, lang, current, ckpt, export_kind, gguf_levels=()):
-    """(default name, the notes that apply (QLoRA base, full run, GGUF sizes), base placeholder)."""
+    """(default name, the notes that apply (QLoRA base, full run, GGUF sizes, GGUF bases not offered), the
+    base dropdown's choices)."""
     if not current or not ckpt:
         return gr.skip(), "", gr.skip()
     config = _config(ctx.workspace.runs_dir / current)
@@ -112,7 +122,20 @@ def describe(ctx: UIContext, lang, current, ckpt, export_kind, gguf_levels=()):
     suffix = "merged" if export_kind == "merged" and config.get("method") != "full" else "adapter"
     suffix = "model" if config.get("method") == "full" else suffix
     trained_on = str(config.get("model_name_or_path") or "")
-    return f"{current}-{ckpt}-{suffix}", "\n\n".join(notes), gr.update(placeholder=trained_on)
+    bases, left_out = base_choices(ctx, lang, trained_on)
+    if left_out and export_kind == "merged":
+        notes.append(ctx.msg(lang, "export.base_gguf_left", count=left_out))
+    return f"{current}-{ckpt}-{suffix}", "\n\n".join(notes), gr.update(choices=bases)
+
+
+def base_choices(ctx: UIContext, lang, trained_on: str) -> tuple[list[tuple[str, str]], int]:
+    """The base dropdown's choices: "" (where the run loaded it), then the bases found on this machine
+    (read from the scan's cache); and how many GGUF models were left out, not converted yet."""
+    from ui.local_model_choices import merge_bases
+
+    found, left_out = merge_bases(ctx.workspace.root, ctx.workspace.models_dir)
+    own = (ctx.msg(lang, "export.base_run", name=trained_on or "?"), "")
+    return [own, *[(shown, path) for shown, path in found if path != trained_on]], left_out
 
 
 def start_job(ctx: UIContext, lang, current, ckpt, export_kind, export_name, shard_size, dtype_name, replace,
@@ -165,7 +188,8 @@ def build(ctx: UIContext) -> None:
                                  elem_id="export-shard")
         c["dtype"] = gr.Dropdown(label=ctx.t("export.dtype"), choices=["auto", "bf16", "fp16", "fp32"], value="auto",
                                  scale=1, info=ctx.t("export.dtype_help"), elem_id="export-dtype")
-    c["base"] = gr.Textbox(label=ctx.t("export.base"), elem_id="export-base")
+    c["base"] = gr.Dropdown(label=ctx.t("export.base"), info=ctx.t("export.base_info"), choices=[("", "")], value="",
+                            allow_custom_value=True, elem_id="export-base")  # a path string, as typed or picked
     with gr.Row():
         c["overwrite"] = gr.Checkbox(label=ctx.t("export.overwrite"), value=False, elem_id="export-overwrite")
         c["zip"] = gr.Checkbox(label=ctx.t("export.zip"), value=True, elem_id="export-zip")
