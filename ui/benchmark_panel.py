@@ -29,6 +29,14 @@ TEXT: dict[str, dict[str, str]] = {
                                          "zh": "常识问题，多项选择（是否遗忘）"},
     "bench.other": {"en": "Other tasks: lm-eval task names (hub) or task YAML files / folders, space-separated",
                     "zh": "其他任务：lm-eval 任务名（需 hub）或任务 YAML 文件 / 文件夹，用空格分隔"},
+    "bench.local": {"en": "Also benchmark models on this machine (beside the ticked checkpoints)",
+                    "zh": "同时对本机已有的模型做基准测试（与勾选的检查点并列）"},
+    "bench.local_info": {
+        "en": "Found in the Hugging Face cache, Ollama, LM Studio, llama.cpp and Settings → Model folders (or type a "
+              "folder). Each answers with its own tokenizer and chat template; a GGUF file is converted once into "
+              "this workspace. Its row is named local-…, and the chart draws it as a dashed line.",
+        "zh": "来自 Hugging Face 缓存、Ollama、LM Studio、llama.cpp 以及“设置 → 模型文件夹”（也可输入文件夹）。"
+              "每个模型使用自己的分词器和对话模板；GGUF 文件会在本工作区内转换一次。其结果行名为 local-…，图中以虚线表示。"},
     "bench.limit": {"en": "Questions per task (0 = all)", "zh": "每个任务的题数（0 为全部）"},
     "bench.chat_template": {"en": "Prompts in the run's chat template", "zh": "提示使用该运行的对话模板"},
     "bench.start": {"en": "Run benchmarks", "zh": "运行基准测试"},
@@ -67,8 +75,15 @@ def relabel(ctx: UIContext, lang):
     return gr.update(choices=bundled_choices(ctx, lang))
 
 
-def start(ctx: UIContext, lang, current, checkpoints, bundled, other, limit, chat_template) -> str:
-    """Start the benchmark job for the run; the message to show."""
+def local_choices(ctx: UIContext):
+    """The models on this machine transformers can load, from the scan's cache (never a scan here)."""
+    from ui.local_model_choices import loadable
+
+    return gr.update(choices=loadable(ctx.workspace.root))
+
+
+def start(ctx: UIContext, lang, current, checkpoints, bundled, other, limit, chat_template, local=()) -> str:
+    """Start the benchmark job for the run (and `local`: paths of models on this machine); the message to show."""
     from backend.evaluation.benchmark_specs import BenchmarkError
     from backend.evaluation.benchmarks import start_benchmarks
 
@@ -77,7 +92,7 @@ def start(ctx: UIContext, lang, current, checkpoints, bundled, other, limit, cha
     tasks = [*(bundled or []), *str(other or "").replace(",", " ").split()]
     try:
         pid = start_benchmarks(ctx.workspace.runs_dir / current, tasks, list(checkpoints or []),
-                               int(limit or 0) or None, bool(chat_template))
+                               int(limit or 0) or None, bool(chat_template), list(local or []))
     except BenchmarkError as error:
         return ctx.msg(lang, "bench.msg_error", error=localize(error, lang))
     ctx.remember(run_id=current)
@@ -106,7 +121,8 @@ def results_view(run_dir: Path):
     results = load_benchmarks(run_dir)
     if not results:
         return pd.DataFrame(), None
-    rows = [{k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in row.items()} for row in benchmark_table(results)]
+    rows = [{k: ("–" if v is None else f"{v:.4g}" if isinstance(v, float) else v) for k, v in row.items()}
+            for row in benchmark_table(results)]  # a model on this machine has no step: "–"
     return pd.DataFrame(rows), _figure(results)
 
 
@@ -143,11 +159,17 @@ def _figure(results: dict):
     from plotly.subplots import make_subplots
 
     series: dict[str, list[tuple[int, float, str]]] = {}
+    lines: dict[str, list[tuple[float, str]]] = {}  # models on this machine have no step: a level to compare with
     for name, record in results.items():
         for task, entry in record["tasks"].items():
             value = (entry.get("metrics") or {}).get(entry.get("primary"))
             if isinstance(value, (int, float)) and math.isfinite(value):
-                series.setdefault(f"{task} {entry.get('primary')}", []).append((record.get("step", 0), value, name))
+                key = f"{task} {entry.get('primary')}"
+                if record.get("step") is None:
+                    lines.setdefault(key, []).append((value, name))
+                    series.setdefault(key, [])
+                else:
+                    series.setdefault(key, []).append((record.get("step", 0), value, name))
     if not series:
         return None
     cols = min(3, len(series))
@@ -157,7 +179,11 @@ def _figure(results: dict):
         figure.add_scatter(x=[p[0] for p in points], y=[p[1] for p in points], text=[p[2] for p in points],
                            mode="lines+markers", hovertemplate="%{text}: %{y:.4g}<extra></extra>", showlegend=False,
                            row=i // cols + 1, col=i % cols + 1)
-    if all(0 <= p[1] <= 1 for points in series.values() for p in points):
+    for i, key in enumerate(series):
+        for value, name in lines.get(key, []):
+            figure.add_hline(y=value, line_dash="dash", line_color="gray", annotation_text=name,
+                             row=i // cols + 1, col=i % cols + 1)
+    if all(0 <= v <= 1 for v in [p[1] for ps in series.values() for p in ps] + [v for ls in lines.values() for v, _ in ls]):
         figure.update_yaxes(range=[0, 1.05])  # shares: the same scale in every panel (a perplexity keeps its own)
     figure.update_xaxes(title_text="step")
     figure.update_layout(height=280 * math.ceil(len(series) / cols), margin={"l": 30, "r": 10, "t": 40, "b": 30})
@@ -177,6 +203,8 @@ def build(ctx: UIContext, run, checkpoints) -> None:
                                elem_id="bench-other")
             limit = gr.Number(label=ctx.t("bench.limit"), value=0, minimum=0, precision=0, elem_id="bench-limit")
             chat_template = gr.Checkbox(label=ctx.t("bench.chat_template"), value=True, elem_id="bench-chat-template")
+        local = gr.Dropdown(label=ctx.t("bench.local"), info=ctx.t("bench.local_info"), choices=[], value=[],
+                            multiselect=True, allow_custom_value=True, elem_id="bench-local")
         go = gr.Button(ctx.t("bench.start"), variant="primary", elem_id="bench-start")
         status = gr.Markdown(elem_id="bench-status")
         progress = gr.HTML(elem_id="bench-progress")
@@ -184,8 +212,10 @@ def build(ctx: UIContext, run, checkpoints) -> None:
         table = gr.Dataframe(label=ctx.t("bench.table"), interactive=False, elem_id="bench-table")
         chart = gr.Plot(label=ctx.t("bench.chart"), elem_id="bench-chart")
     seen = gr.State("")
-    go.click(partial(start, ctx), [ctx.lang, run, checkpoints, bundled, other, limit, chat_template], status,
+    go.click(partial(start, ctx), [ctx.lang, run, checkpoints, bundled, other, limit, chat_template, local], status,
              **private)
+    gr.context.Context.root_block.load(partial(local_choices, ctx), None, local, **private)
+    run.change(partial(local_choices, ctx), None, local, **private)  # a scan that ended since the page opened
     outputs = [progress, table, chart, seen]
     run.change(forget_drawn, None, seen, **private)
     gr.Timer(POLL_EVERY_S).tick(partial(poll, ctx), [ctx.lang, run, seen], outputs, show_progress="hidden", **private)

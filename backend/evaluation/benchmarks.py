@@ -1,14 +1,18 @@
 """Benchmarks with lm-evaluation-harness on the base and the checkpoints of a run.
 
     python -m backend.evaluate --run RUN --benchmark TASK [TASK ...] [--checkpoint NAME ...]
-                               [--max-samples N] [--no-chat-template]
+                               [--local-model PATH ...] [--max-samples N] [--no-chat-template]
 
 TASK is a bundled task (backend/evaluation/benchmark_tasks.py), a task YAML
 file or a folder of them, or one of lm-eval's own tasks by name (its data
 from the hub). Each checkpoint is lm-eval's `hf` model: the run's base with
 the checkpoint's adapter (`peft=`), a full fine-tune's checkpoint folder
 itself, or the base alone for "base". Prompts go through the chat template
-the run trained with unless --no-chat-template.
+the run trained with unless --no-chat-template. A --local-model (a model on
+this machine: a folder with config.json, or a GGUF file converted once into
+the workspace) is benchmarked beside them as eval/local-<name>/ with its own
+tokenizer and chat template (plain text when it has none) and step null; with
+--local-model, only the checkpoints --checkpoint names are run.
 
 Results, one file per checkpoint, merged task by task (a later benchmark of a
 task replaces that task's entry only):
@@ -53,6 +57,7 @@ from backend.storage.atomic_files import atomic_write_json, read_json
 BENCHMARKS_FILE = "benchmarks.json"
 PROGRESS_FILE = "benchmark-progress.json"
 DEFAULT_BATCH_SIZE = 8
+LOCAL_PREFIX = "local-"  # eval/local-<name>/: a model on this machine benchmarked beside the run
 
 
 # ---------------------------------------------------------------- what to run on
@@ -75,6 +80,46 @@ def base_model_path(run_dir: Path, config: RunConfig, workspace: Workspace | Non
         if why:
             raise BenchmarkError(msg("benchmark.base_not_cached", run=Path(run_dir).name, name=path, why=why))
     return path
+
+
+def local_targets(paths: list[str] | None) -> list[tuple[str, str]]:
+    """(name under eval/, path) of each model on this machine to benchmark beside the run: a folder with
+    a config.json or a GGUF file (the job converts it once into the workspace). Refused with a sentence
+    when a path is neither; nothing is loaded or converted here. Names start with LOCAL_PREFIX, so they
+    never meet a checkpoint's, and are told apart by a number when two models share one."""
+    from backend.models.gguf_source import GGUFSourceError, find_gguf
+    from backend.storage.safe_names import clean_name
+
+    targets: list[tuple[str, str]] = []
+    for text in [p for p in (paths or []) if str(p).strip()]:
+        path = Path(str(text).strip()).expanduser()
+        try:
+            gguf = None if (path / "config.json").is_file() else find_gguf(path)
+        except GGUFSourceError as error:
+            raise BenchmarkError(error.catalogued or str(error)) from None
+        if gguf is None and not (path / "config.json").is_file():
+            raise BenchmarkError(msg("benchmark.local_not_model", path=path))
+        name = unique = LOCAL_PREFIX + clean_name(_local_title(path, gguf), "model", max_len=60)
+        for k in range(2, len(targets) + 2):
+            if unique not in {n for n, _ in targets}:
+                break
+            unique = f"{name}-{k}"
+        targets.append((unique, str(path)))
+    return targets
+
+
+def _local_title(path: Path, gguf: Path | None) -> str:
+    """A GGUF file's own name (general.name: an Ollama blob's file name is its digest), a hub snapshot's
+    Org--Name, else the folder's name."""
+    from backend.models.gguf_header import GGUFLayoutError, read_gguf_header
+    from backend.models.hub_cache import hub_id_of
+
+    if gguf is not None:
+        try:
+            return read_gguf_header(gguf).fields.get("general.name") or gguf.stem
+        except (GGUFLayoutError, OSError, ValueError):
+            return gguf.stem
+    return (hub_id_of(path) or path.name).replace("/", "--")
 
 
 def chosen_checkpoints(run_dir: Path, checkpoints: list[str] | None) -> list[str]:
@@ -111,6 +156,27 @@ def load_tasks(local: list[TaskSpec], hub_names: list[str], include: list[str]):
 
 # ---------------------------------------------------------------- running
 
+def _device_dtype() -> tuple[str, str]:
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    return device, "bfloat16" if device == "cuda" and torch.cuda.is_bf16_supported() else "float32"
+
+
+def local_language_model(folder: str, batch_size: int):
+    """(lm-eval's `hf` model of a model on this machine, whether its tokenizer has its own chat template):
+    its own tokenizer and template, never the run's (a model without one is asked in plain text)."""
+    from lm_eval.models.huggingface import HFLM
+
+    from backend.models.loading import load_tokenizer
+
+    tokenizer = load_tokenizer(folder)
+    device, dtype = _device_dtype()
+    lm = HFLM(pretrained=folder, tokenizer=tokenizer, device=device, dtype=dtype, batch_size=batch_size)
+    lm.model.generation_config.max_new_tokens = None  # as in language_model
+    return lm, bool(getattr(tokenizer, "chat_template", None))
+
+
 def language_model(run_dir: Path, config: RunConfig, base: str, name: str, batch_size: int):
     """lm-eval's `hf` model answering as checkpoint `name`, with the tokenizer and chat template the run trained with."""
     import torch
@@ -121,8 +187,7 @@ def language_model(run_dir: Path, config: RunConfig, base: str, name: str, batch
 
     tokenizer = load_tokenizer(base, trust_remote_code=config.trust_remote_code)
     apply_for_model(tokenizer, config.chat_template, base)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    dtype = "bfloat16" if device == "cuda" and torch.cuda.is_bf16_supported() else "float32"
+    device, dtype = _device_dtype()
     pretrained, peft = base, None
     if name != BASE:
         folder = checkpoint_folder(run_dir, name)
@@ -161,8 +226,10 @@ def primary_metric(name: str, metrics: dict) -> str | None:
     return next(iter(metrics), None)
 
 
-def benchmark_checkpoint(run_dir: Path, name: str, lm, manager, specs: list[TaskSpec], settings: dict) -> dict:
-    """Run every task on one checkpoint's model; merge the results into eval/<name>/benchmarks.json."""
+def benchmark_checkpoint(run_dir: Path, name: str, lm, manager, specs: list[TaskSpec], settings: dict,
+                         local_model: str | None = None) -> dict:
+    """Run every task on one checkpoint's model; merge the results into eval/<name>/benchmarks.json.
+    `local_model`: the path of a model on this machine benchmarked as `name` (its step is None)."""
     import lm_eval
     from lm_eval import simple_evaluate
 
@@ -182,8 +249,10 @@ def benchmark_checkpoint(run_dir: Path, name: str, lm, manager, specs: list[Task
                             "samples": samples.get("effective"), "source": spec.source, "task_file": spec.path,
                             "chat_template": settings["chat_template"], "limit": settings["limit"],
                             "time": time.time(), "seconds": seconds}
-    record = {"checkpoint": name, "step": step_of(run_dir, name),
+    record = {"checkpoint": name, "step": None if local_model else step_of(run_dir, name),
               "lm_eval_version": getattr(lm_eval, "__version__", ""), "tasks": tasks}
+    if local_model:
+        record["local_model"] = local_model
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, record)
     return record
@@ -191,23 +260,26 @@ def benchmark_checkpoint(run_dir: Path, name: str, lm, manager, specs: list[Task
 
 def run_benchmarks(run_dir: Path, tasks: list[str], checkpoints: list[str] | None = None, limit: int | None = None,
                    chat_template: bool = True, batch_size: int = DEFAULT_BATCH_SIZE,
-                   progress: Path | None = None, workspace: Workspace | None = None) -> dict:
-    """Benchmark `checkpoints` (default: base and every complete checkpoint) of a run on `tasks`.
-    Everything a user gave is checked before a model loads. `workspace`: where the base model and the
-    bundled tasks are (default: the one that holds the run folder)."""
+                   progress: Path | None = None, workspace: Workspace | None = None,
+                   local_models: list[str] | None = None) -> dict:
+    """Benchmark `checkpoints` (default: base and every complete checkpoint; with `local_models`, none
+    unless named) of a run on `tasks`, and beside them `local_models` (paths of models on this machine,
+    written to eval/local-<name>/). Everything a user gave is checked before a model loads. `workspace`:
+    where the base model and the bundled tasks are (default: the one that holds the run folder)."""
     run_dir = Path(run_dir).resolve()
     if not (run_dir / CONFIG_FILE).is_file():
         raise BenchmarkError(msg("evaluate.not_run", path=run_dir, config=CONFIG_FILE))
     if not any(t.strip() for t in tasks):
         raise BenchmarkError(msg("benchmark.choose_task", alternatives=local_alternatives()))
-    checkpoints = chosen_checkpoints(run_dir, checkpoints)
+    local = local_targets(local_models)
+    checkpoints = chosen_checkpoints(run_dir, checkpoints) if checkpoints or not local else []
     config = RunConfig.load(run_dir / CONFIG_FILE)
     workspace = workspace or Workspace.for_run_dir(run_dir)
-    local, hub_names = resolve_specs(tasks, workspace.root)
-    base = base_model_path(run_dir, config, workspace)
-    write_progress(progress, stage=msg("benchmark.stage.tasks"), total=len(checkpoints), done=0,
-                   checkpoints=checkpoints)
-    manager, specs = load_tasks(local, hub_names, sorted({str(Path(s.load_as).parent) for s in local}))
+    task_files, hub_names = resolve_specs(tasks, workspace.root)
+    base = base_model_path(run_dir, config, workspace) if checkpoints else None
+    write_progress(progress, stage=msg("benchmark.stage.tasks"), total=len(checkpoints) + len(local), done=0,
+                   checkpoints=checkpoints + [n for n, _ in local])
+    manager, specs = load_tasks(task_files, hub_names, sorted({str(Path(s.load_as).parent) for s in task_files}))
     settings = {"limit": limit, "chat_template": chat_template}
     results = {}
     for k, name in enumerate(checkpoints):
@@ -215,7 +287,21 @@ def run_benchmarks(run_dir: Path, tasks: list[str], checkpoints: list[str] | Non
         lm = language_model(run_dir, config, base, name, batch_size)
         results[name] = benchmark_checkpoint(run_dir, name, lm, manager, specs, settings)
         del lm
+    for k, (name, path) in enumerate(local, start=len(checkpoints)):
+        write_progress(progress, stage=msg("benchmark.stage.checkpoint", name=name), done=k)
+        results[name] = _benchmark_local(run_dir, name, path, workspace, manager, specs, settings, batch_size)
     return {"run": run_dir.name, "tasks": [s.name for s in specs], "results": results}
+
+
+def _benchmark_local(run_dir, name, path, workspace, manager, specs, settings, batch_size) -> dict:
+    from backend.models.loading import resolve_model_path
+
+    folder = resolve_model_path(path, workspace.models_dir)  # a GGUF file: its converted folder (made once)
+    lm, own_template = local_language_model(folder, batch_size)
+    asked = {**settings, "chat_template": settings["chat_template"] and own_template}
+    record = benchmark_checkpoint(run_dir, name, lm, manager, specs, asked, local_model=path)
+    del lm
+    return record
 
 
 # ---------------------------------------------------------------- reading back and the background job
@@ -229,7 +315,9 @@ def load_benchmarks(run_dir: Path) -> dict[str, dict]:
             record = read_json(sub / BENCHMARKS_FILE, default=None) if sub.is_dir() else None
             if record and isinstance(record.get("tasks"), dict):
                 found[sub.name] = record
-    return dict(sorted(found.items(), key=lambda item: (item[1].get("step", 0), item[0] == "final")))
+    # Models on this machine (step None) after the run's own checkpoints.
+    return dict(sorted(found.items(), key=lambda item: (item[1].get("step") is None, item[1].get("step") or 0,
+                                                         item[0] == "final", item[0])))
 
 
 def benchmark_table(results: dict[str, dict]) -> list[dict]:
@@ -251,17 +339,21 @@ def progress_path(run_dir: Path) -> Path:
 
 
 def start_benchmarks(run_dir: Path, tasks: list[str], checkpoints: list[str], limit: int | None = None,
-                     chat_template: bool = True) -> int:
-    """Launch `python -m backend.evaluate --benchmark ...` detached; refuses while one runs for this run."""
+                     chat_template: bool = True, local_models: list[str] | None = None) -> int:
+    """Launch `python -m backend.evaluate --benchmark ...` detached; refuses while one runs for this run.
+    `local_models`: paths of models on this machine benchmarked beside the checkpoints."""
     run_dir = Path(run_dir)
     if read_progress(progress_path(run_dir)).get("state") == RUNNING:
         raise BenchmarkError(msg("benchmark.running", run=run_dir.name))
-    if not checkpoints:
+    local = [path for _, path in local_targets(local_models)]  # a path that is no model is said at once
+    if not checkpoints and not local:
         raise BenchmarkError(msg("evaluate.choose"))
     if not any(t.strip() for t in tasks):
         raise BenchmarkError(msg("benchmark.choose_task", alternatives=local_alternatives()))
     resolve_specs(tasks, Workspace.for_run_dir(run_dir).root)  # a task file's missing field is said at once
-    args = ["--run", str(run_dir), "--benchmark", *tasks, "--checkpoint", *checkpoints]
+    args = ["--run", str(run_dir), "--benchmark", *tasks]
+    args += ["--checkpoint", *checkpoints] if checkpoints else []
+    args += ["--local-model", *local] if local else []
     if limit:
         args += ["--max-samples", str(limit)]
     if not chat_template:
@@ -282,7 +374,8 @@ def summary_table(summary: dict) -> str:
              f"{'checkpoint':<18}{'step':>6}" + "".join(f"{f'{t} {m}':>{width}}" for t, m in columns)]
     for name, record in summary["results"].items():
         cells = [record["tasks"].get(t, {}).get("metrics", {}).get(m) for t, m in columns]
-        lines.append(f"{name:<18}{record.get('step', 0):>6}"
+        step = record.get("step")
+        lines.append(f"{name:<18}{'-' if step is None else step:>6}"
                      + "".join(f"{v:>{width}.4f}" if isinstance(v, float) else f"{'–':>{width}}" for v in cells))
     return "\n".join(lines)
 

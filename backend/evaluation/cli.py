@@ -4,6 +4,7 @@ and greedy answers scored with BLEU, ROUGE-1/2/L and exact match.
     python -m backend.evaluate --run RUN [--checkpoint NAME ...] [--data FILE] [--json] [--max-samples N]
                                [--workspace DIR]
     python -m backend.evaluate --run RUN --benchmark TASK [TASK ...]   # lm-evaluation-harness (benchmarks.py)
+    python -m backend.evaluate --run RUN --benchmark TASK ... --local-model PATH ...   # + models on this machine
     python -m backend.evaluate --run RUN --learning [--checkpoint NAME ...]   # learned / kept (backend/learning/)
 
 Prints a table of the scores (one JSON object with --json); a run that
@@ -43,6 +44,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--learning", action="store_true",
                         help="the learning report instead: the base and each checkpoint on held-out prompts of the "
                              "run's data (learned) and general questions (kept), written to eval/learning.json")
+    parser.add_argument("--local-model", nargs="+", metavar="PATH",
+                        help="with --benchmark: also benchmark these models on this machine (a folder with config.json "
+                             "or a GGUF file), beside the checkpoints --checkpoint names (none without it)")
     parser.add_argument("--no-chat-template", action="store_true",
                         help="benchmark prompts as plain text, not in the run's chat template")
     parser.add_argument("--workspace", type=Path, default=None,
@@ -55,6 +59,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     args.workspace = Workspace(args.workspace) if args.workspace else None
+    if args.local_model and not args.benchmark:
+        print(msg("benchmark.local_alone"), file=sys.stderr)
+        return 2
     if args.benchmark:
         return benchmark_main(args)
     if args.learning:
@@ -78,7 +85,8 @@ def benchmark_main(args: argparse.Namespace) -> int:
     # UserError: BenchmarkError, and a model or checkpoint name refused on the way.
     summary, refused = run_job(lambda: run_benchmarks(args.run, args.benchmark, args.checkpoint, args.max_samples,
                                                       not args.no_chat_template, args.batch_size,
-                                                      progress=args.progress, workspace=args.workspace),
+                                                      progress=args.progress, workspace=args.workspace,
+                                                      local_models=args.local_model),
                                args.progress, UserError, "benchmark failed")
     if refused:
         return refused
