@@ -10,7 +10,7 @@ pair_scores.py  preference accuracy and margins of DPO-style runs
 heldout.py      held-out identity and general prompts: the new name learned, the base's right answers kept
                 (bench/starter_recipe.py's measure; every run's own report is backend/learning/)
 learning_run.py `--learning`: the learning report of a finished run, every checkpoint, no time budget
-benchmarks.py   lm-evaluation-harness on the base and checkpoints: eval/<checkpoint>/benchmarks.json
+benchmarks.py   lm-evaluation-harness on the base, checkpoints and models on this machine: eval/<checkpoint>/benchmarks.json
 benchmark_specs.py  task names, task files and the hub checked before lm-eval runs
 benchmark_tasks.py  the project's own lm-eval task files (demo facts, general questions)
 """
