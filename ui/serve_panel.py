@@ -1,6 +1,7 @@
 """The Serve panel of the Chat tab: start / stop `python -m backend.serve` for one
-run as a background job (backend/serve/server_job.py) and show its base URL, model
-names and copyable curl / Python examples.
+run, or for one model on this machine (the scan's cached list, backend/chat/local_targets.py),
+as a background job (backend/serve/server_job.py) and show its base URL, model names and
+copyable curl / Python examples.
 
 The handlers are module-level functions over plain values (workspace, language,
 run id, port), so they are tested without a browser; build() only wires them.
@@ -20,6 +21,9 @@ DEFAULT_PORT = 8000
 TEXT: dict[str, dict[str, str]] = {
     "serve.title": {"en": "Serve as an OpenAI-compatible API", "zh": "作为 OpenAI 兼容 API 提供服务"},
     "serve.run": {"en": "Run to serve", "zh": "要提供服务的训练运行"},
+    "serve.local": {"en": "…or a model on this machine (served instead of the run)",
+                    "zh": "……或本机已有的模型（代替训练运行提供服务）"},
+    "serve.local_none": {"en": "— none: serve the run —", "zh": "—— 无：为训练运行提供服务 ——"},
     "serve.port": {"en": "Port", "zh": "端口"},
     "serve.device": {"en": "Device", "zh": "设备"},
     "serve.start": {"en": "Start server", "zh": "启动服务"},
@@ -30,6 +34,10 @@ TEXT: dict[str, dict[str, str]] = {
     "serve.msg_idle": {"en": "No server running. Pick a run and a port, then Start: every checkpoint of the run "
                              "becomes a model name on 127.0.0.1.",
                        "zh": "没有正在运行的服务。选择训练运行和端口后点击启动：该运行的每个检查点都会成为 127.0.0.1 上的一个模型名。"},
+    "serve.msg_serving_local": {"en": "Serving **{name}** (a model on this machine) at {url} · model name: {models} "
+                                      "· one request generates at a time, others queue.",
+                                "zh": "正在为 **{name}**（本机已有的模型）提供服务：{url} · 模型名：{models} · "
+                                      "每次生成一个请求，其余排队。"},
     "serve.msg_loading": {"en": "Starting: loading {models} … (pid {pid})", "zh": "正在启动：加载 {models} ……（进程 {pid}）"},
     "serve.msg_serving": {"en": "Serving run **{run}** at {url} · models: {models} · one request generates at a "
                                 "time, others queue.",
@@ -78,7 +86,9 @@ def view(workspace, lang: str | None) -> tuple[str, str, str, str]:
     if state == RUNNING and progress.get("stage") == "serving":
         url = progress.get("url", "")
         curl, python = examples(url, models[-1] if models else "base")
-        line = _msg(lang, "serve.msg_serving", run=progress.get("run_id", "?"), url=url, models=", ".join(models))
+        line = (_msg(lang, "serve.msg_serving_local", name=progress["local"], url=url, models=", ".join(models))
+                if progress.get("local") else
+                _msg(lang, "serve.msg_serving", run=progress.get("run_id", "?"), url=url, models=", ".join(models)))
         return line, url, curl, python
     if state == RUNNING:
         line = _msg(lang, "serve.msg_loading", models=", ".join(models) or "…", pid=progress.get("pid"))
@@ -91,13 +101,18 @@ def view(workspace, lang: str | None) -> tuple[str, str, str, str]:
     return line, "", "", ""
 
 
-def start_server(workspace, lang: str | None, run_id: str | None, port, device: str | None) -> str:
-    from backend.serve.server_job import ServeJobError, start
+def start_server(workspace, lang: str | None, run_id: str | None, port, device: str | None,
+                 local: str | None = None) -> str:
+    """Starts the server for `local` (a path of the local list) when one is picked, else for the run."""
+    from backend.serve.server_job import ServeJobError, start, start_local
 
-    if not run_id:
+    if not run_id and not local:
         return "⚠️ " + _msg(lang, "serve.msg_pick_run")
     try:
-        pid = start(workspace, run_id, int(port or DEFAULT_PORT), device or "cpu")
+        if local:
+            pid = start_local(workspace, local, int(port or DEFAULT_PORT), device or "cpu")
+        else:
+            pid = start(workspace, run_id, int(port or DEFAULT_PORT), device or "cpu")
     except (ServeJobError, ValueError, OSError) as error:
         return "⚠️ " + _msg(lang, "serve.msg_refused", reason=error)
     return _msg(lang, "serve.msg_started", pid=pid)
@@ -115,6 +130,17 @@ def refresh(workspace, lang: str | None, current: str | None) -> tuple:
     return (run, *view(workspace, lang))
 
 
+def local_list(workspace, lang: str | None, current: str | None):
+    """The models on this machine from the scan's cache (never a scan here), after "none"; the current
+    pick kept while it is listed."""
+    import gradio as gr
+
+    from backend.chat.local_targets import local_choices
+
+    choices = [(_msg(lang, "serve.local_none"), ""), *local_choices(workspace.root)]
+    return gr.update(choices=choices, value=current if current in {v for _, v in choices} else "")
+
+
 def build(ctx) -> None:
     import gradio as gr
 
@@ -123,6 +149,7 @@ def build(ctx) -> None:
     with gr.Accordion(ctx.t("serve.title"), open=False, elem_id="serve-panel"):
         with gr.Row(equal_height=True):
             run = gr.Dropdown(label=ctx.t("serve.run"), choices=[], scale=3, elem_id="serve-run")
+            local = gr.Dropdown(label=ctx.t("serve.local"), choices=[], value=None, scale=3, elem_id="serve-local")
             port = gr.Number(value=DEFAULT_PORT, precision=0, minimum=1024, maximum=65535, label=ctx.t("serve.port"),
                              scale=1, elem_id="serve-port")
             device = gr.Dropdown(label=ctx.t("serve.device"), choices=["cpu"], value="cpu", scale=1,
@@ -142,5 +169,9 @@ def build(ctx) -> None:
     gr.context.Context.root_block.load(**listing)
     gr.Timer(POLL_EVERY_S).tick(show_progress="hidden", **show)
     run.focus(**listing)
-    start.click(partial(start_server, workspace), [ctx.lang, run, port, device], notice, **private).then(**show)
+    locals_ = {"fn": partial(local_list, workspace), "inputs": [ctx.lang, local], "outputs": local, **private}
+    gr.context.Context.root_block.load(**locals_)
+    local.focus(**locals_)
+    start.click(partial(start_server, workspace), [ctx.lang, run, port, device, local], notice,
+                **private).then(**show)
     stop.click(partial(stop_server, workspace), ctx.lang, notice, **private).then(**show)

@@ -1,9 +1,11 @@
 """python -m backend.serve --run RUN_DIR [--checkpoint NAME ...] [--model BASE] [--host 127.0.0.1]
 [--port 8000] [--api-key KEY] [--device cpu|cuda:N] [--engine transformers|vllm]
-python -m backend.serve --gguf FILE [--host 127.0.0.1] [--port 8000] [--api-key KEY]
+python -m backend.serve --gguf FILE [--name NAME] [--host 127.0.0.1] [--port 8000] [--api-key KEY]
+python -m backend.serve --folder DIR [--name NAME] [--device cpu|cuda:N] [--host 127.0.0.1] [--port 8000]
 
 Serves the run's base and every complete checkpoint behind an OpenAI-compatible
-API, or one GGUF file through llama.cpp on the CPU under the file's stem.
+API, one GGUF file through llama.cpp on the CPU under the file's stem, or one
+Hugging Face model folder (a model on this machine) through transformers.
 Refused settings exit 2 with one sentence; the models load before the port
 answers, so a load failure is reported at start, not at the first request."""
 
@@ -16,6 +18,7 @@ import sys
 from pathlib import Path
 
 from backend.models.hardware import device_problems
+from backend.models.local.describe import has_gguf_magic
 from backend.runs.jobs import FAILED, RUNNING, write_progress
 from backend.serve.hosts import base_url, is_loopback
 
@@ -34,9 +37,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     source.add_argument("--gguf", type=Path, metavar="FILE",
                         help="a GGUF file (e.g. workspace/exports/<name>/gguf/<name>-q4_k_m.gguf), answered by "
                              "llama.cpp on the CPU; its model name is the file's stem")
+    source.add_argument("--folder", type=Path, metavar="DIR",
+                        help="a Hugging Face model folder (config.json and weights, e.g. a hub-cache snapshot), "
+                             "answered by transformers; its model name is the folder's name")
     parser.add_argument("--checkpoint", action="extend", nargs="+", default=[], metavar="NAME",
                         help="serve only these checkpoints (e.g. checkpoint-40 final) besides the base; default: all")
     parser.add_argument("--model", default=None, help="base model folder, if not the one in the run's config.yaml")
+    parser.add_argument("--name", default=None,
+                        help="the model name of --gguf or --folder (letters, digits, '.', '_', '-')")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
     parser.add_argument("--allow-remote", nargs="*", default=None, metavar="NAME",
@@ -89,9 +97,12 @@ def check_args(args: argparse.Namespace) -> None:
         raise Refused(f"--max-adapters {args.max_adapters} must be 1 or more (the LoRA checkpoints kept attached).")
     if args.max_body is not None and args.max_body < 1024:
         raise Refused(f"--max-body {args.max_body} is too small for any request: use at least 1024 bytes.")
+    check_name(args)
     if args.gguf is not None:
         check_gguf_args(args)
         return
+    if args.folder is not None:
+        check_folder_args(args)
     problems = device_problems(args.device)
     if problems:
         raise Refused(" ".join(str(p) for p in problems))
@@ -108,13 +119,39 @@ def check_gguf_args(args: argparse.Namespace) -> None:
     if not file.is_file():
         raise Refused(f"GGUF file {file} does not exist: give the file an export wrote, e.g. "
                       "workspace/exports/<name>/gguf/<name>-q4_k_m.gguf.")
-    if file.suffix.lower() != ".gguf":
+    if file.suffix.lower() != ".gguf" and not has_gguf_magic(file):   # an Ollama blob has no suffix
         raise Refused(f"{file} is not a .gguf file: give a GGUF file, or serve a run folder with --run.")
     try:
         import llama_cpp  # noqa: F401 - the bindings --gguf answers with
     except ImportError:
         raise Refused("--gguf needs llama.cpp's Python bindings, which are not installed here: run "
                       "`make gguf-tools` (it compiles llama-cpp-python), then start the server again.") from None
+
+
+def check_name(args: argparse.Namespace) -> None:
+    from backend.storage.safe_names import is_plain_name
+
+    if args.name is None:
+        return
+    if args.run is not None:
+        raise Refused("--name names the one model of --gguf or --folder; a run's models are named by its "
+                      "checkpoints: leave --name out.")
+    if not is_plain_name(args.name, max_bytes=128):
+        raise Refused(f"--name {args.name!r} is not a plain model name: use letters, digits, '.', '_' and '-' "
+                      "(starting with a letter or digit), e.g. smollm2-135m.")
+
+
+def check_folder_args(args: argparse.Namespace) -> None:
+    """--folder serves one model folder with transformers: a run's options and vLLM do not apply."""
+    for given, option in ((args.checkpoint, "--checkpoint"), (args.model, "--model"),
+                          (args.engine != "transformers", "--engine")):
+        if given:
+            raise Refused(f"{option} does not apply to --folder, which serves that one model folder with "
+                          f"transformers: leave {option} out, or serve a run with --run.")
+    folder = args.folder.expanduser()
+    if not (folder / "config.json").is_file():
+        raise Refused(f"{folder} is not a model folder (it has no config.json): give a Hugging Face model "
+                      "folder, e.g. a hub-cache snapshot, or a GGUF file with --gguf.")
 
 
 def open_socket(host: str, port: int) -> socket.socket:
@@ -138,10 +175,12 @@ def open_socket(host: str, port: int) -> socket.socket:
 def served_models(args: argparse.Namespace):
     from backend.models import loading
     from backend.runs.workspace import Workspace
-    from backend.serve.names import NamesError, ServedFile, ServedModels
+    from backend.serve.names import NamesError, ServedModels, served_file, served_folder
 
     if args.gguf is not None:
-        return ServedFile(args.gguf.expanduser())
+        return served_file(args.gguf.expanduser(), args.name)
+    if args.folder is not None:
+        return served_folder(args.folder.expanduser(), args.name)
     run_dir = Path(args.run).expanduser()
     if not run_dir.is_dir():
         raise Refused(f"Run folder {run_dir} does not exist: give --run workspace/runs/<run-id>.")

@@ -2,7 +2,8 @@
 and `final`, read from the run folder (backend/chat/targets.py, the same
 list the Chat tab offers). Without --checkpoint the list is re-read on each
 lookup, so checkpoints a running training saves later are served too. With
---gguf, the one name is the GGUF file's stem (ServedFile)."""
+--gguf, the one name is the GGUF file's stem (served_file), with --folder the folder's name, either
+replaced by --name (a model on this machine: served_name makes its name safe)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from backend.chat.targets import BASE, ChatTarget, TargetError, run_choices, run_model_settings
 from backend.runs.files import CONFIG_FILE
 from backend.serve.protocol import ApiError
+from backend.storage.safe_names import clean_name
 
 
 class NamesError(ValueError):
@@ -83,32 +85,53 @@ class ServedModels:
             return 0
 
 
-class ServedFile:
-    """One GGUF file served under its stem (`python -m backend.serve --gguf FILE`), answered by
-    llama.cpp; the same lookups as ServedModels, so the routes and errors are the same."""
+class ServedOne:
+    """One model served under one name (`--gguf FILE` answered by llama.cpp, `--folder DIR` by
+    transformers); the same lookups as ServedModels, so the routes and errors are the same."""
 
-    def __init__(self, gguf_file: Path):
-        from backend.chat.gguf_targets import file_target
-
-        self.target = file_target(gguf_file)
+    def __init__(self, target: ChatTarget, name: str):
+        self.target, self.name = target, name
+        self._path = Path(target.checkpoint or target.model)
 
     def refresh(self) -> dict[str, ChatTarget]:
-        return {self.target.name: self.target}
+        return {self.name: self.target}
 
     def names(self) -> list[str]:
-        return [self.target.name]
+        return [self.name]
 
     def get(self, name: str) -> ChatTarget:
-        if name != self.target.name:
-            raise ApiError(404, f"The model '{name}' does not exist on this server. Use one of: {self.target.name}.",
+        if name != self.name:
+            raise ApiError(404, f"The model '{name}' does not exist on this server. Use one of: {self.name}.",
                            param="model", code="model_not_found")
-        if not Path(self.target.checkpoint).is_file():
-            raise ApiError(404, f"The model '{name}' was removed from disk ({self.target.checkpoint}): restart the "
-                                "server with a GGUF file that exists.", param="model", code="model_not_found")
+        if not self._path.exists():
+            raise ApiError(404, f"The model '{name}' was removed from disk ({self._path}): restart the server with "
+                                "a model that exists.", param="model", code="model_not_found")
         return self.target
 
     def created(self, name: str) -> int:
         try:
-            return int(os.stat(self.target.checkpoint).st_mtime)
+            return int(os.stat(self._path).st_mtime)
         except OSError:
             return 0
+
+
+def served_file(gguf_file: Path, name: str | None = None) -> ServedOne:
+    """One GGUF file, under `name` or the file's stem (`assistant-q4_k_m`)."""
+    from backend.chat.gguf_targets import file_target
+
+    target = file_target(gguf_file)
+    return ServedOne(target, name or target.name)
+
+
+def served_folder(folder: Path, name: str | None = None) -> ServedOne:
+    """One Hugging Face model folder (config.json, weights), answered as a run's base is, under `name` or
+    the folder's name made safe."""
+    name = name or served_name(Path(folder).name)
+    return ServedOne(ChatTarget(model=str(folder), name=name), name)
+
+
+def served_name(text: str) -> str:
+    """A model name from a name found on disk (`smollm2:135m` -> `smollm2-135m`, `Org/Name` -> `Org-Name`):
+    letters, digits, '.', '_', '-' only, so it reads the same in a URL, a JSON body and the panel's
+    shell example (no quote, space or separator to escape)."""
+    return clean_name(text, fallback="local-model", max_len=64)

@@ -3,8 +3,9 @@ backend/runs/jobs.py (like Evaluate and Export jobs), so it outlives a
 closed browser or a restarted app, and stopped with SIGTERM (uvicorn lets
 requests in flight finish), escalating to SIGKILL of its process tree.
 
-One server per workspace from the UI: workspace/serve/serve.json (progress:
-state, pid, stage "loading" | "serving" | "stopped", url, models) and serve.log.
+One server per workspace from the UI, for a run or for one model on this machine
+(start_local): workspace/serve/serve.json (progress: state, pid, stage "loading" |
+"serving" | "stopped", url, models, run_id or local) and serve.log.
 The UI's server always listens on 127.0.0.1, so it needs no API key."""
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ import os
 import signal
 from pathlib import Path
 
+from backend.chat.local_targets import LOCAL, local_targets
+from backend.chat.targets import GGUF
 from backend.runs.files import list_run_ids
 from backend.runs.jobs import COMPLETED, RUNNING, launch, read_progress, write_progress
 from backend.runs.processes import kill_tree, wait_gone
+from backend.serve.names import served_name
 from backend.storage.file_lock import file_lock
 
 SERVE_DIR = "serve"
@@ -53,19 +57,46 @@ def start(workspace, run_id: str, port: int, device: str = "cpu") -> int:
 
 
 def _start(workspace, run_id: str, port: int, device: str) -> int:
-    if status(workspace).get("state") == RUNNING:
-        raise ServeJobError("A server is running already: stop it first (one server per workspace from the UI).")
+    _check_free(workspace, port)
     if run_id not in list_run_ids(workspace.runs_dir):   # the id picks a folder: only ids that exist
         raise ServeJobError(f"Run {run_id!r} is not in this workspace: pick a run from the list.")
+    args = ["--run", str(workspace.runs_dir / run_id), "--device", device]
+    return _launch(workspace, args, port, run_id=run_id, device=device)
+
+
+def start_local(workspace, path: str, port: int, device: str = "cpu") -> int:
+    """Launch the server for one model on this machine, `path` as the cached scan lists it (a GGUF
+    file: llama.cpp on the CPU; a model folder: transformers on `device`), under a safe name made from
+    the name the scan gives it; returns its pid. Read in place: nothing is written beside the model."""
+    progress_path(workspace).parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(progress_path(workspace).with_name(".start.lock")):
+        _check_free(workspace, port)
+        target = local_targets(workspace.root).get(f"{LOCAL}{path}")
+        if target is None:   # the path picks a model: only one the scan found and still on disk
+            raise ServeJobError(f"{path} is not a model the scan of this machine found: rescan, then pick it "
+                                "from the list.")
+        name = served_name(target.name)
+        if target.kind == GGUF:
+            args, device = ["--gguf", target.checkpoint], "cpu"
+        else:
+            args = ["--folder", target.model, "--device", device]
+        return _launch(workspace, [*args, "--name", name], port, local=target.name, device=device)
+
+
+def _check_free(workspace, port) -> None:
+    if status(workspace).get("state") == RUNNING:
+        raise ServeJobError("A server is running already: stop it first (one server per workspace from the UI).")
     if not isinstance(port, int) or not 1024 <= port <= 65535:
         raise ServeJobError(f"Port {port} is not usable: choose a number from 1024 to 65535.")
-    args = ["--run", str(workspace.runs_dir / run_id), "--host", HOST, "--port", str(port),
-            "--device", device, "--workspace", str(workspace.root)]
+
+
+def _launch(workspace, args: list[str], port: int, **progress) -> int:
     progress_path(workspace).parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
         progress_path(workspace).unlink()   # the last server's state is not this one's
     # Written before the launch (which merges its own fields in), never after: the server writes this file too.
-    write_progress(progress_path(workspace), run_id=run_id, port=port, device=device)
+    write_progress(progress_path(workspace), port=port, **progress)
+    args = [*args, "--host", HOST, "--port", str(port), "--workspace", str(workspace.root)]
     return launch("backend.serve", args, log_path(workspace), progress_path(workspace))
 
 
