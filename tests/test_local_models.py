@@ -217,3 +217,13 @@ def test_a_refusal_as_a_process_exits_2_before_torch_or_transformers_load(subpro
     done = subprocess.run([sys.executable, "-c", code], env=subprocess_env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout.strip() == "[]"
     assert done.stderr.strip() == "Unrecognized arguments: --nope. See `python -m backend.models --help`."
+
+
+def test_an_ollama_blob_converts_into_a_folder_named_by_its_own_metadata(tmp_path):
+    """A blob is named by its digest: the workspace folder it converts into takes the header's
+    general.name instead, and a file named by a person keeps its stem."""
+    from backend.models.loading import gguf_model_name
+
+    blob = ollama_store(tmp_path / "ollama", smollm2_gguf(tmp_path)) / "blobs" / OLLAMA_DIGEST.replace(":", "-")
+    assert gguf_model_name(blob) == "Smollm2-135M-8k-Lc100K-Mix1-Ep2"
+    assert gguf_model_name(smollm2_gguf(tmp_path)) == smollm2_gguf(tmp_path).stem

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import re
 from pathlib import Path
 
 from backend.messages import Message, UserError, msg
@@ -73,6 +74,10 @@ def _demo_is_current(folder: Path, version: str) -> bool:
         return False
 
 
+# A file named by its digest (Ollama's blobs/sha256-<hex>): its stem says nothing to a person.
+CONTENT_ADDRESSED = re.compile(r"^sha256[-:][0-9a-f]{64}$")
+
+
 def resolve_model_path(name_or_path: str, models_dir: Path, progress=None) -> str:
     """'demo' -> the built demo folder; an offline model's name or a GGUF file -> its converted
     folder in models_dir (converted on first use, `progress(step, steps)` following it); a
@@ -130,9 +135,23 @@ def gguf_model_name(path: Path) -> str:
     from backend.models.offline import OFFLINE_MODELS
     from backend.storage.safe_names import clean_name
 
-    name = clean_name(path.stem, "gguf-model", max_len=64)
+    name = clean_name(_gguf_title(path) if CONTENT_ADDRESSED.match(path.name) else path.stem, "gguf-model",
+                      max_len=64)
     reserved = {n.lower() for n in (*DEMO_NAMES, *OFFLINE_MODELS)}
     return f"{name}-gguf" if name.lower() in reserved else name
+
+
+def _gguf_title(path: Path) -> str:
+    """A content-addressed file's own name (general.name and size_label of its header), so an Ollama
+    blob converts into workspace/models/SmolLM2-135M, not sha256-<64 hex digits>."""
+    from backend.models.gguf_header import GGUFLayoutError, read_gguf_header
+
+    try:
+        fields = read_gguf_header(path).fields
+    except (OSError, ValueError, GGUFLayoutError):
+        return "gguf-model"
+    name, size = str(fields.get("general.name") or "gguf-model"), str(fields.get("general.size_label") or "")
+    return name if size.lower() in name.lower() else f"{name} {size}"
 
 
 def gguf_folder(path: Path, models_dir: Path) -> Path:
