@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +29,8 @@ from tests.local_model_stores import (
     smollm2_gguf,
     write_manifest,
 )
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def reasons(result) -> dict[str, str]:
@@ -109,19 +114,44 @@ def test_symlink_loops_are_seen_once_and_skipped(tmp_path):
     assert reasons(result) == {"back": "local.symlink_loop", "self": "local.symlink_loop"}
 
 
-def test_a_folder_without_permission_is_skipped(tmp_path):
-    root = tmp_path / "models"
-    locked = root / "locked"
-    locked.mkdir(parents=True)
-    locked.chmod(0)
+# Run by a user who cannot read a mode-000 folder: root reads any folder whatever its mode, so as
+# root the child process gives up root (uid 65534, `nobody`) after its imports (the interpreter's
+# files may lie where nobody reads) and before the scan, and the kernel refuses it the folder.
+_UNREADABLE_SCAN = """
+import json, os, sys
+from pathlib import Path
+from backend.models.local.places import Place
+from backend.models.local.scan import scan
+from tests.local_model_stores import CPU_64
+scan([Place("folder", Path(sys.argv[2]))], devices=CPU_64)  # every import the scan makes, done as root
+if sys.argv[3] == "drop":
+    os.setgid(65534)
+    os.setuid(65534)
+result = scan([Place("folder", Path(sys.argv[1]))], devices=CPU_64)
+print(json.dumps([[os.path.basename(path), message.id, str(message)] for path, message in result.skipped]))
+"""
+
+
+def test_a_folder_without_permission_is_skipped(subprocess_env):
+    scratch = Path(tempfile.mkdtemp(prefix="unreadable-"))  # not under tmp_path: nobody must reach it
     try:
-        if os.access(locked, os.R_OK):  # root (uid 0) reads any folder whatever its mode
-            pytest.skip(f"running as uid {os.geteuid()}, which reads a mode-000 folder: no permission to refuse")
-        result = scan([Place("folder", root)], devices=CPU_64)
-        assert reasons(result) == {"locked": "local.unreadable"}
-        assert "Permission denied" in str(result.skipped[0][1])
+        scratch.chmod(0o755)
+        locked = scratch / "models" / "locked"
+        locked.mkdir(parents=True)
+        locked.parent.chmod(0o755)
+        locked.chmod(0)
+        as_root = os.geteuid() == 0
+        (scratch / "empty").mkdir()
+        done = subprocess.run([sys.executable, "-c", _UNREADABLE_SCAN, str(locked.parent), str(scratch / "empty"),
+                               "drop" if as_root else "keep"], env=subprocess_env, cwd=REPO, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        skipped = json.loads(done.stdout)
+        assert [(name, message_id) for name, message_id, _ in skipped] == [("locked", "local.unreadable")]
+        assert "Permission denied" in skipped[0][2]
     finally:
-        locked.chmod(0o755)
+        (scratch / "models" / "locked").chmod(0o755)
+        shutil.rmtree(scratch)
 
 
 def test_ten_thousand_files_in_a_folder_stop_at_the_entry_limit_and_say_so(tmp_path):

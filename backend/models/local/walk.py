@@ -98,7 +98,12 @@ class Walk:
             if _is_dir(entry, self, path):
                 if not self.enter(path):
                     continue
-                if (path / "config.json").exists():
+                try:  # a folder this user may not search raises here (pathlib's exists() lets EACCES through)
+                    is_model = (path / "config.json").exists()
+                except OSError as error:
+                    self.skip(path, _os_reason(path, error))
+                    continue
+                if is_model:
                     yield path, True
                 else:
                     yield from self.model_paths(path, depth + 1)
