@@ -116,6 +116,8 @@ NOT_RUN = {
     "python -m torch.distributed.run --standalone --nproc-per-node=N -m backend.train ...":
         "a line of the process diagram: `...` stands for the worker's arguments (tests/test_runs_worker.py "
         "runs the worker under torchrun)",
+    ".venv/bin/python -m backend.serve --folder ~/.cache/huggingface/hub/models--Org--Name/snapshots/<commit>"
+    " --name Org-Name [--device cuda:0]": SERVER + " (tests/serve/test_local.py serves a hub snapshot with --folder)",
     "python bench/gpu_check.py": "needs a CUDA GPU",
     ".venv/bin/python -m backend.train --config run.yaml --sweep sweep.yaml":
         "trains one run per combination; tests/test_sweeps.py runs a 2x2 sweep through this command",
