@@ -10,9 +10,9 @@ import json
 
 import pytest
 
-from backend.chat.catalog import run_ids_of
+from backend.chat.catalog import local_choices, run_ids_of
 from backend.chat.generation import GenerationSettings
-from backend.chat.local_targets import LOCAL, local_choices, local_targets
+from backend.chat.local_targets import LOCAL, local_targets
 from backend.chat.targets import ChatTarget
 from backend.models.local.scan import scan_into_cache
 from backend.runs.workspace import Workspace

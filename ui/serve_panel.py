@@ -135,7 +135,7 @@ def local_list(workspace, lang: str | None, current: str | None):
     pick kept while it is listed."""
     import gradio as gr
 
-    from backend.chat.local_targets import local_choices
+    from backend.chat.catalog import local_choices
 
     choices = [(_msg(lang, "serve.local_none"), ""), *local_choices(workspace.root)]
     return gr.update(choices=choices, value=current if current in {v for _, v in choices} else "")

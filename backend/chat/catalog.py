@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from backend.chat.gguf_targets import run_gguf_targets
-from backend.chat.local_targets import LOCAL
+from backend.chat.local_targets import LOCAL, local_targets
 from backend.chat.targets import BASE, GGUF, ChatTarget, RunChoices, TargetError, run_choices
 from backend.models.local.places import SOURCE_LABELS
 
@@ -96,3 +96,9 @@ def run_ids_of(values: list[str]) -> list[str]:
         if run_id not in runs:
             runs.append(run_id)
     return runs
+
+
+def local_choices(workspace_root: Path) -> list[tuple[str, str]]:
+    """(label, path) of each chattable model (the Serve panel's list)."""
+    return [(choice_label(value, target, False), target.model)
+            for value, target in local_targets(workspace_root).items()]

@@ -47,11 +47,3 @@ def local_targets(workspace_root: Path) -> dict[str, ChatTarget]:
         if value not in targets and chattable(model) and Path(model.path).exists():
             targets[value] = local_target(model)
     return targets
-
-
-def local_choices(workspace_root: Path) -> list[tuple[str, str]]:
-    """(label, path) of each chattable model (the Serve panel's list)."""
-    from backend.chat.catalog import choice_label
-
-    return [(choice_label(value, target, False), target.model)
-            for value, target in local_targets(workspace_root).items()]
