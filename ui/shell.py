@@ -1,13 +1,12 @@
 """The window around the tabs: title, language switch, the tabs in order,
 and the gradio launch settings that make a local app safe by default.
 
-Each tab is `ui/tabs/<name>.py` exposing TEXT and build(ctx) (see ui/context.py).
-A tab module that does not exist yet is left out, so the shell always starts.
+Each tab is `ui/tabs/<name>.py` exposing TEXT and build(ctx) (see ui/context.py),
+imported at the top like any other module.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 from types import ModuleType
 from typing import Any
@@ -25,9 +24,14 @@ from ui.components import CHAT_CSS  # noqa: E402
 from ui.context import UIContext  # noqa: E402
 from ui.i18n import APPLY_LANGUAGE_JS, BROWSER_LANGUAGE_JS, build_i18n, merge_texts, normalise_language  # noqa: E402
 from ui.settings import load_settings, save_settings  # noqa: E402
+from ui.tabs import chat, data, evaluate, export, runs, train  # noqa: E402
+from ui.tabs import settings as settings_tab  # noqa: E402
 from ui.warmup import start_in_background
 
-TAB_ORDER = ("data", "train", "runs", "chat", "evaluate", "export", "settings")
+# The tabs in display order: each module exposes TEXT and build(ctx) (ui/context.py). Imported here,
+# so a tab that is missing or renamed fails the app's start instead of vanishing from the page.
+TABS: dict[str, ModuleType] = {"data": data, "train": train, "runs": runs, "chat": chat, "evaluate": evaluate,
+                               "export": export, "settings": settings_tab}
 
 TEXT: dict[str, dict[str, str]] = {
     # One I18n value per component: gradio translates a whole value, not pieces of a string.
@@ -53,23 +57,9 @@ footer { opacity: 0.6; }
 """
 
 
-def load_tab_modules() -> dict[str, ModuleType]:
-    """The tab modules that exist, in display order. A missing module is skipped;
-    an error inside an existing module is raised (it is a bug, not an absence)."""
-    modules = {}
-    for name in TAB_ORDER:
-        qualified = f"ui.tabs.{name}"
-        try:
-            modules[name] = importlib.import_module(qualified)
-        except ModuleNotFoundError as error:
-            if error.name != qualified:
-                raise
-    return modules
-
-
 def build_app(workspace: Workspace, recipe: str = "starter") -> gr.Blocks:
     """The whole UI for `workspace` (not launched)."""
-    modules = load_tab_modules()
+    modules = TABS
     texts = merge_texts(TEXT, run_notice.TEXT, *(getattr(m, "TEXT", {}) for m in modules.values()))
     i18n = build_i18n(texts)
     saved = load_settings(workspace)
