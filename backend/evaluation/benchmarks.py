@@ -47,7 +47,13 @@ from backend.evaluation.benchmark_specs import (
     resolve_specs,
 )
 from backend.evaluation.benchmark_tasks import PRIMARY_METRIC
-from backend.evaluation.results import BASE, EVAL_DIR, checkpoint_choices, checkpoint_folder, step_of
+from backend.evaluation.results import (
+    BASE,
+    EVAL_DIR,
+    checkpoint_folder,
+    chosen_checkpoints,
+    step_of,
+)
 from backend.messages import msg
 from backend.runs.files import CONFIG_FILE
 from backend.runs.jobs import RUNNING, launch, read_progress, write_progress
@@ -120,16 +126,6 @@ def _local_title(path: Path, gguf: Path | None) -> str:
         except (GGUFLayoutError, OSError, ValueError):
             return gguf.stem
     return (hub_id_of(path) or path.name).replace("/", "--")
-
-
-def chosen_checkpoints(run_dir: Path, checkpoints: list[str] | None) -> list[str]:
-    available = checkpoint_choices(run_dir)
-    checkpoints = checkpoints or available
-    unknown = [c for c in checkpoints if c not in available]
-    if unknown:
-        raise BenchmarkError(msg("evaluate.unknown_checkpoint", names=", ".join(unknown), run=run_dir.name,
-                                 available=", ".join(available)))
-    return [c for c in available if c in checkpoints]  # base first, then by step
 
 
 def load_tasks(local: list[TaskSpec], hub_names: list[str], include: list[str]):
@@ -272,7 +268,7 @@ def run_benchmarks(run_dir: Path, tasks: list[str], checkpoints: list[str] | Non
     if not any(t.strip() for t in tasks):
         raise BenchmarkError(msg("benchmark.choose_task", alternatives=local_alternatives()))
     local = local_targets(local_models)
-    checkpoints = chosen_checkpoints(run_dir, checkpoints) if checkpoints or not local else []
+    checkpoints = chosen_checkpoints(run_dir, checkpoints, BenchmarkError) if checkpoints or not local else []
     config = RunConfig.load(run_dir / CONFIG_FILE)
     workspace = workspace or Workspace.for_run_dir(run_dir)
     task_files, hub_names = resolve_specs(tasks, workspace.root)

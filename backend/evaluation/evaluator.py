@@ -18,7 +18,7 @@ from pathlib import Path
 
 from backend.config import RunConfig
 from backend.evaluation.quality_kept import compare_with_parent
-from backend.evaluation.results import EVAL_DIR, PROGRESS_FILE, checkpoint_choices, step_of
+from backend.evaluation.results import EVAL_DIR, PROGRESS_FILE, chosen_checkpoints, step_of
 from backend.evaluation.scoring import EvalError, ModelSet, answer_metrics, evaluation_rows, rows_hash
 from backend.messages import UserError, msg
 from backend.runs.files import CONFIG_FILE
@@ -54,13 +54,7 @@ def evaluate_run(run_dir: Path, checkpoints: list[str] | None = None, data: Path
     run_dir = Path(run_dir).resolve()
     if not (run_dir / CONFIG_FILE).is_file():
         raise EvalError(msg("evaluate.not_run", path=run_dir, config=CONFIG_FILE))
-    available = checkpoint_choices(run_dir)
-    checkpoints = checkpoints or available
-    unknown = [c for c in checkpoints if c not in available]
-    if unknown:
-        raise EvalError(msg("evaluate.unknown_checkpoint", names=", ".join(unknown), run=run_dir.name,
-                            available=", ".join(available)))
-    checkpoints = [c for c in available if c in checkpoints]  # base first, then by step
+    checkpoints = chosen_checkpoints(run_dir, checkpoints, EvalError)
     workspace = workspace or Workspace.for_run_dir(run_dir)
     rows, label = evaluation_rows(run_dir, data, max_samples, workspace)
     settings = {"data": label, "data_hash": rows_hash(rows), "max_new_tokens": max_new_tokens,

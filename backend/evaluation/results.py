@@ -37,6 +37,20 @@ def checkpoint_choices(run_dir: Path) -> list[str]:
     return names
 
 
+def chosen_checkpoints(run_dir: Path, checkpoints: list[str] | None, error: type[Exception]) -> list[str]:
+    """`checkpoints` in the run's order (base first, then by step; none given: all of them), or
+    `error` (the caller's own kind: evaluation or benchmark) naming the unknown ones and the choices."""
+    from backend.messages import msg
+
+    available = checkpoint_choices(run_dir)
+    checkpoints = checkpoints or available
+    unknown = [c for c in checkpoints if c not in available]
+    if unknown:
+        raise error(msg("evaluate.unknown_checkpoint", names=", ".join(unknown), run=Path(run_dir).name,
+                        available=", ".join(available)))
+    return [c for c in available if c in checkpoints]
+
+
 def checkpoint_folder(run_dir: Path, name: str) -> Path:
     from backend.messages import msg
     from backend.storage.safe_names import checked_name
