@@ -18,9 +18,15 @@ from pathlib import Path
 from backend.config import split_sizes
 from backend.config_policy import ConfigError
 from backend.data.errors import DataError
-from backend.data.load import DATASET_INFO
 from backend.data.prompt_files import read_prompt_file
-from backend.data.saved_datasets import EVAL_FILE, TRAIN_FILE, is_workspace_dataset, load_dataset_rows, validate_name
+from backend.data.saved_datasets import (
+    EVAL_FILE,
+    TRAIN_FILE,
+    is_workspace_dataset,
+    load_dataset_rows,
+    saved_or_file,
+    validate_name,
+)
 from backend.messages import msg
 from backend.runs.workspace import Workspace
 
@@ -140,11 +146,9 @@ def load_rows(source: Path, counts=None, dataset_name: str | None = None) -> tup
     Unusable rows are left out and, with `counts` (the worker's RowCounts), counted."""
     source = Path(source)
     try:
-        if is_workspace_dataset(source):
+        if saved_or_file(source):
             eval_rows = load_dataset_rows(source, split="eval") if (source / EVAL_FILE).is_file() else None
             return load_dataset_rows(source, split="train"), eval_rows
-        if source.is_dir() and not (source / DATASET_INFO).is_file():
-            load_dataset_rows(source)  # a folder that is no dataset: the data backend's own refusal
         from backend.data.load import load_rows as load_file
 
         loaded = load_file(source, dataset=dataset_name)

@@ -128,6 +128,18 @@ def is_workspace_dataset(path: str | Path) -> bool:
     return path.is_dir() and (path / META_FILE).is_file() and (path / TRAIN_FILE).is_file()
 
 
+def saved_or_file(path: Path) -> bool:
+    """True for a workspace dataset folder, False for what the data backend reads (a data file or a
+    LLaMA-Factory folder); a folder that is neither is refused with its sentence. The one place that
+    decides it, for the worker (resolve.load_rows) and for every other reader (load_dataset_rows)."""
+    if is_workspace_dataset(path):
+        return True
+    if path.is_dir() and not (path / "dataset_info.json").is_file():
+        raise DataError(path, msg("data.not_workspace_dataset", meta=META_FILE, train=TRAIN_FILE),
+                        msg("data.hint.workspace_dataset"))
+    return False
+
+
 def load_dataset_rows(path: str | Path, split: str = "train", mapping: dict[str, str] | None = None) -> list[dict]:
     """Canonical rows of a workspace dataset folder (its train or eval split) or of any data file.
 
@@ -135,7 +147,7 @@ def load_dataset_rows(path: str | Path, split: str = "train", mapping: dict[str,
     schema problems are left out, as the check reports them).
     """
     path = Path(path)
-    if is_workspace_dataset(path):
+    if saved_or_file(path):
         if split not in ("train", "eval"):
             raise ValueError(f"split must be 'train' or 'eval', not {split!r}")
         file = path / (TRAIN_FILE if split == "train" else EVAL_FILE)
@@ -143,9 +155,6 @@ def load_dataset_rows(path: str | Path, split: str = "train", mapping: dict[str,
             return []
         with open(file, encoding="utf-8") as f:
             return [json.loads(line) for line in f if line.strip()]
-    if path.is_dir() and not (path / "dataset_info.json").is_file():
-        raise DataError(path, msg("data.not_workspace_dataset", meta=META_FILE, train=TRAIN_FILE),
-                        msg("data.hint.workspace_dataset"))
     from backend.data.load import load_rows
 
     return load_rows(path, mapping).rows
