@@ -205,6 +205,29 @@ def activation_elements_per_token(arch: Architecture, lora_dropout_inputs: int =
     return 4 * h + 3 * q + 3 * kv + 4 * i + lora_dropout_inputs
 
 
+def _weight_bytes(arch: Architecture, method: str, compute: int, quantization_bits: int | None, lora_r: int,
+                  lora_target: str | list[str], device_kind: str) -> tuple[int, int, int]:
+    """(bytes of the model's weights, trainable parameters, bytes of the adapters) on one device."""
+    if method == "full":
+        # The Trainer keeps fp32 master weights and autocasts to bf16 / fp16.
+        return arch.num_parameters() * 4, arch.num_parameters(), 0
+    if method == "qlora":
+        linear = arch.num_hidden_layers * arch.layer_linear_params()
+        rest = arch.embedding_params() + arch.other_params()
+        per_weight = NF4_BYTES if (quantization_bits or 4) == 4 else INT8_BYTES
+        row_scales = (4 * arch.num_hidden_layers * sum(out for _, out in arch.linear_shapes().values())
+                      if quantization_bits == 8 else 0)
+        # prepare_model_for_kbit_training casts the unquantised rest (embeddings, norms) to fp32.
+        weights = linear * per_weight + row_scales + rest * 4
+        if device_kind == "cpu":
+            # The checkpoint's linear weights, read (memory-mapped) to be quantised, stay resident.
+            weights += linear * compute
+    else:
+        weights = arch.num_parameters() * compute
+    trainable = lora_params(arch, lora_r, lora_target)
+    return weights, trainable, trainable * 4  # peft keeps adapter weights in fp32
+
+
 def estimate_memory(arch: Architecture, *, method: str, precision: str, batch_size: int, cutoff_len: int,
                     gradient_checkpointing: bool = False, quantization_bits: int | None = None,
                     lora_r: int = 16, lora_target: str | list[str] = "all-linear", lora_dropout: float = 0.0,
@@ -238,27 +261,8 @@ def estimate_memory(arch: Architecture, *, method: str, precision: str, batch_si
         chunked_loss = False  # TRL's trainers compute their losses from full logits
     compute = BYTES[precision]
     layers = arch.num_hidden_layers
-    linear = layers * arch.layer_linear_params()
-    rest = arch.embedding_params() + arch.other_params()
-
-    if method == "full":
-        # The Trainer keeps fp32 master weights and autocasts to bf16 / fp16.
-        weights = arch.num_parameters() * 4
-        trainable = arch.num_parameters()
-        adapters = 0
-    else:
-        if method == "qlora":
-            per_weight = NF4_BYTES if (quantization_bits or 4) == 4 else INT8_BYTES
-            row_scales = 4 * layers * sum(out for _, out in arch.linear_shapes().values()) if quantization_bits == 8 else 0
-            # prepare_model_for_kbit_training casts the unquantised rest (embeddings, norms) to fp32.
-            weights = linear * per_weight + row_scales + rest * 4
-            if device_kind == "cpu":
-                # The checkpoint's linear weights, read (memory-mapped) to be quantised, stay resident.
-                weights += linear * compute
-        else:
-            weights = arch.num_parameters() * compute
-        trainable = lora_params(arch, lora_r, lora_target)
-        adapters = trainable * 4  # peft keeps adapter weights in fp32
+    weights, trainable, adapters = _weight_bytes(arch, method, compute, quantization_bits, lora_r, lora_target,
+                                                 device_kind)
     gradients = trainable * 4
     optimizer = trainable * OPTIMIZER_BYTES.get(optim, 8)
     kind = "cpu" if device_kind == "cpu" else "cuda"
