@@ -446,7 +446,7 @@ def _wire_identity(ctx: UIContext, fields: list) -> None:
 
 
 def _wire(ctx: UIContext, c: dict, form: list) -> None:
-    lang, shared_run, shared_dataset = ctx.lang, ctx.shared.get("run_id"), ctx.shared.get("dataset")
+    lang, shared_dataset = ctx.lang, ctx.shared.get("dataset")
     private = {"api_visibility": "private"}
     head = [lang, c["model"], c["dataset"]]
     plan_inputs = [*head, c["rows"], c["devices"], *form]
@@ -511,6 +511,13 @@ def _wire(ctx: UIContext, c: dict, form: list) -> None:
     gr.on([c["model"].change, c["rows"].change, lang.change, *[f.change for f in form]],
           do_plan, plan_inputs, plan_outputs, trigger_mode="always_last", **private)
 
+    _wire_actions(ctx, c, form)
+
+
+def _wire_actions(ctx: UIContext, c: dict, form: list) -> None:
+    """Start, Stop, Resume, the command and the YAML: the buttons under the form."""
+    lang, shared_run, private = ctx.lang, ctx.shared.get("run_id"), {"api_visibility": "private"}
+    head = [lang, c["model"], c["dataset"]]
     run_target = shared_run if shared_run is not None else gr.State(None)
 
     def do_start(*values):
