@@ -14,7 +14,7 @@ import sys
 import traceback
 from dataclasses import dataclass
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException
 
@@ -103,88 +103,107 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+# The routes: module-level functions over the request; the served models, the bridge to the
+# engine and the settings are the app's state (build_app), as vLLM's OpenAI entrypoints keep theirs.
+router = APIRouter()
+
+
+@router.get("/health")
+async def health(request: Request):
+    bridge = request.app.state.bridge
+    return {"status": "ok", "busy": bridge.busy, "waiting": bridge.waiting(),
+            "generated_tokens": bridge.generated_tokens, "batches": bridge.batches,
+            "adapters": bridge.engine.attached()}   # attached now, least recently used first
+
+
+@router.get("/v1/models")
+async def list_models(request: Request):
+    served = request.app.state.served
+    return {"object": "list", "data": [_model_card(served, name) for name in served.names()]}
+
+
+@router.get("/v1/models/{name:path}")
+async def get_model(name: str, request: Request):
+    served = request.app.state.served
+    served.get(name)
+    return _model_card(served, name)
+
+
+@router.post("/v1/chat/completions")
+async def chat(request: Request):
+    return await _generate(request, chat_request)
+
+
+@router.post("/v1/completions")
+async def completions(request: Request):
+    return await _generate(request, completion_request)
+
+
+async def _generate(request: Request, parse):
+    state = request.app.state
+    parsed = parse(parse_body(await read_body(request, state.settings.max_body)))
+    target = state.served.get(parsed.model)
+    refuse_for(parsed, target)
+    loop, events = asyncio.get_running_loop(), asyncio.Queue()
+
+    def post(event) -> None:
+        try:
+            loop.call_soon_threadsafe(events.put_nowait, event)
+        except RuntimeError:
+            job.cancel.set()   # the event loop is gone (shutdown): stop generating
+
+    job = Job(target, parsed, post)
+    state.bridge.submit(job)
+    try:
+        kind, value = await events.get()   # the prompt is checked before anything is sent
+        if kind == "error":
+            raise value
+        if parsed.stream:
+            return StreamingResponse(sse_events(parsed, value, events, job.cancel), media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        text = []
+        while True:
+            kind, event = await events.get()
+            if kind == "delta":
+                text.append(event)
+            elif kind == "error":
+                raise event
+            elif "answers" in event:   # log-probabilities, echo or several prompts (backend/serve/scored.py)
+                return answers_body(parsed, event["answers"], value)
+            else:
+                return completion_body(parsed, "".join(text), event["finish"], value, event["completion_tokens"])
+    except BaseException:
+        job.cancel.set()   # an error, or the client went away: free the model
+        raise
+
+
+async def api_error(_request, error: ApiError):
+    return error_response(error)
+
+
+async def http_error(request, error: HTTPException):
+    if error.status_code == 404:
+        return error_response(ApiError(404, f"There is no route {request.url.path}: this server answers "
+                                            "/v1/models, /v1/chat/completions, /v1/completions and /health.",
+                                       code="unknown_url"))
+    return error_response(ApiError(error.status_code, f"{request.method} {request.url.path}: {error.detail}.",
+                                   code="method_not_allowed" if error.status_code == 405 else None))
+
+
+async def unexpected(_request, error: Exception):
+    traceback.print_exception(error, file=sys.stderr)   # the log keeps the traceback; the client gets a sentence
+    return error_response(ApiError(500, f"Internal error ({type(error).__name__}); the server keeps running. "
+                                        "See the server log for details.", type="server_error"))
+
+
 def build_app(served: ServedModels, bridge: Bridge, settings: Settings, lifespan=None) -> FastAPI:
     # No /docs, /redoc or /openapi.json: a local model server does not need to describe itself.
     app = FastAPI(title="FineTune Studio serve", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
-
-    @app.exception_handler(ApiError)
-    async def api_error(_request, error: ApiError):
-        return error_response(error)
-
-    @app.exception_handler(HTTPException)
-    async def http_error(request, error: HTTPException):
-        if error.status_code == 404:
-            return error_response(ApiError(404, f"There is no route {request.url.path}: this server answers "
-                                                "/v1/models, /v1/chat/completions, /v1/completions and /health.",
-                                           code="unknown_url"))
-        return error_response(ApiError(error.status_code, f"{request.method} {request.url.path}: {error.detail}.",
-                                       code="method_not_allowed" if error.status_code == 405 else None))
-
-    @app.exception_handler(Exception)
-    async def unexpected(_request, error: Exception):
-        traceback.print_exception(error, file=sys.stderr)   # the log keeps the traceback; the client gets a sentence
-        return error_response(ApiError(500, f"Internal error ({type(error).__name__}); the server keeps running. "
-                                            "See the server log for details.", type="server_error"))
-
-    @app.get("/health")
-    async def health():
-        return {"status": "ok", "busy": bridge.busy, "waiting": bridge.waiting(),
-                "generated_tokens": bridge.generated_tokens, "batches": bridge.batches,
-                "adapters": bridge.engine.attached()}   # attached now, least recently used first
-
-    @app.get("/v1/models")
-    async def list_models():
-        return {"object": "list", "data": [_model_card(served, name) for name in served.names()]}
-
-    @app.get("/v1/models/{name:path}")
-    async def get_model(name: str):
-        served.get(name)
-        return _model_card(served, name)
-
-    @app.post("/v1/chat/completions")
-    async def chat(request: Request):
-        return await _generate(request, chat_request)
-
-    @app.post("/v1/completions")
-    async def completions(request: Request):
-        return await _generate(request, completion_request)
-
-    async def _generate(request: Request, parse):
-        parsed = parse(parse_body(await read_body(request, settings.max_body)))
-        target = served.get(parsed.model)
-        refuse_for(parsed, target)
-        loop, events = asyncio.get_running_loop(), asyncio.Queue()
-
-        def post(event) -> None:
-            try:
-                loop.call_soon_threadsafe(events.put_nowait, event)
-            except RuntimeError:
-                job.cancel.set()   # the event loop is gone (shutdown): stop generating
-
-        job = Job(target, parsed, post)
-        bridge.submit(job)
-        try:
-            kind, value = await events.get()   # the prompt is checked before anything is sent
-            if kind == "error":
-                raise value
-            if parsed.stream:
-                return StreamingResponse(sse_events(parsed, value, events, job.cancel), media_type="text/event-stream",
-                                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-            text = []
-            while True:
-                kind, event = await events.get()
-                if kind == "delta":
-                    text.append(event)
-                elif kind == "error":
-                    raise event
-                elif "answers" in event:   # log-probabilities, echo or several prompts (backend/serve/scored.py)
-                    return answers_body(parsed, event["answers"], value)
-                else:
-                    return completion_body(parsed, "".join(text), event["finish"], value, event["completion_tokens"])
-        except BaseException:
-            job.cancel.set()   # an error, or the client went away: free the model
-            raise
-
+    app.state.served, app.state.bridge, app.state.settings = served, bridge, settings
+    app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(Exception, unexpected)
+    app.include_router(router)
     return app
 
 
