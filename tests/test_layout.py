@@ -190,3 +190,18 @@ def test_no_import_circles():
     circles = import_circles(import_graph())
     assert not circles, "modules that import each other, round a circle:\n  " + "\n  ".join(
         " <-> ".join(group) for group in circles)
+
+
+MAX_FUNCTION_LINES = 80  # a screen: a longer function is a concept without a name yet (../shared/STYLE.md)
+
+
+def test_every_function_fits_a_screen():
+    """Every function of the app, its tests, benchmarks and examples, nested ones included."""
+    files = [REPO / "app.py", *(path for folder in ("backend", "ui", "tests", "bench", "examples")
+                                for path in (REPO / folder).rglob("*.py"))]
+    assert len(files) > 300  # every folder was read
+    long = {f"{path.relative_to(REPO)}:{node.lineno} {node.name}": node.end_lineno - node.lineno + 1
+            for path in files for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES}
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}; give the parts that have a name their own"
