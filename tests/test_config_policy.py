@@ -86,7 +86,7 @@ def test_trainer_arguments_are_built_from_the_metadata(tmp_path):
     known = {f.name for f in dataclasses.fields(TrainingArguments)}
     ways = {f.name: f.metadata["trainer"] for f in dataclasses.fields(RunConfig)}
     assert set(CONVERTERS) == {name for name, way in ways.items() if way.way == CONVERTED}
-    values = argument_values(RunConfig(), tmp_path, "fp32", has_eval=True, on_cpu=True)
+    values = argument_values(RunConfig(), tmp_path, _facts("fp32", has_eval=True, on_cpu=True, checkpointing=False))
     for name, way in ways.items():
         assert set(way.names) <= known, f"{name}: {way.names} are not all TrainingArguments fields"
         if way.way == COPIED:
@@ -97,14 +97,14 @@ def test_trainer_arguments_are_built_from_the_metadata(tmp_path):
     plus = _with(("adam_beta2", float, _f(0.95, "AdamW beta2.", form="advanced", trainer=copied("adam_beta2"),
                                           resume=WARN, bounds=Bounds(low=0.0, high=1.0, high_open=True,
                                                                      message="config.share"))))
-    values = argument_values(plus(), tmp_path, "fp32", has_eval=False, on_cpu=True)
+    values = argument_values(plus(), tmp_path, _facts("fp32", has_eval=False, on_cpu=True, checkpointing=False))
     assert values["adam_beta2"] == 0.95 and TrainingArguments(**values).adam_beta2 == 0.95
 
 
-def _facts():
+def _facts(precision: str = "bf16", has_eval: bool = True, on_cpu: bool = False, checkpointing: bool = True):
     from backend.training.arguments import RunFacts
 
-    return RunFacts("bf16", has_eval=True, on_cpu=False, world_size=1, checkpointing=True)
+    return RunFacts(precision, has_eval=has_eval, on_cpu=on_cpu, world_size=1, checkpointing=checkpointing)
 
 
 def _number_fields() -> list[dataclasses.Field]:

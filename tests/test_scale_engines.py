@@ -15,7 +15,7 @@ from backend.config_recipes import tiny_config
 from backend.models.hardware import Device
 from backend.scale.engines import decoder_layer_classes, uses_torchrun
 from backend.scale.guards import check_environment
-from backend.training.arguments import argument_values
+from backend.training.arguments import RunFacts, argument_values
 from tests.conftest import REPO
 
 NUMBERS = dict(per_device_train_batch_size=3, gradient_accumulation_steps=5, max_grad_norm=0.7,
@@ -25,8 +25,8 @@ H200 = Device(id="cuda:0", name="NVIDIA H200", memory_gb=139.8, supports_bf16=Tr
 
 def values(**kw) -> dict:
     config = tiny_config(**{**NUMBERS, **kw})
-    return argument_values(config, REPO / "unused-run", "bf16", has_eval=False, on_cpu=False, world_size=2,
-                           layer_classes=["Qwen2DecoderLayer"])
+    facts = RunFacts("bf16", has_eval=False, on_cpu=False, world_size=2, checkpointing=False)
+    return argument_values(config, REPO / "unused-run", facts, layer_classes=["Qwen2DecoderLayer"])
 
 
 def test_run_numbers_reach_the_trainer_with_every_engine():

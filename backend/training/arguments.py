@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from transformers import TrainingArguments
 
 from backend.config import RunConfig
 from backend.config_policy import CONVERTED, COPIED
@@ -39,13 +38,6 @@ def resolve_optimizer(optim: str, on_cpu: bool) -> str:
     if optim != "auto":
         return optim
     return "adamw_torch_fused" if not on_cpu and torch.cuda.is_available() else "adamw_torch"
-
-
-def training_arguments(config: RunConfig, run_dir: Path, precision: str, has_eval: bool,
-                       on_cpu: bool, world_size: int = 1, layer_classes: list[str] | None = None,
-                       checkpointing: bool = False) -> TrainingArguments:
-    return TrainingArguments(**argument_values(config, run_dir, precision, has_eval, on_cpu, world_size, layer_classes,
-                                               checkpointing))
 
 
 @dataclass(frozen=True)
@@ -74,24 +66,21 @@ CONVERTERS: dict[str, Callable[[RunConfig, RunFacts], dict]] = {
 }
 
 
-def argument_values(config: RunConfig, run_dir: Path, precision: str, has_eval: bool,
-                    on_cpu: bool, world_size: int = 1, layer_classes: list[str] | None = None,
-                    checkpointing: bool = False) -> dict:
+def argument_values(config: RunConfig, run_dir: Path, run: RunFacts, layer_classes: list[str] | None = None) -> dict:
     """The TrainingArguments keywords of a run, built from each field's metadata (copied or
     CONVERTERS), sharding engine included (backend.scale.engines: FSDP2 needs `layer_classes`,
     the decoder-layer class names); the preference stages hand them to TRL's config classes."""
-    run = RunFacts(precision, has_eval, on_cpu, world_size, checkpointing)
     kwargs = dict(
         output_dir=str(run_dir),
-        use_cpu=on_cpu,
+        use_cpu=run.on_cpu,
         # DDP across CPU processes needs gloo; set only under torchrun (a lone process must not init one).
-        ddp_backend="gloo" if world_size > 1 and (on_cpu or not torch.cuda.is_available()) else None,
+        ddp_backend="gloo" if run.world_size > 1 and (run.on_cpu or not torch.cuda.is_available()) else None,
         logging_first_step=True,
         save_strategy="steps",
         save_total_limit=None,
-        eval_strategy="steps" if has_eval else "no",
-        metric_for_best_model="eval_loss" if has_eval else None,
-        greater_is_better=False if has_eval else None,
+        eval_strategy="steps" if run.has_eval else "no",
+        metric_for_best_model="eval_loss" if run.has_eval else None,
+        greater_is_better=False if run.has_eval else None,
         load_best_model_at_end=False,
         length_column_name="length",
         remove_unused_columns=False,  # the collator drops "length" itself; the sampler reads it

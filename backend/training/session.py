@@ -19,7 +19,7 @@ from backend.models.hardware import training_devices
 from backend.runs.files import FINAL_DIR, append_metrics, mark_complete, read_status, update_status
 from backend.runs.model_builds import prepare_model
 from backend.scale.engines import decoder_layer_classes
-from backend.training.arguments import argument_values
+from backend.training.arguments import RunFacts, argument_values
 from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, FiniteLoss, GracefulStop, _barrier
 from backend.training.cli import Job, StopRequest, check_model, choose_devices
 from backend.training.dataset import RowCounts, build_datasets
@@ -118,8 +118,9 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
     model, parameters, checkpointing = _load_model(job, model_path, precision, devices, on_cpu, rows.adapter,
                                                    template, tokenizer)
     # The Trainer's arguments after the model: FSDP wraps the model's own decoder layer classes.
-    args = argument_values(config, job.run_dir, precision, rows.eval is not None, on_cpu, job.world_size,
-                           decoder_layer_classes(model), checkpointing)
+    facts = RunFacts(precision, has_eval=rows.eval is not None, on_cpu=on_cpu, world_size=job.world_size,
+                     checkpointing=checkpointing)
+    args = argument_values(config, job.run_dir, facts, decoder_layer_classes(model))
     args["warmup_steps"] = warmup_steps(config, rows.counts.train, job.world_size)
     # The callbacks in the order the Trainer calls them; the disk check sizes a save by the trainable
     # parameters, so they come after the model.
