@@ -4,6 +4,7 @@ who may import whom, and where a new backend module goes."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -14,10 +15,16 @@ BACKEND_TOP_LEVEL = {"__init__.py", "config.py", "config_policy.py", "config_grp
                      "messages.py", "train.py", "evaluate.py"}
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """The syntax tree of `path`, parsed once for every rule of this file."""
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
 def imports_of(path: Path) -> set[str]:
     """Every module `path` imports (absolute names; `from a import b` counts as a and a.b)."""
     names = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -201,7 +208,7 @@ def test_every_function_fits_a_screen():
                                 for path in (REPO / folder).rglob("*.py"))]
     assert len(files) > 300  # every folder was read
     long = {f"{path.relative_to(REPO)}:{node.lineno} {node.name}": node.end_lineno - node.lineno + 1
-            for path in files for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+            for path in files for node in ast.walk(parsed(path))
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
             and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES}
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}; give the parts that have a name their own"
