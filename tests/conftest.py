@@ -132,6 +132,25 @@ def starts_processes() -> None:
     background jobs, the app itself through tests/browser/harness.py): requesting it makes the test slow."""
 
 
+@pytest.fixture(scope="module")
+def devices():
+    """This machine's training devices, detected once a module (the run store's tests pass them on)."""
+    from backend.models.hardware import detect_devices
+
+    return detect_devices()
+
+
+@pytest.fixture
+def ctx(workspace):
+    """A UI context of the Train and Runs tabs' texts, for handlers called without a browser; a module
+    that needs other tabs' texts or an i18n defines its own `ctx`."""
+    from ui.context import UIContext
+    from ui.i18n import merge_texts
+    from ui.tabs import runs, train
+
+    return UIContext(workspace=workspace, texts=merge_texts(train.TEXT, runs.TEXT), i18n=None)
+
+
 @pytest.fixture
 def subprocess_env() -> dict:
     """Environment for real worker / CLI subprocesses started by tests."""

@@ -16,7 +16,6 @@ import pytest
 
 from backend.config import RunConfig
 from backend.config_recipes import tiny_config
-from backend.models.hardware import detect_devices
 from backend.runs import processes
 from backend.runs.files import FINAL_STATES, read_status, update_status
 from backend.runs.queue import (
@@ -39,11 +38,6 @@ pytestmark = pytest.mark.slow
 
 HOLD = "tests.queue_holds:HoldWhileWorkspaceFlag"
 REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def devices():
-    return detect_devices()
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ import sys
 import pytest
 
 from backend.config_recipes import tiny_config
-from backend.models.hardware import detect_devices
 from backend.runs.files import read_status
 from backend.runs.store import RunStore
 from backend.runs.workspace import Workspace
@@ -33,11 +32,6 @@ signal.signal(signal.SIGTERM, stop)
 print("ready", flush=True)
 time.sleep(300)
 """
-
-
-@pytest.fixture(scope="module")
-def devices():
-    return detect_devices()
 
 
 @pytest.mark.usefixtures("starts_processes")

@@ -15,7 +15,6 @@ import pytest
 
 from backend.config import RunConfig
 from backend.config_recipes import tiny_config
-from backend.models.hardware import detect_devices
 from backend.runs import processes
 from backend.runs.files import COMPLETE_MARKER, mark_complete, read_status, update_status
 from backend.runs.store import RunError, RunStore
@@ -25,11 +24,6 @@ from tests.polling import wait_for
 # A program that ignores SIGTERM: only the SIGKILL escalation can end it.
 STUBBORN = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
             "print('ready', flush=True); time.sleep(120)")
-
-
-@pytest.fixture(scope="module")
-def devices():
-    return detect_devices()
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import pytest
 
 from backend.config import RunConfig
 from backend.config_recipes import tiny_config
-from backend.models.hardware import detect_devices
 from backend.runs.files import COMPLETE_MARKER, FINAL_STATES, read_status
 from backend.runs.store import RunError, RunInfo, RunStore
 from tests.polling import wait_for
@@ -21,11 +20,6 @@ pytestmark = pytest.mark.slow
 
 HOLD = "tests.callback_runs:HoldWhileFileExists"
 MAX_STEPS = 8
-
-
-@pytest.fixture(scope="module")
-def devices():
-    return detect_devices()
 
 
 @pytest.fixture

@@ -11,18 +11,11 @@ from backend.models.memory import Architecture, config_estimate_kwargs, estimate
 from backend.models.presets import PRESETS
 from tests.test_ui_train import browser_values
 from ui import scale_view
-from ui.context import UIContext
-from ui.i18n import merge_texts
-from ui.tabs import runs, train
+from ui.tabs import train
 
 QWEN_7B = "Qwen/Qwen2.5-7B-Instruct"
 GPUS = [Device(f"cuda:{i}", "NVIDIA H100", 79.6, True, True) for i in range(8)] + \
     [Device("cpu", "CPU", 2000.0, False, False)]
-
-
-@pytest.fixture
-def ctx(workspace):
-    return UIContext(workspace=workspace, texts=merge_texts(train.TEXT, runs.TEXT), i18n=None)
 
 
 def test_picker_lists_gpus_and_its_ticks_are_the_devices_setting():

@@ -14,14 +14,7 @@ import time
 import pytest
 
 from ui import grpo_charts, grpo_panel
-from ui.context import UIContext
-from ui.i18n import merge_texts
-from ui.tabs import runs, train
-
-
-@pytest.fixture
-def ctx(workspace):
-    return UIContext(workspace=workspace, texts=merge_texts(train.TEXT, runs.TEXT), i18n=None)
+from ui.tabs import train
 
 
 def _train_record(step: int, custom: float | None = 0.5) -> dict:

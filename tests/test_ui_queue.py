@@ -15,14 +15,7 @@ from backend.runs import processes
 from backend.runs.files import update_status
 from backend.runs.queue import waiting_runs
 from ui import forms, queue_panel, run_actions
-from ui.context import UIContext
-from ui.i18n import merge_texts
-from ui.tabs import runs, train
-
-
-@pytest.fixture
-def ctx(workspace):
-    return UIContext(workspace=workspace, texts=merge_texts(train.TEXT, runs.TEXT), i18n=None)
+from ui.tabs import train
 
 
 @pytest.fixture

@@ -18,17 +18,10 @@ from backend.runs import queue
 from backend.runs.files import METRICS_FILE, list_checkpoints
 from tests.polling import wait_for
 from ui import charts, forms, run_view
-from ui.context import UIContext
-from ui.i18n import merge_texts
 from ui.tabs import runs, train
 
 # [watch, alert, progress, resume visible, log, *figures]
 WATCH, ALERT, PROGRESS, RESUME, LOG, FIGS = 0, 1, 2, 3, 4, 5
-
-
-@pytest.fixture
-def ctx(workspace):
-    return UIContext(workspace=workspace, texts=merge_texts(train.TEXT, runs.TEXT), i18n=None)
 
 
 def start(ctx, **settings) -> str:

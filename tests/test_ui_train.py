@@ -15,16 +15,9 @@ from backend.config_recipes import tiny_config
 from backend.models.demo_facts import build_demo_rows
 from backend.models.hardware import Device, as_dicts, detect_devices
 from ui import forms
-from ui.context import UIContext
-from ui.i18n import merge_texts
-from ui.tabs import runs, train
+from ui.tabs import train
 
 H100 = Device("cuda:0", "NVIDIA H100", 80.0, True, True)
-
-
-@pytest.fixture
-def ctx(workspace):
-    return UIContext(workspace=workspace, texts=merge_texts(train.TEXT, runs.TEXT), i18n=None)
 
 
 @pytest.fixture(scope="module")
