@@ -6,12 +6,15 @@ and the benchmark beside the run's base run in this process."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from backend.evaluation.benchmark_specs import BenchmarkError
 from backend.evaluation.benchmark_tasks import FACTS_CHOICE
 from backend.evaluation.benchmarks import load_benchmarks, local_targets, run_benchmarks
 from backend.export.exporter import export_checkpoint
+from backend.models.gguf_source import SOURCE_FILE
 from backend.models.loading import gguf_model_name
 from backend.models.local.scan import scan_into_cache
 from backend.runs.workspace import Workspace
@@ -61,8 +64,17 @@ def test_export_offers_the_hub_folder_and_a_gguf_model_only_once_converted(ctx, 
     assert "1 个 GGUF 模型未列出" in export.describe(ctx, "zh", "run-a", "final", "merged")[1]
     assert export.describe(ctx, "en", "run-a", "final", "adapter")[1] == ""  # an adapter merges nothing
 
-    # The folder the conversion makes of this very file (the session's real conversion of it) in the workspace.
-    (ctx.workspace.models_dir / gguf_model_name(blob)).symlink_to(starter_model_dir, target_is_directory=True)
+    # The folder the conversion makes of this very file in the workspace: the session's real conversion
+    # of it (its files linked), with the source record the conversion writes last naming this blob (the
+    # cached conversion's own names the file where the venv that made it found the package).
+    folder = ctx.workspace.models_dir / gguf_model_name(blob)
+    folder.mkdir()
+    for file in starter_model_dir.iterdir():
+        if file.name != SOURCE_FILE:
+            (folder / file.name).symlink_to(file)
+    stat = blob.resolve().stat()
+    (folder / SOURCE_FILE).write_text(json.dumps({"path": str(blob.resolve()), "size": stat.st_size,
+                                                  "mtime_ns": stat.st_mtime_ns}), encoding="utf-8")
     _, notes, base = export.describe(ctx, "en", "run-a", "final", "merged")
     assert base["choices"][-1] == ("smollm2:135m · Ollama · 98 MB", str(ctx.workspace.models_dir / gguf_model_name(blob)))
     assert "GGUF" not in notes

@@ -81,9 +81,7 @@ def permission_sentence(ctx: UIContext, lang: str, permission: str) -> str:
 def build(ctx: UIContext) -> None:
     gr.Markdown(ctx.t("notify.heading"))
     gr.Markdown(ctx.t("notify.intro"))
-    # A callable value is read again at each page load: the URL saved by another page shows here.
-    url = gr.Textbox(value=lambda: saved_url(ctx), label=ctx.t("notify.url"),
-                     placeholder="https://ntfy.sh/your-topic", elem_id="notify-url")
+    url = gr.Textbox(label=ctx.t("notify.url"), placeholder="https://ntfy.sh/your-topic", elem_id="notify-url")
     with gr.Row():
         save = gr.Button(ctx.t("notify.save"), elem_id="notify-save")
         test = gr.Button(ctx.t("notify.test"), elem_id="notify-test")
@@ -91,6 +89,9 @@ def build(ctx: UIContext) -> None:
     said = gr.Markdown(elem_id="notify-said")
     permission = gr.Textbox(visible="hidden")
     private = {"api_visibility": "private"}
+    # Read at each page load, so the URL saved by another page shows here; a private event (a callable
+    # value would be a public API endpoint that hands the URL, a secret of its own, to any client).
+    gr.context.Context.root_block.load(lambda: saved_url(ctx), None, url, **private)
     save.click(lambda lang, u: save_webhook(ctx, lang, u), [ctx.lang, url], said, **private)
     test.click(lambda lang, u: send_test_message(ctx, lang, u), [ctx.lang, url], said, **private)
     allow.click(lambda lang, p: permission_sentence(ctx, lang, p), [ctx.lang, permission], said,
