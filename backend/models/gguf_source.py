@@ -57,7 +57,7 @@ def find_gguf(path: str | Path) -> Path | None:
     that is not already a Hugging Face model folder; None when `path` is neither."""
     path = Path(path).expanduser()
     if path.is_file():
-        return path if path.suffix.lower() == ".gguf" or _has_magic(path) else None
+        return path if path.suffix.lower() == ".gguf" or has_gguf_magic(path) else None
     if path.is_dir() and not (path / "config.json").exists():
         files = sorted(p for p in path.glob("*.gguf") if "mmproj" not in p.name.lower())
         if len(files) > 1:
@@ -66,7 +66,8 @@ def find_gguf(path: str | Path) -> Path | None:
     return None
 
 
-def _has_magic(path: Path) -> bool:
+def has_gguf_magic(path: Path) -> bool:
+    """Whether the file starts with GGUF's magic bytes (an Ollama blob has no .gguf suffix)."""
     try:
         with open(path, "rb") as handle:
             return handle.read(4) == GGUF_MAGIC
@@ -79,7 +80,7 @@ def read_gguf_info(path: Path) -> GGUFInfo:
     import gguf
     from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
 
-    if not _has_magic(path):
+    if not has_gguf_magic(path):
         raise GGUFSourceError(msg("gguf.not_gguf", path=path))
     if _split_part(path.name):
         raise GGUFSourceError(msg("gguf.split", path=path))

@@ -17,8 +17,8 @@ import socket
 import sys
 from pathlib import Path
 
+from backend.models.gguf_source import has_gguf_magic
 from backend.models.hardware import device_problems
-from backend.models.local.describe import has_gguf_magic
 from backend.runs.jobs import FAILED, RUNNING, write_progress
 from backend.serve.hosts import base_url, is_loopback
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from backend.messages import Message, UserError, msg
 from backend.models.gguf_header import GGUFLayoutError, read_gguf_header
+from backend.models.gguf_source import has_gguf_magic
 from backend.models.local.fit import gguf_config, gguf_refusal
 
-GGUF_MAGIC = b"GGUF"
 MAX_SAFETENSORS_HEADER = 100 * 2**20  # safetensors' own limit on the JSON header (bytes)
 README_BYTES = 4096                    # a model card's front matter, where `license:` is
 WEIGHT_GLOBS = ("*.safetensors", "pytorch_model*.bin")
@@ -60,14 +60,6 @@ class LocalModel:
         """The command line's --json object: the reason in English, no internal numbers."""
         data = {k: v for k, v in self.to_dict().items() if k != "config"}
         return {**data, "reason": str(self.reason) if self.reason else None}
-
-
-def has_gguf_magic(path: Path) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(4) == GGUF_MAGIC
-    except OSError:
-        return False
 
 
 def describe_gguf(path: Path, name: str, source: str, supported: tuple[str, ...]) -> LocalModel:
