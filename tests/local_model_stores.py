@@ -63,3 +63,13 @@ def lmstudio_folder(root: Path, gguf_file: Path) -> Path:
     folder.mkdir(parents=True)
     (folder / "SmolLM2-135M-Instruct.Q4_1.gguf").symlink_to(gguf_file)
     return root
+
+
+def own_home(tmp_path: Path, monkeypatch) -> Path:
+    """HOME in `tmp_path`, and no variable that points a tool at the real machine's stores."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME", "LLAMA_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    return home

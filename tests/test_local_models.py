@@ -26,6 +26,7 @@ from tests.local_model_stores import (
     hub_snapshot,
     lmstudio_folder,
     ollama_store,
+    own_home,
     smollm2_gguf,
     write_manifest,
 )
@@ -205,11 +206,7 @@ def test_the_cache_is_kept_per_set_of_places_and_a_refresh_rescans(tmp_path):
 @pytest.fixture
 def home(tmp_path, monkeypatch):
     """A home of this test's own: the real machine's stores are not what the CLI tests list."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    for name in ("HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME", "LLAMA_CACHE"):
-        monkeypatch.delenv(name, raising=False)
+    home = own_home(tmp_path, monkeypatch)
     monkeypatch.setenv("OLLAMA_MODELS", str(ollama_store(tmp_path / "ollama", smollm2_gguf(tmp_path))))
     return home
 

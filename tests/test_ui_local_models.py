@@ -11,7 +11,7 @@ import pytest
 from backend.models.local.scan import LOCK_FILE, PROGRESS_FILE, cache_dir, scan_into_cache, start_background_scan
 from backend.runs.workspace import Workspace
 from backend.storage.file_lock import file_lock, try_file_lock
-from tests.local_model_stores import CPU_64, ollama_store, smollm2_gguf
+from tests.local_model_stores import CPU_64, ollama_store, own_home, smollm2_gguf
 from ui import local_models_panel as panel
 from ui import model_folders_panel
 from ui.context import UIContext
@@ -24,11 +24,7 @@ BASE = [("Tiny demo model (2M, tests) · demo", "demo")]
 @pytest.fixture
 def ctx(tmp_path, monkeypatch):
     """A workspace and a home of its own; Ollama's store holds SmolLM2 and one broken manifest."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    for name in ("HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME", "LLAMA_CACHE"):
-        monkeypatch.delenv(name, raising=False)
+    own_home(tmp_path, monkeypatch)
     store = ollama_store(tmp_path / "ollama", smollm2_gguf(tmp_path))
     (store / "manifests" / "registry.ollama.ai" / "library" / "smollm2" / "broken").write_text("{")
     monkeypatch.setenv("OLLAMA_MODELS", str(store))
