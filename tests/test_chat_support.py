@@ -19,8 +19,9 @@ def make_lora_run(run_dir: Path, model_dir: Path, steps=(10, 20), incomplete_ste
                   seed: int = 0) -> list[Path]:
     """A run folder whose checkpoint-<step>/ hold distinct real LoRA adapters.
 
-    Each adapter is the demo model's LoRA with lora_B perturbed (seeded), so
-    its greedy answers differ from the base's; trainer_state.json logs an
+    Each adapter is the demo model's LoRA with both matrices drawn from `seed`,
+    so a seed gives the same adapters in every process and its greedy answers
+    differ from the base's; trainer_state.json logs an
     eval_loss per checkpoint. `incomplete_step` gets no COMPLETE marker."""
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
@@ -37,7 +38,9 @@ def make_lora_run(run_dir: Path, model_dir: Path, steps=(10, 20), incomplete_ste
         generator = torch.Generator().manual_seed(seed * 100 + index)
         with torch.no_grad():
             for name, param in peft_model.named_parameters():
-                if "lora_B" in name:
+                if "lora_A" in name:  # peft draws lora_A from the global generator: seed it too
+                    param.copy_(torch.randn(param.shape, generator=generator) / param.shape[1] ** 0.5)
+                elif "lora_B" in name:
                     param.copy_(torch.randn(param.shape, generator=generator) * 0.08)
         folder = run_dir / f"checkpoint-{step}"
         peft_model.save_pretrained(folder)

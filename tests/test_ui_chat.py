@@ -57,6 +57,19 @@ def test_choices_list_complete_checkpoints_and_skip_when_nothing_changed(service
     assert "No runs yet" in chat.refresh_choices(empty, "en", [], [], "cpu", {})[3]
 
 
+def test_a_run_opened_elsewhere_joins_with_the_lists_choices(services):
+    """It can arrive before the page load has filled the list: a value outside the choices
+    would make gradio refuse every later event on the list."""
+    import gradio as gr
+
+    joined = chat.join_shared_run(services, "run-a", [])
+    assert joined["choices"] == ["run-a"] and joined["value"] == ["run-a"]
+    runs = gr.Dropdown(multiselect=True, choices=joined["choices"], value=joined["value"])
+    assert runs.preprocess(joined["value"]) == ["run-a"]
+    assert chat.join_shared_run(services, "run-a", ["run-a"]) == gr.skip()      # already there
+    assert chat.join_shared_run(services, "run-gone", ["run-a"]) == gr.skip()   # not on disk
+
+
 @pytest.mark.parametrize(("picks", "text", "settings", "said"), [
     ([], "hi", SETTINGS, "Pick the base and/or checkpoints"),
     ([BASE, CKPT], "  ", SETTINGS, "Type a message first"),

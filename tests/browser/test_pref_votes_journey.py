@@ -12,16 +12,40 @@ import pytest
 from backend.runs.files import read_status
 from tests.browser.harness import screenshot
 from tests.polling import wait_for
-from tests.test_chat_support import make_lora_run
+from tests.test_chat_support import make_lora_run, plain_greedy
 
 RUN = "run-votes"
 
 
+PROMPT = "What is the capital of France?"
+MAX_NEW = 12
+
+
+def _greedy_answers(model_dir, checkpoints) -> list[str]:
+    """Each checkpoint's greedy answer to PROMPT, as Chat gives it (plain transformers + peft)."""
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    answers = []
+    for folder in checkpoints:
+        model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(model_dir), folder)
+        answers.append(plain_greedy(model, tokenizer, [{"role": "user", "content": PROMPT}], MAX_NEW).strip())
+    return answers
+
+
 @pytest.fixture
 def voted_run(workspace, demo_model_dir):
+    """Two checkpoints whose answers to PROMPT differ and are not empty: a vote between equal
+    answers makes no pair, and which seeds give that depends on the demo model's build."""
     run_dir = workspace.runs_dir / RUN
-    make_lora_run(run_dir, demo_model_dir, steps=(10, 20), incomplete_step=None)
-    return run_dir
+    for seed in range(10):
+        folders = make_lora_run(run_dir, demo_model_dir, steps=(10, 20), incomplete_step=None, seed=seed)
+        first, second = _greedy_answers(demo_model_dir, folders)
+        print("SEED", seed, repr(first), repr(second))
+        if first and second and first != second:
+            return run_dir
+    pytest.fail(f"no seed gave two different answers to {PROMPT!r}: {first!r}, {second!r}")
 
 
 def _pick(page, text: str) -> None:
@@ -42,10 +66,10 @@ def test_votes_become_a_dataset_and_a_dpo_run(voted_run, workspace, app, page):
         _pick(page, text)
     page.locator("#chat-checkpoints input").press("Escape")
     page.locator("#chat-settings").get_by_text("Generation settings").click()
-    page.locator("#chat-max-new input[type=number]").fill("12")
+    page.locator("#chat-max-new input[type=number]").fill(str(MAX_NEW))
     page.locator("#chat-max-new input[type=number]").press("Enter")
     page.locator("#chat-blind input").check()
-    page.locator("#chat-prompt textarea").fill("What is the capital of France?")
+    page.locator("#chat-prompt textarea").fill(PROMPT)
     page.locator("#chat-send").click()
     page.locator("#chat-status").get_by_text("Done.").wait_for(timeout=120_000)
     page.locator('#chat-vote input[value="A"]').check()
@@ -55,6 +79,12 @@ def test_votes_become_a_dataset_and_a_dpo_run(voted_run, workspace, app, page):
     page.locator("#chat-votes").get_by_text("Votes as training data").click()
     page.locator("#chat-votes-name textarea, #chat-votes-name input").first.fill("my-votes")
     page.locator("#chat-votes-train").click()
+    # The handler saves the pairs, then names the prefilled run; under load that can take a while,
+    # and a refusal there (not a missing tab) is what a failure should show.
+    message = page.locator("#chat-votes-message")
+    wait_for(lambda: "dpo" in message.inner_text() or "⚠️" in message.inner_text(), "the votes' message",
+             limit_s=180)
+    assert "⚠️" not in message.inner_text(), message.inner_text() + "\n" + app.log_tail()
     # The Train tab opens with the dpo run prefilled.
     page.locator("#train-dataset input").first.wait_for(timeout=60_000)
     wait_for(lambda: page.locator("#train-dataset input").first.input_value() == "my-votes", "the prefilled dataset",
@@ -66,7 +96,7 @@ def test_votes_become_a_dataset_and_a_dpo_run(voted_run, workspace, app, page):
     meta = json.loads((workspace.datasets_dir / "my-votes" / "meta.json").read_text())
     assert meta["source"]["run"] == RUN and meta["source"]["pairs"] == 1 and meta["rows_after"] == 1
     row = json.loads((workspace.datasets_dir / "my-votes" / "data.jsonl").read_text().splitlines()[0])
-    assert row["prompt"][-1]["content"] == "What is the capital of France?" and row["chosen"] != row["rejected"]
+    assert row["prompt"][-1]["content"] == PROMPT and row["chosen"] != row["rejected"]
     screenshot(page, "pref-votes-train")
 
     page.locator("#train-start").click()

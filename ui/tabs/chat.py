@@ -181,6 +181,16 @@ def refresh_choices(chat: ChatServices, lang, chosen_runs, chosen, current_devic
             gr.skip() if same_picks else gr.update(choices=options, value=kept), devices, message, offer_cpu, now)
 
 
+def join_shared_run(chat: ChatServices, run: str | None, chosen_runs: list[str] | None):
+    """The run opened elsewhere joins the chosen ones, with the list's choices set in the same update:
+    this can fire before the page load's refresh has filled them, and a value outside its choices
+    makes every later event on the list fail gradio's check (the list would never refresh)."""
+    chosen_runs, ids = list(chosen_runs or []), list_run_ids(chat.runs_dir)
+    if not run or run in chosen_runs or run not in ids:
+        return gr.skip()
+    return gr.update(choices=ids, value=[*(r for r in chosen_runs if r in ids), run])
+
+
 def start_local_scan(chat: ChatServices) -> None:
     """On page load: the models on this machine scanned in the background when no scan is cached."""
     local_models_panel.ensure_scan(chat.ctx.workspace.root)
@@ -419,8 +429,7 @@ def _wire(chat: ChatServices, c: dict) -> None:
     gr.context.Context.root_block.load(partial(start_local_scan, chat), **private)
     shared_run = chat.ctx.shared.get("run_id")
     if shared_run is not None:  # a run opened from elsewhere (the Runs tab's sweep table) joins the columns
-        shared_run.change(lambda run, runs: [*(runs or []), run] if run and run not in (runs or []) else runs,
-                          [shared_run, c["runs"]], c["runs"],
+        shared_run.change(partial(join_shared_run, chat), [shared_run, c["runs"]], c["runs"],
                           **private).then(partial(refresh_choices, chat), **choice_io)
     plan_io = dict(inputs=[lang, c["runs"], c["picks"], c["device"]], outputs=[c["notice"], c["use_cpu"]], **private)
     c["picks"].input(partial(plan_outputs, chat), **plan_io)
