@@ -90,12 +90,8 @@ CATALOGUE: dict[str, str] = {
     "config.grpo_no_reward": "stage grpo needs a reward: tick a preset in rewards (exact_match, format, length, contains, not_contains) or name your own in reward_functions.",
     "config.grpo_batch": "num_generations = {generations} must divide the effective batch of {batch} completions (per_device_train_batch_size {per_device} x gradient_accumulation_steps {accumulation} x {processes} process(es)): each prompt's group has to fit whole; choose num_generations {generation_choices}, or per_device_train_batch_size {batch_choices}.",
     "config.grpo_eval_batch": "num_generations = {generations} must divide the eval batch of {eval_batch} completions; choose per_device_eval_batch_size {choices}, or val_size 0.",
-    "config.reward_kind": "rewards entry {number}: kind {kind!r} is not one of: {allowed}.",
-    "config.reward_keys": "rewards entry {number} ({kind}) has {keys}, which it does not use; it takes {allowed}.",
+    "config.reward_where": "rewards entry {number}",
     "config.reward_weight": "rewards entry {number} ({kind}): weight {value!r} should be a number such as 1.0.",
-    "config.reward_pattern": "rewards entry {number} (format): pattern {pattern!r} is not a valid regular expression: {error}.",
-    "config.reward_length": "rewards entry {number} (length): give min and / or max as whole numbers of completion tokens, min not above max (got min {low}, max {high}).",
-    "config.reward_text": "rewards entry {number} ({kind}) needs a text to look for: add text: ... to it.",
     "config.reward_weights": "reward_weights has {weights} weight(s) for {functions} reward function(s); give one per function, in their order, or leave it empty (1 each).",
     "config.reward_not_function": "reward_functions: {ref!r} is a {kind}, not a function; give 'module:function' with TRL's signature f(prompts, completions, **kwargs) -> list[float].",
     "config.reward_call": "reward_functions: {ref!r} failed when called once on a sample completion ({error}); it should accept f(prompts, completions, **kwargs) (the reference answers come as answer=...) and return a list of floats.",
@@ -519,6 +515,27 @@ CATALOGUE: dict[str, str] = {
     "export.running": "An export into {out} is already running; wait for it to finish.",
     "evaluate.no_split": "Run {run} has no held-out split (val_size = {val_size}); upload an evaluation file instead.",
     # --- the learning report (backend/learning/, backend/training/learning_callback.py) ---
+    # --- scorer specs (backend/scoring/): `where` is "scorer N" or "rewards entry N" --------------------
+    "scoring.where": "scorer {number}",
+    "scoring.not_mapping": "{where} should be a mapping such as {{kind: contains, text: Paris}} (got {got}).",
+    "scoring.unknown_kind": "{where}: kind {kind!r} is not one of: {allowed}.",
+    "scoring.keys": "{where} ({kind}) has {keys}, which it does not use; it takes {allowed}.",
+    "scoring.text": "{where} ({kind}) needs a {key} to look for: add {key}: ... to it.",
+    "scoring.pattern": "{where} ({kind}): pattern {pattern!r} is not a valid regular expression: {error}.",
+    "scoring.threshold": "{where} ({kind}): threshold {value!r} should be a number from 0 to 1 (0.5, not 50).",
+    "scoring.flag": "{where} ({kind}): {key} {value!r} should be true or false.",
+    "scoring.normalise": "{where} (exact_match): normalise {value!r} is not one of: {allowed}.",
+    "scoring.json_keys": "{where} (json): keys should be a list of key names such as [name, age] (got {value!r}).",
+    "scoring.schema_type": "{where} (json): schema should be a JSON Schema object such as {{type: object, required: [name]}} (got {value!r}).",
+    "scoring.schema": "{where} (json): the schema is not valid JSON Schema: {error}.",
+    "scoring.tolerance": "{where} (number): tolerance {value!r} should be a number of 0 or more, such as 0.01.",
+    "scoring.number_value": "{where} (number): value {value!r} should be a number (the expected answer), or left out to compare with the reference answer's number.",
+    "scoring.length": "{where} (length): give min and / or max as whole numbers of tokens, min not above max (got min {low}, max {high}).",
+    "scoring.name": "{where}: name {value!r} should be a text that is not empty.",
+    "scoring.same_name": "Two scorers are named {name!r}; give each its own name (name: ...).",
+    "scoring.yaml": "The scorers are not valid YAML or JSON: {error}",
+    "scoring.not_list": "The scorers should be a list of mappings such as [{{kind: contains, text: Paris}}] (got {got}).",
+    "scoring.file": "Scorers file {path} cannot be read ({error}); give a YAML or JSON file of scorer specs.",
     "learning.over_budget": "scoring it would take the report past {share:.0%} of the training time; "
                             "`python -m backend.evaluate --run {run} --learning` scores every checkpoint.",
     "learning.too_slow": "an answer took {seconds} s, too slow to score in the report's share of this run's "
@@ -551,6 +568,49 @@ CATALOGUE: dict[str, str] = {
     "evaluate.unknown_checkpoint": "No complete checkpoint {names} in {run}; choose from: {available}.",
     "evaluate.running": "An evaluation of {run} is already running; wait for it to finish.",
     "evaluate.choose": "Choose at least one checkpoint (or the base model) to evaluate.",
+    # --- the judge model (backend/judge/) ----------------------------------------------------------------------
+    "judge.bad_url": "The judge URL {url!r} is not an http:// or https:// address; give the server's base URL, "
+                     "e.g. http://127.0.0.1:8000/v1.",
+    "judge.no_model": "Name the judge's model (--judge-model), e.g. base for `python -m backend.serve`, or the "
+                      "model name Ollama or the API lists.",
+    "judge.unreachable": "The judge at {url} does not answer ({error}); start the server (e.g. `python -m "
+                         "backend.serve --run RUN` or `ollama serve`) or correct the URL and port.",
+    "judge.timeout": "The judge at {url} (model {model}) did not answer within {seconds} s; a CPU judge is slow: "
+                     "use a smaller judge, a GPU server, or fewer rows (--max-samples).",
+    "judge.bad_key": "The judge at {url} refused the API key (HTTP {status}); give the right key with --judge-key "
+                     "(or none for a server started without one).",
+    "judge.not_found": "The judge at {url} has no model {model!r} or no chat-completions route ({error}); check "
+                       "--judge-model against the server's /v1/models.",
+    "judge.http_error": "The judge at {url} (model {model}) answered HTTP {status}: {error}",
+    "judge.bad_reply": "The judge at {url} (model {model}) sent a reply that is not a chat completion: {error}",
+    "judge.unparsed": "{n} judge answers had no readable verdict, even asked once more; they are left out and "
+                      "shown in the result file.",
+    "judge.template_blanks": "The judge template {source} lacks {missing}; a template must hold the blanks "
+                             "{needed} ({{reference}} may be left out).",
+    "judge.no_scale": "The rubric {source} has no 1-5 scale: grade(s) {missing} have no line of their own; write "
+                      "one line per grade, from '1: ...' to '5: ...'.",
+    "judge.unknown_kind": "No default rubric for task kind {kind!r}; choose one of: {kinds}, or give --rubric FILE.",
+    "judge.unreadable": "Cannot read {path}: {error}.",
+    "judge.no_learning": "Run {run} has no learning report (eval/learning.json) to take answers from; run `python "
+                         "-m backend.evaluate --run {run} --learning` first, or choose another --judge-source.",
+    "judge.bad_file": "{path}, line {line}: {error}. Each line must be a JSON object "
+                      "{{\"prompt\": \"...\", \"answers\": {{\"checkpoint\": \"...\"}}}}.",
+    "judge.no_rows": "The eval set has no rows to judge: {source} of run {run} holds {found} rows, none with an "
+                     "answer of {names}; score those checkpoints first (`python -m backend.evaluate --run {run}`), "
+                     "or choose another --judge-source.",
+    "judge.few_votes": "Only {n} votes back this agreement; below {needed} it is too few to tell whether the judge "
+                       "shares your taste: vote more in the Chat tab.",
+    "judge.low_agreement": "The judge agrees with your votes on {share} of {n} votes (kappa {kappa}, below {low}): "
+                           "its taste is not yours; tune its prompt on your votes or use a larger judge.",
+    "judge.bad_name": "{name!r} cannot name a judge result: use letters, digits, '.', '_' and '-'.",
+    "judge.needs_mode": "Say what to judge: --pairwise A B, --graded, --calibrate, --tune-prompts FILE ..., or "
+                        "--eval-set-from DESCRIPTION.",
+    "judge.plan": "{calls} judge calls to make ({cached} of {prompts} prompts answered from the cache).",
+    "judge.evalset_no_description": "Describe the task in one line to write an eval set from.",
+    "judge.evalset_count": "An eval set from a description has 1 to {most} prompts, not {n}.",
+    "judge.evalset_unparsed": "The judge wrote no usable JSON list of prompts, even asked twice (it answered: "
+                              "{answer!r}); use a larger judge, or write the rows yourself.",
+    "judge.no_eval_rows": "The eval set {name} has no rows with a prompt; add at least one before saving.",
     # --- benchmarks with lm-evaluation-harness (backend/evaluation/benchmarks.py, benchmark_specs.py) -----------
     "benchmark.choose_task": "Choose at least one benchmark task: {alternatives} (written by the project, no hub "
                              "needed), a task YAML file or folder, or an lm-eval task name such as hellaswag.",

@@ -6,6 +6,7 @@ and greedy answers scored with BLEU, ROUGE-1/2/L and exact match.
     python -m backend.evaluate --run RUN --benchmark TASK [TASK ...]   # lm-evaluation-harness (benchmarks.py)
     python -m backend.evaluate --run RUN --benchmark TASK ... --local-model PATH ...   # + models on this machine
     python -m backend.evaluate --run RUN --learning [--checkpoint NAME ...]   # learned / kept (backend/learning/)
+    python -m backend.evaluate --run RUN --judge URL --judge-model NAME --pairwise A B   # a judge model (backend/judge/)
 
 Prints a table of the scores (one JSON object with --json); a run that
 continues another is shown beside its parent, with the drops flagged. Under
@@ -23,6 +24,7 @@ from pathlib import Path
 from backend.evaluation.evaluator import DEFAULT_BATCH_SIZE, DEFAULT_MAX_NEW_TOKENS, evaluate_run
 from backend.evaluation.quality_drops import kept_lines, run_drops
 from backend.evaluation.scoring import EvalError
+from backend.judge.cli import add_judge_arguments, judge_main, wants_judge
 from backend.messages import UserError, msg
 from backend.runs.jobs import COMPLETED, run_job, write_progress
 from backend.runs.workspace import Workspace
@@ -53,6 +55,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="where the base model named in config.yaml and its dataset are found (default: the "
                              "workspace that holds the run folder, else ./workspace)")
     parser.add_argument("--progress", type=Path, help=argparse.SUPPRESS)  # set by the UI's background launcher
+    add_judge_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -62,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.local_model and not args.benchmark:
         print(msg("benchmark.local_alone"), file=sys.stderr)
         return 2
+    if wants_judge(args):  # the judge reads answers the run holds: no model is loaded (backend/judge/cli.py)
+        return judge_main(args)
     if args.benchmark:
         return benchmark_main(args)
     if args.learning:
