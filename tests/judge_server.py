@@ -6,10 +6,15 @@ as OpenAI sends it. `hold` makes every request wait until the server stops (a ju
 from __future__ import annotations
 
 import json
+import platform
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+# The openai client sends the platform in its headers: platform.processor() runs `uname -p` once per process
+# and caches it. Read here, at import (collection), so the in-process tests that call it start no process.
+platform.processor()
 
 
 @dataclass
@@ -26,8 +31,9 @@ class ChatServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802 (http.server's name)
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-                if server.hold:
+                if server.hold:  # the client gives up first; nothing is written to its closed socket
                     server._release.wait()
+                    return None
                 if server.key and self.headers.get("Authorization") != f"Bearer {server.key}":
                     return self._send(401, {"error": {"message": "Incorrect API key provided.",
                                                       "type": "invalid_request_error", "code": "invalid_api_key"}})
