@@ -2,9 +2,9 @@
 model loads: the reward presets, the user's reward functions and their weights, and the batch rule.
 
 Rewards (RunConfig.rewards, each `{"kind": ..., "weight": ..., ...}`; backend/training/rewards.py
-scores them): a kind of REWARD_KINDS, only the keys PRESET_KEYS gives it, a finite weight, a
-pattern that compiles, a length range, a text; `reward_functions` named as module:function, with
-one weight each when weights are given.
+scores them): a scorer spec of backend/scoring/ of a kind in REWARD_KINDS, checked by the scorer
+library (its keys, a pattern that compiles, a length range, a text), with a finite weight;
+`reward_functions` named as module:function, with one weight each when weights are given.
 
 The batch rule: TRL's GRPOTrainer counts completions, not prompts, in a batch.
 A generation batch (per_device_train_batch_size x processes x
@@ -17,18 +17,14 @@ values that work, and gives the Plan its counts.
 
 from __future__ import annotations
 
-import math
-import re
-
 from backend.config_policy import ConfigError
 from backend.messages import msg
+from backend.scoring.errors import ScorerError, is_number
+from backend.scoring.specs import parse_scorer
+from backend.scoring.text_match import THINK_ANSWER  # noqa: F401 (the format preset's default, for the Train form)
 
+# The presets the Train form ticks: scorer kinds of backend/scoring/ (a preset is a scorer spec with a weight).
 REWARD_KINDS = ("exact_match", "format", "length", "contains", "not_contains")
-# The format reward's default: reasoning in <think>, then the answer in <answer>.
-THINK_ANSWER = r"<think>.*?</think>\s*<answer>.*?</answer>"
-# Keys each preset takes beside kind and weight.
-PRESET_KEYS = {"exact_match": (), "format": ("pattern",), "length": ("min", "max"),
-               "contains": ("text",), "not_contains": ("text",)}
 
 
 # --- rewards ----------------------------------------------------------------------------------
@@ -49,30 +45,16 @@ def check_reward_settings(config) -> None:
 
 
 def _check_preset(number: int, preset: dict) -> None:
-    kind = preset.get("kind")
-    if kind not in REWARD_KINDS:
-        raise ConfigError(msg("config.reward_kind", number=number, kind=kind, allowed=", ".join(REWARD_KINDS)))
-    unknown = sorted(set(preset) - {"kind", "weight", *PRESET_KEYS[kind]})
-    if unknown:
-        allowed = ", ".join(("weight", *PRESET_KEYS[kind]))
-        raise ConfigError(msg("config.reward_keys", number=number, kind=kind, keys=", ".join(unknown), allowed=allowed))
+    """One preset: its kind, keys and fields as the scorer library checks them (one sentence naming
+    the entry), then its weight, which only a reward has."""
+    where = msg("config.reward_where", number=number)
+    try:
+        parse_scorer(preset, where, kinds=REWARD_KINDS, beside=("weight",))
+    except ScorerError as error:
+        raise ConfigError(error.catalogued or str(error)) from None
     weight = preset.get("weight", 1.0)
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
-        raise ConfigError(msg("config.reward_weight", number=number, kind=kind, value=weight))
-    if kind == "format":
-        try:
-            re.compile(str(preset.get("pattern") or THINK_ANSWER))
-        except re.error as error:
-            raise ConfigError(msg("config.reward_pattern", number=number, pattern=preset.get("pattern"),
-                                  error=error)) from None
-    if kind == "length":
-        low, high = preset.get("min"), preset.get("max")
-        numbers = [v for v in (low, high) if v is not None]
-        if not numbers or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in numbers) \
-                or (low is not None and high is not None and low > high):
-            raise ConfigError(msg("config.reward_length", number=number, low=low, high=high))
-    if kind in ("contains", "not_contains") and not str(preset.get("text") or ""):
-        raise ConfigError(msg("config.reward_text", number=number, kind=kind))
+    if not is_number(weight):
+        raise ConfigError(msg("config.reward_weight", number=number, kind=preset["kind"], value=weight))
 
 
 # --- the batch rule ---------------------------------------------------------------------------

@@ -31,8 +31,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from backend.evaluation.text_scores import normalise  # noqa: E402
 from backend.models.demo_facts import DEMO_PROMPTS  # noqa: E402
+from backend.scoring.text_match import same_text  # noqa: E402
 
 
 def parse_variant(text: str) -> tuple[str, list[str]]:
@@ -74,7 +74,7 @@ def demo_prompts(run_dir: Path, adapter: Path, max_new_tokens: int) -> tuple[int
     model = PeftModel.from_pretrained(load_model(base), str(adapter)).eval()
     answers = greedy_answers_ended(model, load_tokenizer(adapter), [[{"role": "user", "content": q}]
                                                                      for q, _ in DEMO_PROMPTS], max_new_tokens)
-    exact = sum(normalise(text) == normalise(ref) for (text, _), (_, ref) in zip(answers, DEMO_PROMPTS))
+    exact = sum(same_text(text, ref) for (text, _), (_, ref) in zip(answers, DEMO_PROMPTS))
     return exact, sum(ended for _, ended in answers)
 
 

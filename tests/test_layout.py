@@ -81,6 +81,7 @@ def test_only_the_worker_imports_its_encoding_and_only_the_entry_point_the_data_
 FLOORS = (
     "backend.messages",        # the catalogued sentences every part speaks in
     "backend.config_policy",   # what a RunConfig field's metadata means, and ConfigError
+    "backend.scoring",         # per-answer checks: GRPO rewards, Evaluate scorers, the learning rule
     "backend.config_grpo",     # what grpo settings must hold: reward presets, functions, the batch rule
     "backend.storage",         # files on disk: locks, atomic writes and folders, safe names
     "backend.models",          # names and folders of models, loading, hardware, chat templates

@@ -13,8 +13,8 @@ from backend.config import RunConfig
 from backend.evaluation.learning_run import report_for_run
 from backend.learning.entries import load_report
 from backend.learning.questions import KEPT_QUESTIONS, MAX_KEPT, learning_set
-from backend.learning.rules import is_right_general, judge
 from backend.runs.workspace import Workspace
+from backend.scoring.answer_rule import is_right_general, judge
 
 
 def _entry(report: dict, name: str) -> dict:

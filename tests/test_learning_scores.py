@@ -1,4 +1,4 @@
-"""The learning report's rules for a right answer (backend/learning/rules.py) and the
+"""The learning report's rules for a right answer (backend/scoring/answer_rule.py) and the
 prompts it asks (backend/learning/questions.py), on real rows: no model is loaded here."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from backend.data.general_prompts import HELD_OUT_QUESTIONS_ZH, REPLAY_PROMPTS
 from backend.data.identity_rows import MAKER_PROMPTS
 from backend.learning.entries import side_by_side, summary_rows
 from backend.learning.questions import HELD_OUT, MAX_LEARNED, TRAINING_ROWS, learning_set
-from backend.learning.rules import holds, is_right_general, json_object, judge, key_facts
 from backend.learning.table import report_table
 from backend.runs.workspace import Workspace
+from backend.scoring.answer_rule import holds, is_right_general, json_object, judge, key_facts
 
 FAQ = "Blue Harbor Books opened in 1987 and now has 14 stores; Mara Lind founded it."
 

@@ -24,24 +24,6 @@ ASCII_NOT_ALNUM = bytes(b for b in range(128) if not chr(b).isalnum())
 ASCII_NOT_ALPHA = bytes(b for b in range(128) if not chr(b).isalpha())
 # A CJK character carries about as much text as 3 Latin letters (a short word).
 CJK_WEIGHT = 3
-# For ROUGE (docs/LIBRARY_TRAPS.md): CJK ideographs (+ extension A, compatibility), kana and hangul one
-# token per character; Latin text as rouge-score's own tokeniser (lowercase [a-z0-9] runs).
-CJK_CHAR = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
-_CJK_RE = re.compile(f"[{CJK_CHAR}]")
-_TOKEN_RE = re.compile(f"[{CJK_CHAR}]|[a-z0-9]+")
-
-
-class MixedTokenizer:
-    """rouge-score tokenizer that keeps CJK characters (rouge-score calls `.tokenize`)."""
-
-    def tokenize(self, text: str) -> list[str]:
-        return _TOKEN_RE.findall(text.lower())
-
-
-def has_cjk(text: str) -> bool:
-    return bool(_CJK_RE.search(text))
-
-
 def html_found(text: str) -> str | None:
     m = HTML_ANY.search(text)
     return m.group(0)[:40] if m else None

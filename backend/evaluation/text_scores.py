@@ -1,51 +1,28 @@
-"""Text metrics for generated answers: BLEU, ROUGE-1/2/L and exact match.
+"""Evaluate's text columns for generated answers: BLEU, ROUGE-1/2/L and exact match, on a 0-100
+scale, from the scorer library (backend/scoring/: overlap.py for ROUGE and BLEU, with the Chinese
+tokenisation cjk_tokens.py explains; text_match.py for exact match).
 
-Chinese needs care (docs/LIBRARY_TRAPS.md): rouge-score's default tokeniser keeps
-only [a-z0-9] runs, so a Chinese answer has no tokens and scores 0.
-`MixedTokenizer` keeps every CJK character as its own token (character-level
-ROUGE, the usual choice for Chinese summarisation benchmarks such as LCSTS)
-and treats Latin text exactly as rouge-score does (lowercase, [a-z0-9] runs,
-no stemming), so English scores equal rouge-score's own.
-
-BLEU is sacrebleu's corpus BLEU; the set is tokenised with sacrebleu's "zh"
-tokenizer (CJK characters split, the rest as 13a) when any reference holds
-CJK text, else with the standard "13a". All scores are on a 0-100 scale.
+Exact match here is the whole answer with surrounding and repeated whitespace ignored (the
+exact_match scorer's `normalise: spaces`), so a column of an old metrics.json means what it meant;
+a user who wants GRPO's answer extraction picks the exact_match scorer (scorers.py).
 """
 
 from __future__ import annotations
 
-from sacrebleu.metrics import BLEU
+from backend.scoring.cjk_tokens import ROUGE_TOKENIZATION
+from backend.scoring.overlap import ROUGE_TYPES, corpus_bleu, rouge_scores
+from backend.scoring.text_match import same_text
 
-from backend.data.textrules import MixedTokenizer, has_cjk
-
-ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
-ROUGE_TOKENIZATION = "CJK characters one token each; Latin text as rouge-score (lowercase [a-z0-9] words, no stemming)"
 METRIC_NAMES = ("bleu", "rouge1", "rouge2", "rougeL", "exact_match")
-
-
-def bleu_tokenizer(references: list[str]) -> str:
-    """sacrebleu tokenizer name for a set of references."""
-    return "zh" if any(has_cjk(r) for r in references) else "13a"
-
-
-def normalise(text: str) -> str:
-    """For exact match: surrounding and repeated whitespace do not count."""
-    return " ".join(text.split())
 
 
 def row_scores(predictions: list[str], references: list[str]) -> list[dict]:
     """Per-row ROUGE F-measures and exact match (0-100), in the order given."""
-    # Here, not at the top: rouge-score imports nltk and scipy (1.6 s of CPU), which every refusal of
-    # the evaluate command line and the app's start would pay.
-    from rouge_score import rouge_scorer
-
     _check_lengths(predictions, references)
-    scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), tokenizer=MixedTokenizer())
     rows = []
     for prediction, reference in zip(predictions, references):
-        scores = scorer.score(reference, prediction)  # (target, prediction)
-        row = {name: 100.0 * scores[name].fmeasure for name in ROUGE_TYPES}
-        row["exact_match"] = 100.0 if normalise(prediction) == normalise(reference) else 0.0
+        row = {name: 100.0 * value for name, value in rouge_scores(prediction, reference).items()}
+        row["exact_match"] = 100.0 if same_text(prediction, reference) else 0.0
         rows.append(row)
     return rows
 
@@ -55,8 +32,7 @@ def corpus_scores(predictions: list[str], references: list[str]) -> dict:
     _check_lengths(predictions, references)
     if not references:
         return {}
-    tokenize = bleu_tokenizer(references)
-    bleu = BLEU(tokenize=tokenize).corpus_score(predictions, [references]).score
+    bleu, tokenize = corpus_bleu(predictions, references)
     rows = row_scores(predictions, references)
     result = {"bleu": bleu}
     for name in (*ROUGE_TYPES, "exact_match"):

@@ -5,7 +5,7 @@ Every model answers the same prompts (backend/learning/questions.py)
 greedily, in batches, through backend/models/greedy.py:
 
 * learned: the share of held-out prompts answered right
-  (backend/learning/rules.py: key facts, a JSON object's keys,
+  (backend/scoring/answer_rule.py: key facts, a JSON object's keys,
   else ROUGE-L), with the mean ROUGE-L beside it;
 * kept: of the general questions the base answers right, the share the
   checkpoint still answers right (a question the base gets wrong says
@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 
 from backend.learning.questions import KEPT_QUESTIONS, MAX_KEPT, LearningSet, spread
-from backend.learning.rules import is_right_general, judge
 from backend.runs.files import BASE, EVAL_DIR
+from backend.scoring.answer_rule import is_right_general, judge
 from backend.storage.atomic_files import atomic_write_json, atomic_write_text, read_json
 
 log = logging.getLogger("backend.train")

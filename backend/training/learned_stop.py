@@ -6,7 +6,7 @@ pass beyond what the data need costs time and wears away what the model knew.
 So at the end of each epoch from MIN_EPOCHS on, the model answers PROBE_ROWS of
 its own training rows greedily (never a held-out row: the learning report's
 score stays a score on unseen prompts), judged by the learning report's rule
-(backend/learning/rules.py: key facts, a JSON object's keys, else ROUGE-L).
+(backend/scoring/answer_rule.py: key facts, a JSON object's keys, else ROUGE-L).
 When at least LEARNED_GOAL of them are right and end with the end of turn (not
 all: a file's rows may disagree, and an answer that says the same in other words
 is right for a reader), the run stops and final/ holds those weights. The rows
@@ -30,9 +30,9 @@ from transformers import TrainerCallback
 
 from backend.learning.entries import answer_prompts, limit_for
 from backend.learning.questions import training_items
-from backend.learning.rules import judge
 from backend.models.greedy import training_layout_kept
 from backend.runs.files import append_metrics, read_status, update_status
+from backend.scoring.answer_rule import judge
 
 log = logging.getLogger("backend.train")
 

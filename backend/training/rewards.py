@@ -6,7 +6,9 @@ Every reward is a function with TRL's signature, `f(prompts, completions, **kwar
 reference answer reaches them as the `answer` keyword (a column of the prompt
 rows, backend/training/grpo_data.py).
 
-Presets (RunConfig.rewards, each `{"kind": ..., "weight": ..., ...}`):
+Presets (RunConfig.rewards, each `{"kind": ..., "weight": ..., ...}`) are scorer
+specs of backend/scoring/ with a weight; the reward of a completion is the
+scorer's value:
 * exact_match: 1 when the answer equals the reference (the text inside the last
   <answer>...</answer> when there is one, else the last number where the
   reference is a number, else the whole completion; case, spaces and number
@@ -22,18 +24,15 @@ from __future__ import annotations
 
 import math
 import numbers  # numpy's floats are numbers.Real too: TRL takes them
-import re
 from collections.abc import Callable
 from typing import Any
 
-from backend.config_grpo import THINK_ANSWER
 from backend.config_policy import ConfigError
 from backend.messages import msg
+from backend.scoring.items import Item, Scorer
+from backend.scoring.specs import parse_scorer, scorer_names
 
 ANSWER_COLUMN = "answer"  # the reference answer, a column of the prompt rows
-NEEDS_REFERENCE = ("exact_match",)
-ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
-NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 
 
 # --- settings ---------------------------------------------------------------------------------
@@ -41,17 +40,19 @@ NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 def reward_names(config) -> list[str]:
     """The name each reward is logged under, in order: presets (a kind that repeats gets _2, _3 ...),
     then the user's functions (their `__name__`, the part after ':')."""
-    names, seen = [], {}
-    for preset in config.rewards:
-        kind = preset["kind"]
-        seen[kind] = seen.get(kind, 0) + 1
-        names.append(kind if seen[kind] == 1 else f"{kind}_{seen[kind]}")
+    names = scorer_names([{"kind": preset["kind"]} for preset in config.rewards])
     return names + [ref.partition(":")[2] for ref in config.reward_functions]
+
+
+def preset_scorer(preset: dict, name: str) -> Scorer:
+    """The scorer behind a preset: its spec without the weight."""
+    return parse_scorer({k: v for k, v in preset.items() if k != "weight"}, name=name)
 
 
 def needs_reference(config) -> list[str]:
     """The presets that compare against the data's reference answer."""
-    return [name for name, preset in zip(reward_names(config), config.rewards) if preset["kind"] in NEEDS_REFERENCE]
+    return [name for name, preset in zip(reward_names(config), config.rewards)
+            if preset_scorer(preset, name).needs_reference]
 
 
 # --- the reward functions ---------------------------------------------------------------------
@@ -63,80 +64,36 @@ def completion_text(completion: Any) -> str:
     return str(completion)
 
 
-def normalise(text: str) -> str:
-    """An answer as compared: stripped, spaces collapsed, case folded, a number in one spelling."""
-    text = " ".join(str(text).split()).casefold().rstrip(".")
-    plain = text.replace(",", "")
-    try:
-        number = float(plain)
-    except ValueError:
-        return text
-    return str(int(number)) if number.is_integer() else repr(number)
-
-
-def extract_answer(text: str, reference: str | None = None) -> str:
-    tagged = ANSWER_TAG.findall(text)
-    if tagged:
-        return tagged[-1]
-    if reference is not None and NUMBER.fullmatch(normalise(reference)):
-        numbers = NUMBER.findall(text)
-        return numbers[-1] if numbers else text
-    return text
-
-
-def exact_match_reward(prompts, completions, answer=None, **kwargs) -> list[float]:
-    if answer is None:
-        return [0.0] * len(completions)
-    out = []
-    for completion, reference in zip(completions, answer):
-        text = completion_text(completion)
-        if reference is None or not str(reference).strip():
-            out.append(0.0)  # a prompt without a reference: nothing to match
-            continue
-        out.append(float(normalise(extract_answer(text, str(reference))) == normalise(str(reference))))
-    return out
-
-
 def _named(function: Callable, name: str) -> Callable:
     function.__name__ = function.__qualname__ = name
     return function
 
 
 def build_preset(preset: dict, name: str, count_tokens: Callable[[str], int]) -> Callable:
-    """The TRL reward function for one preset, named `name`."""
-    kind = preset["kind"]
-    if kind == "exact_match":
-        def reward(prompts, completions, **kwargs):
-            return exact_match_reward(prompts, completions, kwargs.get(ANSWER_COLUMN))
-    elif kind == "format":
-        pattern = re.compile(str(preset.get("pattern") or THINK_ANSWER), re.DOTALL)
+    """The TRL reward function for one preset, named `name`: the scorer's value per completion
+    (a completion's length in tokens from TRL's completion ids, else `count_tokens`)."""
+    scorer = preset_scorer(preset, name)
 
-        def reward(prompts, completions, **kwargs):
-            hits = [float(pattern.fullmatch(completion_text(c).strip()) is not None) for c in completions]
-            if callable(kwargs.get("log_metric")) and hits:
-                kwargs["log_metric"]("format_share", sum(hits) / len(hits))
-            return hits
-    elif kind == "length":
-        low, high = preset.get("min"), preset.get("max")
-
-        def reward(prompts, completions, **kwargs):
-            ids = kwargs.get("completion_ids")
-            lengths = [len(i) for i in ids] if ids is not None else [count_tokens(completion_text(c)) for c in completions]
-            return [length_score(n, low, high) for n in lengths]
-    else:
-        text, wanted = str(preset["text"]), kind == "contains"
-
-        def reward(prompts, completions, **kwargs):
-            return [float((text in completion_text(c)) == wanted) for c in completions]
+    def reward(prompts, completions, **kwargs):
+        references = kwargs.get(ANSWER_COLUMN)
+        if scorer.needs_reference and references is None:
+            return [0.0] * len(completions)
+        ids = kwargs.get("completion_ids")
+        values = []
+        for i, completion in enumerate(completions):
+            reference = references[i] if references is not None else None
+            item = Item(completion_text(completion), None if reference is None else str(reference),
+                        tokens=len(ids[i]) if ids is not None else None, count_tokens=count_tokens)
+            values.append(scorer.score(item).value)
+        if scorer.kind == "format" and callable(kwargs.get("log_metric")) and values:
+            kwargs["log_metric"]("format_share", sum(values) / len(values))
+        return values
     return _named(reward, name)
 
 
-def length_score(tokens: int, low: int | None, high: int | None) -> float:
-    if low is not None and tokens < low:
-        return max(0.0, 1.0 - (low - tokens) / max(low, 1))
-    if high is not None and tokens > high:
-        return max(0.0, 1.0 - (tokens - high) / max(high, 1))
-    return 1.0
+def exact_match_reward(prompts, completions, answer=None, **kwargs) -> list[float]:
+    """The exact_match preset as a plain function (bench/ and the tests call it)."""
+    return build_preset({"kind": "exact_match"}, "exact_match", len)(prompts, completions, answer=answer)
 
 
 def reward_functions(config, count_tokens: Callable[[str], int]) -> tuple[list[Callable], list[float]]:
