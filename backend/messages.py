@@ -568,6 +568,7 @@ CATALOGUE: dict[str, str] = {
     "evaluate.unknown_checkpoint": "No complete checkpoint {names} in {run}; choose from: {available}.",
     "evaluate.running": "An evaluation of {run} is already running; wait for it to finish.",
     "evaluate.choose": "Choose at least one checkpoint (or the base model) to evaluate.",
+    "evaluate.scorers_on_pairs": "{label} holds preference pairs, which are scored by preference accuracy, not by answer scorers; clear the scorers, or give rows with one answer each.",
     # --- the judge model (backend/judge/) ----------------------------------------------------------------------
     "judge.bad_url": "The judge URL {url!r} is not an http:// or https:// address; give the server's base URL, "
                      "e.g. http://127.0.0.1:8000/v1.",

@@ -524,6 +524,7 @@ ZH: dict[str, str] = {
     "evaluate.unknown_checkpoint": "{run} 中没有完整的检查点 {names}；请从以下选择：{available}。",
     "evaluate.running": "{run} 的评估正在进行；请等它完成。",
     "evaluate.choose": "请至少选择一个检查点（或基础模型）进行评估。",
+    "evaluate.scorers_on_pairs": "{label} 是偏好对，按偏好准确率评分，而不是用回答评分器；请清空评分器，或提供每行一个回答的数据。",
     # --- 评判模型（backend/judge/）
     "judge.bad_url": "评判模型地址 {url!r} 不是 http:// 或 https:// 地址；请给出服务的基础地址，例如 http://127.0.0.1:8000/v1。",
     "judge.no_model": "请指定评判模型的名称（--judge-model），例如 `python -m backend.serve` 的 base，或 Ollama / API 列出的模型名。",

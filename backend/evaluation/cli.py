@@ -2,7 +2,7 @@
 and greedy answers scored with BLEU, ROUGE-1/2/L and exact match.
 
     python -m backend.evaluate --run RUN [--checkpoint NAME ...] [--data FILE] [--json] [--max-samples N]
-                               [--workspace DIR]
+                               [--workspace DIR] [--scorers SPECS | --scorers FILE.yaml]
     python -m backend.evaluate --run RUN --benchmark TASK [TASK ...]   # lm-evaluation-harness (benchmarks.py)
     python -m backend.evaluate --run RUN --benchmark TASK ... --local-model PATH ...   # + models on this machine
     python -m backend.evaluate --run RUN --learning [--checkpoint NAME ...]   # learned / kept (backend/learning/)
@@ -39,6 +39,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS)
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
     parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    parser.add_argument("--scorers", metavar="SPECS",
+                        help="checks to score every answer with, as YAML / JSON text or a .yaml / .yml / .json file: "
+                             "a list such as '[{kind: contains, text: Paris}, {kind: number, tolerance: 0.01}]' "
+                             "(kinds: exact_match, format, length, contains, not_contains, regex, json, number, "
+                             "rouge_l, bleu, right_answer; docs/EVALUATE_EXPORT.md)")
     parser.add_argument("--benchmark", nargs="+", metavar="TASK",
                         help="run lm-evaluation-harness tasks instead: studio_facts_choice studio_facts_answer "
                              "studio_general_choice, a task YAML file or folder, or an lm-eval task name "
@@ -73,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         return learning_main(args)
     summary, refused = run_job(lambda: evaluate_run(args.run, args.checkpoint, args.data, args.max_samples,
                                                     args.max_new_tokens, args.batch_size, progress=args.progress,
-                                                    workspace=args.workspace),
+                                                    workspace=args.workspace, scorers=args.scorers),
                                args.progress, EvalError, "evaluation failed")
     if refused:
         return refused
@@ -127,8 +132,22 @@ def _table(summary: dict, run_dir: Path) -> str:
              f"{'checkpoint':<18}" + "".join(f"{c:>{max(12, len(c) + 2)}}" for c in columns)]
     for name, metrics in summary["results"].items():
         lines.append(f"{name:<18}" + "".join(f"{metrics[c]:>{max(12, len(c) + 2)}.4g}" for c in columns))
+    lines += _scorer_lines(summary["results"])
     if summary.get("kept"):
         lines += kept_lines(summary["kept"], run_dir)
     if summary.get("kept_error"):
         lines.append(f"Not compared with the run it continues: {summary['kept_error']}")
     return "\n".join(lines)
+
+
+def _scorer_lines(results: dict) -> list[str]:
+    """The share of rows passing each chosen scorer, per checkpoint (none chosen: no lines)."""
+    names = list(dict.fromkeys(n for metrics in results.values() for n in metrics.get("scorers", {})))
+    if not names:
+        return []
+    lines = ["Rows passing each scorer:", f"{'checkpoint':<18}" + "".join(f"{n:>{max(12, len(n) + 2)}}" for n in names)]
+    for name, metrics in results.items():
+        shares = [(metrics.get("scorers", {}).get(n) or {}).get("pass") for n in names]
+        lines.append(f"{name:<18}" + "".join(f"{'-' if v is None else f'{v:.0%}':>{max(12, len(n) + 2)}}"
+                                             for n, v in zip(names, shares)))
+    return lines

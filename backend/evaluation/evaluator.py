@@ -1,7 +1,8 @@
 """Per-checkpoint evaluation: eval loss / perplexity over the assistant tokens,
-and greedy answers scored with BLEU, ROUGE-1/2/L and exact match; the command
-line is cli.py (`python -m backend.evaluate`), the scoring of one model
-scoring.py.
+and greedy answers scored with BLEU, ROUGE-1/2/L and exact match, and with the
+scorers the user chose (backend/scoring/: per row in predictions.jsonl, the
+share passing each per checkpoint in metrics.json); the command line is cli.py
+(`python -m backend.evaluate`), the scoring of one model scoring.py.
 
 Results land in the run folder, one folder per checkpoint ("base" for the
 base model): eval/<checkpoint>/metrics.json and predictions.jsonl, so they
@@ -17,9 +18,10 @@ import time
 from pathlib import Path
 
 from backend.config import RunConfig
+from backend.data.identity_rows import identity_values
 from backend.evaluation.quality_kept import compare_with_parent
 from backend.evaluation.results import EVAL_DIR, PROGRESS_FILE, chosen_checkpoints, step_of
-from backend.evaluation.scoring import EvalError, ModelSet, answer_metrics, evaluation_rows, rows_hash
+from backend.evaluation.scoring import EvalError, ModelSet, answer_metrics, chosen_scorers, evaluation_rows, rows_hash
 from backend.messages import UserError, msg
 from backend.runs.files import CONFIG_FILE
 from backend.runs.jobs import RUNNING, launch, read_progress, write_progress
@@ -30,11 +32,14 @@ DEFAULT_MAX_NEW_TOKENS = 128
 DEFAULT_BATCH_SIZE = 8
 
 
-def evaluate_checkpoint(models: ModelSet, name: str, rows: list[dict], settings: dict, report=None) -> dict:
-    """Score one checkpoint; writes eval/<name>/metrics.json + predictions.jsonl and returns the metrics."""
+def evaluate_checkpoint(models: ModelSet, name: str, rows: list[dict], settings: dict, report=None,
+                        scorers: list = ()) -> dict:
+    """Score one checkpoint; writes eval/<name>/metrics.json + predictions.jsonl and returns the metrics.
+    `scorers`: the user's chosen checks (backend/scoring/), parsed once by evaluate_run."""
     started = time.time()
+    identity = tuple(identity_values(models.config).values())  # the facts an identity answer must name
     scores, lines = answer_metrics(models.model_for(name), models.tokenizer, rows, models.config.cutoff_len,
-                                   settings, report)
+                                   settings, report, scorers, identity)
     metrics = {"checkpoint": name, "step": step_of(models.run_dir, name), **scores, "num_samples": len(rows),
                **settings, "time": time.time(), "seconds": round(time.time() - started, 2)}
     folder = Path(models.run_dir) / EVAL_DIR / name
@@ -48,17 +53,21 @@ def evaluate_checkpoint(models: ModelSet, name: str, rows: list[dict], settings:
 def evaluate_run(run_dir: Path, checkpoints: list[str] | None = None, data: Path | None = None,
                  max_samples: int | None = None, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
                  batch_size: int = DEFAULT_BATCH_SIZE, progress: Path | None = None,
-                 workspace: Workspace | None = None) -> dict:
+                 workspace: Workspace | None = None, scorers: list[dict] | str | None = None) -> dict:
     """Evaluate `checkpoints` (default: base and every complete checkpoint) of a run. `workspace`: where
-    config.yaml's model and dataset are found (default: the one that holds the run folder)."""
+    config.yaml's model and dataset are found (default: the one that holds the run folder). `scorers`:
+    scorer specs (backend/scoring/specs.py) or their YAML / JSON text, scored on every answer."""
     run_dir = Path(run_dir).resolve()
     if not (run_dir / CONFIG_FILE).is_file():
         raise EvalError(msg("evaluate.not_run", path=run_dir, config=CONFIG_FILE))
+    specs, parsed = chosen_scorers(scorers)  # refused here, before any model loads
     checkpoints = chosen_checkpoints(run_dir, checkpoints, EvalError)
     workspace = workspace or Workspace.for_run_dir(run_dir)
     rows, label = evaluation_rows(run_dir, data, max_samples, workspace)
     settings = {"data": label, "data_hash": rows_hash(rows), "max_new_tokens": max_new_tokens,
-                "batch_size": batch_size}
+                "batch_size": batch_size}  # the chosen scorers' specs are in each metrics.json's "scorers"
+    if "chosen" in rows[0] and specs:
+        raise EvalError(msg("evaluate.scorers_on_pairs", label=label))
     if "chosen" in rows[0]:
         return with_parent(evaluate_pairs(run_dir, checkpoints, rows, settings, progress, workspace), run_dir,
                            checkpoints, settings, data, max_samples, progress, workspace)
@@ -72,7 +81,7 @@ def evaluate_run(run_dir: Path, checkpoints: list[str] | None = None, data: Path
         def report(units: int, offset: int = 2 * len(rows) * k) -> None:
             write_progress(progress, done=offset + units, total=total)
 
-        results[name] = evaluate_checkpoint(models, name, rows, settings, report)
+        results[name] = evaluate_checkpoint(models, name, rows, settings, report, parsed)
     summary = {"run": run_dir.name, "data": label, "num_samples": len(rows), "results": results}
     return with_parent(summary, run_dir, checkpoints, settings, data, max_samples, progress, workspace)
 
@@ -134,14 +143,19 @@ def progress_path(run_dir: Path) -> Path:
 
 
 def start_evaluation(run_dir: Path, checkpoints: list[str], data: Path | None = None,
-                     max_samples: int | None = None, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS) -> int:
-    """Launch `python -m backend.evaluate` detached; refuses while one runs for this run."""
+                     max_samples: int | None = None, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+                     scorers: list[dict] | None = None) -> int:
+    """Launch `python -m backend.evaluate` detached; refuses while one runs for this run (and a bad
+    scorer spec, before anything starts)."""
     run_dir = Path(run_dir)
     if read_progress(progress_path(run_dir)).get("state") == RUNNING:
         raise EvalError(msg("evaluate.running", run=run_dir.name))
     if not checkpoints:
         raise EvalError(msg("evaluate.choose"))
+    specs, _ = chosen_scorers(scorers)
     args = ["--run", str(run_dir), "--checkpoint", *checkpoints, "--max-new-tokens", str(max_new_tokens)]
+    if specs:
+        args += ["--scorers", json.dumps(specs, ensure_ascii=False)]  # one argument (no shell): JSON is YAML
     if data is not None:
         args += ["--data", str(data)]
     if max_samples:

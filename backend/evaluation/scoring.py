@@ -22,6 +22,10 @@ from backend.evaluation.text_scores import corpus_scores, row_scores
 from backend.messages import UserError, msg
 from backend.runs.files import CONFIG_FILE
 from backend.runs.workspace import Workspace
+from backend.scoring.errors import ScorerError
+from backend.scoring.items import Scorer
+from backend.scoring.specs import parse_scorers, specs_from_argument
+from backend.scoring.tally import score_rows, summarise
 
 
 class EvalError(UserError, RuntimeError):
@@ -75,6 +79,16 @@ def evaluation_rows(run_dir: Path, data: Path | None, max_samples: int | None,
 
 def rows_hash(rows: list[dict]) -> str:
     return hashlib.sha256(json.dumps(rows, ensure_ascii=False, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def chosen_scorers(specs: list[dict] | str | None) -> tuple[list[dict], list[Scorer]]:
+    """(the specs as plain data, for metrics.json; the parsed scorers) of the user's choice: a list of
+    specs, or the --scorers text / file. A bad spec is an EvalError with the scorer's sentence."""
+    try:
+        specs = specs_from_argument(specs) if isinstance(specs, str) else list(specs or [])
+        return specs, parse_scorers(specs)
+    except ScorerError as error:
+        raise EvalError(error.catalogued or str(error)) from None
 
 
 # ---------------------------------------------------------------- models
@@ -162,11 +176,13 @@ def eval_loss(model, tokenizer, rows: list[dict], cutoff_len: int, batch_size: i
     return (total / count if count else float("nan")), count
 
 
-def answer_metrics(model, tokenizer, rows: list[dict], cutoff_len: int, settings: dict, report=None
-                   ) -> tuple[dict, list[dict]]:
+def answer_metrics(model, tokenizer, rows: list[dict], cutoff_len: int, settings: dict, report=None,
+                   scorers: list[Scorer] = (), identity: tuple[str, ...] = ()) -> tuple[dict, list[dict]]:
     """(metrics, one prediction record per row) of `model` on rows with a reference answer:
     eval loss over the assistant tokens, then greedy answers scored against the references,
     and `ended`, the percentage of answers that stopped on a stop token before max_new_tokens.
+    `scorers`: the user's chosen checks (backend/scoring/), each row's result in its record and the
+    share of rows passing each in `metrics["scorers"]`; `identity`: the run's filled-in values.
 
     `report(units)` gets the work done so far: rows scored for loss, then rows answered."""
     report = report or (lambda units: None)
@@ -181,8 +197,12 @@ def answer_metrics(model, tokenizer, rows: list[dict], cutoff_len: int, settings
     metrics = {"eval_loss": loss, "perplexity": math.exp(loss) if loss < 700 else float("inf"),
                "assistant_tokens": tokens, **corpus_scores(answers, references),
                "ended": 100.0 * sum(ended for _, ended in finished) / len(finished) if finished else None}
+    chosen = score_rows(list(scorers), answers, references, identity=identity,
+                        count_tokens=lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"]))
+    if scorers:
+        metrics["scorers"] = summarise(list(scorers), chosen)
     lines = [{"index": i, "prompt": prompt[-1]["content"] if prompt else "", "reference": ref, "prediction": answer,
-              "ended": ended, **scores}
-             for i, ((prompt, ref), (answer, ended), scores) in enumerate(zip(pairs, finished,
-                                                                              row_scores(answers, references)))]
+              "ended": ended, **scores, **({"scorers": results} if scorers else {})}
+             for i, ((prompt, ref), (answer, ended), scores, results)
+             in enumerate(zip(pairs, finished, row_scores(answers, references), chosen))]
     return metrics, lines
