@@ -18,6 +18,8 @@ from pathlib import Path
 import gradio as gr
 
 from backend.runs.files import list_run_ids
+from backend.scoring.errors import ScorerError
+from backend.scoring.specs import specs_from_text
 from ui import benchmark_panel, learning_panel
 from ui.context import UIContext
 from ui.i18n import localize
@@ -46,6 +48,15 @@ TEXT: dict[str, dict[str, str]] = {
     "evaluate.max_samples": {"en": "Max rows (0 = all)", "zh": "最多行数（0 为全部）"},
     "evaluate.max_new_tokens": {"en": "Max new tokens per answer", "zh": "每个回答最多生成的 token 数"},
     "evaluate.start": {"en": "Evaluate", "zh": "开始评估"},
+    "evaluate.scorers": {"en": "Scorers for this eval set (YAML or JSON list; empty: none)",
+                         "zh": "本评估数据的评分器（YAML 或 JSON 列表；留空为不用）"},
+    "evaluate.scorers_info": {
+        "en": "Each answer is checked by every scorer; the table shows the share of rows passing each. Kinds: "
+              "exact_match, contains, not_contains, regex, format, json (keys, schema), number (tolerance), length "
+              "(min, max tokens), rouge_l, bleu (threshold 0-1), right_answer. E.g. - {kind: contains, text: 巴黎}",
+        "zh": "每个回答都由每个评分器检查；结果表显示通过各评分器的行所占比例。种类：exact_match、contains、not_contains、"
+              "regex、format、json（keys、schema）、number（tolerance）、length（min、max，单位 token）、rouge_l、"
+              "bleu（threshold 0-1）、right_answer。例如 - {kind: contains, text: 巴黎}"},
     "evaluate.results": {"en": "Results (★ = best per metric)", "zh": "结果（★ 表示该指标最佳）"},
     "evaluate.chart": {"en": "Metrics against the training step", "zh": "各指标随训练步数的变化"},
     "evaluate.predictions": {"en": "Predictions and references", "zh": "预测与参考答案"},
@@ -96,8 +107,10 @@ def on_run(ctx: UIContext, current):
     return gr.update(choices=choices, value=chosen), ""
 
 
-def start_eval(ctx: UIContext, lang, current, chosen, source_kind, upload_path, samples, new_tokens) -> str:
-    """Start `python -m backend.evaluate` for the run in the background; the message to show."""
+def start_eval(ctx: UIContext, lang, current, chosen, source_kind, upload_path, samples, new_tokens,
+               scorers_text: str | None = None) -> str:
+    """Start `python -m backend.evaluate` for the run in the background; the message to show.
+    `scorers_text`: the scorers typed as YAML / JSON (checked here, before anything starts)."""
     from backend.evaluation.evaluator import start_evaluation
     from backend.evaluation.scoring import EvalError
 
@@ -113,8 +126,10 @@ def start_eval(ctx: UIContext, lang, current, chosen, source_kind, upload_path, 
             return ctx.msg(lang, "evaluate.msg_bad_suffix", suffixes=", ".join(UPLOAD_SUFFIXES))
         data = _keep_upload(run_dir, Path(upload_path), suffix)
     try:
-        pid = start_evaluation(run_dir, list(chosen or []), data, int(samples or 0) or None, int(new_tokens))
-    except EvalError as error:
+        specs = specs_from_text(scorers_text)  # text only: a typed file name is not read from the disk
+        pid = start_evaluation(run_dir, list(chosen or []), data, int(samples or 0) or None, int(new_tokens),
+                               scorers=specs)
+    except (EvalError, ScorerError) as error:
         return ctx.msg(lang, "evaluate.msg_error", error=localize(error, lang))
     ctx.remember(run_id=current)
     return ctx.msg(lang, "evaluate.msg_started", pid=pid)
@@ -154,6 +169,9 @@ def build(ctx: UIContext) -> None:
                                 elem_id="evaluate-max-samples")
         max_new = gr.Slider(8, 1024, value=64, step=8, label=ctx.t("evaluate.max_new_tokens"),
                             elem_id="evaluate-max-new")
+    scorers = gr.Textbox(label=ctx.t("evaluate.scorers"), info=ctx.t("evaluate.scorers_info"), lines=3,
+                         placeholder="- {kind: contains, text: Paris}\n- {kind: number, tolerance: 0.01}",
+                         elem_id="evaluate-scorers")
     start = gr.Button(ctx.t("evaluate.start"), variant="primary", elem_id="evaluate-start")
     status = gr.Markdown(elem_id="evaluate-status")
     progress = gr.HTML(elem_id="evaluate-progress")
@@ -174,8 +192,8 @@ def build(ctx: UIContext) -> None:
     view = {"fn": partial(redraw, ctx), "inputs": [ctx.lang, run, disagree], "outputs": outputs, **private}
     refresh.click(partial(refresh_runs, ctx), [ctx.lang, run], listed, **private).then(**view)
     run.input(partial(on_run, ctx), run, [checkpoints, seen], **private).then(**view)
-    start.click(partial(start_eval, ctx), [ctx.lang, run, checkpoints, source, upload, max_samples, max_new], status,
-                **private)
+    start.click(partial(start_eval, ctx), [ctx.lang, run, checkpoints, source, upload, max_samples, max_new, scorers],
+                status, **private)
     disagree.change(**view)
     gr.Timer(POLL_EVERY_S).tick(partial(poll, ctx), [ctx.lang, run, disagree, seen], outputs, show_progress="hidden",
                                 **private)
@@ -263,6 +281,7 @@ def _results(run_dir: Path, only_disagree: bool):
             value = metrics.get(key)
             text = f"{value:.4g}" if isinstance(value, (int, float)) and math.isfinite(value) else "–"
             row[label] = f"★ {text}" if best.get(key) == name else text
+        row.update(scorer_columns(metrics))
         row["data"] = metrics.get("data", "")
         rows.append(row)
     table = disagreement_rows(run_dir, list(results))
@@ -270,7 +289,14 @@ def _results(run_dir: Path, only_disagree: bool):
         table = [r for r in table if r["distinct"] > 1]
     columns = ["index", "prompt", "reference", *results.keys(), "distinct"]
     predictions = pd.DataFrame([{c: r.get(c, "") for c in columns} for r in table], columns=columns)
-    return pd.DataFrame(rows), _figure(run_dir, results, best), predictions
+    frame = pd.DataFrame(rows).fillna("–")  # a checkpoint scored without a scorer the others have
+    return frame, _figure(run_dir, results, best), predictions
+
+
+def scorer_columns(metrics: dict) -> dict[str, str]:
+    """The share of rows passing each chosen scorer, as "✓ <name>" columns of the results table."""
+    return {f"✓ {name}": "–" if entry.get("pass") is None else f"{entry['pass']:.0%}"
+            for name, entry in (metrics.get("scorers") or {}).items()}
 
 
 def _figure(run_dir: Path, results: dict, best: dict):
