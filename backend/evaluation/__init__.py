@@ -3,9 +3,10 @@
 cli.py          `python -m backend.evaluate`: arguments, the job's end in its progress file, the printed table
 evaluator.py    eval loss / perplexity and greedy answers per checkpoint of a run, and its background job
 scoring.py      what scoring one model needs: the held-out rows, the models (base once, checkpoints as
-                adapters), eval loss and greedy answers; shared with the parent comparison
+                adapters), eval loss, greedy answers and the user's chosen scorers (backend/scoring/);
+                shared with the parent comparison
 results.py      eval/<checkpoint>/ folders: names, reading results back, checkpoint choices
-text_scores.py  BLEU, ROUGE-1/2/L, exact match of answers against references
+text_scores.py  the BLEU, ROUGE-1/2/L and exact match columns (0-100), from backend/scoring/
 pair_scores.py  preference accuracy and margins of DPO-style runs
 heldout.py      held-out identity and general prompts: the new name learned, the base's right answers kept
                 (bench/starter_recipe.py's measure; every run's own report is backend/learning/)
