@@ -38,10 +38,12 @@ CATALOGUED_MODULES = ("backend/config.py", "backend/runs/store.py", "backend/run
                       "backend/evaluation/scoring.py",
                       "backend/training/cli.py", "backend/storage/safe_names.py", "backend/data/fixes.py",
                       "backend/chat/targets.py", "backend/chat/cli.py", "backend/chat/vote_data.py",
-                      "backend/evaluation/benchmarks.py", "backend/evaluation/benchmark_specs.py")
+                      "backend/evaluation/benchmarks.py", "backend/evaluation/benchmark_specs.py",
+                      "backend/scoring/errors.py", "backend/scoring/specs.py", "backend/scoring/structured.py",
+                      "backend/scoring/text_match.py", "backend/scoring/length_bounds.py")
 USER_ERRORS = {"ConfigError", "RunError", "ModelLoadError", "DatasetRefused", "DatasetExists", "DeviceChoiceError",
                "EstimateUnavailable", "ExportError", "EvalError", "UnsafeName", "FixRefused", "TargetError",
-               "VoteDataError", "BenchmarkError"}
+               "VoteDataError", "BenchmarkError", "ScorerError"}
 
 
 def _fields(template: str) -> set[str]:
