@@ -32,6 +32,10 @@ from backend.serve.protocol import ApiError, Request
 # Tokens decoded before each one to find the text it adds: enough for a multi-byte character or a
 # SentencePiece space, and linear in the prompt (a whole-prefix decode per token would be quadratic).
 LOOKBACK = 4
+# Tokens one request may hold the model for, summed over its prompts (each prompt's tokens plus its
+# max_tokens), or the model's context when that is more (one prompt that fits is always served): the
+# generation thread answers one request at a time, and every other request waits behind it.
+MAX_REQUEST_TOKENS = 8192
 
 
 @dataclass
@@ -88,6 +92,7 @@ def _answer(model, tokenizer, context: int, job: Job) -> list[Answer]:
     request = job.request
     prompts = _prompt_ids(tokenizer, request)
     limits = [_limit(len(ids), request, context, index) for index, ids in enumerate(prompts)]
+    _check_work(prompts, limits, context)
     job.post(("start", sum(len(ids) for ids in prompts)))
     settings = generation_settings(request)
     settings.min_new_tokens = max(limits) if request.sampling.ignore_eos else 0
@@ -142,6 +147,17 @@ def _limit(prompt_tokens: int, request: Request, context: int, index: int) -> in
     return asked
 
 
+def _check_work(prompts: list[list[int]], limits: list[int], context: int) -> None:
+    """A 400 before any forward pass when the request would hold the model for more than its bound."""
+    work, bound = sum(len(ids) + limit for ids, limit in zip(prompts, limits)), max(MAX_REQUEST_TOKENS, context)
+    if work > bound:
+        raise ApiError(400, f"This request takes {work:,} tokens ({len(prompts)} prompts: their tokens plus "
+                            f"max_tokens for each); one request may take at most {bound:,}, so that no request "
+                            "holds the model for minutes while the others wait. Split the prompts over several "
+                            "requests (lm-eval: a smaller --batch_size), or lower max_tokens.", param="prompt",
+                       code="request_too_long")
+
+
 def _build(tokenizer, request: Request, index: int, prompt: list[int], answer: list[int], limit: int, eos: set,
            scores) -> Answer:
     """The answer's text (cut at a stop string; after the prompt's own text under echo) and its tokens."""
@@ -158,25 +174,34 @@ def _build(tokenizer, request: Request, index: int, prompt: list[int], answer: l
         echoed = raw if isinstance(raw, str) else tokenizer.decode(prompt)
     tokens = None
     if scores is not None:
-        tokens = _tokens(tokenizer, scores, prompt if request.echo else [], kept, len(echoed), len(text))
+        # A completion lists every token the model produced, its eos too (OpenAI's and vLLM's lists: lm-eval
+        # sums the echoed list up to its last entry, the generated token); a chat answer lists its content's.
+        listed = kept if request.kind == "chat" else answer
+        tokens = _tokens(tokenizer, scores, prompt if request.echo else [], listed, len(echoed),
+                         cut if cut >= 0 else None)
     return Answer(echoed + text, finish, len(answer), tokens)
 
 
-def _tokens(tokenizer, scores, echoed: list[int], kept: list[int], answer_start: int, answer_chars: int) -> list[Token]:
-    """Token entries for the echoed prompt and the answer's kept tokens (those starting before a stop cut);
-    each token's text is the piece it adds to the text, so offsets add up and the pieces join into it."""
+def _tokens(tokenizer, scores, echoed: list[int], answer: list[int], answer_start: int, cut: int | None) -> list[Token]:
+    """Token entries for the echoed prompt and the answer's tokens (under a stop string, those starting before
+    its `cut`). A token shows its own text, a special token's name included (so two of them never share one
+    key of top_logprobs); its offset counts the characters the tokens before it add to the choice's text, in
+    which the echoed prompt keeps its special tokens and the answer does not (decoded without them)."""
     entries, position = [], 0
-    for part, skip, offset in ((echoed, False, 0), (kept, True, answer_start)):
+    for part, in_answer, offset in ((echoed, False, 0), (answer, True, answer_start)):
         for index, token_id in enumerate(part):
-            if part is kept and offset >= answer_start + answer_chars:
+            if in_answer and cut is not None and offset >= answer_start + cut:
                 break
             before = part[max(0, index - LOOKBACK):index]
-            head = tokenizer.decode(before, skip_special_tokens=skip)
-            text = _piece(tokenizer, before, head, token_id, skip)
+            head = tokenizer.decode(before, skip_special_tokens=False)
+            text = _piece(tokenizer, before, head, token_id, False)
             top = scores.top[position]
             entries.append(Token(text, scores.logprobs[position], None if top is None else
-                                 [(_piece(tokenizer, before, head, i, skip), value) for i, value in top], offset))
-            offset += len(text)
+                                 [(_piece(tokenizer, before, head, i, False), value) for i, value in top], offset))
+            added = text
+            if in_answer:   # the answer's text is decoded without special tokens
+                added = _piece(tokenizer, before, tokenizer.decode(before, skip_special_tokens=True), token_id, True)
+            offset += len(added)
             position += 1
     return entries
 
