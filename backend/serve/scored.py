@@ -3,7 +3,8 @@
 with `max_tokens: 0` nothing else: lm-eval's loglikelihood), and a list of
 prompts (one choice each). Not streamed (protocol.py refuses it).
 
-One request holds the model for all its prompts. A greedy one-token answer
+One request holds the model for all its prompts, so its tokens are bounded
+(MAX_REQUEST_TOKENS, refused before any work). A greedy one-token answer
 (what lm-eval sends: echo, max_tokens 1, temperature 0) costs one forward
 pass for the whole list: its logits score the prompts and give the token.
 Longer answers are generated prompt by prompt, then scored together in one
