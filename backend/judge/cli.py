@@ -23,7 +23,7 @@ from pathlib import Path
 from backend.judge import calibration, evalset, graded, pairwise, sources, templates
 from backend.judge.asking import Asker, plan_calls
 from backend.judge.cache import JudgeCache
-from backend.judge.client import DEFAULT_TIMEOUT_S, JudgeClient, JudgeEndpoint
+from backend.judge.client import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S, JudgeClient, JudgeEndpoint
 from backend.judge.results import write_result
 from backend.messages import UserError, msg
 from backend.runs.workspace import Workspace
@@ -38,6 +38,8 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--judge-key", metavar="KEY", default=os.environ.get(KEY_ENV),
                        help=f"the judge's API key (default: ${KEY_ENV}; none for a local server)")
     group.add_argument("--judge-timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per judge call")
+    group.add_argument("--judge-max-tokens", type=int, default=DEFAULT_MAX_TOKENS,
+                       help="the longest judge answer, in tokens (reason and verdict)")
     group.add_argument("--pairwise", nargs=2, metavar=("A", "B"), help="judge A against B, both orders")
     group.add_argument("--graded", action="store_true", help="grade each --checkpoint's answers 1-5 on a rubric")
     group.add_argument("--rubric", type=Path, metavar="FILE", help="a 1-5 rubric file (one line per grade)")
@@ -75,7 +77,8 @@ def judge_main(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    endpoint = JudgeEndpoint(args.judge, args.judge_model or "", args.judge_key, args.judge_timeout)
+    endpoint = JudgeEndpoint(args.judge, args.judge_model or "", args.judge_key, args.judge_timeout,
+                             args.judge_max_tokens)
     client = JudgeClient(endpoint)
     workspace = args.workspace or Workspace.for_run_dir(args.run)
     if args.eval_set_from is not None:
