@@ -99,7 +99,7 @@ def test_pairwise_on_the_command_line_both_orders_then_a_cached_rerun(tmp_path, 
     with ChatServer(name_judge) as server:
         args = ["--run", str(run), "--judge", server.url, "--judge-model", "judge", "--pairwise", "final", "base"]
         assert main([*args, "--dry-run"]) == 0
-        assert json.loads(capsys.readouterr().out)["plan"] == {"prompts": 6, "cached": 0, "calls": 6}
+        assert json.loads(capsys.readouterr().out)["plan"] == {"prompts": 6, "cached": 0, "calls": 6, "rows": 3}
         assert main([*args, "--json"]) == 0
         captured = capsys.readouterr()
         assert "6 judge calls to make" in captured.err

@@ -15,5 +15,6 @@ user's blind votes from the Chat tab.
     calibration.py  agreement with the user's votes, and choosing the better template
     evalset.py      an eval set written by the judge from a one-line description
     results.py      RUN/eval/judge/<name>.json
+    runner.py       one judgement: prepare (every refusal before a call), plan (the calls to make), run
     cli.py          `python -m backend.evaluate --run R --judge URL --judge-model NAME ...`
 """

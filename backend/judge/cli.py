@@ -20,11 +20,9 @@ import os
 import sys
 from pathlib import Path
 
-from backend.judge import calibration, evalset, graded, pairwise, sources, templates
-from backend.judge.asking import Asker, plan_calls
-from backend.judge.cache import JudgeCache
+from backend.judge import calibration, evalset, runner, sources, templates
+from backend.judge.asking import Asker
 from backend.judge.client import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S, JudgeClient, JudgeEndpoint
-from backend.judge.results import write_result
 from backend.messages import UserError, msg
 from backend.runs.workspace import Workspace
 
@@ -79,38 +77,28 @@ def judge_main(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     endpoint = JudgeEndpoint(args.judge, args.judge_model or "", args.judge_key, args.judge_timeout,
                              args.judge_max_tokens)
-    client = JudgeClient(endpoint)
     workspace = args.workspace or Workspace.for_run_dir(args.run)
     if args.eval_set_from is not None:
-        return _evalset(args, client, workspace)
+        return _evalset(args, JudgeClient(endpoint), workspace)
     if not (args.pairwise or args.graded or args.calibrate or args.tune_prompts):
         raise UserError(msg("judge.needs_mode"))
-    asker = Asker(client, JudgeCache(workspace.root))
-    source = "votes" if args.calibrate or args.tune_prompts else args.judge_source
-    names = list(args.pairwise or args.checkpoint or [])
-    rows = sources.rows_for(source, args.run, names, args.judge_data)
-    if not names and args.graded:
-        names = sorted(rows[0].answers)
-        rows = [row for row in rows if all(n in row.answers for n in names)]
-    rows = rows[:args.max_samples] if args.max_samples else rows
+    mode = ("calibration" if args.calibrate or args.tune_prompts else "pairwise" if args.pairwise else "graded")
+    kind = "graded" if mode == "graded" else "pairwise"
+    template = (templates.check_template(templates.read_text(args.judge_prompt), kind, str(args.judge_prompt))
+                if args.judge_prompt else None)
+    rubric = templates.rubric_for(path=args.rubric) if args.rubric and mode == "graded" else None
+    prepared = runner.prepare(runner.Judgement(
+        args.run, endpoint, mode, list(args.pairwise or args.checkpoint or []), args.judge_source, args.judge_data,
+        template, rubric, args.rubric_kind, args.max_samples, args.judge_name, workspace))
     if args.tune_prompts:
-        return _tune(args, asker, rows)
-    mode = "graded" if args.graded and not args.pairwise else "pairwise"
-    template = _template(args, mode)
-    rubric = templates.rubric_for(args.rubric_kind, args.rubric) if mode == "graded" else ""
-    plan = plan_calls(client, asker.cache, _planned(args, mode, rows, names, template, rubric))
+        return _tune(args, prepared)
+    plan = runner.plan(prepared)
     print(msg("judge.plan", **plan), file=sys.stderr, flush=True)
     if args.dry_run:
-        print(json.dumps({"plan": plan, "rows": len(rows), "source": source}, indent=2))
+        print(json.dumps({"plan": plan, "mode": mode}, indent=2))
         return 0
-    if args.calibrate:
-        result = {"mode": "calibration", **calibration.calibrate(asker, rows, template)}
-    elif mode == "graded":
-        result = graded.judge_graded(asker, rows, names, template, rubric)
-    else:
-        result = pairwise.judge_pairwise(asker, rows, names[0], names[1], template)
-    result.update(source=source, plan=plan)
-    path = write_result(args.run, result, asker, template, args.judge_name)
+    result, path = runner.run(prepared)
+    asker = prepared.asker
     if asker.unparsed:
         print(msg("judge.unparsed", n=asker.unparsed), file=sys.stderr)
     print(json.dumps({**result, "file": str(path), "calls": asker.calls, "from_cache": asker.from_cache},
@@ -118,23 +106,10 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _planned(args: argparse.Namespace, mode: str, rows: list, names: list[str], template: str, rubric: str) -> list:
-    if args.calibrate:  # each vote compares its own two candidates
-        return [p for row in rows for p in pairwise.planned_prompts([row], *row.meta["candidates"], template)]
-    if mode == "graded":
-        return graded.planned_prompts(rows, names, template, rubric)
-    return pairwise.planned_prompts(rows, names[0], names[1], template)
-
-
-def _template(args: argparse.Namespace, mode: str) -> str:
-    if args.judge_prompt:
-        return templates.check_template(templates.read_text(args.judge_prompt), mode, str(args.judge_prompt))
-    return calibration.active_template(args.run) if mode == "pairwise" else templates.GRADED_TEMPLATE
-
-
-def _tune(args: argparse.Namespace, asker: Asker, rows: list) -> int:
+def _tune(args: argparse.Namespace, prepared: runner.Prepared) -> int:
     candidates = {str(p): templates.read_text(p) for p in args.tune_prompts}
-    summary = calibration.tune(asker, rows, candidates, args.run)
+    asker = prepared.asker
+    summary = calibration.tune(asker, prepared.rows, candidates, args.run)
     print(json.dumps({**summary, "calls": asker.calls, "from_cache": asker.from_cache}, indent=2,
                      ensure_ascii=False))
     return 0
