@@ -8,7 +8,8 @@ the evaluate command line and the UI share one format. A parsed scorer scores an
 and the reference where the kind needs one) to a `Score`: a value in [0, 1] and whether it passes.
 
 specs.py         the spec format: kinds, keys, names, parsing (text, YAML / JSON)
-items.py         Item and Score, what every scorer takes and gives
+items.py         Item, Score and Scorer: what every scorer takes, gives and is
+errors.py        ScorerError and the field readers every kind checks its settings with
 text_match.py    exact_match (its normalisation), contains / not_contains, regex, format
 structured.py    json (parses, keys, JSON Schema), number within a tolerance
 length_bounds.py length in tokens (a counter the caller passes)
