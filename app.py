@@ -12,8 +12,11 @@ import re
 import sys
 from pathlib import Path
 
+from backend.config_recipes import recipe_config
 from backend.messages import msg
+from backend.runs.workspace import Workspace
 from backend.serve.hosts import host_guard, is_loopback
+from backend.training.model_stage import start_background_build
 
 AUTH_ENV = "FINETUNE_STUDIO_AUTH"
 # What gradio's upload limit accepts (gradio.utils._parse_file_size): digits, then a unit.
@@ -80,7 +83,6 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("GRADIO_TEMP_DIR", str(root / ".uploads"))
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-    from backend.runs.workspace import Workspace
     from ui.shell import build_app, launch_options
 
     workspace = Workspace(root).ensure()
@@ -100,9 +102,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def start_default_build(workspace, recipe: str) -> None:
-    from backend.config_recipes import recipe_config
-    from backend.training.model_stage import start_background_build
-
     default = recipe_config(recipe)
     replay = workspace.datasets_dir if default.replay != "off" else None
     start_background_build(workspace.models_dir, default.model_name_or_path, replay_cache=replay)

@@ -18,6 +18,7 @@ import difflib
 import importlib
 import importlib.util
 import math
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
@@ -49,6 +50,8 @@ from backend.config_policy import (
 )
 from backend.messages import CATALOGUE, msg
 from backend.models.chat_templates import CHAT_TEMPLATES
+from backend.models.hardware import resolve_precision
+from backend.scale.guards import check_config
 
 
 def _f(default: Any, help: str, choices: tuple | None = None, *, form: str, trainer: ToTrainer, resume: str,
@@ -378,7 +381,6 @@ class RunConfig:
         for ref in [*self.callbacks, *([self.loss_function] if self.loss_function else [])]:
             if ":" not in ref or not all(ref.split(":", 1)):
                 raise ConfigError(msg("config.reference", ref=ref))
-        from backend.scale.guards import check_config
 
         check_config(self)  # sharding, nodes and Ray: every rule in one module
 
@@ -430,7 +432,6 @@ class RunConfig:
 
     def check_devices(self, devices: list) -> str:
         """Check precision against the devices; returns the precision to use."""
-        from backend.models.hardware import resolve_precision
 
         names = ", ".join(d.name for d in devices)
         if self.precision == "bf16" and not all(d.supports_bf16 for d in devices):
@@ -446,8 +447,6 @@ class RunConfig:
 
     def check_speed_settings(self, devices: list) -> None:
         """use_liger_kernel / torch_compile against the devices and the installed packages."""
-        import importlib.util
-        import shutil
 
         on_cpu = all(d.id == "cpu" for d in devices)
         if self.use_liger_kernel and on_cpu:

@@ -12,28 +12,24 @@ from __future__ import annotations
 
 import sys
 
+from backend.config_recipes import recipe_config
+from backend.runs.queue_wait import enqueue_and_wait
+from backend.sweeps.cli import run_sweep
 from backend.training.cli import parse_args
+from backend.training.dry_run import dry_run
 from backend.training.worker import run_worker
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.print_default_config:
-        from backend.config_recipes import recipe_config
-
         print(recipe_config(args.recipe or "starter").to_yaml(), end="")
         return 0
     if args.sweep:  # not the worker: queues the sweep's runs and serves the queue until they end
-        from backend.sweeps.cli import run_sweep
-
         return run_sweep(args)
     if args.queue:  # not the worker: a process that queues the run and waits for it (no torch here)
-        from backend.runs.queue_wait import enqueue_and_wait
-
         return enqueue_and_wait(args)
     if args.dry_run:
-        from backend.training.dry_run import dry_run
-
         return dry_run(args)
     return run_worker(args)
 

@@ -213,3 +213,102 @@ def test_every_function_fits_a_screen():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
             and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES}
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}; give the parts that have a name their own"
+
+
+# Libraries a function may import for itself, so that only the callers that need one pay for it: the
+# big ones, those that import torch, and those that took 0.1 s or more to import here
+# (`python -X importtime -c "import NAME"`: pandas 0.54 s, openai 0.68, fastapi 0.26, gguf 0.24,
+# pyarrow 0.17, sacrebleu 0.12, numpy 0.12, uvicorn 0.12, httpx 0.11). Everything else, and every
+# project module that pulls none of them in, is imported at the top, where a reader sees what a
+# module depends on.
+HEAVY_LIBRARIES = {"torch", "transformers", "peft", "trl", "datasets", "gradio", "llama_cpp", "vllm", "ray",
+                   "lm_eval", "accelerate", "bitsandbytes", "deepspeed", "safetensors.torch", "pandas", "openai",
+                   "fastapi", "gguf", "pyarrow", "sacrebleu", "numpy", "uvicorn", "httpx"}
+
+
+def _top_level_imports(tree: ast.Module) -> set[str]:
+    """What importing the module runs: its top-level imports, those under `try` and `if` included,
+    `if TYPE_CHECKING:` blocks left out."""
+    names, blocks = set(), [tree.body]
+    while blocks:
+        for node in blocks.pop():
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                blocks.append(node.orelse)
+            elif isinstance(node, (ast.If, ast.Try)):
+                blocks.extend([node.body, node.orelse, *(h.body for h in getattr(node, "handlers", []))])
+            elif isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.update([node.module, *(f"{node.module}.{alias.name}" for alias in node.names)])
+    return names
+
+
+def _is_heavy(name: str) -> bool:
+    return any(name == lib or name.startswith(lib + ".") for lib in HEAVY_LIBRARIES)
+
+
+@functools.cache
+def heavy_modules() -> frozenset[str]:
+    """The project modules whose import pulls a heavy library in, through their own top-level imports,
+    those of the project modules they import, or of their packages."""
+    files = _module_files()
+    tops = {module: _top_level_imports(parsed(path)) for module, path in files.items()}
+
+    def project_modules(name: str) -> list[str]:
+        parts = name.split(".")
+        return [m for m in (".".join(parts[:i]) for i in range(1, len(parts) + 1)) if m in files]
+
+    heavy = {m for m, names in tops.items() if any(_is_heavy(n) for n in names)}
+    changed = True
+    while changed:
+        changed = False
+        for module, names in tops.items():
+            pulled = {p for n in names for p in project_modules(n)} | set(project_modules(module)[:-1])
+            if module not in heavy and pulled & heavy:
+                heavy.add(module)
+                changed = True
+    return frozenset(heavy)
+
+
+def _optional(node: ast.AST, parents: dict) -> bool:
+    """An import under `try: ... except ImportError`: an optional dependency, tried where it is used."""
+    while node in parents:
+        node = parents[node]
+        if isinstance(node, ast.Try) and any("ImportError" in ast.unparse(h.type or ast.Name("")) or
+                                             "ModuleNotFoundError" in ast.unparse(h.type or ast.Name(""))
+                                             for h in node.handlers):
+            return True
+    return False
+
+
+def light_local_imports(repo: Path = REPO) -> dict[Path, list[ast.stmt]]:
+    """Each app file's imports inside a function that are neither heavy nor optional."""
+    files, heavy, found = _module_files(), heavy_modules(), {}
+    for module, path in files.items():
+        tree = parsed(path)
+        parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        for function in ast.walk(tree):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                if not isinstance(node, (ast.Import, ast.ImportFrom)) or getattr(node, "level", 0) \
+                        or _optional(node, parents):
+                    continue
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+                owners = [n for n in names if n in files or n.rpartition(".")[0] in files]
+                if any(_is_heavy(n) for n in names) or any(n in heavy for n in names):
+                    continue
+                if any(module.startswith(n + ".") for n in owners):
+                    continue  # its own package, which imports it: the top would be a circle
+                if node not in found.setdefault(path, []):
+                    found[path].append(node)
+    return {path: nodes for path, nodes in found.items() if nodes}
+
+
+def test_imports_sit_at_the_top_unless_they_are_heavy():
+    """An import inside a function hides what a module depends on; it is kept only where it saves a
+    measured cost (HEAVY_LIBRARIES, or a project module that pulls one in)."""
+    assert "backend.training.trainer" in heavy_modules() and "backend.storage.atomic_files" not in heavy_modules()
+    found = [f"{path.relative_to(REPO)}:{node.lineno} {ast.unparse(node)}"
+             for path, nodes in light_local_imports().items() for node in nodes]
+    assert not found, "imports inside functions that cost nothing to import at the top:\n  " + "\n  ".join(found)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
+import plotly.graph_objects as go
+
 ROLE_COLORS = {"system": "#eef2ff", "user": "#f1f5f9", "assistant": "#ecfdf5", "tool": "#fff7ed"}
 
 CHAT_CSS = """
@@ -72,8 +74,6 @@ def token_histogram(stats: dict | None, title: str, x_label: str, y_label: str, 
     """A plotly bar chart of token lengths with the cutoff as a dashed red line (None without stats)."""
     if not stats or not stats.get("histogram", {}).get("counts"):
         return None
-    import plotly.graph_objects as go  # lazily: not on the start-up path
-
     edges, counts = stats["histogram"]["edges"], stats["histogram"]["counts"]
     centers = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])]
     widths = [b - a for a, b in zip(edges[:-1], edges[1:])]

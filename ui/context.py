@@ -52,6 +52,7 @@ from typing import Any
 from backend.runs.store import RunStore
 from backend.runs.workspace import Workspace
 from ui.data_session import DataSessions
+from ui.settings import load_settings, save_settings
 
 
 @dataclass
@@ -73,13 +74,9 @@ class UIContext:
             self.store = RunStore(self.workspace)
 
     def saved(self) -> dict[str, Any]:
-        from ui.settings import load_settings
-
         return load_settings(self.workspace)
 
     def remember(self, **values: Any) -> dict[str, Any]:
-        from ui.settings import save_settings
-
         return save_settings(self.workspace, **values)
 
     def t(self, key: str) -> Any:

@@ -23,8 +23,17 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from backend.data.prepare import PAGE_SIZE, Analysis, DataSession
+from backend.data.fix_table import plan_values
+from backend.data.fixes import FixPlan
+from backend.data.prepare import PAGE_SIZE, Analysis, DataSession, load_model_tokenizer
+from backend.data.saved_datasets import list_workspace_datasets, validate_name
+from backend.data.template_preview import template_preview
+from backend.messages import Message
+from backend.models.chat_templates import KNOWN
+from backend.models.offline import OFFLINE_MODELS
 from backend.runs.workspace import Workspace
+from ui.i18n import localize
+from ui.warmup import import_heavy_libraries
 
 __all__ = ["PAGE_SIZE", "Analysis"]
 KEEP = 3  # sessions held at once (a 100,000-row file holds a few hundred MB of rows)
@@ -63,8 +72,6 @@ class DataSessions:
     def analyse(self, workspace: Workspace, state: dict) -> Analysis:
         """The state's rows after its fixes with their report, from its kept session (the last
         analysis again when nothing changed). Raises DataError / ValueError with a sentence for the user."""
-        from backend.data.fix_table import plan_values
-        from backend.data.fixes import FixPlan
 
         token = state.get("session")
         with self._lock:
@@ -95,7 +102,6 @@ class DataSessions:
 def first_row_template(tokenizer, analysis: Analysis, cutoff: int) -> dict | None:
     """The first row rendered through the template with the worker's encoding (None without a model
     or rows, and for preference rows, which the SFT encoding does not take)."""
-    from backend.data.template_preview import template_preview
 
     rows = [(index, row) for index, row in zip(analysis.indices, analysis.rows) if isinstance(row.get("messages"), list)]
     if tokenizer is None or not rows:
@@ -107,22 +113,17 @@ def first_row_template(tokenizer, analysis: Analysis, cutoff: int) -> dict | Non
 
 
 def _template_name(tokenizer) -> str:
-    from backend.models.chat_templates import KNOWN
-
     return next((name for name, known in KNOWN.items() if tokenizer.chat_template == known.template), "own")
 
 
 def dataset_source(workspace: Workspace, name: str) -> Path:
     """The folder of a workspace dataset, refusing names that leave datasets/."""
-    from backend.data.saved_datasets import validate_name
 
     return workspace.datasets_dir / validate_name(name)
 
 
 def load_tokenizer(workspace: Workspace, model: str | None):
     """The tokenizer that counts tokens ('demo' or a local folder), or None for no token counts."""
-    from backend.data.prepare import load_model_tokenizer
-    from ui.warmup import import_heavy_libraries
 
     import_heavy_libraries()
     return load_model_tokenizer(model or None, workspace.root)
@@ -132,8 +133,6 @@ def check_rows_view(analysis: Analysis, check_id: str, limit: int = 20,
                     lang: str = "en") -> list[tuple[int, list | None, list[str]]]:
     """(file row, messages as the run trains them or None, reasons in `lang`) for the first `limit`
     rows a check flags."""
-    from backend.messages import Message
-    from ui.i18n import localize
 
     check = next((c for c in analysis.report["checks"] if c["id"] == check_id), None)
     if check is None:
@@ -179,14 +178,11 @@ def parse_pairs(text: str, what: str) -> dict[str, str]:
 
 
 def workspace_datasets(workspace: Workspace) -> list[str]:
-    from backend.data.saved_datasets import list_workspace_datasets
-
     return [meta["name"] for meta in list_workspace_datasets(workspace.datasets_dir)]
 
 
 def local_models(workspace: Workspace) -> list[str]:
     """The offline models and 'demo' by name first, then the other model folders of the workspace."""
-    from backend.models.offline import OFFLINE_MODELS
 
     names = [*OFFLINE_MODELS, "demo"]
     if workspace.models_dir.is_dir():

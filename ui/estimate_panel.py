@@ -16,10 +16,17 @@ import gradio as gr
 
 from backend.config_policy import ConfigError
 from backend.messages import msg as backend_msg
+from backend.models.hardware import training_devices
+from backend.runs import jobs
 from backend.runs.info import RunError
+from backend.runs.jobs import COMPLETED, RUNNING, read_progress, stage_of
+from backend.scale import launch
+from backend.training.estimate import estimate_run_seconds
+from backend.training.speed_probe import PROBE_STEPS
 from ui import forms
 from ui.context import UIContext
 from ui.i18n import localize
+from ui.train_summary import devices_from_state
 
 _ = forms._label
 TEXT: dict[str, dict[str, str]] = {
@@ -32,8 +39,6 @@ PROBE_LIMIT_S = 600  # the handler stops polling after this; the job still ends 
 
 def time_text(ctx: UIContext, lang: str, model: str, dataset: str, devices: list[dict] | None, *values) -> str:
     """The estimate line for the form as it is now ('' while the form does not validate: the Plan says why)."""
-    from backend.training.estimate import estimate_run_seconds
-    from ui.train_summary import devices_from_state
 
     try:
         config = forms.config_from_values(list(values), model, dataset)
@@ -41,8 +46,6 @@ def time_text(ctx: UIContext, lang: str, model: str, dataset: str, devices: list
         return ""
     found = devices_from_state(devices)
     try:
-        from backend.models.hardware import training_devices
-
         targets = training_devices(config.devices, found) if found else None
         estimate = estimate_run_seconds(config, ctx.workspace, devices=targets)
     except Exception as error:  # noqa: BLE001 - no estimate is a sentence in the Plan, never a failed page
@@ -52,9 +55,6 @@ def time_text(ctx: UIContext, lang: str, model: str, dataset: str, devices: list
 
 def busy_text(ctx: UIContext, lang: str, config, devices: list[dict] | None) -> str | None:
     """The sentence when a live run holds a device the probe would train on, else None."""
-    from backend.models.hardware import training_devices
-    from backend.scale import launch
-    from ui.train_summary import devices_from_state
 
     found = devices_from_state(devices)
     held = launch.held_devices(config, training_devices(config.devices, found))
@@ -67,7 +67,6 @@ def busy_text(ctx: UIContext, lang: str, config, devices: list[dict] | None) -> 
 
 def start_probe(ctx: UIContext, config) -> tuple[object, object]:
     """Launch the probe job; (progress file, log file)."""
-    from backend.runs import jobs
 
     folder = ctx.workspace.root / "speed" / "jobs"
     folder.mkdir(parents=True, exist_ok=True)
@@ -82,7 +81,6 @@ def start_probe(ctx: UIContext, config) -> tuple[object, object]:
 
 def measure(ctx: UIContext, lang: str, model: str, dataset: str, devices: list[dict] | None, *values):
     """Generator: (message, time estimate) while the probe runs, then with its result."""
-    from backend.runs.jobs import COMPLETED, RUNNING, read_progress, stage_of
 
     try:
         config = forms.config_from_values(list(values), model, dataset)
@@ -94,7 +92,6 @@ def measure(ctx: UIContext, lang: str, model: str, dataset: str, devices: list[d
         yield f"⚠️ {refusal}", gr.update()
         return
     progress_file, log = start_probe(ctx, config)
-    from backend.training.speed_probe import PROBE_STEPS
 
     yield localize(backend_msg("probe.started", steps=PROBE_STEPS), lang), gr.update()
     deadline = time.monotonic() + PROBE_LIMIT_S

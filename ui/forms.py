@@ -13,10 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, get_args, get_origin, get_type_hints
 
-from backend.config import RunConfig
-from backend.config_policy import FORM_GROUPS, Bounds, is_number
+from backend.config import RunConfig, stage_switch
+from backend.config_policy import FORM_GROUPS, Bounds, ConfigError, is_number
+from backend.config_recipes import recipe_config
 from backend.models.memory import LINEAR_NAMES
 from ui import grpo_form
+from ui.config_help import help_zh
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,6 @@ assert all(s.minimum is not None and s.maximum is not None for s in ALL_FIELDS i
 
 def help_text(name: str, lang: str = "en") -> str:
     """The field's help from RunConfig (English) or ui/config_help.py (Chinese)."""
-    from ui.config_help import help_zh
 
     def one(field: str) -> str:
         english = RunConfig.help_for(field)
@@ -172,7 +173,6 @@ def config_from_values(values: list[Any], model: str, dataset: str, base: RunCon
 def stage_form_values(values: list[Any], previous_stage: str) -> list[Any]:
     """The form moved from `previous_stage` to the stage now in `values`: settings
     still at the old stage's defaults take the new stage's (backend.config.stage_switch)."""
-    from backend.config import stage_switch
 
     data = dict(zip(NAMES, values))
     stage = data["stage"]
@@ -186,8 +186,6 @@ def stage_form_values(values: list[Any], previous_stage: str) -> list[Any]:
 def form_defaults(ctx) -> RunConfig:
     """What the Train form starts with: the last started config (settings.json), else the app's
     recipe (RunConfig's defaults: the starter)."""
-    from backend.config_policy import ConfigError
-    from backend.config_recipes import recipe_config
 
     saved = ctx.saved().get("train")
     try:

@@ -15,6 +15,7 @@ from functools import partial
 from backend.runs.files import METRICS_FILE, MetricsTail
 from backend.runs.store import RunError
 from ui.context import UIContext
+from ui.grpo_charts import keep_newest, sample_steps, sample_table
 
 COMPLETIONS_FILE = "completions.jsonl"  # backend/training/grpo.py writes it (not imported here: it loads torch)
 TICK_S = 2.0
@@ -83,7 +84,6 @@ class GrpoWatch:
 
     def read_new(self) -> bool:
         """Read what was appended since the last call; True when anything was."""
-        from ui.grpo_charts import keep_newest
 
         if not self.metrics or not self.completions:
             return False
@@ -115,7 +115,6 @@ def figures(ctx: UIContext, lang: str | None, records: list[dict]) -> list:
 
 def samples_view(ctx: UIContext, lang: str | None, watch: GrpoWatch | None, step) -> tuple[str, dict]:
     """(note, table) of the samples of the chosen logging step (empty: the newest)."""
-    from ui.grpo_charts import sample_steps, sample_table
 
     samples = watch.samples if isinstance(watch, GrpoWatch) else []
     steps = sample_steps(samples)
@@ -154,7 +153,6 @@ def tick(ctx: UIContext, lang: str | None, watch: GrpoWatch | None, run_id: str 
     if not watch.read_new() and watch.drawn:
         return [watch, gr.skip(), *unchanged]
     watch.drawn = True
-    from ui.grpo_charts import sample_steps
 
     steps = [str(s) for s in sample_steps(watch.samples)]
     note, table = samples_view(ctx, lang, watch, step)

@@ -15,8 +15,19 @@ import importlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
+from backend.config import derived_numbers
+from backend.config_policy import ConfigError
+from backend.data.errors import DataError
+from backend.data.pair_rows import worker_tokenizer
+from backend.data.resolve import split_rows
+from backend.messages import msg as message
+from backend.models.loading import model_context_length
 from backend.runs.workspace import Workspace
+from backend.training.grpo_data import measure_prompts, prompt_findings
+from backend.training.rewards import check_user_functions
+from ui.i18n import localize
 
 Msg = Callable[..., str]
 
@@ -51,10 +62,6 @@ def grpo_rows(dataset: str, workspace: Workspace, dataset_name: str | None, fold
     """{"rows", "has_eval", "prompts": [[tokens or None, has reference], ...], "context"} of the data as the
     worker reads it for grpo; the tokens need the model's `folder` on disk (None: not yet, tokens None).
     Raises what the data raises."""
-    from backend.data.errors import DataError
-    from backend.data.pair_rows import worker_tokenizer
-    from backend.models.loading import model_context_length
-    from backend.training.grpo_data import measure_prompts
 
     tokenizer = worker_tokenizer(folder, chat_template) if folder is not None else None
     try:
@@ -71,11 +78,6 @@ def grpo_rows(dataset: str, workspace: Workspace, dataset_name: str | None, fold
 
 
 def plan_text(msg: Msg, config, rows: dict | None, world_size: int, lang: str | None) -> str:
-    from backend.config import derived_numbers
-    from backend.data.resolve import split_rows
-    from backend.training.grpo_data import prompt_findings
-    from ui.i18n import localize
-
     if not rows or "prompts" not in rows:
         return msg("train.derived.no_rows", error=(rows or {}).get("error", ""))
     measured = rows["prompts"] if rows.get("has_eval") else split_rows(rows["prompts"], config.val_size, config.seed)[0]
@@ -100,12 +102,6 @@ def plan_text(msg: Msg, config, rows: dict | None, world_size: int, lang: str | 
 
 def functions_lines(msg: Msg, config, lang: str | None) -> list[str]:
     """The worker's check of the user's reward functions, run here so the Plan says it before Start."""
-    from types import SimpleNamespace
-
-    from backend.config_policy import ConfigError
-    from backend.messages import msg as message
-    from backend.training.rewards import check_user_functions
-    from ui.i18n import localize
 
     for ref in config.reward_functions:
         module = ref.partition(":")[0]

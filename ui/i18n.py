@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from backend.messages import CATALOGUE, message_of, render
+from ui.message_texts import ZH
+
 LANGUAGES = ("en", "zh")
 
 # Runs in the browser with the switch's value; returns it so a Python handler
@@ -75,8 +78,6 @@ def localize(value: Any, lang: str | None) -> str:
     Catalogued messages (backend/messages.py) are rendered from
     ui/message_texts.py in Chinese; plain text (a library's own words) stays
     as it is."""
-    from backend.messages import CATALOGUE, message_of, render
-    from ui.message_texts import ZH
 
     table = ZH if normalise_language(lang) == "zh" else CATALOGUE
     localized = getattr(value, "localized", None)  # a DataError: file, where, problem and hint

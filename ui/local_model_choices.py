@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from backend.models.gguf_source import converted_is_current
+from backend.models.loading import gguf_folder
 from ui.local_models_panel import found, label
 
 
 def merge_bases(root: Path, models_dir: Path) -> tuple[list[tuple[str, str]], int]:
     """((label, folder) of every base a merge can read, how many GGUF models were left out unconverted)."""
-    from backend.models.gguf_source import converted_is_current
-    from backend.models.loading import gguf_folder
 
     result = found(root)
     offered, left_out = [], 0

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from backend.runs.files import list_run_ids
+
 
 def chosen_run(ids: Sequence[str], current: str | None, preferred: Sequence[str] = ()) -> str | None:
     if current in ids:
@@ -27,7 +29,6 @@ def run_dropdown(ids: Sequence[str], current: str | None, preferred: Sequence[st
 
 def run_folder(workspace, run_id: str | None) -> Path | None:
     """The run's folder when `run_id` is one of the workspace's runs (ids come from the page)."""
-    from backend.runs.files import list_run_ids
 
     if not run_id or run_id not in list_run_ids(workspace.runs_dir):
         return None

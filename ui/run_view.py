@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from backend.runs.files import MetricsTail
 from backend.runs.store import RunInfo
+from ui.i18n import localize
 
 Msg = Callable[..., str]
 TABLE_COLUMNS = ("run", "state", "model", "method", "progress", "best_eval_loss", "started", "duration",
@@ -103,7 +104,6 @@ def progress_html(msg: Msg, info: RunInfo, records: list[dict]) -> str:
 def alert_text(msg: Msg, info: RunInfo, lang: str | None = "en") -> str:
     """Error and advice of a failed run, the story of a lost one: at the top, not in the log.
     Catalogued error / advice are shown in `lang`, other text as the worker wrote it."""
-    from ui.i18n import localize
 
     error, advice = localize(info.error_message or info.error, lang), localize(info.advice_message or info.advice, lang)
     if info.state == "failed":

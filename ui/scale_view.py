@@ -11,7 +11,7 @@ import shlex
 from collections.abc import Callable
 
 from backend.config import RunConfig
-from backend.models.hardware import Device
+from backend.models.hardware import Device, training_devices
 from backend.scale.guards import SHARDED
 
 Msg = Callable[..., str]
@@ -57,8 +57,6 @@ def world_size(config: RunConfig, devices: list[Device] | None) -> int:
 
 
 def _selected(config: RunConfig, devices: list[Device] | None) -> list[Device]:
-    from backend.models.hardware import training_devices
-
     try:
         return training_devices(config.devices, devices) if devices else []
     except ValueError:

@@ -12,7 +12,10 @@ from __future__ import annotations
 import json
 from functools import partial
 
+from backend.chat.catalog import local_choices
 from backend.runs.files import list_run_ids
+from backend.runs.jobs import COMPLETED, FAILED, RUNNING
+from backend.serve.server_job import ServeJobError, log_path, start, start_local, status, stop
 from ui.run_choice import run_dropdown
 
 POLL_EVERY_S = 2.0
@@ -77,8 +80,6 @@ def examples(url: str, model: str) -> tuple[str, str]:
 
 def view(workspace, lang: str | None) -> tuple[str, str, str, str]:
     """(status line, base URL, curl example, Python example) from the job's progress file."""
-    from backend.runs.jobs import COMPLETED, FAILED, RUNNING
-    from backend.serve.server_job import log_path, status
 
     progress = status(workspace)
     state = progress.get("state")
@@ -104,7 +105,6 @@ def view(workspace, lang: str | None) -> tuple[str, str, str, str]:
 def start_server(workspace, lang: str | None, run_id: str | None, port, device: str | None,
                  local: str | None = None) -> str:
     """Starts the server for `local` (a path of the local list) when one is picked, else for the run."""
-    from backend.serve.server_job import ServeJobError, start, start_local
 
     if not run_id and not local:
         return "⚠️ " + _msg(lang, "serve.msg_pick_run")
@@ -119,8 +119,6 @@ def start_server(workspace, lang: str | None, run_id: str | None, port, device: 
 
 
 def stop_server(workspace, lang: str | None) -> str:
-    from backend.serve.server_job import stop
-
     return _msg(lang, "serve.msg_stopped" if stop(workspace) else "serve.msg_not_running")
 
 
@@ -134,8 +132,6 @@ def local_list(workspace, lang: str | None, current: str | None):
     """The models on this machine from the scan's cache (never a scan here), after "none"; the current
     pick kept while it is listed."""
     import gradio as gr
-
-    from backend.chat.catalog import local_choices
 
     choices = [(_msg(lang, "serve.local_none"), ""), *local_choices(workspace.root)]
     return gr.update(choices=choices, value=current if current in {v for _, v in choices} else "")

@@ -11,9 +11,12 @@ import gradio as gr
 import yaml
 
 from backend.config_policy import ConfigError
-from backend.messages import message_of
+from backend.messages import message_of, msg
 from backend.runs.info import RunError
+from backend.sweeps.cli import run_estimates, total_text
 from backend.sweeps.grid import FIELDS, MAX_FIELDS, TARGETS, SweepError, parse_sweep
+from backend.sweeps.queueing import planned_configs, queue_sweep
+from backend.training.estimate import short_duration
 from ui import forms
 from ui.context import UIContext
 from ui.i18n import localize
@@ -62,8 +65,6 @@ def sweep_data(fields: list, values: list, target: str, direction: str, max_runs
 
 def plan_sweep(ctx: UIContext, lang: str, model: str, dataset: str, sweep_values: list, form_values: list):
     """(sweep, base config, run configs, estimates); raises ConfigError / SweepError with the sentence."""
-    from backend.sweeps.cli import run_estimates
-    from backend.sweeps.queueing import planned_configs
 
     base = forms.config_from_values(list(form_values), model, dataset)
     sweep = parse_sweep(sweep_data(*_split(sweep_values)))
@@ -72,9 +73,6 @@ def plan_sweep(ctx: UIContext, lang: str, model: str, dataset: str, sweep_values
 
 
 def describe(ctx: UIContext, lang: str, sweep, configs, estimates) -> str:
-    from backend.sweeps.cli import total_text
-    from backend.training.estimate import short_duration
-
     lines = [ctx.msg(lang, "train.sweep.plan", count=len(configs), fields=", ".join(sweep.fields), target=sweep.target,
                      direction=sweep.direction)]
     for index, (config, estimate) in enumerate(zip(configs, estimates), 1):
@@ -95,15 +93,12 @@ def check(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> str:
 
 
 def queue_runs(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> str:
-    from backend.sweeps.queueing import queue_sweep
-
     sweep_values, form_values = values[:SWEEP_INPUTS], values[SWEEP_INPUTS:]
     try:
         sweep, base, configs, estimates = plan_sweep(ctx, lang, model, dataset, list(sweep_values), list(form_values))
         record = queue_sweep(ctx.store, sweep, base, [e.to_dict() if e else None for e in estimates])
     except (ConfigError, SweepError, RunError) as error:
         return f"⚠️ {localize(message_of(error) or error, lang)}"
-    from backend.messages import msg
 
     head = localize(msg("sweep.queued", sweep_id=record["sweep_id"], count=len(record["runs"]), total=""), lang)
     runs = ", ".join(r["run_id"] for r in record["runs"])

@@ -8,6 +8,8 @@ The rows are backend/sweeps/sweep_table.py's; this module only renders and wires
 from __future__ import annotations
 
 import gradio as gr
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from backend.sweeps.queueing import list_sweeps
 from backend.sweeps.sweep_table import SweepTable, sweep_table
@@ -56,8 +58,6 @@ def table_rows(msg, table: SweepTable) -> dict:
 
 def figure(table: SweepTable):
     """The target against each swept setting, one panel per setting; the best run's point is a star."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=1, cols=max(1, len(table.fields)), shared_yaxes=True, subplot_titles=table.fields)
     scored = [r for r in table.rows if r.target is not None]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 from backend.config import (
     ABSURD_LEARNING_RATE,
@@ -19,11 +20,27 @@ from backend.config import (
     split_sizes,
 )
 from backend.config_policy import ConfigError
+from backend.data.pair_rows import CUT, measure_dataset, trained_rows
+from backend.data.resolve import dataset_size, load_rows, resolve_dataset, split_rows
+from backend.learning.entries import MAX_NEW_TOKENS
+from backend.learning.questions import KEPT_QUESTIONS, MAX_IDENTITY, MAX_KEPT, MIN_HELD_OUT_ROWS, plan_counts
 from backend.models.hardware import Device, resolve_precision, training_devices
+from backend.models.loading import (
+    DEMO_MODEL,
+    folder_template_check,
+    inspect_model_folder,
+    needs_build,
+    resolve_model_path,
+)
 from backend.models.memory import architecture_for
 from backend.models.memory_advice import fit_hint, run_memory
+from backend.models.offline import OFFLINE_MODELS, offline_model_ready
+from backend.models.presets import PRESETS
 from backend.runs.workspace import Workspace
+from backend.training.replay import replay_applies, replay_count
 from backend.training.threads import choose_threads
+from ui.grpo_plan import grpo_rows
+from ui.i18n import localize
 from ui.scale_view import world_size
 
 Msg = Callable[..., str]
@@ -59,13 +76,9 @@ def dataset_rows(dataset: str, workspace: Workspace, dataset_name: str | None = 
     sentence} when it cannot be read. For a preference stage also "pairs" (the rows are chosen-rejected
     pairs) and, with the model on disk, "measured": each row's tokens as the worker counts them, so the
     Plan counts the rows the cutoff leaves out; without it the step numbers are an upper bound."""
-    from backend.data.pair_rows import measure_dataset
-    from backend.data.resolve import dataset_size, load_rows, resolve_dataset
 
     try:
         if stage == "grpo":  # prompts (any instruction data, or prompts alone), measured for the Plan's checks
-            from ui.grpo_plan import grpo_rows
-
             return grpo_rows(dataset, workspace, dataset_name, local_model_folder(model, workspace), chat_template)
         rows, has_eval = dataset_size(dataset, workspace, dataset_name)
         out = {"rows": rows, "has_eval": has_eval}
@@ -84,7 +97,6 @@ def derived_text(msg: Msg, config: RunConfig, rows: dict | None, world_size: int
                  has_template: bool = True) -> str:
     """The step numbers of the Plan; `has_template`: the model has its own chat template (replay's auto rule)."""
     from backend.training.learned_stop import MIN_EPOCHS, PROBE_ROWS, goal_count
-    from backend.training.replay import replay_applies, replay_count
 
     if not rows or "rows" not in rows:
         return msg("train.derived.no_rows", error=(rows or {}).get("error", ""))
@@ -105,8 +117,6 @@ def derived_text(msg: Msg, config: RunConfig, rows: dict | None, world_size: int
 
 def learning_text(msg: Msg, config: RunConfig, rows: dict) -> str:
     """What the learning report will ask and cost (backend/learning/questions.py plan_counts)."""
-    from backend.learning.entries import MAX_NEW_TOKENS
-    from backend.learning.questions import KEPT_QUESTIONS, MAX_IDENTITY, MAX_KEPT, MIN_HELD_OUT_ROWS, plan_counts
     from backend.training.learning_callback import BUDGET_SHARE
 
     if not config.learning_report:
@@ -124,8 +134,6 @@ def learning_text(msg: Msg, config: RunConfig, rows: dict) -> str:
 def preference_text(msg: Msg, config: RunConfig, rows: dict, train_rows: int, world_size: int) -> str:
     """The Plan of a preference stage: counted as the worker counts (kto: a row per answer; rows the
     cutoff leaves out) when the rows were measured, else an upper bound that says so."""
-    from backend.data.pair_rows import CUT, trained_rows
-    from backend.data.resolve import split_rows
 
     measured = rows.get("measured")
     if measured is None:
@@ -168,7 +176,6 @@ def _plan_warnings(msg: Msg, config: RunConfig, numbers: dict) -> str:
 def estimate_text(msg: Msg, config: RunConfig, workspace: Workspace, devices: list[Device] | None,
                   lang: str = "en") -> str:
     """The memory table and a fits / does-not-fit verdict on the run's device."""
-    from ui.i18n import localize
 
     try:
         arch = architecture_for(config.model_name_or_path, workspace.models_dir)
@@ -209,11 +216,9 @@ def estimate_text(msg: Msg, config: RunConfig, workspace: Workspace, devices: li
 
 def model_text(msg: Msg, model: str, workspace: Workspace, lang: str = "en") -> str:
     """A line about the chosen model; for a local folder, what is missing in it."""
-    from backend.models.presets import PRESETS
 
     if model in ("demo", "demo-tiny"):
         return msg("train.model.demo")
-    from backend.models.offline import OFFLINE_MODELS, offline_model_ready
 
     if model in OFFLINE_MODELS:
         offline, preset = OFFLINE_MODELS[model], PRESETS[model]
@@ -225,8 +230,6 @@ def model_text(msg: Msg, model: str, workspace: Workspace, lang: str = "en") -> 
         preset = PRESETS[model]
         return msg("train.model.preset", label=preset.label, params=preset.num_parameters / 1e9,
                    context=preset.context_length)
-    from backend.models.loading import inspect_model_folder
-    from ui.i18n import localize
 
     report = inspect_model_folder(model)
     # The template the run gets (the Plan names the form's choice) and what would keep answers from stopping.
@@ -243,8 +246,6 @@ def template_text(config: RunConfig, workspace: Workspace, lang: str = "en") -> 
     """The Plan's chat template line for the form's model and chat_template: the sentence the worker
     logs, or why the choice does not fit. Empty for a model not on disk yet (a hub id, or an offline
     model before its conversion): the worker says it in train.log."""
-    from backend.models.loading import folder_template_check
-    from ui.i18n import localize
 
     folder = local_model_folder(config.model_name_or_path, workspace)
     if folder is None:
@@ -257,7 +258,6 @@ def template_text(config: RunConfig, workspace: Workspace, lang: str = "en") -> 
 
 def check_template(config: RunConfig, workspace: Workspace) -> None:
     """Start refuses a chat_template that does not fit, with the worker's own sentence."""
-    from backend.models.loading import folder_template_check
 
     folder = local_model_folder(config.model_name_or_path, workspace)
     problem = folder_template_check(folder, config.chat_template)["problem"] if folder else None
@@ -268,9 +268,6 @@ def check_template(config: RunConfig, workspace: Workspace) -> None:
 def local_model_folder(model: str, workspace: Workspace):
     """The folder `model` names when it is already on disk (a folder, or the demo / an offline model
     built or converted in the workspace); None otherwise (nothing is built here)."""
-    from pathlib import Path
-
-    from backend.models.loading import DEMO_MODEL, needs_build, resolve_model_path
 
     try:
         if needs_build(model, workspace.models_dir):

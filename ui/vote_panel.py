@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
+from backend.chat.vote_data import VoteDataError, default_dataset_name, preference_run_values, save_votes_dataset
 from ui.context import UIContext
 from ui.i18n import localize
 
@@ -35,14 +36,11 @@ TEXT: dict[str, dict[str, str]] = {
 
 
 def default_name(run_ids: list[str] | None) -> str:
-    from backend.chat.vote_data import default_dataset_name
-
     return default_dataset_name(run_ids[0]) if run_ids else "votes"
 
 
 def save_votes(ctx: UIContext, lang: str, run_ids: list[str] | None, name: str) -> str:
     """Write the votes of the one chosen run as workspace dataset `name`; a message either way."""
-    from backend.chat.vote_data import VoteDataError, save_votes_dataset
 
     if not run_ids or len(run_ids) != 1:
         return ctx.msg(lang, "chat.msg_votes_pick_run")
@@ -60,7 +58,6 @@ def save_votes(ctx: UIContext, lang: str, run_ids: list[str] | None, name: str) 
 
 def train_on_votes(ctx: UIContext, lang: str, run_ids: list[str] | None, name: str) -> tuple[str, dict | None]:
     """Save the votes, then (message, RunConfig values for the Train form) or (message, None)."""
-    from backend.chat.vote_data import preference_run_values
 
     message = save_votes(ctx, lang, run_ids, name)
     if message.startswith("⚠️") or not run_ids or len(run_ids) != 1:

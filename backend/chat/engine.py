@@ -25,7 +25,9 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
 import torch
+from safetensors import safe_open
 
 from backend.chat.batch import adapter_names_for, generate_together, groups
 from backend.chat.generation import (
@@ -40,6 +42,7 @@ from backend.chat.gguf_generation import load_gguf, stream_gguf
 from backend.chat.targets import GGUF, ChatTarget
 from backend.messages import Message, message_of, msg
 from backend.models import loading
+from backend.models.chat_templates import apply_for_model, fit_model
 
 MIB = 2**20
 
@@ -63,7 +66,6 @@ def default_dtype(device: str) -> torch.dtype:
 
 def weights_bytes(folder: str | Path, dtype: torch.dtype) -> int | None:
     """Bytes the weights in `folder` take once loaded in `dtype` (from safetensors headers)."""
-    from safetensors import safe_open
 
     files = sorted(Path(folder).glob("*.safetensors"))
     if not files:
@@ -85,7 +87,6 @@ def _prod(shape) -> int:
 
 def memory_now(device: str) -> dict:
     """Process RSS (MiB) and, on a GPU, CUDA memory allocated / reserved (MiB)."""
-    import psutil
 
     report = {"rss_mib": round(psutil.Process().memory_info().rss / MIB, 1)}
     if device.startswith("cuda") and torch.cuda.is_available():
@@ -124,7 +125,6 @@ class ChatEngine:
 
     def _load(self, path: str, device: str, bits: int | None, trust_remote_code: bool, tokenizer_from: str | None = None,
               chat_template: str = "auto") -> _Loaded:
-        from backend.models.chat_templates import apply_for_model, fit_model
 
         tokenizer = loading.load_tokenizer(tokenizer_from or path, trust_remote_code=trust_remote_code)
         # The run's template, as it trained (a base model without one gets the same known template;

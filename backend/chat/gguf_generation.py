@@ -21,6 +21,9 @@ import time
 from backend.chat.generation import GenerationSettings, Prompt, Reply, _explain
 from backend.chat.targets import ChatTarget
 from backend.messages import msg
+from backend.models.gguf_engine import GGUFModel
+from backend.models.gguf_header import check_gguf_header
+from backend.models.loading import ModelLoadError, load_tokenizer
 
 # Tokens llama.cpp keeps room for (its KV cache is allocated up front): the file's trained
 # context when shorter.
@@ -57,8 +60,6 @@ class GGUFTokenizer:
 def load_gguf(target: ChatTarget):
     """(GGUFModel, GGUFTokenizer, context length) for a GGUF target; a missing binding or an
     unreadable file raises ModelLoadError with what to do."""
-    from backend.models.gguf_engine import GGUFModel
-    from backend.models.loading import ModelLoadError, load_tokenizer
 
     try:
         import llama_cpp  # noqa: F401 - imported here only to say what to install when it is missing
@@ -77,8 +78,6 @@ def trained_context(path: str) -> int | None:
     """`<architecture>.context_length` from the file's header (read without loading the weights)."""
     try:
         from gguf import GGUFReader
-
-        from backend.models.gguf_header import check_gguf_header
 
         check_gguf_header(path)  # before gguf's reader, which trusts the header's counts
         reader = GGUFReader(path)

@@ -11,13 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from backend.chat.targets import GGUF, ChatTarget, RunChoices
+from backend.export.exporter import REPORT_FILE
+from backend.export.gguf_export import GGUF_FOLDER
+from backend.models.loading import TOKENIZER_FILES
 from backend.storage.atomic_files import read_json
 
 
 def tokenizer_folder(gguf_file: Path) -> Path | None:
     """The export folder above `gguf/` when it holds a tokenizer, else None (a file on its own)."""
-    from backend.export.gguf_export import GGUF_FOLDER
-    from backend.models.loading import TOKENIZER_FILES
 
     folder = Path(gguf_file).resolve().parent
     if folder.name != GGUF_FOLDER:
@@ -44,7 +45,6 @@ def file_target(gguf_file: Path, source: ChatTarget | None = None, level: str | 
 def exported_files(exports_dir: Path) -> list[tuple[Path, str, Path]]:
     """(GGUF file, level, checkpoint it came from) of every export whose report lists GGUF files
     that are on disk, newest export first. The LoRA GGUF (an adapter, not a model) is left out."""
-    from backend.export.exporter import REPORT_FILE
 
     found = []
     reports = [p for p in Path(exports_dir).glob(f"*/{REPORT_FILE}") if not p.parent.name.startswith(".")]

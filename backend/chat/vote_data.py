@@ -20,9 +20,15 @@ from collections import Counter
 from pathlib import Path
 
 from backend.chat.preferences import TIE, read_preferences
+from backend.config import RunConfig, stage_switch
+from backend.data.pair_rows import fitting_cutoff, measure, worker_tokenizer
+from backend.data.saved_datasets import MAX_NAME, save_dataset, validate_name
+from backend.evaluation.results import checkpoint_folder
 from backend.messages import Message, UserError, message_of, msg
+from backend.models.loading import model_context_length, needs_build, resolve_model_path
 from backend.runs.files import CONFIG_FILE
 from backend.runs.workspace import Workspace
+from backend.storage.safe_names import MAX_BYTES, clean_name, is_plain_name
 
 
 class VoteDataError(UserError, ValueError):
@@ -83,8 +89,6 @@ def default_dataset_name(run_id: str) -> str:
     """"votes-<run id>", the name the Chat tab offers. A run id is a timestamp, a label of up to 40
     characters and a '-N' suffix, so this can pass a dataset name's limit: then the id is shortened
     and ends in 8 hex digits of its hash, so runs that differ only at the end still get different names."""
-    from backend.data.saved_datasets import MAX_NAME
-    from backend.storage.safe_names import MAX_BYTES, clean_name, is_plain_name
 
     name = f"votes-{run_id}"
     if is_plain_name(name) and len(name) <= MAX_NAME:
@@ -98,7 +102,6 @@ def default_dataset_name(run_id: str) -> str:
 
 def save_votes_dataset(run_dir: Path, datasets_dir: Path, name: str, overwrite: bool = False) -> tuple[Path, dict]:
     """Write the votes of `run_dir` as workspace dataset `name`; returns (folder, provenance)."""
-    from backend.data.saved_datasets import save_dataset, validate_name
 
     try:
         validate_name(name)
@@ -128,8 +131,6 @@ def _skips(counts: dict) -> Message:
 
 def preference_run_values(run_dir: Path, dataset: str) -> dict:
     """RunConfig values for "Train on these votes": a dpo run over the same base, continuing the voted checkpoint."""
-    from backend.config import RunConfig, stage_switch
-    from backend.evaluation.results import checkpoint_folder
 
     config = RunConfig.load(Path(run_dir) / CONFIG_FILE)
     values = stage_switch(config.to_dict(), "dpo")
@@ -150,8 +151,6 @@ def _cutoff_for_votes(values: dict, pairs: list[dict], models_dir: Path) -> int:
     """A cutoff_len that fits the vote pairs whole (prompt + the longer answer): multi-turn votes
     carry their conversation, and a prompt that fills the stage's cutoff would leave its pair out.
     The stage's value stays when the model is not on disk yet (the Plan then says "at most")."""
-    from backend.data.pair_rows import fitting_cutoff, measure, worker_tokenizer
-    from backend.models.loading import model_context_length, needs_build, resolve_model_path
 
     model = values["model_name_or_path"]
     if needs_build(model, models_dir):

@@ -16,9 +16,15 @@ from pathlib import Path
 from backend.config import OVERFLOW, RunConfig
 from backend.data.errors import DataError
 from backend.data.fix_table import add_cli_flags, plan_values
+from backend.data.fixes import FixPlan
 from backend.data.identity_rows import fill_row, identity_values
-from backend.data.prepare import load_model_tokenizer, model_tokenizer_and_template
-from backend.data.template_preview import preview_text
+from backend.data.load import load_rows
+from backend.data.prepare import DataSession, load_model_tokenizer, model_tokenizer_and_template
+from backend.data.resolve import DatasetNotFound, resolve_dataset
+from backend.data.saved_datasets import validate_name
+from backend.data.template_preview import preview_text, template_preview
+from backend.messages import msg
+from backend.runs.workspace import Workspace
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 
@@ -113,9 +119,6 @@ def run_check(args) -> int:
 
 def show_template(args, tokenizer, template) -> dict:
     """File row `--show-template` (0-based, as the report numbers rows) as the worker encodes it."""
-    from backend.data.load import load_rows
-    from backend.data.template_preview import template_preview
-    from backend.messages import msg
 
     loaded = load_rows(args.file, parse_mapping(args.mapping), args.dataset)
     number = args.show_template
@@ -128,11 +131,6 @@ def show_template(args, tokenizer, template) -> dict:
 
 
 def run_fix(args) -> int:
-    from backend.data.fixes import FixPlan
-    from backend.data.prepare import DataSession
-    from backend.data.saved_datasets import validate_name
-    from backend.runs.workspace import Workspace
-
     validate_name(args.out)
     plan = FixPlan(**{**plan_values(vars(args)), "fill": parse_fill(args.fill)})
     if plan.over_cutoff and not args.model:
@@ -173,8 +171,6 @@ def data_source(file: str, workspace: str) -> str:
     under. A name that is neither stays as given: the data backend then says it is missing."""
     if Path(file).exists():
         return file
-    from backend.data.resolve import DatasetNotFound, resolve_dataset
-    from backend.runs.workspace import Workspace
 
     try:
         return str(resolve_dataset(file, Workspace(Path(workspace))))

@@ -16,6 +16,7 @@ import json
 import random
 from pathlib import Path
 
+from backend.data.saved_datasets import save_dataset
 from backend.models.demo_facts import _facts
 
 DEMO_PAIRS_NAME = "demo-pairs"
@@ -55,7 +56,6 @@ def build_demo_pairs() -> list[dict]:
 
 def ensure_demo_pairs(datasets_dir: Path) -> Path:
     """datasets_dir/demo-pairs/ (train + eval split, meta.json); rewritten on a new version."""
-    from backend.data.saved_datasets import save_dataset
 
     folder = Path(datasets_dir) / DEMO_PAIRS_NAME
     try:

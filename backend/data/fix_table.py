@@ -16,6 +16,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from backend.data.fixes import FixPlan
+
 FILL = None  # the value of the fill fix comes from the user (NAME=VALUE pairs), not from the table
 
 
@@ -105,7 +107,6 @@ def add_cli_flags(parser) -> None:
 
 def plan_values(values: dict) -> dict:
     """The FixPlan fields among `values` (e.g. parsed CLI arguments or the Data tab's plan)."""
-    from backend.data.fixes import FixPlan
 
     names = {f.name for f in dataclasses.fields(FixPlan)}
     return {k: v for k, v in values.items() if k in names}

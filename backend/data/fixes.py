@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from backend.data.encode import count_tokens
 from backend.data.fix_steps import FixStep
+from backend.data.pairwise import is_preference_row
 from backend.data.textrules import (
     fill_placeholders,
     normalize,
@@ -60,8 +61,6 @@ class Fixed:
 
 
 def apply_fixes(rows: list[dict], indices: list[int], plan: FixPlan, tokenizer=None, cutoff_len: int = 1024) -> Fixed:
-    from backend.data.pairwise import is_preference_row
-
     if rows and is_preference_row(rows[0]):
         return apply_pair_fixes(rows, indices, plan)
     steps: list[FixStep] = []

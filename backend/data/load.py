@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from backend.data.errors import DataError
+from backend.data.pairwise import detect_pair_shape
 from backend.data.read import file_type, iter_records
 from backend.data.shapes import convert, detect_shape, known_shape_of, shape_from_mapping
 from backend.data.text_encoding import detect_encoding, encoding_message
@@ -218,7 +219,6 @@ def _refuse_untrainable(info_path: Path, dataset: str, entry: dict, columns: dic
 def _preference_entry(folder, dataset, data_path, kind, encoding, first, mapping) -> Source:
     """A `ranking: true` entry (chosen / rejected) or one with a `kto_tag` column (answers labelled
     desirable or not), in alpaca or sharegpt form; the entry's own role / content tags apply."""
-    from backend.data.pairwise import detect_pair_shape
 
     names = {"prompt": "instruction", "query": "input", "response": "output", "kto_tag": "label"}
     wanted = {names.get(k, k): v for k, v in mapping.items() if k not in SHAREGPT_TAGS}

@@ -18,8 +18,11 @@ from dataclasses import dataclass
 
 from backend.config_policy import ConfigError
 from backend.data.encode import count_tokens
+from backend.data.resolve import load_rows, resolve_dataset
 from backend.data.textrules import answers_of
 from backend.messages import UserError
+from backend.models.chat_templates import apply_for_model
+from backend.models.loading import load_tokenizer
 
 # Why a row is left out (the worker's RowCounts reasons: summary.json, the refusal, the Plan).
 EMPTY = "empty chosen / rejected answer"
@@ -129,7 +132,6 @@ def measure_dataset(dataset: str, workspace, model_folder, chat_template: str,
     """The training file's preference rows measured with the tokenizer and chat template the worker
     will use; None for instruction data, more than PLAN_ROWS rows, or a tokenizer that cannot be
     loaded here (the worker measures then, and the Plan gives an upper bound)."""
-    from backend.data.resolve import load_rows, resolve_dataset
 
     rows, _ = load_rows(resolve_dataset(dataset, workspace), dataset_name=dataset_name)
     rows = [r for r in rows if "chosen" in r or "completion" in r]
@@ -143,8 +145,6 @@ def worker_tokenizer(model_folder, chat_template: str):
     """The tokenizer with the chat template the worker trains with, or None when it cannot be
     loaded without the model's own code or the template does not fit (the Plan's template line
     says why)."""
-    from backend.models.chat_templates import apply_for_model
-    from backend.models.loading import load_tokenizer
 
     try:
         tokenizer = load_tokenizer(model_folder)

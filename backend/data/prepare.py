@@ -23,8 +23,15 @@ from pathlib import Path
 
 from backend.data.errors import DataError
 from backend.data.fixes import FixPlan, apply_fixes
+from backend.data.identity_rows import fill_conflicts, fill_row
 from backend.data.load import SourceRow, iter_rows, no_usable_rows, open_source
+from backend.data.saved_datasets import file_sha256, save_dataset
+from backend.data.textrules import placeholders
 from backend.messages import Message
+from backend.models.chat_templates import TemplateError, apply_for_model
+from backend.models.loading import ModelLoadError, load_tokenizer
+from backend.runs.model_builds import prepare_model
+from backend.runs.workspace import Workspace
 
 PAGE_SIZE = 5
 
@@ -47,7 +54,6 @@ class Analysis:
 
     def trained(self, row: dict) -> dict:
         """`row` as the run trains it: `{{name}}` / `{{author}}` filled with `identity`."""
-        from backend.data.identity_rows import fill_row
 
         return fill_row(row, self.identity)
 
@@ -63,7 +69,6 @@ class Analysis:
     def placeholder_names(self) -> list[str]:
         """Names of the {{placeholders}} left in the rows, in order of first appearance: those the
         run does not fill (`identity`)."""
-        from backend.data.textrules import placeholders
 
         names: dict[str, None] = {}
         for row in self.rows:
@@ -86,7 +91,6 @@ class Analysis:
     def save(self, datasets_dir: Path, name: str, eval_ratio: float = 0.0, seed: int = 42,
              overwrite: bool = False) -> Path:
         """Write the fixed rows as workspace dataset `name` with its train / eval split."""
-        from backend.data.saved_datasets import save_dataset
 
         return save_dataset(datasets_dir, name, self.rows, source=self.source_meta, fixes=self.saved_steps(),
                             rows_before=self.total, eval_ratio=float(eval_ratio), seed=int(seed), overwrite=overwrite)
@@ -96,8 +100,6 @@ class DataSession:
     """The rows of one file under one column mapping, read once. Raises DataError when unusable."""
 
     def __init__(self, path: str | Path, mapping: dict[str, str] | None = None, dataset: str | None = None):
-        from backend.data.saved_datasets import file_sha256
-
         self.path, self.mapping, self.dataset = str(path), mapping, dataset
         self.source = open_source(path, mapping, dataset)
         self.items = list(iter_rows(self.source))  # every row of the file, usable or not, in file order
@@ -142,8 +144,6 @@ class DataSession:
     def _fill_warnings(self, fill: dict[str, str], identity: dict[str, str]) -> list[Message]:
         """A fill of `{{name}}` / `{{author}}` at odds with the run's value, for placeholders the rows
         hold (a value for one they lack changes nothing)."""
-        from backend.data.identity_rows import fill_conflicts
-        from backend.data.textrules import placeholders
 
         conflicts = fill_conflicts(fill, identity)
         if not conflicts:
@@ -182,10 +182,6 @@ def model_tokenizer_and_template(model: str | None, workspace: Path, chat_templa
     """(tokenizer, TemplatePlan), or (None, None) without a model."""
     if not model:
         return None, None
-    from backend.models.chat_templates import TemplateError, apply_for_model
-    from backend.models.loading import ModelLoadError, load_tokenizer
-    from backend.runs.model_builds import prepare_model
-    from backend.runs.workspace import Workspace
 
     try:
         # A first use builds the demo model (minutes) or converts a GGUF model: logged as it goes.

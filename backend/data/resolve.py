@@ -11,13 +11,20 @@ trainer accepts exactly what the Data tab and `python -m backend.data check` acc
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 from pathlib import Path
 
 from backend.config import split_sizes
 from backend.config_policy import ConfigError
+from backend.data.demo_pairs import ensure_demo_pairs
+from backend.data.demo_rows import ensure_demo_dataset
 from backend.data.errors import DataError
+from backend.data.identity_rows import ensure_identity_dataset
+from backend.data.load import load_rows as load_file
+from backend.data.load import open_source
+from backend.data.pairwise import is_preference
 from backend.data.prompt_files import read_prompt_file
 from backend.data.saved_datasets import (
     EVAL_FILE,
@@ -28,6 +35,7 @@ from backend.data.saved_datasets import (
     validate_name,
 )
 from backend.messages import msg
+from backend.models.demo_facts import build_demo_rows
 from backend.runs.workspace import Workspace
 
 log = logging.getLogger("backend.train")
@@ -52,16 +60,10 @@ class DatasetUnreadable(DatasetNotFound):
 def resolve_dataset(name: str, workspace: Workspace) -> Path:
     """The file or folder behind `dataset`: 'identity', 'demo', a workspace dataset name, or a path."""
     if name == "demo":
-        from backend.data.demo_rows import ensure_demo_dataset
-
         return ensure_demo_dataset(workspace.datasets_dir)
     if name == "identity":
-        from backend.data.identity_rows import ensure_identity_dataset
-
         return ensure_identity_dataset(workspace.datasets_dir)
     if name == "demo-pairs":
-        from backend.data.demo_pairs import ensure_demo_pairs
-
         return ensure_demo_pairs(workspace.datasets_dir)
     named = workspace.datasets_dir / name
     if _is_plain_name(name) and is_workspace_dataset(named):
@@ -87,7 +89,6 @@ def check_dataset(name: str, workspace: Workspace, dataset_name: str | None = No
     `dataset_name` picks one dataset of a LLaMA-Factory folder; the `stage`
     refuses data of the other kind (preference rows for sft, instruction
     rows for a preference stage, kto-only rows for pair stages)."""
-    from backend.data.load import open_source
 
     source = resolve_dataset(name, workspace)
     if dataset_name and (is_workspace_dataset(source) or not source.is_dir()):
@@ -115,7 +116,6 @@ def _prompt_file(source: Path) -> bool:
 def _saved_shape(folder: Path) -> str:
     """'openai', 'pairwise' or 'kto': the kind of a workspace dataset's canonical rows, from its first
     line (the rows were checked when it was saved, and its file may be large)."""
-    import json
 
     with open(folder / TRAIN_FILE, encoding="utf-8") as handle:
         first = next((line for line in handle if line.strip()), "{}")
@@ -125,7 +125,6 @@ def _saved_shape(folder: Path) -> str:
 
 def check_shape(shape: str, stage: str, source: str) -> None:
     """Refuses data of the wrong kind for the stage (kto also takes pairs) before anything loads."""
-    from backend.data.pairwise import is_preference
 
     if stage in ("sft", "grpo"):  # grpo: prompts of instruction rows (backend/training/grpo_data.py)
         if is_preference(shape) and stage == "grpo":
@@ -149,7 +148,6 @@ def load_rows(source: Path, counts=None, dataset_name: str | None = None) -> tup
         if saved_or_file(source):
             eval_rows = load_dataset_rows(source, split="eval") if (source / EVAL_FILE).is_file() else None
             return load_dataset_rows(source, split="train"), eval_rows
-        from backend.data.load import load_rows as load_file
 
         loaded = load_file(source, dataset=dataset_name)
     except DataError as error:
@@ -210,8 +208,6 @@ def dataset_size(name: str, workspace: Workspace, dataset_name: str | None = Non
     """(usable rows, whether it has its own eval split) of 'demo', a workspace dataset or a
     file, before the cutoff filter. A workspace dataset's rows are counted, not parsed."""
     if name in ("", "demo"):
-        from backend.models.demo_facts import build_demo_rows
-
         return len(build_demo_rows()), False
     source = resolve_dataset(name, workspace)
     if is_workspace_dataset(source):

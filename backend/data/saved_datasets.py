@@ -22,7 +22,9 @@ import time
 from pathlib import Path
 
 from backend.data.errors import DataError
+from backend.data.load import load_rows
 from backend.messages import UserError, msg
+from backend.storage.safe_names import checked_name
 
 TRAIN_FILE, EVAL_FILE, META_FILE = "data.jsonl", "eval.jsonl", "meta.json"
 MAX_NAME = 64  # characters of a dataset name (its folder's name)
@@ -38,7 +40,6 @@ class DatasetExists(UserError, FileExistsError):
 
 def validate_name(name: str) -> str:
     """A dataset name is one plain folder name: no separators, no '..', no hidden names."""
-    from backend.storage.safe_names import checked_name
 
     return checked_name(name, msg("name.dataset"), MAX_NAME)
 
@@ -155,7 +156,6 @@ def load_dataset_rows(path: str | Path, split: str = "train", mapping: dict[str,
             return []
         with open(file, encoding="utf-8") as f:
             return [json.loads(line) for line in f if line.strip()]
-    from backend.data.load import load_rows
 
     return load_rows(path, mapping).rows
 

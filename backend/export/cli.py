@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from backend.export.exporter import DEFAULT_SHARD_SIZE, export_checkpoint
+from backend.export.model_card import gguf_lines
 from backend.export.outputs import ExportError
 from backend.messages import msg
 from backend.runs.jobs import COMPLETED, run_job, write_progress
@@ -67,7 +68,5 @@ def _summary(report: dict) -> str:
         lines.append("Verification: " + report["verification"]["summary"])
     lines.extend(report.get("notes", []))
     if report.get("gguf"):
-        from backend.export.model_card import gguf_lines
-
         lines.extend(gguf_lines(report["gguf"]))
     return "\n".join(lines)

@@ -26,8 +26,10 @@ import shutil
 import time
 from pathlib import Path
 
-from backend.export.gguf_export import GGUF_NEW_TOKENS
-from backend.export.model_card import build_model_card
+from backend.data.general_prompts import HELD_OUT_QUESTIONS
+from backend.export.gguf_export import GGUF_NEW_TOKENS, GGUF_PROMPTS, GGUFRequest, export_gguf, export_lora_gguf
+from backend.export.llama_cpp_tools import DEFAULT_LEVEL, check_tools, parse_levels
+from backend.export.model_card import build_model_card, gguf_section
 from backend.export.outputs import (
     ExportError,
     base_model_for,
@@ -47,7 +49,10 @@ from backend.export.outputs import (
 from backend.export.verify import FAILED as VERIFY_FAILED
 from backend.export.verify import VERIFY_NEW_TOKENS, verify_export
 from backend.messages import message_of, msg
-from backend.runs.jobs import is_running, launch, write_progress
+from backend.models.chat_templates import resize_embeddings, set_stop_ids
+from backend.models.greedy import greedy_answers, greedy_token_ids, prompt_and_reference
+from backend.models.loading import load_model, load_tokenizer
+from backend.runs.jobs import is_running, launch, recent_jobs, write_progress
 from backend.runs.workspace import Workspace
 from backend.storage.safe_names import UnsafeName, checked_name, path_inside
 
@@ -113,9 +118,6 @@ def _export_full(checkpoint, out, run_dir, workspace, max_shard, progress, reque
     write_progress(progress, stage=msg("export.stage.verifying"))
     verification = verify_export(checkpoint, staging, prompts, dtype=None)
     if request:
-        from backend.models.greedy import greedy_token_ids
-        from backend.models.loading import load_model, load_tokenizer
-
         request.reference_ids = greedy_token_ids(load_model(checkpoint).eval(), load_tokenizer(checkpoint),
                                                  request.prompts, max_new_tokens=GGUF_NEW_TOKENS)
     report = {"kind": "full", "checkpoint": str(checkpoint), "files": files, "verification": verification,
@@ -129,10 +131,6 @@ def _export_full(checkpoint, out, run_dir, workspace, max_shard, progress, reque
 def _export_merged(checkpoint, out, run_dir, workspace, max_shard, dtype, base, progress, request=None) -> dict:
     import torch
     from peft import PeftModel
-
-    from backend.models.chat_templates import resize_embeddings, set_stop_ids
-    from backend.models.greedy import greedy_answers, greedy_token_ids
-    from backend.models.loading import load_model, load_tokenizer
 
     base_model = base_model_for(checkpoint, run_dir, workspace, base, resolve=True)  # converts a GGUF base
     check_base_matches(checkpoint, run_dir, workspace, base)
@@ -182,7 +180,6 @@ def _verification_prompts(run_dir, workspace, count: int = VERIFY_PROMPTS) -> li
 def _held_out_pairs(run_dir, workspace, count: int, fill: bool = False) -> list[tuple[list[dict], str]]:
     """(prompt messages, reference answer) of the first held-out rows; fixed prompts when there are none.
     `fill`: up to `count` with the general held-out questions (never trained on) when the split is smaller."""
-    from backend.models.greedy import prompt_and_reference
 
     rows = []
     if run_dir is not None:
@@ -195,8 +192,6 @@ def _held_out_pairs(run_dir, workspace, count: int, fill: bool = False) -> list[
     pairs = [prompt_and_reference(r["messages"]) for r in rows[:count]]
     pairs = [(prompt, answer) for prompt, answer in pairs if prompt]
     if fill and len(pairs) < count:
-        from backend.data.general_prompts import HELD_OUT_QUESTIONS
-
         pairs += [([{"role": "user", "content": q}], "") for q, _ in HELD_OUT_QUESTIONS[:count - len(pairs)]]
     return pairs or [([{"role": "user", "content": text}], "") for text in FALLBACK_PROMPTS]
 
@@ -205,8 +200,6 @@ def _gguf_request(levels, lora, kind, run_dir, workspace):
     """The GGUF part of an export, checked before anything heavy runs (tools present, levels known)."""
     if not levels and not lora:
         return None
-    from backend.export.gguf_export import GGUF_PROMPTS, GGUFRequest
-    from backend.export.llama_cpp_tools import DEFAULT_LEVEL, check_tools, parse_levels
 
     parsed = parse_levels(levels or [DEFAULT_LEVEL])
     check_tools()
@@ -216,8 +209,6 @@ def _gguf_request(levels, lora, kind, run_dir, workspace):
 
 def _write_gguf(checkpoint, out, report, request, lora, progress) -> dict:
     """GGUF files beside the published merged model; a refusal names the merged folder, which stays."""
-    from backend.export.gguf_export import export_gguf, export_lora_gguf
-    from backend.export.model_card import gguf_section
 
     try:
         gguf = export_gguf(out, out.name, request, progress)
@@ -273,7 +264,6 @@ def job_progress_path(workspace: Workspace, name: str) -> Path:
 
 def recent_exports(workspace: Workspace, limit: int = 10) -> list[Path]:
     """Progress files of the last export jobs, newest first (they outlive the page that started them)."""
-    from backend.runs.jobs import recent_jobs
 
     return recent_jobs(exports_dir(workspace) / ".jobs", limit)
 
@@ -291,8 +281,6 @@ def start_export(workspace: Workspace, checkpoint: Path, name: str, *, merge: bo
     if merge or gguf or gguf_lora:  # a base of another architecture is refused before a process starts
         check_base_matches(checkpoint, find_run_dir(checkpoint), workspace, base)
     if gguf or gguf_lora:
-        from backend.export.llama_cpp_tools import check_tools, parse_levels
-
         gguf = [level.name for level in parse_levels(gguf or ["q4_k_m"])]
         check_tools()
     progress = job_progress_path(workspace, name)

@@ -13,17 +13,30 @@ are kept; a refusal removes only the partial file, never the merged model.
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from safetensors import safe_open
+
 from backend.export import llama_cpp_tools as tools
 from backend.export.gguf_checks import compare_answers, distribution_stats, metadata_check
 from backend.export.modelfile import build_modelfile, match_family, stop_texts
-from backend.export.outputs import ExportError, count_parameters, ensure_disk_space
+from backend.export.outputs import (
+    ExportError,
+    base_model_for,
+    checkpoint_kind,
+    count_parameters,
+    ensure_disk_space,
+    find_run_dir,
+)
 from backend.messages import msg
+from backend.models.chat_templates import render, stop_token_ids
+from backend.models.gguf_engine import GGUFModel
+from backend.models.loading import load_tokenizer
 from backend.runs.jobs import write_progress
 
 GGUF_FOLDER = "gguf"
@@ -73,8 +86,6 @@ def planned_sizes(model_dir: Path, levels: list[tools.Level]) -> dict[str, int]:
 
 
 def _tensor_shapes(model_dir: Path) -> list[tuple[str, tuple[int, ...]]]:
-    from safetensors import safe_open
-
     tensors = []
     for file in sorted(Path(model_dir).glob("*.safetensors")):
         with safe_open(str(file), framework="pt") as handle:
@@ -84,7 +95,6 @@ def _tensor_shapes(model_dir: Path) -> list[tuple[str, tuple[int, ...]]]:
 
 def export_gguf(model_dir: Path, name: str, request: GGUFRequest, progress: Path | None = None) -> dict:
     """Write out/gguf/<name>-<level>.gguf for each level, the Modelfile and the checks; returns the report."""
-    from backend.models.loading import load_tokenizer
 
     folder = tools.check_tools()
     started = time.time()
@@ -135,8 +145,6 @@ def export_gguf(model_dir: Path, name: str, request: GGUFRequest, progress: Path
 
 def run_checks(files: dict[str, Path], tokenizer, request: GGUFRequest) -> dict:
     """llama.cpp's greedy answers against the adapter's, and each level's distributions against f16's."""
-    from backend.models.chat_templates import render
-    from backend.models.gguf_engine import GGUFModel
 
     texts = [render(tokenizer, p, add_generation_prompt=True) for p in request.prompts]
     # The distributions are compared over each held-out answer; a prompt without one (a general
@@ -184,8 +192,6 @@ def _stop_ids(model_dir: Path, tokenizer) -> list[int]:
     """What the exported model stops on in Chat, Evaluate and the server: the same rule for the GGUF."""
     from transformers import GenerationConfig
 
-    from backend.models.chat_templates import stop_token_ids
-
     try:
         config = GenerationConfig.from_pretrained(model_dir)
     except OSError:  # no generation_config.json: the tokenizer's EOS alone
@@ -195,7 +201,6 @@ def _stop_ids(model_dir: Path, tokenizer) -> list[int]:
 
 def export_lora_gguf(checkpoint: Path, base_dir: str, out_dir: Path, name: str, outtype: str) -> dict:
     """The adapter alone as a GGUF LoRA (llama.cpp's --lora, Ollama's ADAPTER) beside a base GGUF."""
-    import json
 
     config = json.loads((checkpoint / "adapter_config.json").read_text(encoding="utf-8"))
     if config.get("use_dora"):
@@ -220,7 +225,6 @@ def _mb(size: int) -> str:
 
 def size_preview(checkpoint: Path, workspace, levels: list[str]) -> dict[str, int]:
     """Bytes of each GGUF level for this checkpoint's model (the base's parameter count), before starting."""
-    from backend.export.outputs import base_model_for, checkpoint_kind, find_run_dir
 
     checkpoint = Path(checkpoint)
     if checkpoint_kind(checkpoint) == "full":

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import yaml
 
+from backend.messages import CATALOGUE, Message, render
 from backend.runs.files import CONFIG_FILE
 from backend.runs.workspace import Workspace
 from backend.storage.atomic_files import read_json
@@ -151,7 +152,6 @@ def _usage_section(kind: str, base_model: str) -> str:
 
 def gguf_lines(gguf: dict) -> list[str]:
     """The GGUF export in plain lines: files, the check against the adapter, each level's KL and top-1."""
-    from backend.messages import CATALOGUE, Message, render
 
     levels = gguf["checks"]["levels"]
     lines = [f"GGUF ({'check passed' if gguf['passed'] else 'CHECK FAILED: the files are kept for inspection'}): "

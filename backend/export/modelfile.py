@@ -15,6 +15,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from backend.models.chat_templates import render
+
 SAMPLES = (
     [{"role": "user", "content": "Hi there."}],
     [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Name a colour."}],
@@ -95,7 +97,6 @@ class TemplateMatch:
 
 def match_family(tokenizer) -> TemplateMatch:
     """The family whose Go template renders like the tokenizer's chat template, with its default system."""
-    from backend.models.chat_templates import render
 
     bos = tokenizer.bos_token or ""
     expected = [render(tokenizer, sample, add_generation_prompt=True) for sample in SAMPLES]

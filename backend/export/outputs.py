@@ -11,7 +11,13 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from safetensors import safe_open
+
+from backend.export.model_card import run_config
 from backend.messages import UserError, msg
+from backend.models.hub_cache import cached_snapshot, hub_id_of, looks_like_hub_id
+from backend.models.loading import estimate_num_parameters, needs_build, resolve_model_path
+from backend.models.offline import OFFLINE_MODELS
 from backend.runs.files import CONFIG_FILE
 
 # Files a Trainer checkpoint holds only for resuming: not part of an exported model.
@@ -45,8 +51,6 @@ def find_run_dir(checkpoint: Path) -> Path | None:
 
 
 def _run_config(run_dir: Path | None) -> dict:
-    from backend.export.model_card import run_config
-
     return run_config(run_dir)
 
 
@@ -64,8 +68,6 @@ def base_model_for(checkpoint: Path, run_dir: Path | None, workspace, override: 
 
     With `resolve`, its folder: the demo model, a local folder, or for a hub id the snapshot in
     the Hugging Face cache that training loaded it from (looked up offline)."""
-    from backend.models.hub_cache import hub_id_of, looks_like_hub_id
-    from backend.models.offline import OFFLINE_MODELS
 
     trained_on = _run_config(run_dir).get("model_name_or_path") or _adapter_base(checkpoint)
     name = (override or "").strip() or trained_on
@@ -89,9 +91,6 @@ def _adapter_base(checkpoint: Path) -> str | None:
 
 
 def _base_folder(name: str, workspace) -> str:
-    from backend.models.hub_cache import cached_snapshot, looks_like_hub_id
-    from backend.models.loading import resolve_model_path
-
     path = resolve_model_path(name, workspace.models_dir) if workspace else name
     if Path(path).expanduser().is_dir():
         return str(Path(path).expanduser())
@@ -111,7 +110,6 @@ def check_base_matches(checkpoint: Path, run_dir: Path | None, workspace, overri
     """Refuses a --base whose architecture is not the one the run trained on, from the two config.json
     files alone (before any weights load). Nothing to compare is no refusal: a base that must first be
     built or converted, or a run's base not on this disk (the merge itself then says what is wrong)."""
-    from backend.models.loading import needs_build
 
     trained_on = _run_config(run_dir).get("model_name_or_path") or _adapter_base(checkpoint)
     override = (override or "").strip()
@@ -180,15 +178,12 @@ def count_parameters(base_path: str) -> int:
     """Parameter count from the safetensors headers (no weights read), else from config numbers."""
     files = sorted(Path(base_path).glob("*.safetensors"))
     if files:
-        from safetensors import safe_open
-
         total = 0
         for file in files:
             with safe_open(str(file), framework="pt") as handle:
                 for key in handle.keys():  # noqa: SIM118 - safe_open has keys(), no __iter__
                     total += math.prod(handle.get_slice(key).get_shape())
         return total
-    from backend.models.loading import estimate_num_parameters
 
     count = estimate_num_parameters(_base_config(base_path))
     if not count:

@@ -19,6 +19,10 @@ is held back for inspection (backend/export/exporter.py).
 
 from __future__ import annotations
 
+from backend.models.chat_templates import render
+from backend.models.greedy import greedy_answers
+from backend.models.loading import load_model, load_tokenizer
+
 # A swap of two next-token logits closer than this share of the top logit is 16-bit
 # rounding (bf16 keeps 8 bits of mantissa: ~0.4% per weight, compounding over layers).
 NEAR_TIE = 0.02
@@ -30,8 +34,6 @@ PASSED, TIES_ONLY, FAILED = "passed", "ties", "failed"
 def verify_export(reference_folder, folder, prompts, dtype, expected=None) -> dict:
     """Reload `folder` as a plain model and compare its greedy answers with `expected`
     (or with those of `reference_folder`); fp32 exports can only be equal or differ."""
-    from backend.models.greedy import greedy_answers
-    from backend.models.loading import load_model, load_tokenizer
 
     tokenizer = load_tokenizer(folder)
     if expected is None:
@@ -79,8 +81,6 @@ def _divergence_gap(model, tokenizer, prompt, want: str, got: str) -> tuple[floa
     """(logit gap, top logit) in the exported model between its own token and the
     checkpoint's at the first token where the two answers part."""
     import torch
-
-    from backend.models.chat_templates import render
 
     context = tokenizer(render(tokenizer, prompt, add_generation_prompt=True), add_special_tokens=False)["input_ids"]
     want_ids = tokenizer(want, add_special_tokens=False)["input_ids"]

@@ -26,7 +26,9 @@ the demo model's template.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from backend.config_policy import ConfigError
 from backend.messages import Message, msg
@@ -196,8 +198,6 @@ def apply_template(tokenizer, choice: str = AUTO, model_type: str | None = None)
 
 def model_type(model_path) -> str | None:
     """config.json's model_type (the text model's, for multimodal configs); None when unreadable."""
-    import json
-    from pathlib import Path
 
     try:
         config = json.loads((Path(model_path) / "config.json").read_text(encoding="utf-8"))
@@ -313,9 +313,6 @@ def eos_warnings(tokenizer, folder) -> list[Message]:
 
 
 def _configured_eos(folder) -> list[int]:
-    import json
-    from pathlib import Path
-
     for name in ("generation_config.json", "config.json"):
         try:
             eos = json.loads((Path(folder) / name).read_text(encoding="utf-8")).get("eos_token_id")

@@ -13,8 +13,11 @@ llama-cpp-python's sampling defaults are not greedy (`repeat_penalty` 1.1,
 
 from __future__ import annotations
 
+import ctypes
 import os
 from pathlib import Path
+
+from backend.models.chat_templates import render
 
 DEFAULT_CONTEXT = 2048
 
@@ -45,7 +48,6 @@ class GGUFModel:
     def piece(self, token: int) -> bytes:
         """The bytes of one token (control tokens: none). llama-cpp-python's detokenize reads each
         piece into 32 bytes and slices a longer one wrongly; the buffer grows here instead."""
-        import ctypes
 
         import llama_cpp
 
@@ -61,8 +63,6 @@ class GGUFModel:
     def render(self, messages: list[dict], tokenizer=None) -> str:
         """The generation prompt: through the run's tokenizer when given, else the GGUF's own template."""
         if tokenizer is not None:
-            from backend.models.chat_templates import render
-
             return render(tokenizer, messages, add_generation_prompt=True)
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 

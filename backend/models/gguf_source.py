@@ -14,6 +14,7 @@ never leaves half a model; SOURCE_FILE, written last, says which GGUF file
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -121,7 +122,6 @@ def _plain(architecture: str) -> str:
 
 def _split_part(name: str) -> bool:
     """llama.cpp's split files are named NAME-00001-of-00003.gguf."""
-    import re
 
     return re.search(r"-\d{5}-of-\d{5}\.gguf$", name) is not None
 

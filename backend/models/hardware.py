@@ -8,6 +8,8 @@ import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
+import psutil
+
 from backend.messages import UserError, msg
 
 # Set by the launcher next to CUDA_VISIBLE_DEVICES: the GPU indices as the user
@@ -35,7 +37,6 @@ def gpu_driver_present() -> bool:
 
 def detect_devices() -> list[Device]:
     """Every CUDA device, then the CPU (always last, always present)."""
-    import psutil
 
     devices = []
     if gpu_driver_present():

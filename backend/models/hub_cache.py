@@ -14,6 +14,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from huggingface_hub import constants, snapshot_download
+from huggingface_hub.errors import LocalEntryNotFoundError
+
 # owner/name as the hub spells repository ids (one slash, no path tricks).
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}$")
 _SNAPSHOT = re.compile(r"models--(?P<owner>[^/]+?)--(?P<name>[^/]+)/snapshots/[^/]+/?$")
@@ -26,15 +29,12 @@ def looks_like_hub_id(name: str) -> bool:
 
 def cache_dir() -> str:
     """The hub cache this process reads (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub)."""
-    from huggingface_hub import constants
 
     return constants.HF_HUB_CACHE
 
 
 def cached_snapshot(hub_id: str, revision: str = "main") -> tuple[Path | None, str]:
     """(snapshot folder, "") when the cache holds `hub_id`, else (None, why not), without the network."""
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
 
     try:
         return Path(snapshot_download(hub_id, revision=revision, local_files_only=True)), ""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -17,9 +18,13 @@ from pathlib import Path
 from backend.messages import Message, UserError, msg
 from backend.models.chat_templates import AUTO, TemplateError, apply_for_model, eos_warnings, has_own_template
 from backend.models.demo_facts import DEMO_MODEL_VERSION
+from backend.models.gguf_header import GGUFLayoutError, read_gguf_header
+from backend.models.gguf_source import SOURCE_FILE, GGUFSourceError, converted_is_current, ensure_converted, find_gguf
+from backend.models.offline import OFFLINE_MODELS, ensure_offline_model, offline_model_ready
 from backend.models.presets import PRESETS, ModelPreset  # noqa: F401  (re-exported for the UI)
 from backend.storage.atomic_files import build_folder
 from backend.storage.file_lock import file_lock
+from backend.storage.safe_names import clean_name
 
 DEMO_MODEL = "demo"
 DEMO_NAMES = (DEMO_MODEL, "demo-tiny")  # the tiny demo model: the test suite's fast model
@@ -82,7 +87,6 @@ def resolve_model_path(name_or_path: str, models_dir: Path, progress=None) -> st
     """'demo' -> the built demo folder; an offline model's name or a GGUF file -> its converted
     folder in models_dir (converted on first use, `progress(step, steps)` following it); a
     local folder -> its path; else the hub id unchanged."""
-    from backend.models.gguf_source import GGUFSourceError
 
     if name_or_path in DEMO_NAMES:
         return str(ensure_demo_model(models_dir, progress=progress))
@@ -101,8 +105,6 @@ def resolve_model_path(name_or_path: str, models_dir: Path, progress=None) -> st
 def converted_folder(name_or_path: str, models_dir: Path, progress=None) -> Path | None:
     """The Hugging Face folder for an offline model's name or a GGUF file (or a folder holding
     one), converted first when needed; None for any other name."""
-    from backend.models.gguf_source import ensure_converted, find_gguf
-    from backend.models.offline import OFFLINE_MODELS, ensure_offline_model
 
     if name_or_path in OFFLINE_MODELS:
         return ensure_offline_model(name_or_path, models_dir, progress=progress)
@@ -114,8 +116,6 @@ def converted_folder(name_or_path: str, models_dir: Path, progress=None) -> Path
 
 def needs_build(name_or_path: str, models_dir: Path) -> bool:
     """True when using this model first builds or converts it (minutes): a stage of the run."""
-    from backend.models.gguf_source import GGUFSourceError, converted_is_current, find_gguf
-    from backend.models.offline import OFFLINE_MODELS, offline_model_ready
 
     if name_or_path in DEMO_NAMES:
         return not demo_model_ready(models_dir)
@@ -132,8 +132,6 @@ def needs_build(name_or_path: str, models_dir: Path) -> bool:
 def gguf_model_name(path: Path) -> str:
     """The workspace folder name for a GGUF file: its stem as a safe name, never the folder of the
     demo model or of an offline model (a user's gemma-3-270m.gguf must not replace the packaged one)."""
-    from backend.models.offline import OFFLINE_MODELS
-    from backend.storage.safe_names import clean_name
 
     name = clean_name(_gguf_title(path) if CONTENT_ADDRESSED.match(path.name) else path.stem, "gguf-model",
                       max_len=64)
@@ -144,7 +142,6 @@ def gguf_model_name(path: Path) -> str:
 def _gguf_title(path: Path) -> str:
     """A content-addressed file's own name (general.name and size_label of its header), so an Ollama
     blob converts into workspace/models/SmolLM2-135M, not sha256-<64 hex digits>."""
-    from backend.models.gguf_header import GGUFLayoutError, read_gguf_header
 
     try:
         fields = read_gguf_header(path).fields
@@ -158,9 +155,6 @@ def gguf_folder(path: Path, models_dir: Path) -> Path:
     """models_dir/<gguf_model_name>, or, when that folder holds another file's conversion (two
     downloads both called model.gguf), a folder named after this file's path too: converting one
     never replaces the other."""
-    import hashlib
-
-    from backend.models.gguf_source import SOURCE_FILE
 
     folder = Path(models_dir) / gguf_model_name(path)
     try:
@@ -176,7 +170,6 @@ def gguf_folder(path: Path, models_dir: Path) -> Path:
 def has_own_chat_template(name_or_path: str, models_dir: Path) -> bool:
     """Whether the model ships a chat template, without loading it: the demo model and the offline
     instruct model do, a folder says so in its files, a hub id is taken to (the presets are chat models)."""
-    from backend.models.offline import OFFLINE_MODELS
 
     if name_or_path in DEMO_NAMES:
         return True

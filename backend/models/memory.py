@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from backend.messages import UserError, msg
+from backend.models.offline import OFFLINE_MODELS
+from backend.models.presets import PRESETS
 
 GIB = 2**30
 BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
@@ -162,8 +164,6 @@ class MemoryEstimate:
 def architecture_for(model: str, models_dir: str | Path) -> Architecture:
     """The architecture of 'demo' (its built folder), an offline model (its converted folder, else
     its preset numbers), a preset hub id or a local folder."""
-    from backend.models.offline import OFFLINE_MODELS
-    from backend.models.presets import PRESETS
 
     if model in OFFLINE_MODELS and (Path(models_dir) / model / "config.json").is_file():
         return Architecture.from_folder(Path(models_dir) / model)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backend.messages import msg
-from backend.models.gguf_source import GGUFSourceError, ensure_converted
+from backend.models.gguf_source import SOURCE_FILE, GGUFSourceError, ensure_converted
 from backend.storage.file_lock import file_lock
 
 SOURCES_DIR = ".sources"  # under models/: GGUF files assembled from several packages
@@ -77,7 +77,6 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
 
 def offline_model_ready(name: str, models_dir: Path) -> bool:
     """True when models/<name> holds a finished conversion (no work needed to use it)."""
-    from backend.models.gguf_source import SOURCE_FILE
 
     return (Path(models_dir) / name / SOURCE_FILE).is_file()
 

@@ -19,6 +19,15 @@ import threading
 import time
 from pathlib import Path
 
+from backend.models.gguf_source import find_gguf
+from backend.models.loading import (
+    DEMO_NAMES,
+    demo_model_ready,
+    ensure_demo_model,
+    gguf_folder,
+    needs_build,
+    resolve_model_path,
+)
 from backend.runs.files import update_status
 from backend.storage.atomic_files import atomic_write_json, read_json
 
@@ -87,7 +96,6 @@ def prepare_demo_model(models_dir: Path, run_dir: Path | None, should_stop=None,
     (ensure_demo_model's file lock) without writing the run's status.
     `should_stop()` true (a Stop of the run) ends the build with BuildStopped.
     """
-    from backend.models.loading import demo_model_ready, ensure_demo_model
 
     if demo_model_ready(models_dir):
         return Path(models_dir) / "demo"
@@ -112,7 +120,6 @@ def prepare_demo_model(models_dir: Path, run_dir: Path | None, should_stop=None,
 def prepare_model(name: str, models_dir: Path, run_dir: Path | None, should_stop=None) -> str:
     """The folder of model `name`, built or converted first (as a stage of the run in `run_dir`)
     when this workspace does not have it yet; any other name comes back resolved as it is."""
-    from backend.models.loading import DEMO_NAMES, needs_build, resolve_model_path
 
     if name in DEMO_NAMES:
         return str(prepare_demo_model(models_dir, run_dir, should_stop=should_stop))
@@ -139,8 +146,6 @@ def prepare_model(name: str, models_dir: Path, run_dir: Path | None, should_stop
 
 def _folder_name(name: str, models_dir: Path) -> str:
     """The folder a model converts into (its progress file is named after it)."""
-    from backend.models.gguf_source import find_gguf
-    from backend.models.loading import gguf_folder
 
     gguf_file = None if Path(name).name == name and not Path(name).exists() else find_gguf(name)
     return gguf_folder(gguf_file, models_dir).name if gguf_file else name

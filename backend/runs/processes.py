@@ -21,6 +21,7 @@ from pathlib import Path
 
 import psutil
 
+from backend.config import RunConfig
 from backend.models.hardware import launch_env
 from backend.runs.files import CONFIG_FILE, LOG_FILE
 
@@ -74,7 +75,6 @@ def devices_setting(argv: list[str], run_dir: Path) -> str:
     """The `devices` of a run launched without its setting (by hand, by a test): config.yaml in
     the run folder, then any `--set devices=...` in argv (a resume may change it); "auto" when
     unreadable. The run store knows the setting and passes it to launch instead."""
-    from backend.config import RunConfig
 
     setting = "auto"
     with contextlib.suppress(OSError, ValueError):

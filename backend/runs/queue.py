@@ -36,6 +36,7 @@ from backend.config_policy import ConfigError
 from backend.messages import message_of, msg
 from backend.runs.files import CONFIG_FILE, FINAL_STATES, read_status, update_status
 from backend.runs.info import RunError, RunInfo, is_waiting
+from backend.runs.queue_times import fill_times
 from backend.runs.store import RunStore
 from backend.scale import launch
 
@@ -140,8 +141,6 @@ def queue_order(store: RunStore, with_times: bool = True, estimate: Callable[...
     entries = [QueueEntry(store.get(r), None, None) for r in running]
     entries += [QueueEntry(store.get(r), n, blockers.get(r)) for n, r in enumerate(waiting_runs(store), 1)]
     if with_times:
-        from backend.runs.queue_times import fill_times
-
         fill_times(store, entries, estimate=estimate)
     return entries
 

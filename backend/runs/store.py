@@ -16,6 +16,7 @@ way to wait for them instead.
 from __future__ import annotations
 
 import contextlib
+import errno
 import shutil
 import signal
 import subprocess
@@ -26,6 +27,7 @@ from pathlib import Path
 from backend.config import RunConfig
 from backend.config_policy import ConfigError
 from backend.messages import Message, message_of, msg
+from backend.models import memory_advice
 from backend.models.hardware import Device, detect_devices, training_devices
 from backend.runs import processes
 from backend.runs.files import (
@@ -279,7 +281,6 @@ class RunStore:
 
     def _killed_by_memory(self, run_dir: Path, status: dict, hint: Message) -> dict:
         """error + advice for a worker killed by SIGKILL: memory, the run's estimate, the settings to turn."""
-        from backend.models import memory_advice
 
         try:
             config = self._reader.config(run_dir)
@@ -444,7 +445,6 @@ def _alive(status: dict) -> bool:
 
 def _unwritable_status(run_dir: Path, error: OSError, fields: dict) -> str:
     """The sentence for a run whose end cannot be written to status.json."""
-    import errno
 
     if error.errno == errno.EROFS:
         cause, fix = ("its filesystem is read-only (mounted read-only, or remounted so by the kernel after a disk "

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from backend.config_policy import ConfigError
 from backend.messages import msg
+from backend.models.hardware import Device, training_devices
 
 SHARDED = ("fsdp", "deepspeed_zero2", "deepspeed_zero3")
 ZERO = ("deepspeed_zero2", "deepspeed_zero3")
@@ -159,7 +160,6 @@ def check_worker(config) -> None:
     torchrun its node's process count (LOCAL_WORLD_SIZE)."""
     if not scaled(config):
         return
-    from backend.models.hardware import Device, training_devices
 
     check_environment(config)  # packages and files first: no torch import needed for those
     if config.ray_address:

@@ -17,10 +17,24 @@ import socket
 import sys
 from pathlib import Path
 
+from backend.models import loading
 from backend.models.gguf_source import has_gguf_magic
 from backend.models.hardware import device_problems
+from backend.models.loading import ModelLoadError
 from backend.runs.jobs import FAILED, RUNNING, write_progress
+from backend.runs.workspace import Workspace
 from backend.serve.hosts import base_url, is_loopback
+from backend.serve.names import NamesError, ServedModels, served_file, served_folder
+from backend.serve.vllm import (
+    VllmError,
+    build_command,
+    check_available,
+    cpu_settings,
+    exec_vllm,
+    server_env,
+    template_args,
+)
+from backend.storage.safe_names import is_plain_name
 
 API_KEY_ENV = "FINETUNE_STUDIO_API_KEY"
 ENGINES = ("transformers", "vllm")
@@ -129,8 +143,6 @@ def check_gguf_args(args: argparse.Namespace) -> None:
 
 
 def check_name(args: argparse.Namespace) -> None:
-    from backend.storage.safe_names import is_plain_name
-
     if args.name is None:
         return
     if args.run is not None:
@@ -173,10 +185,6 @@ def open_socket(host: str, port: int) -> socket.socket:
 
 
 def served_models(args: argparse.Namespace):
-    from backend.models import loading
-    from backend.runs.workspace import Workspace
-    from backend.serve.names import NamesError, ServedModels, served_file, served_folder
-
     if args.gguf is not None:
         return served_file(args.gguf.expanduser(), args.name)
     if args.folder is not None:
@@ -211,7 +219,6 @@ def main(argv: list[str] | None = None) -> int:
         sock = open_socket(args.host, args.port)
     except Refused as error:
         return refuse(args, str(error))
-    from backend.models.loading import ModelLoadError
     from backend.serve.server import serve
 
     try:
@@ -227,16 +234,6 @@ def refuse(args: argparse.Namespace, message: str) -> int:
 
 
 def run_vllm(args: argparse.Namespace, served) -> int:
-    from backend.serve.vllm import (
-        VllmError,
-        build_command,
-        check_available,
-        cpu_settings,
-        exec_vllm,
-        server_env,
-        template_args,
-    )
-
     try:
         executable = check_available(args.device)
         targets = served.refresh()

@@ -19,6 +19,12 @@ import re
 import socket
 from collections.abc import Callable, Iterable
 
+import psutil
+from starlette.middleware import Middleware
+from starlette.responses import PlainTextResponse
+
+from backend.messages import msg
+
 LOOPBACK_NAMES = {"localhost"}
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 WILDCARDS = {"0.0.0.0", "::", ""}
@@ -116,8 +122,6 @@ def _bare(name: str) -> str:
 
 
 def _own_addresses() -> set[str]:
-    import psutil
-
     names = {socket.gethostname().lower(), socket.getfqdn().lower()}
     for addresses in psutil.net_if_addrs().values():
         for address in addresses:
@@ -161,15 +165,10 @@ class HostCheck:
 def host_guard(listen_host: str, extra: Iterable[str] = (), share: bool = False):
     """HostCheck for the app (app.py), as the Middleware entry a FastAPI app is built with (gradio's
     launch(app_kwargs=...)): its refusals are plain sentences, which a browser shows as they are."""
-    from starlette.middleware import Middleware
 
     return Middleware(HostCheck, allowed=allowed_hosts(listen_host, extra), refuse=_plain_refusal, share=share)
 
 
 def _plain_refusal(status: int, reason: str, value: str):
-    from starlette.responses import PlainTextResponse
-
-    from backend.messages import msg
-
     text = msg("host.refused", host=value) if reason == "host" else msg("host.cross_site", origin=value)
     return PlainTextResponse(str(text) + "\n", status_code=status)

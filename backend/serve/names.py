@@ -11,6 +11,7 @@ import os
 import threading
 from pathlib import Path
 
+from backend.chat.gguf_targets import file_target
 from backend.chat.targets import BASE, ChatTarget, TargetError, run_choices, run_model_settings
 from backend.runs.files import CONFIG_FILE
 from backend.serve.protocol import ApiError
@@ -117,7 +118,6 @@ class ServedOne:
 
 def served_file(gguf_file: Path, name: str | None = None) -> ServedOne:
     """One GGUF file, under `name` or the file's stem (`assistant-q4_k_m`)."""
-    from backend.chat.gguf_targets import file_target
 
     target = file_target(gguf_file)
     return ServedOne(target, name or target.name)

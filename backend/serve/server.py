@@ -16,7 +16,7 @@ import sys
 from backend.chat.engine import ChatEngine
 from backend.models import loading
 from backend.runs.jobs import COMPLETED, FAILED, RUNNING, write_progress
-from backend.serve.hosts import base_url
+from backend.serve.hosts import HostCheck, allowed_hosts, base_url
 from backend.serve.names import ServedModels
 
 # Seconds uvicorn lets requests in flight finish after a stop before closing them.
@@ -56,7 +56,6 @@ def run_http(args, served: ServedModels, engine: ChatEngine, sock: socket.socket
 
     from backend.serve.app import DEFAULT_MAX_BODY, Guard, Settings, build_app, host_refusal
     from backend.serve.bridge import Bridge
-    from backend.serve.hosts import HostCheck, allowed_hosts
 
     bridge = Bridge(engine, args.device, args.max_queue, args.max_batch)
     settings = Settings(api_key=args.api_key or None, max_body=args.max_body or DEFAULT_MAX_BODY)

@@ -15,7 +15,12 @@ import shutil
 import sys
 from pathlib import Path
 
+import psutil
+
 from backend.chat.targets import BASE, ChatTarget
+from backend.config_policy import ConfigError
+from backend.models import loading
+from backend.models.chat_templates import OWN, apply_for_model, stop_token_ids
 from backend.storage.user_cache import user_cache_dir
 
 VLLM_PIN = "vllm==0.33.0"            # keep equal to requirements-vllm.txt (CUDA)
@@ -169,7 +174,6 @@ def kv_bytes_per_token(config: dict) -> int:
 def cpu_settings(base: ChatTarget, max_batch: int) -> dict:
     """What the CPU build is started with: the transformers engine's dtype (float32) and context,
     up to --max-batch sequences at once, and a KV cache sized for one full-context sequence."""
-    import psutil
 
     config = model_shape(base.model)
     context, per_token = context_length(config), kv_bytes_per_token(config)
@@ -186,10 +190,6 @@ def template_args(base: ChatTarget) -> list[str]:
     template when it is not the model's own, and always the stop ids (tokenizer EOS, which the
     template may change to its turn terminator, and generation_config.json's eos_token_id)."""
     from transformers import GenerationConfig
-
-    from backend.config_policy import ConfigError
-    from backend.models import loading
-    from backend.models.chat_templates import OWN, apply_for_model, stop_token_ids
 
     try:
         tokenizer = loading.load_tokenizer(base.model, trust_remote_code=base.trust_remote_code)

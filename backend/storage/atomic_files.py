@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -34,8 +36,6 @@ def build_folder(target: Path, prefix: str, build: Callable[[Path], None]) -> Pa
     """`build(staging)` into a temporary sibling of `target`, then renamed over it (a symlink or an
     older folder is replaced): a crash never leaves half a folder under `target`'s name. The caller
     holds the lock that keeps two builders apart."""
-    import shutil
-    import tempfile
 
     target = Path(target)
     staging = Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))

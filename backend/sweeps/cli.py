@@ -19,16 +19,18 @@ from backend.config_recipes import recipe_config
 from backend.messages import message_of, msg
 from backend.runs.files import FINAL_STATES
 from backend.runs.info import RunError
+from backend.runs.scheduler import QueueScheduler
+from backend.runs.store import RunStore
 from backend.runs.workspace import DEFAULT_WORKSPACE, Workspace
 from backend.sweeps.grid import SweepError, load_sweep
+from backend.sweeps.queueing import planned_configs, queue_sweep
+from backend.sweeps.sweep_table import sweep_table
+from backend.training.estimate import estimate_run_seconds, short_duration, total_of
 
 TICK_S = 2.0
 
 
 def run_sweep(args: argparse.Namespace, tick_s: float = TICK_S) -> int:
-    from backend.runs.store import RunStore
-    from backend.sweeps.queueing import planned_configs, queue_sweep
-
     try:
         if args.resume or args.run_dir:
             raise ConfigError(msg("sweep.cli_only_new", flag="--resume" if args.resume else "--run-dir"))
@@ -56,7 +58,6 @@ def run_sweep(args: argparse.Namespace, tick_s: float = TICK_S) -> int:
 
 def run_estimates(configs: list[RunConfig], workspace: Workspace) -> list:
     """Each run's Estimate (None where none can be made)."""
-    from backend.training.estimate import estimate_run_seconds
 
     out = []
     for config in configs:
@@ -68,8 +69,6 @@ def run_estimates(configs: list[RunConfig], workspace: Workspace) -> list:
 
 
 def total_text(estimates: list) -> str:
-    from backend.training.estimate import short_duration, total_of
-
     known = [e for e in estimates if e is not None]
     if not known:
         return ""
@@ -80,8 +79,6 @@ def total_text(estimates: list) -> str:
 
 
 def print_plan(sweep, configs: list[RunConfig], estimates: list) -> None:
-    from backend.training.estimate import short_duration
-
     size = f"{len(configs)} of a grid of {sweep.grid_size}" if sweep.sample else f"{len(configs)}"
     print(f"sweep: {size} runs over {', '.join(sweep.fields)}; target {sweep.target} ({sweep.direction})")
     for index, (config, estimate) in enumerate(zip(configs, estimates), 1):
@@ -94,7 +91,6 @@ def print_plan(sweep, configs: list[RunConfig], estimates: list) -> None:
 
 def wait_for(store, record: dict, tick_s: float) -> int:
     """Serve the queue until every run of the sweep has ended; print the table."""
-    from backend.runs.scheduler import QueueScheduler
 
     scheduler = QueueScheduler(store, interval_s=tick_s)
     run_ids = [r["run_id"] for r in record["runs"]]
@@ -119,8 +115,6 @@ def wait_for(store, record: dict, tick_s: float) -> int:
 
 
 def print_table(workspace: Workspace, sweep_id: str) -> None:
-    from backend.sweeps.sweep_table import sweep_table
-
     table = sweep_table(workspace, sweep_id)
     if table is None:
         return

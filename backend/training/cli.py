@@ -23,11 +23,15 @@ from pathlib import Path
 from backend.config import ABSURD_LEARNING_RATE, RunConfig, import_reference
 from backend.config_policy import MUST_MATCH, WARN, ConfigError
 from backend.config_recipes import recipe_config
+from backend.data.resolve import check_dataset
 from backend.messages import Message, message_of, msg
 from backend.models.hardware import LAUNCHED_DEVICES_ENV, launch_env, training_devices
 from backend.models.loading import model_context_length, needs_build, resolve_model_path
+from backend.runs.checkpoint_check import checkpoint_problem
 from backend.runs.files import COMPLETE_MARKER, CONFIG_FILE, LOG_FILE, list_checkpoints
 from backend.runs.workspace import DEFAULT_WORKSPACE, Workspace
+from backend.scale.guards import check_worker
+from backend.training.rewards import check_user_functions
 
 log = logging.getLogger("backend.train")
 
@@ -99,14 +103,12 @@ def prepare(args: argparse.Namespace) -> Job:
     job.config.check_packages()
     pin_devices(job.config.devices, os.environ)
     choose_devices(job.config)  # a GPU or precision this machine lacks: exit 2 (no torch without a GPU driver)
-    from backend.scale.guards import check_worker
 
     check_worker(job.config)  # FSDP / ZeRO / Ray / nodes on this machine: exit 2 with the fix
     check_references(job.config)
     name, models_dir = job.config.model_name_or_path, job.workspace.models_dir
     if not needs_build(name, models_dir):  # one built or converted first is checked after that stage
         check_model(job.config, resolve_model_path(name, models_dir))
-    from backend.data.resolve import check_dataset
 
     check_dataset(job.config.dataset, job.workspace, job.config.dataset_name,
                   job.config.stage)  # an unreadable file: exit 2 in a second, not after loading
@@ -146,8 +148,6 @@ def check_references(config: RunConfig) -> None:
         if not (isinstance(target, TrainerCallback) or isinstance(target, type) and issubclass(target, TrainerCallback)):
             raise ConfigError(msg("config.not_callback", ref=ref, kind=_kind(target)))
     if config.stage == "grpo" and config.reward_functions:
-        from backend.training.rewards import check_user_functions
-
         check_user_functions(config)  # imported and called once on a sample completion
     if config.loss_function:
         target = import_reference(config.loss_function)
@@ -206,7 +206,6 @@ def _prepare_resume(args: argparse.Namespace) -> Job:
 
 def readable_checkpoint(complete: list[Path], warnings: list) -> Path | None:
     """The newest complete checkpoint whose files can be read; each newer one skipped is said in `warnings`."""
-    from backend.runs.checkpoint_check import checkpoint_problem
 
     skipped = None
     for folder in reversed(complete):

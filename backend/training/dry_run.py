@@ -7,13 +7,13 @@ import sys
 
 from backend.config_policy import ConfigError
 from backend.messages import msg
+from backend.models.hardware import training_devices
+from backend.training.cli import prepare
+from backend.training.errors import fail
+from backend.training.estimate import estimate_run_seconds, planned_steps
 
 
 def dry_run(args) -> int:
-    from backend.training.cli import prepare
-    from backend.training.errors import fail
-    from backend.training.estimate import estimate_run_seconds, planned_steps
-
     try:
         job = prepare(args)
         steps = planned_steps(job.config, job.workspace)
@@ -30,8 +30,6 @@ def dry_run(args) -> int:
 
 
 def _devices(config):
-    from backend.models.hardware import training_devices
-
     try:
         return training_devices(config.devices)
     except ValueError:

@@ -14,9 +14,14 @@ from pathlib import Path
 
 from backend.config import RunConfig
 from backend.config_policy import ConfigError
+from backend.data.resolve import DatasetNotFound
 from backend.messages import Message, UserError, message_of, msg
+from backend.models import memory_advice
+from backend.models.hardware import training_devices
+from backend.models.loading import ModelLoadError
 from backend.models.memory_advice import advice_without_estimate as oom_advice
-from backend.runs.files import update_status
+from backend.models.memory_advice import memory_of_run
+from backend.runs.files import list_checkpoints, update_status
 from backend.training.disk import DiskFullError, free_on, is_disk_full, is_read_only, mount_point, remove_partial_saves
 
 log = logging.getLogger("backend.train")
@@ -58,8 +63,6 @@ def _first_line(error: BaseException) -> str:
 def explain(error: BaseException, config: RunConfig | None = None, run_dir: Path | None = None,
             models_dir: Path | None = None) -> Explained:
     """`models_dir`: the workspace's models folder, for the memory estimate an out-of-memory error names."""
-    from backend.data.resolve import DatasetNotFound
-    from backend.models.loading import ModelLoadError
 
     message = _first_line(error)
     own = message_of(error) if "\n" not in str(error).strip() else None  # one catalogued line: keep its id
@@ -89,7 +92,6 @@ def explain(error: BaseException, config: RunConfig | None = None, run_dir: Path
 
 def disk_full(error: BaseException, message: str, run_dir: Path | None) -> Explained:
     """Which disk, how much is free, and whether a resume has a checkpoint to start from."""
-    from backend.runs.files import list_checkpoints
 
     where = Path(run_dir) if run_dir is not None else Path.cwd()
     detail = message if isinstance(error, DiskFullError) else f"No space left on device ({message[:120]})"
@@ -101,7 +103,6 @@ def disk_full(error: BaseException, message: str, run_dir: Path | None) -> Expla
 
 def read_only(message: str, run_dir: Path | None) -> Explained:
     """A filesystem that turned read-only (often the kernel's answer to a disk error): no space to free."""
-    from backend.runs.files import list_checkpoints
 
     where = Path(run_dir) if run_dir is not None else Path.cwd()
     said = msg("train.error.read_only", mount=str(mount_point(where)), error=message[:200])
@@ -126,7 +127,6 @@ def is_peer_lost(error: BaseException) -> bool:
 def node_lost(message: str, config: RunConfig, run_dir: Path | None) -> Explained:
     """Which node went away (with two, the other one; the peer's address does not say which node it
     is on) and how to resume: node 0 from the app, each other node from its shown command."""
-    from backend.runs.files import list_checkpoints
 
     here = int(os.environ.get("GROUP_RANK", config.node_rank))   # torchrun's node rank of this process
     gone = [n for n in range(config.nnodes) if n != here]
@@ -160,7 +160,6 @@ def _is_cpu_oom(error: BaseException) -> bool:
 
 def out_of_memory(error: BaseException, message: str, config: RunConfig | None, models_dir: Path | None) -> Explained:
     """Which memory ran out, the run's estimate, and each setting not already on with the estimate it gives."""
-    from backend.models import memory_advice
 
     on_cpu = _is_cpu_oom(error)
     if CPU_ALLOCATOR in message:  # drop torch's "[enforce fail at alloc_cpu.cpp:127] err == 0." prefix
@@ -177,8 +176,6 @@ def out_of_memory(error: BaseException, message: str, config: RunConfig | None, 
 
 def _run_memory(config: RunConfig, models_dir: Path):
     """The run's memory estimate on the devices it trains on; None when there is none."""
-    from backend.models.hardware import training_devices
-    from backend.models.memory_advice import memory_of_run
 
     try:
         devices = training_devices(config.devices)

@@ -17,12 +17,18 @@ import socket
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from backend.config import RunConfig, derived_numbers, split_sizes
+from backend.data.resolve import dataset_size, load_rows, resolve_dataset
 from backend.messages import Message, msg
-from backend.runs.speed_log import matching_records
+from backend.models.demo_facts import build_demo_rows
+from backend.models.loading import DEMO_MODEL, has_own_chat_template, load_tokenizer, needs_build, resolve_model_path
+from backend.models.memory import architecture_for
+from backend.runs.speed_log import matching_records, profile_seconds
 from backend.runs.workspace import Workspace
 from backend.storage.atomic_files import atomic_write_json, read_json
+from backend.training.replay import replay_applies, replay_count
 
 RECENT = 5  # the newest measurements of a key that count (the machine's load drifts)
 # Range around the measurements: their own spread, widened by this share. On 2 cores at load 11-15 the
@@ -78,9 +84,6 @@ def total_of(estimates: list[Estimate]) -> dict:
 
 def planned_steps(config: RunConfig, workspace: Workspace, world_size: int = 1) -> int:
     """Optimizer steps as the Plan counts them (rows before the cutoff filter: an upper bound)."""
-    from backend.data.resolve import dataset_size
-    from backend.models.loading import has_own_chat_template
-    from backend.training.replay import replay_applies, replay_count
 
     rows, has_eval = dataset_size(config.dataset, workspace, config.dataset_name)
     train_rows = rows if has_eval else split_sizes(rows, config.val_size)[0]
@@ -107,7 +110,6 @@ def _measured(records: list[dict], config: RunConfig, steps: int, source: str, s
               detail: dict) -> Estimate:
     """Each record's profile (set-up, steps, evaluations + saves, end) applied to this run's steps; a
     record without one scales its wall seconds a step."""
-    from backend.runs.speed_log import profile_seconds
 
     has_eval = config.val_size > 0
     seconds = [profile_seconds(r["profile"], config, steps, has_eval) if r.get("profile")
@@ -122,7 +124,6 @@ def training_flops_per_token(config: RunConfig, workspace: Workspace) -> float:
     """Matmul FLOPs of one trained token: forward 2N; backward 2N for the activations' gradients and,
     when the weights train (full), 2N more; gradient checkpointing recomputes the forward (2N).
     N: the decoder's linear weights plus the lm_head (the input embedding is a lookup)."""
-    from backend.models.memory import architecture_for
 
     arch = architecture_for(config.model_name_or_path, workspace.models_dir)
     n = arch.num_hidden_layers * arch.layer_linear_params() + arch.vocab_size * arch.hidden_size
@@ -135,12 +136,9 @@ def training_flops_per_token(config: RunConfig, workspace: Workspace) -> float:
 def tokens_per_row(config: RunConfig, workspace: Workspace) -> float:
     """Mean tokens of a row, from the first SAMPLE_ROWS rows through the model's tokenizer when the model is
     on disk, else about 4 characters a token; at most cutoff_len."""
-    from backend.data.resolve import load_rows, resolve_dataset
 
     try:
         if config.dataset in ("", "demo"):
-            from backend.models.demo_facts import build_demo_rows
-
             rows = build_demo_rows()[:SAMPLE_ROWS]
         else:
             rows = load_rows(resolve_dataset(config.dataset, workspace), dataset_name=config.dataset_name)[0][:SAMPLE_ROWS]
@@ -155,10 +153,6 @@ def tokens_per_row(config: RunConfig, workspace: Workspace) -> float:
 
 
 def _token_lengths(config: RunConfig, workspace: Workspace, texts: list[str]) -> list[int] | None:
-    from pathlib import Path
-
-    from backend.models.loading import DEMO_MODEL, load_tokenizer, needs_build, resolve_model_path
-
     try:
         if needs_build(config.model_name_or_path, workspace.models_dir):
             return None  # nothing is built or converted for an estimate

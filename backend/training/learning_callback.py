@@ -27,6 +27,7 @@ import time
 
 from transformers import TrainerCallback
 
+from backend.learning.reporter import LearningReporter
 from backend.messages import msg
 from backend.runs.files import BASE, FINAL_DIR, read_status, update_status
 
@@ -57,8 +58,6 @@ class LearningReport(TrainerCallback):
     # ------------------------------------------------------------ the reporter
     def _reporter(self):
         if self.reporter is None:
-            from backend.learning.reporter import LearningReporter
-
             self.reporter = LearningReporter(self.job.run_dir, self.job.config, self.job.workspace, self.tokenizer,
                                              self.model_path, budget={"share": BUDGET_SHARE},
                                              progress=self._progress)

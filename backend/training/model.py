@@ -10,10 +10,13 @@ carries a loaded adapter would replace its weights with fresh ones).
 from __future__ import annotations
 
 import functools
+import importlib.util
 
 import torch
 
 from backend.config import RunConfig
+from backend.models.chat_templates import fit_model
+from backend.models.loading import load_model
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
@@ -29,7 +32,6 @@ def load_dtype(config: RunConfig, precision: str) -> torch.dtype:
 
 def attention_implementation(on_cuda: bool) -> str | None:
     """FlashAttention-2 (varlen kernels for packed rows) where it is installed on a GPU; else the model's default (sdpa)."""
-    import importlib.util
 
     return "flash_attention_2" if on_cuda and importlib.util.find_spec("flash_attn") is not None else None
 
@@ -40,7 +42,6 @@ def build_model(config: RunConfig, model_path: str, precision: str, device_map=N
     `adapter`: an existing LoRA folder to continue training (preference stages' init_adapter).
     `template`: the run's TemplatePlan (backend/models/chat_templates.py): tokens it added get
     embedding rows, trained with the adapter, and generation stops on its EOS."""
-    from backend.models.loading import load_model
 
     bits = config.quantization_bits if config.method == "qlora" else None
     model = load_model(model_path, quantization_bits=bits, dtype=load_dtype(config, precision),
@@ -48,8 +49,6 @@ def build_model(config: RunConfig, model_path: str, precision: str, device_map=N
                        attn_implementation=attn_implementation)
     model.config.use_cache = False  # the KV cache is useless in training and costs memory
     if template is not None:
-        from backend.models.chat_templates import fit_model
-
         fit_model(model, template, tokenizer)
     if config.method == "full":
         return model

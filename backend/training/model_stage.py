@@ -16,9 +16,14 @@ import sys
 import time
 from pathlib import Path
 
+from backend.config import RunConfig
 from backend.messages import msg
+from backend.models.loading import needs_build
 from backend.runs.files import update_status
 from backend.runs.model_builds import prepare_model
+from backend.runs.processes import spawn_module
+from backend.training.replay import CACHE_DIR as REPLAY_CACHE_DIR
+from backend.training.replay import warm_cache
 
 log = logging.getLogger("backend.train")
 # Added to the app's nice value for its background build (Unix nice: 0 normal, 19 lowest).
@@ -39,9 +44,6 @@ def start_background_build(models_dir: Path, name: str = "demo", replay_cache: P
     """Build or convert model `name` in a detached process (the app calls this at start for
     its default model), and with `replay_cache` (a datasets folder) answer its replay prompts
     too; None when the model is ready or is no model this workspace builds."""
-    from backend.models.loading import needs_build
-    from backend.runs.processes import spawn_module
-    from backend.training.replay import CACHE_DIR as REPLAY_CACHE_DIR
 
     warm = replay_cache is not None and not (Path(replay_cache) / REPLAY_CACHE_DIR).is_dir()
     if not needs_build(name, models_dir) and not warm:
@@ -78,9 +80,6 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     path = prepare_model(args.model, Path(args.models), None)
     if args.replay_cache:
-        from backend.config import RunConfig
-        from backend.training.replay import warm_cache
-
         warm_cache(path, args.replay_cache, RunConfig())
     print(json.dumps({"model": str(path)}))
     return 0

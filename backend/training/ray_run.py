@@ -27,7 +27,13 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
+from backend.config import RunConfig
+from backend.config_policy import ConfigError
+from backend.messages import msg
 from backend.runs.files import read_status
+from backend.runs.workspace import Workspace
+from backend.training.cli import Job, setup_logging
+from backend.training.errors import fail
 from backend.training.ray_log import RayLogFile
 
 log = logging.getLogger("backend.train")
@@ -113,9 +119,6 @@ def _init(ray, config, ray_log: RayLogFile) -> None:
         try:
             ray.init(address=config.ray_address, **common)
         except ConnectionError:  # the cluster check_ray_cluster found went away since
-            from backend.config_policy import ConfigError
-            from backend.messages import msg
-
             raise ConfigError(msg("scale.ray_none_running") if config.ray_address == "auto" else
                               msg("scale.ray_unreachable", address=config.ray_address, error="gone")) from None
     ray_log.after_init()
@@ -131,10 +134,6 @@ def _worker_loop(loop_config: dict) -> None:
     """One Ray Train worker: the worker's own build -> train -> finish."""
     from ray.train.huggingface.transformers import prepare_trainer
 
-    from backend.config import RunConfig
-    from backend.runs.workspace import Workspace
-    from backend.training.cli import Job, setup_logging
-    from backend.training.errors import fail
     from backend.training.session import build, finish, train
 
     fields = loop_config["job"]

@@ -23,9 +23,17 @@ import math
 import random
 from pathlib import Path
 
+from backend.config import split_sizes
 from backend.data.general_prompts import REPLAY_PROMPTS
+from backend.data.identity_rows import build_identity_rows
+from backend.learning.entries import warm_base_answers
+from backend.learning.questions import learning_set
 from backend.models.fingerprint import model_fingerprint
+from backend.models.greedy import greedy_finished
+from backend.models.loading import load_model, load_tokenizer
+from backend.runs.workspace import Workspace
 from backend.storage.atomic_files import atomic_write_text
+from backend.storage.file_lock import file_lock
 
 log = logging.getLogger("backend.train")
 
@@ -66,7 +74,6 @@ def replay_rows(model_path: str | Path, tokenizer, datasets_dir: Path, count: in
     not end is cached as such and never replayed. `progress(done, total)` follows the generation."""
     if count <= 0:
         return []
-    from backend.storage.file_lock import file_lock
 
     cache = Path(datasets_dir) / CACHE_DIR / f"{cache_key(model_path, tokenizer)}.jsonl"
     order = random.Random(seed).sample(range(len(prompts)), len(prompts))
@@ -115,22 +122,15 @@ def warm_cache(model_path: str | Path, datasets_dir: Path, config) -> None:
     of its learning report (the general questions and the run's held-out prompts), so that run
     starts training at once and scores its base from the cache: the app does it at start for its
     default recipe, beside the model's conversion."""
-    from backend.config import split_sizes
-    from backend.models.loading import load_tokenizer
 
     tokenizer = load_tokenizer(model_path)
     if not tokenizer.chat_template or config.dataset != "identity":
         return
-    from backend.data.identity_rows import build_identity_rows
 
     train_rows = split_sizes(len(build_identity_rows()), config.val_size)[0]
     if replay_applies(config, train_rows, True):
         replay_rows(model_path, tokenizer, datasets_dir, replay_count(config, train_rows), config.seed)
     if config.learning_report:  # the base's answers of the learning report: once per model and data too
-        from backend.learning.entries import warm_base_answers
-        from backend.learning.questions import learning_set
-        from backend.runs.workspace import Workspace
-
         prompts = [item.prompt for item in learning_set(config, Workspace(Path(datasets_dir).parent)).learned]
         warm_base_answers(model_path, tokenizer, datasets_dir, prompts=prompts)
 
@@ -139,9 +139,6 @@ def generate_answers(model_path: str | Path, tokenizer, prompts, progress=None) 
     """prompt -> greedy answer of the model at `model_path` (None for an answer that did not end).
     `progress(done, total)` follows the batches."""
     import torch
-
-    from backend.models.greedy import greedy_finished
-    from backend.models.loading import load_model
 
     model = load_model(model_path, dtype=torch.float32)
     model.eval()

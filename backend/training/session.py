@@ -10,14 +10,24 @@ from dataclasses import dataclass
 
 from transformers import PrinterCallback, Trainer, TrainerState, TrainingArguments, set_seed
 
-from backend.config import import_reference
+from backend.config import WARMUP_MIN_STEPS, derived_numbers, import_reference
 from backend.config_policy import ConfigError
 from backend.data.resolve import resolve_dataset
 from backend.messages import msg
 from backend.models.chat_templates import apply_for_model
 from backend.models.hardware import training_devices
-from backend.runs.files import FINAL_DIR, append_metrics, mark_complete, read_status, update_status
+from backend.models.loading import has_own_chat_template, load_tokenizer, model_context_length
+from backend.runs.files import (
+    FINAL_DIR,
+    METRICS_FILE,
+    append_metrics,
+    checkpoint_step,
+    mark_complete,
+    read_status,
+    update_status,
+)
 from backend.runs.model_builds import prepare_model
+from backend.runs.speed_log import read_lines, record_speed, speed_profile
 from backend.scale.engines import decoder_layer_classes
 from backend.training.arguments import RunFacts, argument_values
 from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, FiniteLoss, GracefulStop, _barrier
@@ -25,12 +35,15 @@ from backend.training.cli import Job, StopRequest, check_model, choose_devices
 from backend.training.dataset import RowCounts, build_datasets
 from backend.training.disk import remove_partial_saves
 from backend.training.early_stop import EarlyStop, best_weights, early_stop_of
+from backend.training.estimate import estimate_run_seconds
+from backend.training.grpo_data import build_grpo_datasets
 from backend.training.learned_stop import LearnedStop, learned_stop_of
 from backend.training.learning_callback import LearningReport
 from backend.training.metrics_log import MetricsCallback
 from backend.training.model import attention_implementation, build_model, parameter_counts
 from backend.training.packing import PackedCollator
 from backend.training.plan_check import PlanCheck, steps_warning
+from backend.training.replay import REPLAY_STAGE, replay_applies, replay_count, replay_rows
 from backend.training.speed import checkpointing_for, collator_for
 from backend.training.summary import RunClock, write_summary
 from backend.training.threads import limit_threads
@@ -64,8 +77,6 @@ def resolve_model(job: Job, stop: StopRequest | None = None) -> str:
 
 def _replay_source(config, model_path: str, tokenizer, job: Job):
     """replay(train_rows) -> the replay rows for this run (none when it does not apply)."""
-    from backend.models.loading import has_own_chat_template
-    from backend.training.replay import REPLAY_STAGE, replay_applies, replay_count, replay_rows
 
     # The model's own template, as the Train tab's Plan asks it: the tokenizer here already holds the
     # run's template (a base model gets Gemma's, ChatML ...), which says nothing about the model's answers.
@@ -167,7 +178,6 @@ def _choose_devices(job: Job) -> tuple[list, str]:
 
 def _load_tokenizer(job: Job, model_path: str):
     """(the tokenizer, the chat template applied to it)."""
-    from backend.models.loading import load_tokenizer
 
     tokenizer = load_tokenizer(model_path, trust_remote_code=job.config.trust_remote_code)
     template = apply_for_model(tokenizer, job.config.chat_template, model_path)  # before any row is encoded
@@ -185,9 +195,6 @@ def _load_data(job: Job, model_path: str, tokenizer) -> _Rows:
 
         adapter = init_adapter_dir(config, job.workspace)
         if config.stage == "grpo":
-            from backend.models.loading import model_context_length
-            from backend.training.grpo_data import build_grpo_datasets
-
             rows = _Rows(*build_grpo_datasets(tokenizer, config, job.workspace, model_context_length(model_path),
                                               job.world_size), adapter=adapter)
         else:
@@ -262,7 +269,6 @@ def _make_trainer(job: Job, model, args: dict, rows: _Rows, tokenizer, callbacks
 
 def warmup_steps(config, train_rows: int, world_size: int) -> int:
     """The warmup in optimizer steps, not warmup_ratio: none on a run too short for one (WARMUP_MIN_STEPS)."""
-    from backend.config import WARMUP_MIN_STEPS, derived_numbers
 
     numbers = derived_numbers(config, train_rows, world_size)
     steps, total = numbers["warmup_steps"], numbers["total_steps"]
@@ -327,7 +333,6 @@ def train(session: Session, stop: StopRequest) -> str:
 
 def planned_steps(session: Session) -> int:
     """Optimizer steps of the (possibly changed) plan, as the Trainer computes them."""
-    from backend.config import derived_numbers
 
     return derived_numbers(session.job.config, session.counts.train, session.job.world_size)["total_steps"]
 
@@ -340,7 +345,6 @@ def is_listed_run(job: Job) -> bool:
 def record_estimate(session: Session) -> None:
     """status.json's "estimate" as the run starts (backend/training/estimate.py), for summary.json to set
     beside the actual time. An estimate that cannot be made never stops the run."""
-    from backend.training.estimate import estimate_run_seconds
 
     job = session.job
     if not is_listed_run(job):
@@ -358,8 +362,6 @@ def record_estimate(session: Session) -> None:
 def record_run_speed(job: Job, summary: dict) -> None:
     """This run's wall seconds a step into the workspace speed log: the next run of these settings is
     estimated from it (evaluation and saves included, as in its wall time)."""
-    from backend.runs.files import METRICS_FILE
-    from backend.runs.speed_log import read_lines, record_speed, speed_profile
 
     steps = summary.get("global_step") or 0
     if not is_listed_run(job) or summary.get("sessions", 1) != 1 or steps < 1 or not summary.get("wall_time_s"):
@@ -380,8 +382,6 @@ def _system_record(session: Session, event: str) -> None:
 
 
 def _resume_step(job: Job) -> int:
-    from backend.runs.files import checkpoint_step
-
     return checkpoint_step(job.resume_from) if job.resume_from else 0
 
 

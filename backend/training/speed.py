@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 
 from backend.config import RunConfig
+from backend.models.memory import Architecture, choose_checkpointing, config_estimate_kwargs
 
 log = logging.getLogger("backend.train")
 
@@ -33,7 +34,6 @@ def collator_for(config: RunConfig, model, tokenizer):
 
 def checkpointing_for(config: RunConfig, model_path: str, precision: str, devices: list) -> bool:
     """gradient_checkpointing as a bool: "auto" asks the memory estimate for the smallest device."""
-    from backend.models.memory import Architecture, choose_checkpointing, config_estimate_kwargs
 
     if config.gradient_checkpointing in (True, False):
         return config.gradient_checkpointing

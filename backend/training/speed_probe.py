@@ -26,6 +26,8 @@ from backend.runs.jobs import COMPLETED, FAILED, RUNNING, write_progress
 from backend.runs.speed_log import read_lines, record_speed, speed_profile
 from backend.runs.workspace import Workspace
 from backend.storage.atomic_files import read_json
+from backend.training.cli import parse_args
+from backend.training.worker import run_worker
 
 PROBE_STEPS = 6
 PROBES_DIR = Path("speed") / "probes"
@@ -40,9 +42,6 @@ def probe_overrides(steps: int) -> list[str]:
 
 def run_probe(config: RunConfig, workspace: Workspace, steps: int = PROBE_STEPS, progress: Path | None = None) -> dict:
     """Train the probe, record its speed; returns the speed log record. Raises RuntimeError when it fails."""
-    from backend.training.cli import parse_args
-    from backend.training.worker import run_worker  # the worker's whole path, in this process
-
     folder = workspace.root / PROBES_DIR / secrets.token_hex(4)
     folder.mkdir(parents=True, exist_ok=True)
     config_file = folder.parent / f"{folder.name}.yaml"

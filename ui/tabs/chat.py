@@ -26,11 +26,15 @@ import gradio as gr
 from backend.chat.catalog import MAX_COLUMNS, catalog, dropdown_choices
 from backend.chat.local_targets import local_targets
 from backend.chat.preferences import TIE, PreferenceStore, blind_letter, tally_rows
+from backend.export.exporter import exports_dir
+from backend.models.hardware import detect_devices
+from backend.models.loading import DEMO_MODEL, resolve_model_path
 from backend.runs.files import list_run_ids
 from ui import learning_panel, local_models_panel, serve_panel, vote_panel
 from ui.chat_session import ChatSession, Say, column_notes, column_views, vote_answers
 from ui.context import UIContext
 from ui.i18n import localize
+from ui.warmup import import_heavy_libraries
 
 if TYPE_CHECKING:   # for the annotations only: importing the engine imports torch, which start-up leaves out
     from backend.chat.engine import ChatEngine
@@ -110,7 +114,6 @@ class _EngineHolder:
         with self._lock:
             if self._engine is None:
                 from backend.chat.engine import ChatEngine
-                from ui.warmup import import_heavy_libraries
 
                 import_heavy_libraries()
 
@@ -135,7 +138,6 @@ class ChatServices:
     def resolve(self, name: str) -> str:
         """config.yaml's model name -> folder. Never builds the demo model here (a list refresh
         must not block on a build): a run that trained on it has it in the workspace already."""
-        from backend.models.loading import DEMO_MODEL, resolve_model_path
 
         if name == DEMO_MODEL:
             return str(self.ctx.workspace.models_dir / DEMO_MODEL)
@@ -144,7 +146,6 @@ class ChatServices:
     def targets(self, run_ids: list[str] | None) -> dict:
         """Chat targets (base models, checkpoints, GGUF exports) of the chosen runs, then the models on
         this machine from the scan's cache (never a scan here), by dropdown value."""
-        from backend.export.exporter import exports_dir
 
         runs = catalog(self.runs_dir, list(run_ids or []), self.resolve, exports_dir(self.ctx.workspace))
         return {**runs, **local_targets(self.ctx.workspace.root)}
@@ -199,9 +200,6 @@ def start_local_scan(chat: ChatServices) -> None:
 def detected_devices(chat: ChatServices) -> list[str]:
     """Detected once per UI process (it imports torch), after the page is up."""
     if not chat.device_ids:
-        from backend.models.hardware import detect_devices
-        from ui.warmup import import_heavy_libraries
-
         import_heavy_libraries()
         chat.device_ids.extend(d.id for d in detect_devices())
     return chat.device_ids

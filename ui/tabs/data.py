@@ -12,15 +12,19 @@ says what is wrong.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from backend.config import OVERFLOW, RunConfig
+from backend.config_recipes import recipe_config
 from backend.data.errors import DataError
 from backend.data.fix_table import BY_KEY as FIX_BY_KEY
 from backend.data.fix_table import FIXES
 from backend.data.identity_rows import identity_note, identity_values
+from backend.storage.safe_names import clean_name
 from ui import data_session as ds
 from ui import forms
 from ui.components import conversations_html, template_preview_html, token_histogram
@@ -35,7 +39,6 @@ DEFAULT_MODEL = RunConfig().model_name_or_path  # whose tokenizer counts tokens 
 
 def _recipe_model(ctx: UIContext) -> str:
     """The model the Train form starts with in this app (app.py --recipe)."""
-    from backend.config_recipes import recipe_config
 
     return recipe_config(ctx.recipe).model_name_or_path
 
@@ -124,7 +127,6 @@ def status_text(ctx: UIContext, lang: str, a: ds.Analysis) -> str:
 
 def display_name(ctx: UIContext, label: str) -> str:
     """An upload is shown by its file name, not by the temporary folder gradio stored it in."""
-    from pathlib import Path
 
     uploads = (ctx.workspace.root / ".uploads").resolve()
     return Path(label).name if ctx.workspace.contains(label) and uploads in Path(label).resolve().parents else label
@@ -161,8 +163,6 @@ def applied_text(ctx: UIContext, lang: str, a: ds.Analysis) -> str:
 
 
 def default_name(label: str) -> str:
-    from backend.storage.safe_names import clean_name
-
     return clean_name(str(label).rsplit("/", 1)[-1].rsplit(".", 1)[0], "dataset") + "-clean"
 
 
@@ -263,7 +263,6 @@ def save_dataset(ctx: UIContext, lang: str, state: dict | None, name: str, eval_
     except (DataError, ValueError, FileExistsError) as error:
         return error_text(ctx, lang, error), None
     meta_split = (folder / "meta.json").read_text(encoding="utf-8")
-    import json
 
     split = json.loads(meta_split)["split"]
     ctx.remember(dataset=folder.name)

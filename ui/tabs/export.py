@@ -15,7 +15,14 @@ from pathlib import Path
 
 import gradio as gr
 
+from backend.evaluation.results import checkpoint_choices
+from backend.export.exporter import export_folder, recent_exports, start_export
+from backend.export.gguf_export import size_preview
+from backend.export.model_card import run_config
+from backend.export.outputs import ExportError
+from backend.messages import Message
 from backend.runs.files import list_run_ids
+from backend.runs.jobs import COMPLETED, FAILED, read_progress, stage_of
 from ui.context import UIContext
 from ui.i18n import localize
 from ui.run_choice import run_dropdown
@@ -141,8 +148,6 @@ def base_choices(ctx: UIContext, lang, trained_on: str) -> tuple[list[tuple[str,
 def start_job(ctx: UIContext, lang, current, ckpt, export_kind, export_name, shard_size, dtype_name, replace,
               want_zip, base_model, gguf_levels=(), gguf_lora=NO_LORA) -> tuple[str, str | None]:
     """Start `python -m backend.export` in the background: (message, its progress file or None)."""
-    from backend.export.exporter import export_folder, start_export
-    from backend.export.outputs import ExportError
 
     if not current or not ckpt:
         return ctx.msg(lang, "export.msg_pick"), None
@@ -238,7 +243,6 @@ def _wire(ctx: UIContext, c: dict) -> None:
 
 def last_jobs(ctx: UIContext, current: str | None = None):
     """(recent-exports dropdown update, progress file shown): `current` if it is still on disk, else the newest."""
-    from backend.export.exporter import recent_exports
 
     files = recent_exports(ctx.workspace)
     names = [f.stem for f in files]
@@ -248,14 +252,12 @@ def last_jobs(ctx: UIContext, current: str | None = None):
 
 def job_file(ctx: UIContext, name: str | None) -> str | None:
     """The progress file of the export `name` picked from the list (only names the list offered)."""
-    from backend.export.exporter import recent_exports
 
     return next((str(f) for f in recent_exports(ctx.workspace) if f.stem == name), None)
 
 
 def _checkpoints(runs_dir: Path, run_id: str | None) -> list[str]:
     """Complete checkpoints of a run (the base model is not an export)."""
-    from backend.evaluation.results import checkpoint_choices
 
     if not run_id or not (runs_dir / run_id).is_dir():
         return []
@@ -263,14 +265,11 @@ def _checkpoints(runs_dir: Path, run_id: str | None) -> list[str]:
 
 
 def _config(run_dir: Path) -> dict:
-    from backend.export.model_card import run_config
-
     return run_config(run_dir)
 
 
 def _report_view(ctx: UIContext, lang: str, progress_file: Path):
     """(report HTML, download button update) for the export behind `progress_file`."""
-    from backend.runs.jobs import COMPLETED, FAILED, read_progress, stage_of
 
     state = read_progress(progress_file)
     if state.get("state") == FAILED:
@@ -316,8 +315,6 @@ def _verification_table(ctx: UIContext, lang: str, rows: list[dict]) -> str:
 
 def _gguf_sizes(ctx: UIContext, lang: str, checkpoint: Path, levels) -> str:
     """The size of each GGUF file asked for, or why it cannot be told (that sentence is the refusal to come)."""
-    from backend.export.gguf_export import size_preview
-    from backend.export.outputs import ExportError
 
     try:
         sizes = size_preview(checkpoint, ctx.workspace, list(levels))
@@ -328,7 +325,6 @@ def _gguf_sizes(ctx: UIContext, lang: str, checkpoint: Path, levels) -> str:
 
 def _gguf_view(ctx: UIContext, lang: str, gguf: dict) -> str:
     """The GGUF files with what llama.cpp made of each: answers against the adapter's, KL and top-1 against f16."""
-    from backend.messages import Message
 
     summary = localize(Message.from_dict(gguf["checks"]["summary"]), lang)
     key = "export.gguf_passed" if gguf.get("passed") else "export.gguf_failed"

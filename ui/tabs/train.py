@@ -17,7 +17,12 @@ import gradio as gr
 
 from backend.config import RunConfig
 from backend.config_policy import ConfigError
+from backend.config_recipes import suggested_settings
 from backend.data.identity_rows import IDENTITY_FIELDS
+from backend.data.saved_datasets import list_workspace_datasets
+from backend.models.hardware import as_dicts, detect_devices
+from backend.models.loading import has_own_chat_template
+from backend.models.memory import architecture_for
 from backend.models.offline import OFFLINE_MODELS
 from backend.models.presets import PRESETS
 from backend.runs import queue
@@ -28,6 +33,7 @@ from ui import train_summary as summary
 from ui.context import UIContext
 from ui.i18n import localize
 from ui.run_actions import resume, stop
+from ui.warmup import import_heavy_libraries
 
 _ = forms._label
 TEXT: dict[str, dict[str, str]] = {
@@ -190,9 +196,6 @@ def _msg(ctx: UIContext, lang: str | None):
 # --- handlers ---------------------------------------------------------------
 
 def detect_hardware(ctx: UIContext, lang: str) -> tuple[str, list[dict]]:
-    from backend.models.hardware import as_dicts, detect_devices  # imports torch: only after the page is up
-    from ui.warmup import import_heavy_libraries
-
     import_heavy_libraries()
 
     devices = detect_devices()
@@ -206,8 +209,6 @@ def check_model(ctx: UIContext, lang: str, model: str) -> str:
 def suggest(ctx: UIContext, lang: str, model: str, *values) -> tuple[str, list[Any] | None]:
     """(text, form values) proposing the learning rate and epochs for the picked model's size, as a
     change the user takes with a click or leaves; ("", None) when the form already has them."""
-    from backend.config_recipes import suggested_settings
-    from backend.models.memory import architecture_for
 
     model = (model or "").strip()
     try:
@@ -260,7 +261,6 @@ def plan(ctx: UIContext, lang: str, model: str, dataset: str, rows: dict, device
     except ConfigError as error:
         return msg("train.msg.invalid", error=localize(error, lang)), ""
     found = summary.devices_from_state(devices)
-    from backend.models.loading import has_own_chat_template
 
     if config.stage == "grpo":  # prompts x completions, and the worker's checks before its model loads
         derived = grpo_plan.plan_text(msg, config, rows, scale_view.world_size(config, found), lang)
@@ -339,7 +339,6 @@ def load_yaml(ctx: UIContext, lang: str, path: str | None) -> list:
 
 def _dataset_choices(ctx: UIContext) -> list[str]:
     # The data backend's own listing: exactly the folders the worker accepts.
-    from backend.data.saved_datasets import list_workspace_datasets
 
     names = [d["name"] for d in list_workspace_datasets(ctx.workspace.datasets_dir)]
     return ["identity", "demo", *[n for n in names if n not in ("identity", "demo")]]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from backend.data.load import problem_text
 from backend.messages import Message, msg
 
 SEVERITIES = ("error", "warning", "info")
@@ -179,7 +180,6 @@ def flag_row(result: CheckResult, row: int, detail: str | Message | None = None)
 
 def rejected_detail(problems: list) -> str | Message:
     """The schema check's detail of a rejected row: its first problem, and how many more."""
-    from backend.data.load import problem_text
 
     where, message = problems[0]
     first = problem_text(where, message)

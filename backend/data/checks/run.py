@@ -28,6 +28,7 @@ from backend.data.checks.stats import token_stats, upper_fence
 from backend.data.encode import count_tokens, first_prompt
 from backend.data.identity_rows import fill_row, identity_note
 from backend.data.load import Source, SourceRow, iter_rows, no_usable_rows, open_source
+from backend.data.pairwise import is_preference, is_preference_row
 from backend.data.text_encoding import describe_encoding
 from backend.data.textrules import (
     CJK_WEIGHT,
@@ -287,7 +288,6 @@ def check_source(source: Source, items: Iterable[SourceRow], *, tokenizer=None, 
 def check_rows(rows: list[dict], *, tokenizer=None, model: str | None = None, cutoff_len: int = 1024,
                label: str = "(rows)", overflow: str = "truncate", identity: dict[str, str] | None = None) -> Report:
     """The same checks on canonical rows already in memory (e.g. after fixes)."""
-    from backend.data.pairwise import is_preference_row
 
     checker = _checker_for("pairwise" if rows and is_preference_row(rows[0]) else "canonical", tokenizer, cutoff_len,
                            overflow, identity)
@@ -301,7 +301,6 @@ def _checker_for(shape: str, tokenizer, cutoff_len: int, overflow: str = "trunca
     """Preference pairs have their own rule for long rows (backend/data/pair_rows.py): overflow is the SFT
     worker's, and so is the identity fill (the preference stages train the pairs as they are)."""
     from backend.data.checks.pairs import PairChecker
-    from backend.data.pairwise import is_preference
 
     if is_preference(shape):
         return PairChecker(tokenizer, cutoff_len)

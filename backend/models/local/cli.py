@@ -14,6 +14,10 @@ import os
 import sys
 from pathlib import Path
 
+from backend.models.hardware import detect_devices
+from backend.models.local.places import SOURCE_LABELS, all_places, saved_folders
+from backend.models.local.scan import scan, scan_into_cache
+
 EXIT_OK, EXIT_REFUSED = 0, 2
 
 
@@ -47,9 +51,6 @@ def main(argv: list[str] | None = None) -> int:
     if workspace.exists() and not (workspace.is_dir() and os.access(workspace, os.R_OK | os.X_OK)):
         return _refuse(f"The workspace {workspace} is not a folder this user can read; give --workspace DIR, "
                        "a workspace folder (or one that does not exist yet).")
-    from backend.models.hardware import detect_devices
-    from backend.models.local.places import all_places, saved_folders
-    from backend.models.local.scan import scan, scan_into_cache
 
     places = all_places(saved_folders(workspace))
     devices = detect_devices()
@@ -81,8 +82,6 @@ def human_count(count: int | None) -> str:
 
 
 def table(result) -> str:
-    from backend.models.local.places import SOURCE_LABELS
-
     if not result.models:
         lines = ["No models found on this machine."]
     else:

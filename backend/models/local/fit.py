@@ -9,9 +9,11 @@ smallest device this machine trains on.
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 from backend.messages import Message, msg
+from backend.models.hardware import resolve_precision, training_devices
 from backend.models.memory import Architecture, EstimateUnavailable, choose_checkpointing, estimate_memory
 
 # RunConfig's defaults as estimate_memory's arguments (backend/config.py is a floor above this one;
@@ -37,7 +39,6 @@ def _plain(architecture: str) -> str:
 
 def gguf_refusal(path: Path, fields: dict, supported: tuple[str, ...]) -> Message | None:
     """Why transformers cannot train this GGUF file (the conversion's own sentence), else None."""
-    import re
 
     kind = str(fields.get("general.type") or "model")
     architecture = str(fields.get("general.architecture") or "")
@@ -71,7 +72,6 @@ def gguf_config(fields: dict, arrays: dict, tensor_names: set[str]) -> dict:
 def fit_on(config: dict, devices: list) -> tuple[bool | None, float | None, str | None]:
     """(fits, estimated GiB, device name) of a default run (devices auto: the GPUs, else the CPU; the
     smallest decides) among `devices` (detect_devices()); (None, None, None) without an estimate."""
-    from backend.models.hardware import resolve_precision, training_devices
 
     devices = training_devices("auto", devices)
     if not devices or not config:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from backend.messages import Message, msg
+from backend.models.hardware import detect_devices
 from backend.models.local.describe import LocalModel, SkipModel, describe_folder, describe_gguf
 from backend.models.local.fit import fit_on, supported_gguf_architectures
 from backend.models.local.places import Place
@@ -196,8 +197,6 @@ def start_background_scan(workspace_root: Path, places: list[Place],
         return None
 
     def run() -> None:
-        from backend.models.hardware import detect_devices
-
         try:
             devices = detect_devices()
         except Exception:  # noqa: BLE001 - no device facts: the list still comes, without the fit
