@@ -16,5 +16,6 @@ user's blind votes from the Chat tab.
     evalset.py      an eval set written by the judge from a one-line description
     results.py      RUN/eval/judge/<name>.json
     runner.py       one judgement: prepare (every refusal before a call), plan (the calls to make), run
+    jobs.py         a judgement as a background job (the Evaluate tab), its key in the environment
     cli.py          `python -m backend.evaluate --run R --judge URL --judge-model NAME ...`
 """

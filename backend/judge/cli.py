@@ -24,6 +24,7 @@ from backend.judge import calibration, evalset, runner, sources, templates
 from backend.judge.asking import Asker
 from backend.judge.client import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S, JudgeClient, JudgeEndpoint
 from backend.messages import UserError, msg
+from backend.runs.jobs import COMPLETED, run_job, write_progress
 from backend.runs.workspace import Workspace
 
 KEY_ENV = "FINETUNE_STUDIO_JUDGE_KEY"
@@ -67,11 +68,11 @@ def judge_main(args: argparse.Namespace) -> int:
     if args.print_judge_prompts:
         print(templates.printable_defaults(), end="")
         return 0
-    try:
-        return _run(args)
-    except UserError as error:
-        print(error, file=sys.stderr)
-        return 2
+    code, refused = run_job(lambda: _run(args), args.progress, UserError, "judge refused")
+    if refused:
+        return refused
+    write_progress(args.progress, state=COMPLETED, stage=msg("job.stage.done"))
+    return code
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -94,10 +95,12 @@ def _run(args: argparse.Namespace) -> int:
         return _tune(args, prepared)
     plan = runner.plan(prepared)
     print(msg("judge.plan", **plan), file=sys.stderr, flush=True)
+    write_progress(args.progress, stage=msg("judge.plan", **plan), total=plan["calls"])
     if args.dry_run:
         print(json.dumps({"plan": plan, "mode": mode}, indent=2))
         return 0
     result, path = runner.run(prepared)
+    write_progress(args.progress, done=prepared.asker.calls, result=str(path))
     asker = prepared.asker
     if asker.unparsed:
         print(msg("judge.unparsed", n=asker.unparsed), file=sys.stderr)
