@@ -20,7 +20,7 @@ import gradio as gr
 from backend.runs.files import list_run_ids
 from backend.scoring.errors import ScorerError
 from backend.scoring.specs import specs_from_text
-from ui import benchmark_panel, learning_panel
+from ui import benchmark_panel, judge_panel, learning_panel
 from ui.context import UIContext
 from ui.i18n import localize
 from ui.kept_panel import EVALUATE_TEXT as KEPT_TEXT
@@ -82,6 +82,7 @@ TEXT: dict[str, dict[str, str]] = {
     "evaluate.failed": {"en": "Evaluation failed: {error}", "zh": "评估失败：{error}"},
     "evaluate.none_yet": {"en": "No evaluation results for this run yet.", "zh": "该运行还没有评估结果。"},
     **benchmark_panel.TEXT,
+    **judge_panel.TEXT,
 }
 
 
@@ -185,6 +186,7 @@ def build(ctx: UIContext) -> None:
                                elem_id="evaluate-predictions")
     seen = gr.State("")  # signature of the result files last drawn: redraw only when they change
     benchmark_panel.build(ctx, run, checkpoints)  # its own module: lm-evaluation-harness on the same checkpoints
+    judge_panel.build(ctx, run)  # a judge model: pairwise, graded, against the votes (backend/judge/)
 
     private = {"api_visibility": "private"}
     outputs = [progress, table, chart, predictions, seen]

@@ -1,0 +1,56 @@
+"""The Evaluate tab's Judge section called with the values a browser sends, in-process: the number
+of calls before anything starts (and 0 once the cache holds them), the refusals as sentences in
+English and Chinese, and the run's judgements read back into the table, one row per checkpoint
+for a graded one. The judge is the real local chat-completions server of tests/judge_server.py."""
+
+from __future__ import annotations
+
+from backend.judge import runner
+from backend.runs.workspace import Workspace
+from tests.browser.harness import free_port
+from tests.judge_server import ChatServer
+from tests.test_judge_http import _run_folder, name_judge
+from ui import judge_panel
+from ui.context import UIContext
+from ui.i18n import merge_texts
+from ui.tabs import evaluate
+
+
+def _ctx(tmp_path):
+    run = _run_folder(tmp_path)  # tmp_path/workspace/runs/r1 with a learning report
+    return UIContext(workspace=Workspace(tmp_path / "workspace"), texts=merge_texts(evaluate.TEXT), i18n=None), run
+
+
+def values(url, mode="pairwise", **changes):
+    chosen = {"url": url, "model": "judge", "key": "", "mode": mode, "a": "final", "b": "base", "names": "",
+              "source": "identity", "rubric_kind": "facts", "limit": 0, **changes}
+    return list(chosen.values())
+
+
+def test_the_calls_are_counted_before_and_after_a_judgement(tmp_path):
+    ctx, run = _ctx(tmp_path)
+    with ChatServer(name_judge) as server:
+        assert judge_panel.count_calls(ctx, "en", "r1", *values(server.url)) == (
+            "6 judge calls to make (0 of 6 prompts from the cache, 3 rows).")
+        runner.run(runner.prepare(judge_panel.judgement(ctx, "r1", *values(server.url))))
+        graded = judge_panel.judgement(ctx, "r1", *values(server.url, "graded", names="base final"))
+        runner.run(runner.prepare(graded))
+        assert judge_panel.count_calls(ctx, "zh", "r1", *values(server.url)).startswith("需要调用评判模型 0 次")
+    stage, table = judge_panel.poll(ctx, "en", "r1")
+    assert stage == "" and list(table.columns)[:3] == ["judgement", "checkpoint", "win rate / mean grade / agreement"]
+    rows = table.values.tolist()
+    assert rows[0][:3] == ["pairwise-final-vs-base", "final vs base", "1.00"]
+    assert [row[1:3] for row in rows[1:]] == [["base", "2.00"], ["final", "5.00"]]
+
+
+def test_refusals_are_sentences_in_both_languages(tmp_path):
+    ctx, run = _ctx(tmp_path)
+    closed = f"http://127.0.0.1:{free_port()}"
+    assert judge_panel.count_calls(ctx, "en", None, *values(closed)) == "Pick a run first."
+    said = judge_panel.start(ctx, "en", "r1", *values("127.0.0.1:8000"))
+    assert said.startswith("Cannot judge: The judge URL '127.0.0.1:8000' is not an http://")
+    said = judge_panel.start(ctx, "zh", "r1", *values(closed, a="checkpoint-9"))
+    assert said.startswith("无法评判：评测集没有可评判的行") and "checkpoint-9" in said
+    said = judge_panel.count_calls(ctx, "en", "r1", *values(closed, "calibration"))
+    assert "The eval set has no rows to judge: votes of run r1" in said  # no votes yet
+    assert not (run / "eval" / "judge" / "progress.json").exists()  # nothing was started

@@ -1,0 +1,191 @@
+"""The Judge section of the Evaluate tab: a judge model (any OpenAI-compatible
+endpoint) compares two checkpoints' answers, grades them on a rubric, or is
+checked against the Chat tab's votes (backend/judge/). "Count calls" shows
+what the cache leaves to ask before anything starts; "Judge" runs it as a
+background job; the table lists the run's judgements, one row per
+checkpoint for a graded one, from RUN/eval/judge/*.json.
+
+Handlers are module-level functions over plain values, tested without a
+browser; build() only places and wires.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import gradio as gr
+
+from ui.context import UIContext
+from ui.i18n import localize
+
+POLL_EVERY_S = 3.0
+MODES = ("pairwise", "graded", "calibration")
+SOURCES = ("identity", "learning", "predictions")
+
+TEXT: dict[str, dict[str, str]] = {
+    "jpanel.title": {"en": "Judge (a model that compares answers)", "zh": "评判模型（比较回答的模型）"},
+    "jpanel.url": {"en": "Judge URL (OpenAI-compatible)", "zh": "评判模型地址（OpenAI 兼容）"},
+    "jpanel.model": {"en": "Judge model name", "zh": "评判模型名称"},
+    "jpanel.key": {"en": "API key (empty for a local server)", "zh": "API 密钥（本地服务留空）"},
+    "jpanel.mode": {"en": "What to judge", "zh": "评判方式"},
+    "jpanel.mode.pairwise": {"en": "A against B (both orders)", "zh": "A 对 B（两种顺序）"},
+    "jpanel.mode.graded": {"en": "Grade 1-5 on a rubric", "zh": "按评分标准打 1-5 分"},
+    "jpanel.mode.calibration": {"en": "Agreement with my votes", "zh": "与我的投票的一致程度"},
+    "jpanel.a": {"en": "A (pairwise)", "zh": "A（成对比较）"},
+    "jpanel.b": {"en": "B (pairwise)", "zh": "B（成对比较）"},
+    "jpanel.graded_names": {"en": "Checkpoints to grade (space-separated; empty: all)",
+                            "zh": "要打分的检查点（用空格分隔；留空为全部）"},
+    "jpanel.source": {"en": "Answers from", "zh": "回答来源"},
+    "jpanel.source.identity": {"en": "learning report: held-out identity prompts", "zh": "学习报告：留出的身份提示"},
+    "jpanel.source.learning": {"en": "learning report: all held-out prompts", "zh": "学习报告：全部留出的提示"},
+    "jpanel.source.predictions": {"en": "the evaluation above (predictions)", "zh": "上面的评估（预测结果）"},
+    "jpanel.rubric_kind": {"en": "Default rubric", "zh": "默认评分标准"},
+    "jpanel.limit": {"en": "Rows (0 = all)", "zh": "行数（0 为全部）"},
+    "jpanel.plan": {"en": "Count calls", "zh": "统计调用次数"},
+    "jpanel.start": {"en": "Judge", "zh": "开始评判"},
+    "jpanel.table": {"en": "Judgements of this run", "zh": "本运行的评判结果"},
+    "jpanel.about": {
+        "en": "Pairwise asks each row twice, A first and B first; the win rate counts a tie as half, with a Wilson "
+              "95% interval. Answers are cached by (judge, prompt, answers): a rerun costs no call. Prompts, answers "
+              "and reasons are kept in RUN/eval/judge/; `python -m backend.evaluate --print-judge-prompts` shows "
+              "the templates to edit.",
+        "zh": "成对比较对每行问两次（A 在前、B 在前）；胜率把平局算作一半，并给出 Wilson 95% 区间。回答按（评判模型、提示、回答）缓存："
+              "再次运行不需要调用。提示、回答和理由保存在 RUN/eval/judge/；`python -m backend.evaluate --print-judge-prompts` "
+              "会显示可编辑的模板。"},
+    "jpanel.msg_pick_run": {"en": "Pick a run first.", "zh": "请先选择一个训练运行。"},
+    "jpanel.msg_plan": {"en": "{calls} judge calls to make ({cached} of {prompts} prompts from the cache, {rows} rows).",
+                        "zh": "需要调用评判模型 {calls} 次（{prompts} 个提示中 {cached} 个来自缓存，共 {rows} 行）。"},
+    "jpanel.msg_started": {"en": "The judge started in the background (pid {pid}).", "zh": "评判已在后台开始（进程 {pid}）。"},
+    "jpanel.msg_error": {"en": "Cannot judge: {error}", "zh": "无法评判：{error}"},
+    "jpanel.progress": {"en": "{stage}", "zh": "{stage}"},
+    "jpanel.failed": {"en": "The judge failed: {error}", "zh": "评判失败：{error}"},
+    "jpanel.col.name": {"en": "judgement", "zh": "评判"},
+    "jpanel.col.checkpoint": {"en": "checkpoint", "zh": "检查点"},
+    "jpanel.col.score": {"en": "win rate / mean grade / agreement", "zh": "胜率 / 平均分 / 一致率"},
+    "jpanel.col.spread": {"en": "95% interval / std / kappa", "zh": "95% 区间 / 标准差 / kappa"},
+    "jpanel.col.counts": {"en": "counts", "zh": "计数"},
+    "jpanel.col.judge": {"en": "judge", "zh": "评判模型"},
+}
+
+
+# --- handlers (plain values in, component values out) -------------------------
+
+def judgement(ctx: UIContext, run_id, url, model, key, mode, a, b, names, source, rubric_kind, limit):
+    from backend.judge.client import JudgeEndpoint
+    from backend.judge.runner import Judgement
+
+    chosen = [a, b] if mode == "pairwise" else str(names or "").split() if mode == "graded" else []
+    return Judgement(ctx.workspace.runs_dir / run_id, JudgeEndpoint(str(url or "").strip(), str(model or "").strip(),
+                                                                    str(key or "") or None),
+                     mode, [str(n).strip() for n in chosen], source, rubric_kind=rubric_kind,
+                     max_samples=int(limit or 0) or None, workspace=ctx.workspace)
+
+
+def count_calls(ctx: UIContext, lang, run_id, *values) -> str:
+    """The calls the judgement would make, or the sentence why it cannot run."""
+    from backend.judge import runner
+    from backend.messages import UserError
+
+    if not run_id:
+        return ctx.msg(lang, "jpanel.msg_pick_run")
+    try:
+        return ctx.msg(lang, "jpanel.msg_plan", **runner.plan(runner.prepare(judgement(ctx, run_id, *values))))
+    except UserError as error:
+        return ctx.msg(lang, "jpanel.msg_error", error=localize(error, lang))
+
+
+def start(ctx: UIContext, lang, run_id, *values) -> str:
+    from backend.judge.jobs import start_judgement
+    from backend.messages import UserError
+
+    if not run_id:
+        return ctx.msg(lang, "jpanel.msg_pick_run")
+    try:
+        pid = start_judgement(judgement(ctx, run_id, *values))
+    except UserError as error:
+        return ctx.msg(lang, "jpanel.msg_error", error=localize(error, lang))
+    ctx.remember(run_id=run_id)
+    return ctx.msg(lang, "jpanel.msg_started", pid=pid)
+
+
+def result_rows(run_dir) -> list[list]:
+    """One row per judgement (per checkpoint for a graded one): name, checkpoint, score, spread, counts, judge."""
+    from backend.judge.results import load_results
+
+    rows = []
+    for name, r in load_results(run_dir).items():
+        judge = f"{r['judge']['model']} @ {r['judge']['url']}"
+        if r["mode"] == "pairwise":
+            low, high = r["interval"] or (None, None)
+            rows.append([name, f"{r['a']} vs {r['b']}", _num(r["win_rate"]),
+                         "-" if low is None else f"{low:.2f}-{high:.2f}",
+                         f"W {r['wins']} L {r['losses']} T {r['ties']} inconsistent {r['inconsistent']} "
+                         f"unparsed {r['unparsed_rows']}", judge])
+        elif r["mode"] == "graded":
+            rows += [[name, checkpoint, _num(g["mean"]), _num(g["std"]), f"n {g['n']} unparsed {g['unparsed']}", judge]
+                     for checkpoint, g in r["checkpoints"].items()]
+        else:
+            rows.append([name, "votes", _num(r["agreement"]), _num(r["kappa"]), f"votes {r['votes']}", judge])
+    return rows
+
+
+def _num(value) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def poll(ctx: UIContext, lang, run_id):
+    """(the job's stage or error, the table of the run's judgements)."""
+    import pandas as pd
+
+    from backend.judge.jobs import progress_path
+    from backend.runs.jobs import FAILED, read_progress, stage_of
+
+    columns = [ctx.msg(lang, f"jpanel.col.{c}") for c in ("name", "checkpoint", "score", "spread", "counts", "judge")]
+    if not run_id:
+        return "", pd.DataFrame(columns=columns)
+    run_dir = ctx.workspace.runs_dir / run_id
+    progress = read_progress(progress_path(run_dir))
+    stage = ""
+    if progress.get("state") == FAILED:
+        stage = ctx.msg(lang, "jpanel.failed", error=localize(stage_of(progress, "error"), lang))
+    elif progress:
+        stage = ctx.msg(lang, "jpanel.progress", stage=localize(stage_of(progress), lang))
+    return stage, pd.DataFrame(result_rows(run_dir), columns=columns)
+
+
+# --- layout -------------------------------------------------------------------
+
+def build(ctx: UIContext, run) -> None:
+    """Below the Evaluate tab's results: uses its run dropdown."""
+    from backend.judge.templates import DEFAULT_KIND, RUBRICS
+
+    private = {"api_visibility": "private"}
+    with gr.Accordion(ctx.t("jpanel.title"), open=False, elem_id="judge"):
+        with gr.Row(equal_height=True):
+            url = gr.Textbox(label=ctx.t("jpanel.url"), placeholder="http://127.0.0.1:8000/v1", elem_id="judge-url")
+            model = gr.Textbox(label=ctx.t("jpanel.model"), placeholder="base", elem_id="judge-model")
+            key = gr.Textbox(label=ctx.t("jpanel.key"), type="password", elem_id="judge-key")
+        mode = gr.Radio(label=ctx.t("jpanel.mode"), value="pairwise", elem_id="judge-mode",
+                        choices=[(ctx.t(f"jpanel.mode.{m}"), m) for m in MODES])
+        with gr.Row(equal_height=True):
+            a = gr.Textbox(label=ctx.t("jpanel.a"), value="final", elem_id="judge-a")
+            b = gr.Textbox(label=ctx.t("jpanel.b"), value="base", elem_id="judge-b")
+            names = gr.Textbox(label=ctx.t("jpanel.graded_names"), elem_id="judge-names")
+        with gr.Row(equal_height=True):
+            source = gr.Dropdown(label=ctx.t("jpanel.source"), value="identity", elem_id="judge-source",
+                                 choices=[(ctx.t(f"jpanel.source.{s}"), s) for s in SOURCES])
+            rubric = gr.Dropdown(label=ctx.t("jpanel.rubric_kind"), choices=list(RUBRICS), value=DEFAULT_KIND,
+                                 elem_id="judge-rubric")
+            limit = gr.Number(label=ctx.t("jpanel.limit"), value=0, minimum=0, precision=0, elem_id="judge-limit")
+        with gr.Row():
+            plan = gr.Button(ctx.t("jpanel.plan"), elem_id="judge-plan")
+            go = gr.Button(ctx.t("jpanel.start"), variant="primary", elem_id="judge-start")
+        status = gr.Markdown(elem_id="judge-status")
+        progress = gr.Markdown(elem_id="judge-progress")
+        gr.Markdown(ctx.t("jpanel.about"), elem_id="judge-about")
+        table = gr.Dataframe(label=ctx.t("jpanel.table"), interactive=False, wrap=True, elem_id="judge-table")
+    inputs = [ctx.lang, run, url, model, key, mode, a, b, names, source, rubric, limit]
+    plan.click(partial(count_calls, ctx), inputs, status, **private)
+    go.click(partial(start, ctx), inputs, status, **private)
+    gr.Timer(POLL_EVERY_S).tick(partial(poll, ctx), [ctx.lang, run], [progress, table], show_progress="hidden",
+                                **private)
