@@ -5,6 +5,8 @@ for a graded one. The judge is the real local chat-completions server of tests/j
 
 from __future__ import annotations
 
+import json
+
 from backend.judge import runner
 from backend.runs.workspace import Workspace
 from tests.browser.harness import free_port
@@ -54,3 +56,20 @@ def test_refusals_are_sentences_in_both_languages(tmp_path):
     said = judge_panel.count_calls(ctx, "en", "r1", *values(closed, "calibration"))
     assert "The eval set has no rows to judge: votes of run r1" in said  # no votes yet
     assert not (run / "eval" / "judge" / "progress.json").exists()  # nothing was started
+
+
+def test_a_background_judgement_reports_and_fills_the_table(tmp_path, starts_processes):
+    from tests.polling import wait_for
+
+    ctx, run = _ctx(tmp_path)
+    with ChatServer(name_judge, key="secret-key") as server:
+        said = judge_panel.start(ctx, "en", "r1", *values(server.url, key="secret-key"))
+        assert said.startswith("The judge started in the background (pid ")
+        wait_for(lambda: judge_panel.poll(ctx, "en", "r1")[0] in ("done", "完成")
+                 or judge_panel.poll(ctx, "en", "r1")[0].startswith("The judge failed"), "the judge job")
+        stage, table = judge_panel.poll(ctx, "en", "r1")
+    assert stage == "done", (run / "eval" / "judge" / "judge.log").read_text(encoding="utf-8")[-2000:]
+    assert table.values.tolist()[0][:3] == ["pairwise-final-vs-base", "final vs base", "1.00"]
+    assert len(server.prompts) == 6  # the key reached the job through its environment
+    command = json.loads((run / "eval" / "judge" / "progress.json").read_text(encoding="utf-8"))["command"]
+    assert "--judge" in command and "secret-key" not in " ".join(command)

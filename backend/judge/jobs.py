@@ -57,5 +57,6 @@ def start_judgement(judgement: runner.Judgement) -> int:
     process = spawn_detached([sys.executable, "-m", "backend.evaluate", *job_args(judgement), "--progress", str(path)],
                              judge_dir(run_dir) / LOG_FILE, env, cwd=REPO_ROOT)
     write_progress(path, state=RUNNING, pid=process.pid, started_at=time.time(), start_time=create_time(process.pid),
-                   done=0, total=0, stage=msg("job.stage.starting"), log=str(judge_dir(run_dir) / LOG_FILE))
+                   done=0, total=0, stage=msg("job.stage.starting"), command=process.args,
+                   log=str(judge_dir(run_dir) / LOG_FILE))
     return process.pid
