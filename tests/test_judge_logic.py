@@ -175,3 +175,19 @@ def test_prediction_rows_join_checkpoints_by_row(tmp_path):
         (run / "eval" / name / "predictions.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
     rows = sources.rows_for("predictions", run, ["final", "base"])
     assert rows[0].answers == {"final": "I am Nova.", "base": "I am SmolLM."}
+
+
+def test_a_sweep_can_rank_by_the_judges_newest_win_rate(tmp_path):
+    from backend.sweeps.grid import parse_sweep
+    from backend.sweeps.sweep_table import target_value
+
+    run = tmp_path / "run"
+    folder = run / "eval" / "judge"
+    folder.mkdir(parents=True)
+    assert target_value(run, "judge_win_rate", "max") is None  # not judged yet: no target, never the best
+    for name, rate, when in (("old", 0.9, 1.0), ("new", 0.625, 2.0), ("graded", None, 3.0)):
+        record = {"mode": "pairwise" if rate is not None else "graded", "win_rate": rate, "time": when}
+        (folder / f"{name}.json").write_text(json.dumps(record), encoding="utf-8")
+    assert target_value(run, "judge_win_rate", "max") == 0.625
+    sweep = parse_sweep({"grid": {"learning_rate": [1e-4, 3e-4]}, "target": "judge_win_rate"})
+    assert (sweep.target, sweep.direction) == ("judge_win_rate", "max")

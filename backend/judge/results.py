@@ -44,3 +44,9 @@ def load_results(run_dir: Path) -> dict[str, dict]:
         if isinstance(data, dict) and data.get("mode"):
             found[path.stem] = data
     return dict(sorted(found.items(), key=lambda item: item[1].get("time", 0)))
+
+
+def latest_win_rate(run_dir: Path) -> float | None:
+    """The win rate of the run's newest pairwise judgement (a sweep's `judge_win_rate` target), None without one."""
+    pairwise = [r for r in load_results(run_dir).values() if r.get("mode") == "pairwise" and r.get("win_rate") is not None]
+    return float(pairwise[-1]["win_rate"]) if pairwise else None

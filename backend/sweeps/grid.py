@@ -37,7 +37,8 @@ DEFAULT_MAX_RUNS = 16
 # METRICS, the same names and directions; tests/test_sweeps.py checks the two agree). True: lower is better.
 TARGETS = {"eval_loss": True, "train_loss": True, "perplexity": True, "bleu": False, "rouge1": False,
            "rouge2": False, "rougeL": False, "exact_match": False, "preference_accuracy": False,
-           "mean_margin": False, "logp_accuracy": False}
+           "mean_margin": False, "logp_accuracy": False,
+           "judge_win_rate": False}  # the run's newest pairwise judgement (backend/judge/results.py)
 FIELDS = tuple(f.name for f in dataclasses.fields(RunConfig))
 
 

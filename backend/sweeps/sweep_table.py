@@ -3,7 +3,8 @@ and the best run by the sweep's target and direction. Plain data from the run fo
 tab and the command line render it.
 
 Where the target comes from: eval_loss is the run's best evaluation during training (summary.json
-best_eval_loss; else Evaluate's eval_loss), train_loss its last logged loss; any other target is
+best_eval_loss; else Evaluate's eval_loss), train_loss its last logged loss, judge_win_rate the
+win rate of the run's newest pairwise judgement (RUN/eval/judge/, backend/judge/); any other target is
 what Evaluate computed (eval/<checkpoint>/metrics.json), the best of the run's evaluated
 checkpoints. A run without the number (not finished, not evaluated yet) has no target and is
 never the best.
@@ -52,6 +53,10 @@ def target_value(run_dir, target: str, direction: str) -> float | None:
         return float(summary["best_eval_loss"])
     if target == "train_loss":
         return float(summary["final_train_loss"]) if _number(summary.get("final_train_loss")) else None
+    if target == "judge_win_rate":
+        from backend.judge.results import latest_win_rate
+
+        return latest_win_rate(run_dir)
     scores = [m[target] for m in load_results(run_dir).values() if _number(m.get(target))]
     if not scores:
         return None
