@@ -17,6 +17,8 @@ from ui.context import UIContext
 from ui.i18n import merge_texts
 from ui.tabs import evaluate
 
+SKIP = {"__type__": "update"}
+
 
 def _ctx(tmp_path):
     run = _run_folder(tmp_path)  # tmp_path/workspace/runs/r1 with a learning report
@@ -31,6 +33,7 @@ def values(url, mode="pairwise", **changes):
 
 def test_the_calls_are_counted_before_and_after_a_judgement(tmp_path):
     ctx, run = _ctx(tmp_path)
+    (run / "summary.json").write_text(json.dumps({"global_step": 10}), encoding="utf-8")
     with ChatServer(name_judge) as server:
         assert judge_panel.count_calls(ctx, "en", "r1", *values(server.url)) == (
             "6 judge calls to make (0 of 6 prompts from the cache, 3 rows).")
@@ -38,7 +41,11 @@ def test_the_calls_are_counted_before_and_after_a_judgement(tmp_path):
         graded = judge_panel.judgement(ctx, "r1", *values(server.url, "graded", names="base final"))
         runner.run(runner.prepare(graded))
         assert judge_panel.count_calls(ctx, "zh", "r1", *values(server.url)).startswith("需要调用评判模型 0 次")
-    stage, table = judge_panel.poll(ctx, "en", "r1")
+    stage, table, figure, seen = judge_panel.poll(ctx, "en", "r1")
+    assert judge_panel.poll(ctx, "en", "r1", seen)[1:] == (SKIP, SKIP, seen)  # nothing new: nothing redrawn
+    # The chart: the win rate at final's step (10, summary.json), the mean grades at base's (0) and final's.
+    assert list(judge_panel.step_points(run)) == ["win rate over base (judge)", "mean grade (judge)"]
+    assert [(list(t.x), list(t.y)) for t in figure.data] == [([10], [1.0]), ([0, 10], [2.0, 5.0])]
     assert stage == "" and list(table.columns)[:3] == ["judgement", "checkpoint", "win rate / mean grade / agreement"]
     rows = table.values.tolist()
     assert rows[0][:3] == ["pairwise-final-vs-base", "final vs base", "1.00"]
@@ -67,7 +74,7 @@ def test_a_background_judgement_reports_and_fills_the_table(tmp_path, starts_pro
         assert said.startswith("The judge started in the background (pid ")
         wait_for(lambda: judge_panel.poll(ctx, "en", "r1")[0] in ("done", "完成")
                  or judge_panel.poll(ctx, "en", "r1")[0].startswith("The judge failed"), "the judge job")
-        stage, table = judge_panel.poll(ctx, "en", "r1")
+        stage, table, _, _ = judge_panel.poll(ctx, "en", "r1")
     assert stage == "done", (run / "eval" / "judge" / "judge.log").read_text(encoding="utf-8")[-2000:]
     assert table.values.tolist()[0][:3] == ["pairwise-final-vs-base", "final vs base", "1.00"]
     assert len(server.prompts) == 6  # the key reached the job through its environment

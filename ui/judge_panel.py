@@ -44,6 +44,7 @@ TEXT: dict[str, dict[str, str]] = {
     "jpanel.plan": {"en": "Count calls", "zh": "统计调用次数"},
     "jpanel.start": {"en": "Judge", "zh": "开始评判"},
     "jpanel.table": {"en": "Judgements of this run", "zh": "本运行的评判结果"},
+    "jpanel.chart": {"en": "Judgements against the training step", "zh": "评判结果随训练步数的变化"},
     "jpanel.about": {
         "en": "Pairwise asks each row twice, A first and B first; the win rate counts a tie as half, with a Wilson "
               "95% interval. Answers are cached by (judge, prompt, answers): a rerun costs no call. Prompts, answers "
@@ -129,12 +130,49 @@ def result_rows(run_dir) -> list[list]:
     return rows
 
 
+def step_points(run_dir) -> dict[str, list[tuple[int, float, str]]]:
+    """{series: [(step, value, checkpoint)]}: each graded judgement's mean grade per checkpoint, and each
+    pairwise judgement's win rate at its A's step (the newest judgement of a name wins)."""
+    from backend.evaluation.results import step_of
+    from backend.judge.results import load_results
+
+    series: dict[str, list[tuple[int, float, str]]] = {}
+    for r in load_results(run_dir).values():
+        if r["mode"] == "graded":
+            points = [(step_of(run_dir, name), g["mean"], name) for name, g in r["checkpoints"].items()
+                      if g["mean"] is not None]
+            series[f"mean grade ({r['judge']['model']})"] = sorted(points)
+        elif r["mode"] == "pairwise" and r["win_rate"] is not None:
+            key = f"win rate over {r['b']} ({r['judge']['model']})"
+            kept = [p for p in series.get(key, []) if p[2] != r["a"]]
+            series[key] = sorted([*kept, (step_of(run_dir, r["a"]), r["win_rate"], r["a"])])
+    return series
+
+
+def chart(run_dir):
+    """The judgements against the training step (None when there is nothing to draw)."""
+    from plotly.subplots import make_subplots
+
+    series = step_points(run_dir)
+    if not series:
+        return None
+    figure = make_subplots(rows=1, cols=len(series), subplot_titles=list(series))
+    for i, points in enumerate(series.values()):
+        figure.add_scatter(x=[p[0] for p in points], y=[p[1] for p in points], text=[p[2] for p in points],
+                           mode="lines+markers", hovertemplate="%{text}: %{y:.3g}<extra></extra>", showlegend=False,
+                           row=1, col=i + 1)
+    figure.update_xaxes(title_text="step")
+    figure.update_layout(height=300, margin={"l": 30, "r": 10, "t": 40, "b": 30})
+    return figure
+
+
 def _num(value) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def poll(ctx: UIContext, lang, run_id):
-    """(the job's stage or error, the table of the run's judgements)."""
+def poll(ctx: UIContext, lang, run_id, seen=""):
+    """(the job's stage or error, the table of the run's judgements, their chart against the step, the
+    signature of the result files drawn): the table and chart are redrawn only when the files changed."""
     import pandas as pd
 
     from backend.judge.jobs import progress_path
@@ -142,7 +180,7 @@ def poll(ctx: UIContext, lang, run_id):
 
     columns = [ctx.msg(lang, f"jpanel.col.{c}") for c in ("name", "checkpoint", "score", "spread", "counts", "judge")]
     if not run_id:
-        return "", pd.DataFrame(columns=columns)
+        return "", pd.DataFrame(columns=columns), None, ""
     run_dir = ctx.workspace.runs_dir / run_id
     progress = read_progress(progress_path(run_dir))
     stage = ""
@@ -150,7 +188,19 @@ def poll(ctx: UIContext, lang, run_id):
         stage = ctx.msg(lang, "jpanel.failed", error=localize(stage_of(progress, "error"), lang))
     elif progress:
         stage = ctx.msg(lang, "jpanel.progress", stage=localize(stage_of(progress), lang))
-    return stage, pd.DataFrame(result_rows(run_dir), columns=columns)
+    signature = f"{lang}:{run_id}:" + _signature(run_dir)
+    if signature == seen:
+        return stage, gr.skip(), gr.skip(), seen
+    return stage, pd.DataFrame(result_rows(run_dir), columns=columns), chart(run_dir), signature
+
+
+def _signature(run_dir) -> str:
+    from backend.judge.calibration import judge_dir
+    from backend.judge.jobs import PROGRESS_FILE
+
+    folder = judge_dir(run_dir)
+    files = sorted(p for p in folder.glob("*.json") if p.name != PROGRESS_FILE) if folder.is_dir() else []
+    return ";".join(f"{p.name}:{p.stat().st_mtime_ns}" for p in files)
 
 
 # --- layout -------------------------------------------------------------------
@@ -184,8 +234,10 @@ def build(ctx: UIContext, run) -> None:
         progress = gr.Markdown(elem_id="judge-progress")
         gr.Markdown(ctx.t("jpanel.about"), elem_id="judge-about")
         table = gr.Dataframe(label=ctx.t("jpanel.table"), interactive=False, wrap=True, elem_id="judge-table")
+        plot = gr.Plot(label=ctx.t("jpanel.chart"), elem_id="judge-chart")
     inputs = [ctx.lang, run, url, model, key, mode, a, b, names, source, rubric, limit]
     plan.click(partial(count_calls, ctx), inputs, status, **private)
     go.click(partial(start, ctx), inputs, status, **private)
-    gr.Timer(POLL_EVERY_S).tick(partial(poll, ctx), [ctx.lang, run], [progress, table], show_progress="hidden",
-                                **private)
+    seen = gr.State("")
+    gr.Timer(POLL_EVERY_S).tick(partial(poll, ctx), [ctx.lang, run, seen], [progress, table, plot, seen],
+                                show_progress="hidden", **private)
