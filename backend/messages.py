@@ -613,6 +613,8 @@ CATALOGUE: dict[str, str] = {
                               "{answer!r}); use a larger judge, or write the rows yourself.",
     "judge.no_eval_rows": "The eval set {name} has no rows with a prompt; add at least one before saving.",
     "judge.running": "A judgement of {run} is already running; wait for it to finish.",
+    "judge.no_votes": "Run {run} has no blind votes on two answers to the same conversation to compare the "
+                      "judge with; vote in the Chat tab's blind comparison first.",
     # --- benchmarks with lm-evaluation-harness (backend/evaluation/benchmarks.py, benchmark_specs.py) -----------
     "benchmark.choose_task": "Choose at least one benchmark task: {alternatives} (written by the project, no hub "
                              "needed), a task YAML file or folder, or an lm-eval task name such as hellaswag.",

@@ -61,7 +61,8 @@ def test_refusals_are_sentences_in_both_languages(tmp_path):
     said = judge_panel.start(ctx, "zh", "r1", *values(closed, a="checkpoint-9"))
     assert said.startswith("无法评判：评测集没有可评判的行") and "checkpoint-9" in said
     said = judge_panel.count_calls(ctx, "en", "r1", *values(closed, "calibration"))
-    assert "The eval set has no rows to judge: votes of run r1" in said  # no votes yet
+    assert said == "Cannot judge: Run r1 has no blind votes on two answers to the same conversation to compare " \
+                   "the judge with; vote in the Chat tab's blind comparison first."
     assert not (run / "eval" / "judge" / "progress.json").exists()  # nothing was started
 
 

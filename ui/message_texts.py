@@ -557,6 +557,7 @@ ZH: dict[str, str] = {
     "judge.evalset_unparsed": "评判模型两次都没有写出可用的 JSON 提示列表（它的回答：{answer!r}）；请换用更大的评判模型，或自己写这些行。",
     "judge.no_eval_rows": "评测集 {name} 没有含提示的行；保存前请至少添加一行。",
     "judge.running": "{run} 的评判正在进行；请等它完成。",
+    "judge.no_votes": "运行 {run} 没有针对同一对话的两个回答的盲评投票，无法与评判模型比较；请先在聊天页的盲评中投票。",
     # --- background jobs ----------------------------------------------------------------------------
     "job.stage.starting": "正在启动",
     "job.stage.done": "完成",

@@ -124,6 +124,8 @@ def rows_for(source: str, run_dir: Path, names: list[str], path: Path | None = N
         rows = file_rows(path)
     else:
         rows = vote_rows(run_dir)
+    if source == "votes" and not rows:
+        raise JudgeSourceError(msg("judge.no_votes", run=Path(run_dir).name))
     kept = [row for row in rows if all(name in row.answers for name in names)] if source != "votes" else rows
     if not kept:
         raise JudgeSourceError(msg("judge.no_rows", source=source, names=", ".join(names) or "-",
