@@ -631,6 +631,16 @@ CATALOGUE: dict[str, str] = {
                          "project's tasks: {alternatives}.",
     "benchmark.empty_folder": "{folder} holds no task YAML file (a .yaml file with a task: field).",
     "benchmark.bad_yaml": "Task file {file} is not valid YAML: {error}",
+    "benchmark.folder_bounded": "{folder} is too big to search for task files ({reason}); give the folder that "
+                                "holds your task files, or a task file itself.",
+    "benchmark.bound.seconds": "not searched through in {seconds} s",
+    "benchmark.bound.depth": "{path} is more than {depth} folders deep",
+    "benchmark.bound.entries": "{path} holds more than {limit} entries",
+    "benchmark.bound.unreadable": "{path} cannot be read",
+    "benchmark.too_many_files": "{folder} holds more than {limit} YAML files; give the folder that holds your "
+                                "task files, or a task file itself.",
+    "benchmark.include_loop": "Task file {file} includes itself round a circle ({chain}); make the include: "
+                              "of one of these files name another file.",
     "benchmark.not_mapping": "Task file {file} must be a YAML mapping of field: value, like lm-eval's task files.",
     "benchmark.group_file": "{file} is a group of tasks (group: without task:); give the task files it names, "
                             "or their folder.",

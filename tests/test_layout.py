@@ -218,12 +218,14 @@ def test_every_function_fits_a_screen():
 # Libraries a function may import for itself, so that only the callers that need one pay for it: the
 # big ones, those that import torch, and those that took 0.1 s or more to import here
 # (`python -X importtime -c "import NAME"`: pandas 0.54 s, openai 0.68, fastapi 0.26, gguf 0.24,
-# pyarrow 0.17, sacrebleu 0.12, numpy 0.12, uvicorn 0.12, httpx 0.11). Everything else, and every
+# pyarrow 0.17, sacrebleu 0.12, numpy 0.12, uvicorn 0.12, httpx 0.11; at a load of 5,
+# rouge_score.rouge_scorer 5.0 s, since it imports nltk, 2.9, and jsonschema 0.20). Everything else, and every
 # project module that pulls none of them in, is imported at the top, where a reader sees what a
 # module depends on.
 HEAVY_LIBRARIES = {"torch", "transformers", "peft", "trl", "datasets", "gradio", "llama_cpp", "vllm", "ray",
                    "lm_eval", "accelerate", "bitsandbytes", "deepspeed", "safetensors.torch", "pandas", "openai",
-                   "fastapi", "gguf", "pyarrow", "sacrebleu", "numpy", "uvicorn", "httpx"}
+                   "fastapi", "gguf", "pyarrow", "sacrebleu", "numpy", "uvicorn", "httpx", "rouge_score", "nltk",
+                   "jsonschema"}
 
 
 def _top_level_imports(tree: ast.Module) -> set[str]:

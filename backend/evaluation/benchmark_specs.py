@@ -15,14 +15,25 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from backend.evaluation.benchmark_tasks import BUNDLED, ensure_bundled_tasks
 from backend.messages import UserError, msg
+from backend.models.local.walk import Limits, Walk
 
 BUNDLED_SOURCE, FILE_SOURCE, HUB_SOURCE = "bundled", "file", "hub"
 OUTPUT_TYPES = ("multiple_choice", "generate_until", "loglikelihood", "loglikelihood_rolling")
 LOCAL_DATA_BUILDERS = ("json", "csv", "parquet", "text", "arrow")
 HUB_HOST, HUB_PROBE_S = "huggingface.co", 3.0
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+# A folder of task files is searched within these bounds (it is searched while the tab waits, and
+# `/usr` took 56 s unbounded); lm-eval's own tasks folder is 3 deep.
+TASK_FOLDER_LIMITS = Limits(seconds=5.0, depth=4, entries_per_folder=2000)
+MAX_TASK_FILES = 500
+# The walk's bounds, said as a task folder's: local.* name the model scan's remedies.
+BOUND_REASONS = {"local.time_budget": "benchmark.bound.seconds", "local.too_deep": "benchmark.bound.depth",
+                 "local.too_many": "benchmark.bound.entries", "local.unreadable": "benchmark.bound.unreadable"}
+MAX_INCLUDES = 20  # lm-eval's `include:` chains are one or two long
 
 
 class BenchmarkError(UserError, RuntimeError):
@@ -58,7 +69,7 @@ def resolve_specs(requested: list[str], workspace_root: Path) -> tuple[list[Task
 
 def _file_specs(path: Path) -> list[TaskSpec]:
     if path.is_dir():
-        files = sorted([*path.rglob("*.yaml"), *path.rglob("*.yml")])
+        files = task_files(path)
         specs = [spec for f in files if _is_task_file(f) for spec in _file_specs(f)]  # included bases skipped
         if not specs:
             raise BenchmarkError(msg("benchmark.empty_folder", folder=path))
@@ -67,6 +78,41 @@ def _file_specs(path: Path) -> list[TaskSpec]:
         raise BenchmarkError(msg("benchmark.no_file", path=path, alternatives=local_alternatives()))
     config = check_task_file(path)
     return [TaskSpec(str(config["task"]), FILE_SOURCE, str(path.resolve()), str(path.resolve()))]
+
+
+def task_files(folder: Path) -> list[Path]:
+    """The YAML files under `folder`, within TASK_FOLDER_LIMITS; a folder too big to search is refused
+    with the bound it hit, rather than searched for minutes."""
+    walk, found = Walk(TASK_FOLDER_LIMITS), []
+    walk.enter(folder)
+
+    def visit(path: Path, depth: int) -> None:
+        for entry in walk.entries(path):
+            if walk.out_of_time(path) or len(found) > MAX_TASK_FILES:
+                return
+            child = Path(entry.path)
+            try:
+                is_folder = entry.is_dir()
+            except OSError:  # a broken entry: neither a folder to search nor a task file
+                continue
+            if is_folder:
+                if depth == walk.limits.depth:
+                    walk.skip(child, msg("local.too_deep", path=child, depth=walk.limits.depth), early=True)
+                elif walk.enter(child):
+                    visit(child, depth + 1)
+            elif child.suffix in (".yaml", ".yml"):
+                found.append(child)
+
+    visit(folder, 0)
+    if len(found) > MAX_TASK_FILES:
+        raise BenchmarkError(msg("benchmark.too_many_files", folder=folder, limit=MAX_TASK_FILES))
+    for where, message in walk.skipped:  # the first bound it hit; a symlink loop is only seen once
+        if message.id in BOUND_REASONS:
+            limits = walk.limits
+            raise BenchmarkError(msg("benchmark.folder_bounded", folder=folder, reason=msg(
+                BOUND_REASONS[message.id], path=where, seconds=round(limits.seconds), depth=limits.depth,
+                limit=limits.entries_per_folder)))
+    return sorted(found)
 
 
 def _is_task_file(path: Path) -> bool:
@@ -78,8 +124,12 @@ def _is_task_file(path: Path) -> bool:
 
 # ---------------------------------------------------------------- task files
 
-def _read_yaml(path: Path) -> dict:
-    import yaml
+def _read_yaml(path: Path, included_by: tuple[Path, ...] = ()) -> dict:
+    """The file's fields, those of the files it includes under them; an include that comes back to a
+    file of its own chain is refused with the chain."""
+    if path.resolve() in included_by or len(included_by) > MAX_INCLUDES:
+        chain = " -> ".join(str(p) for p in (*included_by, path.resolve()))
+        raise BenchmarkError(msg("benchmark.include_loop", file=included_by[0], chain=chain))
 
     class Loader(yaml.SafeLoader):
         """lm-eval's `!function module.name` tags read as text: only their presence is checked here."""
@@ -94,7 +144,8 @@ def _read_yaml(path: Path) -> dict:
     include = data.get("include")
     if isinstance(include, str):  # lm-eval's own inheritance: the included file's fields, this file's on top
         included = (path.parent / include) if not Path(include).is_absolute() else Path(include)
-        data = {**_read_yaml(included), **{k: v for k, v in data.items() if k != "include"}}
+        data = {**_read_yaml(included, (*included_by, path.resolve())),
+                **{k: v for k, v in data.items() if k != "include"}}
     return data
 
 
