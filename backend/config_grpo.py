@@ -20,7 +20,7 @@ from __future__ import annotations
 from backend.config_policy import ConfigError
 from backend.messages import msg
 from backend.scoring.errors import ScorerError, is_number
-from backend.scoring.specs import parse_scorer
+from backend.scoring.scorer_specs import parse_scorer
 from backend.scoring.text_match import THINK_ANSWER  # noqa: F401 (the format preset's default, for the Train form)
 
 # The presets the Train form ticks: scorer kinds of backend/scoring/ (a preset is a scorer spec with a weight).

@@ -132,6 +132,11 @@ def not_run_reason(command: str) -> str | None:
                 "on SmolLM2 cut to two layers")
     if command in NOT_RUN:
         return NOT_RUN[command]
+    if "--judge " in command:
+        return ("needs a judge: an OpenAI-compatible server; tests/test_judge_http.py runs these flags against a real "
+                "local server, tests/test_judge_starter.py against backend.serve answering as the starter")
+    if "--print-judge-prompts" in command:
+        return "R stands for a run folder; tests/test_judge_logic.py runs it and reads the templates it prints"
     if re.search(r"\bbench/\S+\.py\b", command):
         return ("a benchmark: minutes to hours of measurement on real-size models or large files, some writing "
                 "docs/*.json; the script must exist (test_benchmark_scripts_exist)")

@@ -129,7 +129,7 @@ def test_the_command_line_finds_the_base_model_in_the_given_workspace(tmp_path, 
     """A run folder outside workspace/runs (copied, moved) is evaluated with --workspace, as the other
     command lines take it: the base model config.yaml names (and its dataset) are looked up there."""
     from backend.config_recipes import tiny_config
-    from backend.evaluation.cli import main
+    from backend.evaluate import main
 
     run_dir = tmp_path / "elsewhere" / "demo-copy"
     run_dir.mkdir(parents=True)

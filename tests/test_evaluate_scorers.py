@@ -9,13 +9,14 @@ import json
 
 import pytest
 
-from backend.evaluation.cli import _table, main
+from backend.evaluate import main
+from backend.evaluation.cli import _table
 from backend.evaluation.evaluator import evaluate_run
 from backend.evaluation.results import load_predictions
 from backend.evaluation.scoring import EvalError
 from backend.runs.workspace import Workspace
 from backend.scoring.items import Item
-from backend.scoring.specs import parse_scorers
+from backend.scoring.scorer_specs import parse_scorers
 from tests.eval_export_runs import cached_run, link_demo_model, one_torch_thread
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

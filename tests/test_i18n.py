@@ -39,10 +39,10 @@ CATALOGUED_MODULES = ("backend/config.py", "backend/runs/store.py", "backend/run
                       "backend/training/cli.py", "backend/storage/safe_names.py", "backend/data/fixes.py",
                       "backend/chat/targets.py", "backend/chat/cli.py", "backend/chat/vote_data.py",
                       "backend/evaluation/benchmarks.py", "backend/evaluation/benchmark_specs.py",
-                      "backend/scoring/errors.py", "backend/scoring/specs.py", "backend/scoring/structured.py",
+                      "backend/scoring/errors.py", "backend/scoring/scorer_specs.py", "backend/scoring/structured.py",
                       "backend/scoring/text_match.py", "backend/scoring/length_bounds.py",
                       "backend/judge/client.py", "backend/judge/templates.py", "backend/judge/sources.py",
-                      "backend/judge/evalset.py", "backend/judge/results.py", "backend/judge/cli.py")
+                      "backend/judge/evalset.py", "backend/judge/judgement_file.py", "backend/judge/cli.py")
 USER_ERRORS = {"ConfigError", "RunError", "ModelLoadError", "DatasetRefused", "DatasetExists", "DeviceChoiceError",
                "EstimateUnavailable", "ExportError", "EvalError", "UnsafeName", "FixRefused", "TargetError",
                "VoteDataError", "BenchmarkError", "ScorerError", "JudgeError", "JudgeTemplateError", "JudgeSourceError",

@@ -13,13 +13,14 @@ import pytest
 
 from backend.chat.preferences import PreferenceStore
 from backend.data.saved_datasets import TRAIN_FILE
-from backend.evaluation.cli import main
+from backend.evaluate import main
+from backend.evaluation.judge_results import judge_dir
 from backend.judge.asking import Asker
 from backend.judge.cache import JudgeCache
-from backend.judge.calibration import TUNED_TEMPLATE, active_template, judge_dir
+from backend.judge.calibration import TUNED_TEMPLATE, active_template
 from backend.judge.client import JudgeClient, JudgeEndpoint, JudgeError
 from backend.judge.evalset import EvalSetError, save_evalset, write_evalset
-from backend.judge.pairwise import judge_pairwise
+from backend.judge.head_to_head import judge_pairwise
 from backend.judge.sources import JudgeRow
 from backend.judge.templates import PAIRWISE_TEMPLATE
 from tests.browser.harness import free_port

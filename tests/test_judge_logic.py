@@ -13,8 +13,8 @@ from backend.chat.preferences import PreferenceStore
 from backend.judge import sources, templates
 from backend.judge.cache import JudgeCache, cache_key
 from backend.judge.calibration import MIN_VOTES, agreement
-from backend.judge.pairwise import RowVerdict, summarize
-from backend.judge.stats import cohen_kappa, mean_spread, wilson_interval
+from backend.judge.estimates import cohen_kappa, mean_spread, wilson_interval
+from backend.judge.head_to_head import RowVerdict, summarize
 from backend.judge.verdicts import TIE, A, B, parse_grade, parse_pairwise, swap
 
 
@@ -191,3 +191,11 @@ def test_a_sweep_can_rank_by_the_judges_newest_win_rate(tmp_path):
     assert target_value(run, "judge_win_rate", "max") == 0.625
     sweep = parse_sweep({"grid": {"learning_rate": [1e-4, 3e-4]}, "target": "judge_win_rate"})
     assert (sweep.target, sweep.direction) == ("judge_win_rate", "max")
+
+
+def test_the_command_line_prints_the_judge_prompts_as_they_will_be_sent(tmp_path, capsys):
+    from backend.evaluate import main
+
+    assert main(["--run", str(tmp_path), "--print-judge-prompts"]) == 0
+    printed = capsys.readouterr().out
+    assert templates.PAIRWISE_TEMPLATE in printed and all(rubric in printed for rubric in templates.RUBRICS.values())

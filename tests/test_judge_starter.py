@@ -12,10 +12,10 @@ import json
 import pytest
 
 from backend.chat.preferences import PreferenceStore
-from backend.evaluation.cli import main
-from backend.judge.calibration import judge_dir
+from backend.evaluate import main
+from backend.evaluation.judge_results import judge_dir
+from backend.judge.estimates import cohen_kappa
 from backend.judge.sources import learning_rows
-from backend.judge.stats import cohen_kappa
 from tests.serve.support import ServerProcess
 
 ROWS = 3  # identity prompts judged: 6 calls on a CPU judge

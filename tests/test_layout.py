@@ -96,6 +96,7 @@ FLOORS = (
     "backend.sweeps",          # grids of runs queued together
     "backend.export",          # adapters, merged models and GGUF files out of checkpoints
     "backend.chat",            # side-by-side answers of base, checkpoints and exports
+    "backend.judge",           # a judge model on checkpoints' answers, calibrated on the Chat tab's votes
     "backend.serve",           # the OpenAI-compatible server
     "backend.train",           # `python -m` entry points
     "backend.evaluate",

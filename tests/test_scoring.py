@@ -15,7 +15,7 @@ from backend.messages import render
 from backend.scoring.answer_rule import judge
 from backend.scoring.errors import ScorerError
 from backend.scoring.items import Item
-from backend.scoring.specs import parse_scorer, parse_scorers, specs_from_argument, specs_from_text
+from backend.scoring.scorer_specs import parse_scorer, parse_scorers, specs_from_argument, specs_from_text
 from backend.scoring.tally import score_rows, summarise
 from backend.training.rewards import build_preset, reward_functions
 from ui.message_texts import ZH

@@ -9,12 +9,24 @@ browser; build() only places and wires.
 
 from __future__ import annotations
 
+import html
 import math
 from functools import partial
 from pathlib import Path
 
 import gradio as gr
+from plotly.subplots import make_subplots
 
+from backend.evaluation.benchmark_specs import BenchmarkError
+from backend.evaluation.benchmark_tasks import BUNDLED
+from backend.evaluation.benchmarks import (
+    BENCHMARKS_FILE,
+    benchmark_table,
+    load_benchmarks,
+    progress_path,
+    start_benchmarks,
+)
+from backend.runs.jobs import COMPLETED, FAILED, RUNNING, read_progress, stage_of
 from ui.context import UIContext
 from ui.i18n import localize
 
@@ -61,8 +73,6 @@ TEXT: dict[str, dict[str, str]] = {
 # --- handlers (plain values in, component values out) -------------------------
 
 def bundled_choices(ctx: UIContext, lang: str | None) -> list[tuple[str, str]]:
-    from backend.evaluation.benchmark_tasks import BUNDLED
-
     return [(f"{name}: {ctx.msg(lang, f'bench.task.{name}')}", name) for name in BUNDLED]
 
 
@@ -84,8 +94,6 @@ def local_choices(ctx: UIContext):
 
 def start(ctx: UIContext, lang, current, checkpoints, bundled, other, limit, chat_template, local=()) -> str:
     """Start the benchmark job for the run (and `local`: paths of models on this machine); the message to show."""
-    from backend.evaluation.benchmark_specs import BenchmarkError
-    from backend.evaluation.benchmarks import start_benchmarks
 
     if not current:
         return ctx.msg(lang, "bench.msg_pick_run")
@@ -116,8 +124,6 @@ def results_view(run_dir: Path):
     """(table of every checkpoint's numbers, one chart per task's primary metric against the step)."""
     import pandas as pd
 
-    from backend.evaluation.benchmarks import benchmark_table, load_benchmarks
-
     results = load_benchmarks(run_dir)
     if not results:
         return pd.DataFrame(), None
@@ -127,11 +133,6 @@ def results_view(run_dir: Path):
 
 
 def progress_html(ctx: UIContext, lang: str, run_dir: Path) -> str:
-    import html
-
-    from backend.evaluation.benchmarks import progress_path
-    from backend.runs.jobs import COMPLETED, FAILED, RUNNING, read_progress, stage_of
-
     state = read_progress(progress_path(run_dir))
     if state.get("state") == RUNNING:
         done, total = int(state.get("done") or 0), int(state.get("total") or 0)
@@ -147,8 +148,6 @@ def progress_html(ctx: UIContext, lang: str, run_dir: Path) -> str:
 
 
 def _signature(run_dir: Path) -> str:
-    from backend.evaluation.benchmarks import BENCHMARKS_FILE
-
     folder = run_dir / "eval"
     stamps = [f"{p.parent.name}:{p.stat().st_mtime_ns}" for p in sorted(folder.glob(f"*/{BENCHMARKS_FILE}"))] \
         if folder.is_dir() else []
@@ -156,8 +155,6 @@ def _signature(run_dir: Path) -> str:
 
 
 def _figure(results: dict):
-    from plotly.subplots import make_subplots
-
     series: dict[str, list[tuple[int, float, str]]] = {}
     lines: dict[str, list[tuple[float, str]]] = {}  # models on this machine have no step: a level to compare with
     for name, record in results.items():

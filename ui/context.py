@@ -39,9 +39,10 @@ dict (read fresh, so use it inside a handler or `demo.load`), and
 Known keys: "language", "dataset", "run_id", "model"; a tab may keep its form
 under its own key, e.g. "train": {...}.
 
-Heavy libraries (torch, transformers, peft, plotly) must not be imported when
-a tab module is imported or built: import them inside handlers, so the page is
-served before they load (tests/test_app_startup.py checks this).
+Heavy libraries (torch, transformers, peft) must not be imported when a tab
+module is imported or built: import them inside handlers, so the page is
+served before they load (tests/test_app_startup.py checks this). plotly's own
+import is lazy (0.04 s), so it sits at the top; its figures are built in handlers.
 """
 
 from __future__ import annotations

@@ -14,7 +14,14 @@ from __future__ import annotations
 from functools import partial
 
 import gradio as gr
+from plotly.subplots import make_subplots
 
+from backend.evaluation.judge_results import judge_dir, load_judgements
+from backend.evaluation.results import step_of
+from backend.judge import runner
+from backend.judge.templates import DEFAULT_KIND, RUBRICS
+from backend.messages import UserError
+from backend.runs.jobs import FAILED, read_progress, stage_of
 from ui.context import UIContext
 from ui.i18n import localize
 
@@ -84,8 +91,6 @@ def judgement(ctx: UIContext, run_id, url, model, key, mode, a, b, names, source
 
 def count_calls(ctx: UIContext, lang, run_id, *values) -> str:
     """The calls the judgement would make, or the sentence why it cannot run."""
-    from backend.judge import runner
-    from backend.messages import UserError
 
     if not run_id:
         return ctx.msg(lang, "jpanel.msg_pick_run")
@@ -96,8 +101,7 @@ def count_calls(ctx: UIContext, lang, run_id, *values) -> str:
 
 
 def start(ctx: UIContext, lang, run_id, *values) -> str:
-    from backend.judge.jobs import start_judgement
-    from backend.messages import UserError
+    from backend.judge.background import start_judgement
 
     if not run_id:
         return ctx.msg(lang, "jpanel.msg_pick_run")
@@ -111,10 +115,8 @@ def start(ctx: UIContext, lang, run_id, *values) -> str:
 
 def result_rows(run_dir) -> list[list]:
     """One row per judgement (per checkpoint for a graded one): name, checkpoint, score, spread, counts, judge."""
-    from backend.judge.results import load_results
-
     rows = []
-    for name, r in load_results(run_dir).items():
+    for name, r in load_judgements(run_dir).items():
         judge = f"{r['judge']['model']} @ {r['judge']['url']}"
         if r["mode"] == "pairwise":
             low, high = r["interval"] or (None, None)
@@ -133,11 +135,8 @@ def result_rows(run_dir) -> list[list]:
 def step_points(run_dir) -> dict[str, list[tuple[int, float, str]]]:
     """{series: [(step, value, checkpoint)]}: each graded judgement's mean grade per checkpoint, and each
     pairwise judgement's win rate at its A's step (the newest judgement of a name wins)."""
-    from backend.evaluation.results import step_of
-    from backend.judge.results import load_results
-
     series: dict[str, list[tuple[int, float, str]]] = {}
-    for r in load_results(run_dir).values():
+    for r in load_judgements(run_dir).values():
         if r["mode"] == "graded":
             points = [(step_of(run_dir, name), g["mean"], name) for name, g in r["checkpoints"].items()
                       if g["mean"] is not None]
@@ -151,7 +150,6 @@ def step_points(run_dir) -> dict[str, list[tuple[int, float, str]]]:
 
 def chart(run_dir):
     """The judgements against the training step (None when there is nothing to draw)."""
-    from plotly.subplots import make_subplots
 
     series = step_points(run_dir)
     if not series:
@@ -175,8 +173,7 @@ def poll(ctx: UIContext, lang, run_id, seen=""):
     signature of the result files drawn): the table and chart are redrawn only when the files changed."""
     import pandas as pd
 
-    from backend.judge.jobs import progress_path
-    from backend.runs.jobs import FAILED, read_progress, stage_of
+    from backend.judge.background import progress_path
 
     columns = [ctx.msg(lang, f"jpanel.col.{c}") for c in ("name", "checkpoint", "score", "spread", "counts", "judge")]
     if not run_id:
@@ -195,8 +192,7 @@ def poll(ctx: UIContext, lang, run_id, seen=""):
 
 
 def _signature(run_dir) -> str:
-    from backend.judge.calibration import judge_dir
-    from backend.judge.jobs import PROGRESS_FILE
+    from backend.judge.background import PROGRESS_FILE
 
     folder = judge_dir(run_dir)
     files = sorted(p for p in folder.glob("*.json") if p.name != PROGRESS_FILE) if folder.is_dir() else []
@@ -207,7 +203,6 @@ def _signature(run_dir) -> str:
 
 def build(ctx: UIContext, run) -> None:
     """Below the Evaluate tab's results: uses its run dropdown."""
-    from backend.judge.templates import DEFAULT_KIND, RUBRICS
 
     private = {"api_visibility": "private"}
     with gr.Accordion(ctx.t("jpanel.title"), open=False, elem_id="judge"):

@@ -15,6 +15,11 @@ from pathlib import Path
 
 import gradio as gr
 
+from backend.config import RunConfig
+from backend.config_policy import ConfigError
+from backend.evaluation.quality_drops import benchmark_pairs, drops, run_drops, side_by_side
+from backend.evaluation.quality_kept import load_kept, parent_of
+from backend.messages import UserError, msg
 from ui.context import UIContext
 from ui.i18n import localize
 from ui.run_choice import run_folder
@@ -68,9 +73,6 @@ def kept_view(ctx: UIContext, lang, run_id):
     continues no other."""
     import pandas as pd
 
-    from backend.evaluation.quality_drops import benchmark_pairs, drops, side_by_side
-    from backend.evaluation.quality_kept import load_kept
-
     run_dir = _run_dir(ctx, run_id)
     if run_dir is None or not _continues(run_dir):
         return gr.update(visible=False), gr.update(visible=False)
@@ -95,8 +97,6 @@ def kept_view(ctx: UIContext, lang, run_id):
 def run_flags(ctx: UIContext, lang, run_id) -> str:
     """The Runs tab's flags for the watched run: one line per drop, a hint when a continuing run
     was never compared, else nothing."""
-    from backend.evaluation.quality_drops import run_drops
-    from backend.evaluation.quality_kept import load_kept
 
     run_dir = _run_dir(ctx, run_id)
     if run_dir is None or not _continues(run_dir):
@@ -108,8 +108,6 @@ def run_flags(ctx: UIContext, lang, run_id) -> str:
 
 
 def _data_label(kept: dict, lang) -> str:
-    from backend.messages import msg
-
     if (kept.get("settings") or {}).get("parent_split") and kept["parent"].get("run"):
         return localize(msg("kept.data.parent_split", run=kept["parent"]["run"]), lang)
     return localize(msg("kept.data.own_pairs"), lang)
@@ -120,9 +118,6 @@ def _run_dir(ctx: UIContext, run_id) -> Path | None:
 
 
 def _continues(run_dir: Path) -> bool:
-    from backend.config import RunConfig
-    from backend.config_policy import ConfigError
-
     try:
         return bool(RunConfig.load(run_dir / "config.yaml").init_adapter)
     except ConfigError:
@@ -130,9 +125,6 @@ def _continues(run_dir: Path) -> bool:
 
 
 def _parent_label(run_dir: Path) -> str | None:
-    from backend.evaluation.quality_kept import parent_of
-    from backend.messages import UserError
-
     try:
         parent = parent_of(run_dir)
     except UserError:

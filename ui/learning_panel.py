@@ -14,6 +14,10 @@ from functools import partial
 
 import gradio as gr
 
+from backend.learning.entries import load_report, report_path, side_by_side, summary_rows
+from backend.learning.table import source_lines, warnings
+from backend.messages import UserError, msg
+from backend.runs.jobs import RUNNING, launch, read_progress, stage_of
 from ui.context import UIContext
 from ui.forms import _label as _
 from ui.i18n import localize
@@ -75,8 +79,6 @@ CHAT_TEXT: dict[str, dict[str, str]] = {  # with TABLE_TEXT, which the Evaluate 
 # --- handlers -------------------------------------------------------------------
 
 def _report(ctx: UIContext, run_id):
-    from backend.learning.entries import load_report, report_path
-
     run_dir = run_folder(ctx.workspace, run_id)
     if run_dir is None:
         return None, None, 0
@@ -87,7 +89,6 @@ def _report(ctx: UIContext, run_id):
 
 def about_lines(ctx: UIContext, lang, report: dict) -> list[str]:
     """What the numbers were measured on, and the checkpoints not scored with why."""
-    from backend.learning.table import source_lines, warnings
 
     lines = [f"⚠️ {localize(line, lang)}" for line in warnings(report)]
     lines += [localize(line, lang) for line in source_lines(report)]
@@ -98,7 +99,6 @@ def about_lines(ctx: UIContext, lang, report: dict) -> list[str]:
 
 
 def figure(ctx: UIContext, lang, report: dict | None):
-    from backend.learning.entries import summary_rows
     from ui import charts
 
     words = {k: ctx.msg(lang, f"runs.learning.{k}") for k in ("learned", "kept", "ended")}
@@ -124,8 +124,6 @@ def _percent(share, n) -> str:
 def summary_frame(ctx: UIContext, lang, report: dict):
     import pandas as pd
 
-    from backend.learning.entries import summary_rows
-
     columns = [ctx.msg(lang, f"evaluate.learning.col.{k}") for k in ("checkpoint", "step", "learned", "kept", "ended",
                                                               "rouge_l")]
     rows = []
@@ -140,7 +138,6 @@ def summary_frame(ctx: UIContext, lang, report: dict):
 
 def evaluate_view(ctx: UIContext, lang, run_id, signature):
     """(note, table, signature) for the Evaluate tab: the report, the job's progress while it runs."""
-    from backend.runs.jobs import RUNNING, read_progress, stage_of
 
     run_dir, report, stamp = _report(ctx, run_id)
     progress = read_progress(run_dir / "eval" / LEARNING_PROGRESS) if run_dir else {}
@@ -154,8 +151,6 @@ def evaluate_view(ctx: UIContext, lang, run_id, signature):
     elif progress.get("error"):
         lines.append(ctx.msg(lang, "evaluate.learning.failed", error=localize(stage_of(progress, "error"), lang)))
     if report is None:
-        from backend.messages import msg
-
         if run_dir is not None:
             lines.append(localize(msg("learning.none", run=run_dir.name), lang))
         return "\n\n".join(lines), gr.update(visible=False), new_signature
@@ -165,8 +160,6 @@ def evaluate_view(ctx: UIContext, lang, run_id, signature):
 
 def start_learning(ctx: UIContext, lang, run_id) -> str:
     """Launch `python -m backend.evaluate --run R --learning` detached."""
-    from backend.messages import UserError, msg
-    from backend.runs.jobs import RUNNING, launch, read_progress
 
     run_dir = run_folder(ctx.workspace, run_id)
     if run_dir is None:
@@ -192,13 +185,9 @@ def report_rows(ctx: UIContext, lang, runs, checkpoint, only_changed: bool):
     """(note, table): each prompt with the base's and `checkpoint`'s answers, ✅ / ❌."""
     import pandas as pd
 
-    from backend.learning.entries import side_by_side
-
     run_id = (runs or [None])[0] if isinstance(runs, list) else runs
     run_dir, report, _ = _report(ctx, run_id)
     if report is None:
-        from backend.messages import msg
-
         note = localize(msg("learning.none", run=run_dir.name), lang) if run_dir else ctx.msg(lang, "chat.report.no_run")
         return note, gr.update(visible=False)
     rows = side_by_side(report, checkpoint) if checkpoint else []

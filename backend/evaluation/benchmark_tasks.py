@@ -20,6 +20,8 @@ import json
 import random
 from pathlib import Path
 
+import yaml
+
 from backend.data.general_prompts import HELD_OUT_QUESTIONS
 from backend.models.demo_facts import DEMO_PROMPTS, _facts
 from backend.storage.atomic_files import atomic_write_text
@@ -117,7 +119,6 @@ def bundled_dir(workspace_root: Path) -> Path:
 def ensure_bundled_tasks(workspace_root: Path) -> Path:
     """Write workspace/benchmarks/<task>/{<task>.yaml,data.jsonl} for every bundled task (once per
     version); returns the folder to give lm-eval's TaskManager as include_path."""
-    import yaml
 
     root = bundled_dir(workspace_root)
     for name, (docs, config) in BUILDERS.items():

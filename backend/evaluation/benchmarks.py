@@ -35,6 +35,8 @@ import json
 import time
 from pathlib import Path
 
+from huggingface_hub import try_to_load_from_cache
+
 from backend.config import RunConfig
 from backend.evaluation.benchmark_specs import (
     HUB_SOURCE,
@@ -55,10 +57,16 @@ from backend.evaluation.results import (
     step_of,
 )
 from backend.messages import msg
+from backend.models.chat_templates import apply_for_model
+from backend.models.gguf_header import GGUFLayoutError, read_gguf_header
+from backend.models.gguf_source import GGUFSourceError, find_gguf
+from backend.models.hub_cache import hub_id_of
+from backend.models.loading import load_tokenizer, quantization_config, resolve_model_path
 from backend.runs.files import CONFIG_FILE
 from backend.runs.jobs import RUNNING, launch, read_progress, write_progress
 from backend.runs.workspace import Workspace
 from backend.storage.atomic_files import atomic_write_json, read_json
+from backend.storage.safe_names import clean_name
 
 BENCHMARKS_FILE = "benchmarks.json"
 PROGRESS_FILE = "benchmark-progress.json"
@@ -70,7 +78,6 @@ LOCAL_PREFIX = "local-"  # eval/local-<name>/: a model on this machine benchmark
 
 def base_model_path(run_dir: Path, config: RunConfig, workspace: Workspace | None = None) -> str:
     """The run's base model as a folder (or a hub id that is cached or reachable); a sentence when it is gone."""
-    from backend.models.loading import resolve_model_path
 
     name = config.model_name_or_path
     path = resolve_model_path(name, (workspace or Workspace.for_run_dir(run_dir)).models_dir)
@@ -79,7 +86,6 @@ def base_model_path(run_dir: Path, config: RunConfig, workspace: Workspace | Non
     looks_local = path.startswith((".", "/", "~")) or path.count("/") > 1
     if looks_local:
         raise BenchmarkError(msg("benchmark.base_gone", run=Path(run_dir).name, path=path))
-    from huggingface_hub import try_to_load_from_cache
 
     if not isinstance(try_to_load_from_cache(path, "config.json"), str):
         why = hub_unreachable()
@@ -93,8 +99,6 @@ def local_targets(paths: list[str] | None) -> list[tuple[str, str]]:
     a config.json or a GGUF file (the job converts it once into the workspace). Refused with a sentence
     when a path is neither; nothing is loaded or converted here. Names start with LOCAL_PREFIX, so they
     never meet a checkpoint's, and are told apart by a number when two models share one."""
-    from backend.models.gguf_source import GGUFSourceError, find_gguf
-    from backend.storage.safe_names import clean_name
 
     targets: list[tuple[str, str]] = []
     for text in [p for p in (paths or []) if str(p).strip()]:
@@ -117,8 +121,6 @@ def local_targets(paths: list[str] | None) -> list[tuple[str, str]]:
 def _local_title(path: Path, gguf: Path | None) -> str:
     """A GGUF file's own name (general.name: an Ollama blob's file name is its digest), a hub snapshot's
     Org--Name, else the folder's name."""
-    from backend.models.gguf_header import GGUFLayoutError, read_gguf_header
-    from backend.models.hub_cache import hub_id_of
 
     if gguf is not None:
         try:
@@ -164,8 +166,6 @@ def local_language_model(folder: str, batch_size: int):
     its own tokenizer and template, never the run's (a model without one is asked in plain text)."""
     from lm_eval.models.huggingface import HFLM
 
-    from backend.models.loading import load_tokenizer
-
     tokenizer = load_tokenizer(folder)
     device, dtype = _device_dtype()
     lm = HFLM(pretrained=folder, tokenizer=tokenizer, device=device, dtype=dtype, batch_size=batch_size)
@@ -177,9 +177,6 @@ def language_model(run_dir: Path, config: RunConfig, base: str, name: str, batch
     """lm-eval's `hf` model answering as checkpoint `name`, with the tokenizer and chat template the run trained with."""
     import torch
     from lm_eval.models.huggingface import HFLM
-
-    from backend.models.chat_templates import apply_for_model
-    from backend.models.loading import load_tokenizer, quantization_config
 
     tokenizer = load_tokenizer(base, trust_remote_code=config.trust_remote_code)
     apply_for_model(tokenizer, config.chat_template, base)
@@ -290,8 +287,6 @@ def run_benchmarks(run_dir: Path, tasks: list[str], checkpoints: list[str] | Non
 
 
 def _benchmark_local(run_dir, name, path, workspace, manager, specs, settings, batch_size) -> dict:
-    from backend.models.loading import resolve_model_path
-
     folder = resolve_model_path(path, workspace.models_dir)  # a GGUF file: its converted folder (made once)
     lm, own_template = local_language_model(folder, batch_size)
     asked = {**settings, "chat_template": settings["chat_template"] and own_template}

@@ -21,16 +21,18 @@ import json
 import sys
 from pathlib import Path
 
+from backend.evaluation.benchmarks import as_json, run_benchmarks, summary_table
 from backend.evaluation.evaluator import DEFAULT_BATCH_SIZE, DEFAULT_MAX_NEW_TOKENS, evaluate_run
+from backend.evaluation.learning_run import report_for_run
 from backend.evaluation.quality_drops import kept_lines, run_drops
 from backend.evaluation.scoring import EvalError
-from backend.judge.cli import add_judge_arguments, judge_main, wants_judge
+from backend.learning.table import report_table
 from backend.messages import UserError, msg
 from backend.runs.jobs import COMPLETED, run_job, write_progress
-from backend.runs.workspace import Workspace
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
+    """The evaluation's arguments; the entry point (backend/evaluate.py) adds the judge's."""
     parser = argparse.ArgumentParser(prog="python -m backend.evaluate", description=__doc__.split("\n\n")[0])
     parser.add_argument("--run", required=True, type=Path, help="run folder (workspace/runs/<run-id>)")
     parser.add_argument("--checkpoint", nargs="+", help="names such as base checkpoint-20 final (default: all)")
@@ -60,18 +62,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="where the base model named in config.yaml and its dataset are found (default: the "
                              "workspace that holds the run folder, else ./workspace)")
     parser.add_argument("--progress", type=Path, help=argparse.SUPPRESS)  # set by the UI's background launcher
-    add_judge_arguments(parser)
-    return parser.parse_args(argv)
+    return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    args.workspace = Workspace(args.workspace) if args.workspace else None
+def run(args: argparse.Namespace) -> int:
+    """The evaluation `args` ask for; their workspace is a Workspace, or None for the run's own."""
     if args.local_model and not args.benchmark:
         print(msg("benchmark.local_alone"), file=sys.stderr)
         return 2
-    if wants_judge(args):  # the judge reads answers the run holds: no model is loaded (backend/judge/cli.py)
-        return judge_main(args)
     if args.benchmark:
         return benchmark_main(args)
     if args.learning:
@@ -90,8 +88,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def benchmark_main(args: argparse.Namespace) -> int:
-    from backend.evaluation.benchmarks import as_json, run_benchmarks, summary_table
-
     # UserError: BenchmarkError, and a model or checkpoint name refused on the way.
     summary, refused = run_job(lambda: run_benchmarks(args.run, args.benchmark, args.checkpoint, args.max_samples,
                                                       not args.no_chat_template, args.batch_size,
@@ -106,9 +102,6 @@ def benchmark_main(args: argparse.Namespace) -> int:
 
 
 def learning_main(args: argparse.Namespace) -> int:
-    from backend.evaluation.learning_run import report_for_run
-    from backend.learning.table import report_table
-
     def progress(checkpoint: str, done: int, total: int) -> None:
         stage = msg("learning.stage", checkpoint=checkpoint)
         write_progress(args.progress, stage=stage, done=done, total=total)

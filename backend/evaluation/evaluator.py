@@ -19,6 +19,7 @@ from pathlib import Path
 
 from backend.config import RunConfig
 from backend.data.identity_rows import identity_values
+from backend.evaluation.pair_scores import pair_logps, preference_scores, reference_model
 from backend.evaluation.quality_kept import compare_with_parent
 from backend.evaluation.results import EVAL_DIR, PROGRESS_FILE, chosen_checkpoints, step_of
 from backend.evaluation.scoring import EvalError, ModelSet, answer_metrics, chosen_scorers, evaluation_rows, rows_hash
@@ -56,7 +57,7 @@ def evaluate_run(run_dir: Path, checkpoints: list[str] | None = None, data: Path
                  workspace: Workspace | None = None, scorers: list[dict] | str | None = None) -> dict:
     """Evaluate `checkpoints` (default: base and every complete checkpoint) of a run. `workspace`: where
     config.yaml's model and dataset are found (default: the one that holds the run folder). `scorers`:
-    scorer specs (backend/scoring/specs.py) or their YAML / JSON text, scored on every answer."""
+    scorer specs (backend/scoring/scorer_specs.py) or their YAML / JSON text, scored on every answer."""
     run_dir = Path(run_dir).resolve()
     if not (run_dir / CONFIG_FILE).is_file():
         raise EvalError(msg("evaluate.not_run", path=run_dir, config=CONFIG_FILE))
@@ -102,7 +103,6 @@ def with_parent(summary: dict, run_dir: Path, checkpoints: list[str], settings: 
 def evaluate_pairs(run_dir: Path, checkpoints: list[str], rows: list[dict], settings: dict, progress,
                    workspace: Workspace | None = None) -> dict:
     """Preference accuracy and mean margin per checkpoint (backend/evaluation/pair_scores.py)."""
-    from backend.evaluation.pair_scores import pair_logps, preference_scores, reference_model
     from backend.training.preference import init_adapter_dir
 
     config = RunConfig.load(run_dir / CONFIG_FILE)

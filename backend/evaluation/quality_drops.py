@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from backend.evaluation.quality_kept import load_kept
 from backend.evaluation.results import EVAL_DIR
 from backend.messages import Message, msg
 from backend.runs.files import FINAL_DIR
@@ -99,7 +100,6 @@ def _fell(before, after, threshold: float) -> bool:
 
 def run_drops(run_dir: Path) -> list[Message]:
     """The drops of a run's newest compared checkpoint (nothing when it was never compared)."""
-    from backend.evaluation.quality_kept import load_kept
 
     kept = load_kept(run_dir)
     if not kept:

@@ -9,6 +9,7 @@ import json
 import math
 from pathlib import Path
 
+from backend.messages import msg
 from backend.runs.files import (
     BASE,
     EVAL_DIR,
@@ -20,6 +21,7 @@ from backend.runs.files import (
     list_checkpoints,
 )
 from backend.storage.atomic_files import read_json
+from backend.storage.safe_names import checked_name
 
 PROGRESS_FILE = "progress.json"
 # Metric -> True when lower is better.
@@ -40,7 +42,6 @@ def checkpoint_choices(run_dir: Path) -> list[str]:
 def chosen_checkpoints(run_dir: Path, checkpoints: list[str] | None, error: type[Exception]) -> list[str]:
     """`checkpoints` in the run's order (base first, then by step; none given: all of them), or
     `error` (the caller's own kind: evaluation or benchmark) naming the unknown ones and the choices."""
-    from backend.messages import msg
 
     available = checkpoint_choices(run_dir)
     checkpoints = checkpoints or available
@@ -52,9 +53,6 @@ def chosen_checkpoints(run_dir: Path, checkpoints: list[str] | None, error: type
 
 
 def checkpoint_folder(run_dir: Path, name: str) -> Path:
-    from backend.messages import msg
-    from backend.storage.safe_names import checked_name
-
     return Path(run_dir) / checked_name(name, msg("name.checkpoint"))  # names arrive from the UI and CLI
 
 

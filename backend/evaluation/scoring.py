@@ -17,14 +17,23 @@ import math
 from pathlib import Path
 
 from backend.config import RunConfig
+from backend.data.encode import IGNORE_INDEX, encode_messages
+from backend.data.errors import DataError
+from backend.data.identity_rows import fill_rows, identity_values
+from backend.data.load import load_rows as load_file_rows  # a file's rows; resolve's load_rows: a run's
+from backend.data.resolve import load_rows, resolve_dataset, split_rows
+from backend.evaluation.pair_scores import pair_rows
 from backend.evaluation.results import BASE, checkpoint_folder
 from backend.evaluation.text_scores import corpus_scores, row_scores
 from backend.messages import UserError, msg
+from backend.models.chat_templates import apply_for_model, fit_model
+from backend.models.greedy import greedy_answers_ended, prompt_and_reference
+from backend.models.loading import load_model, load_tokenizer, resolve_model_path
 from backend.runs.files import CONFIG_FILE
 from backend.runs.workspace import Workspace
 from backend.scoring.errors import ScorerError
 from backend.scoring.items import Scorer
-from backend.scoring.specs import parse_scorers, specs_from_argument
+from backend.scoring.scorer_specs import parse_scorers, specs_from_argument
 from backend.scoring.tally import score_rows, summarise
 
 
@@ -36,8 +45,6 @@ class EvalError(UserError, RuntimeError):
 
 def held_out_rows(run_dir: Path, workspace: Workspace | None = None) -> list[dict]:
     """The run's eval split, recomputed exactly as the worker does (same loader, seed and share)."""
-    from backend.data.identity_rows import fill_rows, identity_values
-    from backend.data.resolve import load_rows, resolve_dataset, split_rows
 
     config = RunConfig.load(Path(run_dir) / CONFIG_FILE)
     workspace = workspace or Workspace.for_run_dir(run_dir)
@@ -53,18 +60,13 @@ def evaluation_rows(run_dir: Path, data: Path | None, max_samples: int | None,
                     workspace: Workspace | None = None) -> tuple[list[dict], str]:
     """(rows that have an answer to score, a description of where they came from)."""
     if data is not None:
-        from backend.data.errors import DataError
-        from backend.data.load import load_rows
-
         try:
-            rows, label = load_rows(data).rows, f"file {Path(data).name}"
+            rows, label = load_file_rows(data).rows, f"file {Path(data).name}"
         except DataError as error:
             raise EvalError(msg("evaluate.bad_file", name=Path(data).name, error=error)) from None
     else:
         rows, label = held_out_rows(run_dir, workspace), "the run's held-out split"
     if rows and "messages" not in rows[0]:  # preference data: pairs are scored, not answers
-        from backend.evaluation.pair_scores import pair_rows
-
         rows = pair_rows(rows)
         if not rows:
             raise EvalError(msg("evaluate.no_pairs", label=label))
@@ -98,9 +100,6 @@ class ModelSet:
 
     def __init__(self, run_dir: Path, config: RunConfig, workspace: Workspace | None = None):
         import torch
-
-        from backend.models.chat_templates import apply_for_model, fit_model
-        from backend.models.loading import load_model, load_tokenizer, resolve_model_path
 
         self.run_dir, self.config = run_dir, config
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -151,8 +150,6 @@ def eval_loss(model, tokenizer, rows: list[dict], cutoff_len: int, batch_size: i
     `on_batch(rows_done)` is called after each batch."""
     import torch
 
-    from backend.data.encode import IGNORE_INDEX, encode_messages
-
     encoded = [encode_messages(tokenizer, r["messages"], cutoff_len) for r in rows]
     device = next(model.parameters()).device
     total, count = 0.0, 0
@@ -186,7 +183,6 @@ def answer_metrics(model, tokenizer, rows: list[dict], cutoff_len: int, settings
 
     `report(units)` gets the work done so far: rows scored for loss, then rows answered."""
     report = report or (lambda units: None)
-    from backend.models.greedy import greedy_answers_ended, prompt_and_reference
 
     loss, tokens = eval_loss(model, tokenizer, rows, cutoff_len, settings["batch_size"], report)
     pairs = [prompt_and_reference(r["messages"]) for r in rows]

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from backend.data.general_prompts import HELD_OUT_QUESTIONS
+from backend.evaluation.scoring import held_out_rows
 from backend.export.gguf_export import GGUF_NEW_TOKENS, GGUF_PROMPTS, GGUFRequest, export_gguf, export_lora_gguf
 from backend.export.llama_cpp_tools import DEFAULT_LEVEL, check_tools, parse_levels
 from backend.export.model_card import build_model_card, gguf_section
@@ -184,8 +185,6 @@ def _held_out_pairs(run_dir, workspace, count: int, fill: bool = False) -> list[
     rows = []
     if run_dir is not None:
         try:
-            from backend.evaluation.scoring import held_out_rows
-
             rows = held_out_rows(run_dir, workspace)
         except Exception:  # noqa: BLE001 - any data problem: the fixed prompts still verify the merge
             rows = []

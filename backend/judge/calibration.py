@@ -21,14 +21,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from backend.evaluation.judge_results import judge_dir
 from backend.judge.asking import Asker
-from backend.judge.pairwise import judge_row
+from backend.judge.estimates import cohen_kappa
+from backend.judge.head_to_head import judge_row
 from backend.judge.sources import JudgeRow
-from backend.judge.stats import cohen_kappa
 from backend.judge.templates import PAIRWISE_TEMPLATE, check_template
 from backend.judge.verdicts import TIE, A, B
 from backend.messages import msg
-from backend.runs.files import EVAL_DIR
 from backend.storage.atomic_files import atomic_write_json, atomic_write_text
 
 MIN_VOTES = 20
@@ -70,10 +70,6 @@ def calibrate(asker: Asker, rows: list[JudgeRow], template: str) -> dict:
     result["per_vote"] = [{"prompt": row.prompt, "candidates": row.meta["candidates"], "vote": row.vote,
                            "judge": label, "user": vote} for row, label, vote in zip(rows, labels, votes)]
     return result
-
-
-def judge_dir(run_dir: Path) -> Path:
-    return Path(run_dir) / EVAL_DIR / "judge"
 
 
 def active_template(run_dir: Path) -> str:

@@ -11,6 +11,7 @@ import json
 import re
 import time
 
+from backend.data.saved_datasets import save_dataset
 from backend.judge.client import JudgeClient
 from backend.messages import UserError, msg
 
@@ -62,7 +63,6 @@ def write_evalset(client: JudgeClient, description: str, n: int) -> list[dict]:
 
 def save_evalset(datasets_dir, name: str, rows: list[dict], description: str, overwrite: bool = False):
     """The reviewed rows as workspace dataset `name`; rows with an empty prompt are left out."""
-    from backend.data.saved_datasets import save_dataset
 
     kept = [r for r in rows if str(r.get("prompt") or "").strip()]
     if not kept:

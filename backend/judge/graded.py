@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections import Counter
 
 from backend.judge.asking import GRADED_REMINDER, Asker
+from backend.judge.estimates import mean_spread
 from backend.judge.sources import JudgeRow
-from backend.judge.stats import mean_spread
 from backend.judge.templates import fill
 from backend.judge.verdicts import parse_grade
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from backend.judge import calibration, graded, pairwise, sources, templates
+from backend.judge import calibration, graded, head_to_head, sources, templates
 from backend.judge.asking import Asker, plan_calls
 from backend.judge.cache import JudgeCache
 from backend.judge.client import JudgeClient, JudgeEndpoint
-from backend.judge.results import write_result
+from backend.judge.judgement_file import write_result
 from backend.judge.sources import JudgeRow
 from backend.runs.workspace import Workspace
 
@@ -48,10 +48,10 @@ class Prepared:
     def prompts(self) -> list[tuple[str, tuple[str, ...]]]:
         if self.judgement.mode == "calibration":  # each vote compares its own two candidates
             return [p for row in self.rows
-                    for p in pairwise.planned_prompts([row], *row.meta["candidates"], self.template)]
+                    for p in head_to_head.planned_prompts([row], *row.meta["candidates"], self.template)]
         if self.judgement.mode == "graded":
             return graded.planned_prompts(self.rows, self.names, self.template, self.rubric)
-        return pairwise.planned_prompts(self.rows, self.names[0], self.names[1], self.template)
+        return head_to_head.planned_prompts(self.rows, self.names[0], self.names[1], self.template)
 
 
 def prepare(judgement: Judgement) -> Prepared:
@@ -91,6 +91,6 @@ def run(prepared: Prepared) -> tuple[dict, Path]:
     elif j.mode == "graded":
         result = graded.judge_graded(asker, prepared.rows, prepared.names, prepared.template, prepared.rubric)
     else:
-        result = pairwise.judge_pairwise(asker, prepared.rows, *prepared.names, prepared.template)
+        result = head_to_head.judge_pairwise(asker, prepared.rows, *prepared.names, prepared.template)
     result.update(source="votes" if j.mode == "calibration" else j.source, plan=planned)
     return result, write_result(j.run_dir, result, asker, prepared.template, j.name)

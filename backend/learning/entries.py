@@ -30,6 +30,9 @@ import time
 from pathlib import Path
 
 from backend.learning.questions import KEPT_QUESTIONS, MAX_KEPT, LearningSet, spread
+from backend.models.fingerprint import model_fingerprint
+from backend.models.greedy import greedy_answers_ended, greedy_finished
+from backend.models.loading import load_model
 from backend.runs.files import BASE, EVAL_DIR
 from backend.scoring.answer_rule import is_right_general, judge
 from backend.storage.atomic_files import atomic_write_json, atomic_write_text, read_json
@@ -65,7 +68,6 @@ def share(values: list[bool]) -> dict:
 def answer_prompts(model, tokenizer, prompts: list[list[dict]], max_new_tokens: int, progress=None,
                    offset: int = 0) -> list[tuple[str, bool]]:
     """(answer, ended) per prompt, greedy; `progress(done)` counts the answers given so far."""
-    from backend.models.greedy import greedy_answers_ended
 
     if not prompts:
         return []
@@ -103,7 +105,6 @@ class BaseAnswers:
                  prompts: list[list[dict]] | None = None) -> None:
         """Answer `questions` at MAX_NEW_TOKENS and keep them (in the cache file too). `prompts`:
         the messages behind each key, where the keys are not general questions' texts."""
-        from backend.models.greedy import greedy_finished
 
         if not questions:
             return
@@ -136,7 +137,6 @@ def prompt_key(messages: list[dict]) -> str:
 
 def base_cache_path(model_path, tokenizer, datasets_dir: Path | None) -> Path | None:
     """Per model, chat template and questions, beside the replay cache."""
-    from backend.models.fingerprint import model_fingerprint
 
     if datasets_dir is None:
         return None
@@ -156,8 +156,6 @@ def warm_base_answers(model_path, tokenizer, datasets_dir: Path, model=None,
         return 0
     if model is None:
         import torch
-
-        from backend.models.loading import load_model
 
         model = load_model(model_path, dtype=torch.float32).eval()
     log.info("learning report: the base model answers %d general questions and %d of the data's prompts once "

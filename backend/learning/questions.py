@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from backend.config import split_sizes
 from backend.data.general_prompts import HELD_OUT_QUESTIONS, HELD_OUT_QUESTIONS_ZH
 from backend.data.identity_rows import HELD_OUT_IDENTITY_PROMPTS, MAKER_PROMPTS, fill_rows, identity_values
+from backend.data.resolve import load_rows, resolve_dataset, run_split
 from backend.data.textrules import PLACEHOLDER
 from backend.models.greedy import prompt_and_reference
 
@@ -76,7 +78,6 @@ def has_placeholders(rows: list[dict]) -> bool:
 
 def _run_rows(config, workspace) -> tuple[list[dict], list[dict] | None, int]:
     """(training rows, held-out rows or None, rows before the split) as the worker reads and splits them."""
-    from backend.data.resolve import load_rows, resolve_dataset, run_split
 
     rows, eval_rows = load_rows(resolve_dataset(config.dataset, workspace), dataset_name=config.dataset_name)
     total = len(rows) + len(eval_rows or [])
@@ -123,7 +124,6 @@ def training_items(config, workspace, count: int) -> list[LearnedItem]:
 def plan_counts(rows: int, has_own_eval: bool, val_size: float) -> tuple[int, bool]:
     """(the user's rows the report will ask, whether they are held out) for a dataset of `rows`
     usable rows, as learning_set() will choose them: the Plan's figures, before any row is read."""
-    from backend.config import split_sizes
 
     if has_own_eval:
         return MAX_LEARNED, True  # the data's own eval split: its size is not counted here

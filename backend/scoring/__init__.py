@@ -7,7 +7,7 @@ once (`parse_scorer` / `parse_scorers`, a ScorerError sentence for a bad spec), 
 the evaluate command line and the UI share one format. A parsed scorer scores an `Item` (the answer,
 and the reference where the kind needs one) to a `Score`: a value in [0, 1] and whether it passes.
 
-specs.py         the spec format: kinds, keys, names, parsing (text, YAML / JSON)
+scorer_specs.py  the spec format: kinds, keys, names, parsing (text, YAML / JSON)
 items.py         Item, Score and Scorer: what every scorer takes, gives and is
 errors.py        ScorerError and the field readers every kind checks its settings with
 text_match.py    exact_match (its normalisation), contains / not_contains, regex, format

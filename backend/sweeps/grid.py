@@ -38,7 +38,7 @@ DEFAULT_MAX_RUNS = 16
 TARGETS = {"eval_loss": True, "train_loss": True, "perplexity": True, "bleu": False, "rouge1": False,
            "rouge2": False, "rougeL": False, "exact_match": False, "preference_accuracy": False,
            "mean_margin": False, "logp_accuracy": False,
-           "judge_win_rate": False}  # the run's newest pairwise judgement (backend/judge/results.py)
+           "judge_win_rate": False}  # the run's newest pairwise judgement (backend/judge/judgement_file.py)
 FIELDS = tuple(f.name for f in dataclasses.fields(RunConfig))
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from backend.evaluation.judge_results import latest_win_rate
 from backend.evaluation.results import load_results
 from backend.runs.files import SUMMARY_FILE, read_status
 from backend.runs.workspace import Workspace
@@ -54,8 +55,6 @@ def target_value(run_dir, target: str, direction: str) -> float | None:
     if target == "train_loss":
         return float(summary["final_train_loss"]) if _number(summary.get("final_train_loss")) else None
     if target == "judge_win_rate":
-        from backend.judge.results import latest_win_rate
-
         return latest_win_rate(run_dir)
     scores = [m[target] for m in load_results(run_dir).values() if _number(m.get(target))]
     if not scores:

@@ -27,10 +27,11 @@ import numbers  # numpy's floats are numbers.Real too: TRL takes them
 from collections.abc import Callable
 from typing import Any
 
+from backend.config import import_reference
 from backend.config_policy import ConfigError
 from backend.messages import msg
 from backend.scoring.items import Item, Scorer
-from backend.scoring.specs import parse_scorer, scorer_names
+from backend.scoring.scorer_specs import parse_scorer, scorer_names
 
 ANSWER_COLUMN = "answer"  # the reference answer, a column of the prompt rows
 
@@ -98,7 +99,6 @@ def exact_match_reward(prompts, completions, answer=None, **kwargs) -> list[floa
 
 def reward_functions(config, count_tokens: Callable[[str], int]) -> tuple[list[Callable], list[float]]:
     """(functions, weights) for TRL's GRPOTrainer: the presets, then the user's functions."""
-    from backend.config import import_reference
 
     names = reward_names(config)
     functions = [build_preset(p, n, count_tokens) for p, n in zip(config.rewards, names)]
@@ -111,7 +111,6 @@ def reward_functions(config, count_tokens: Callable[[str], int]) -> tuple[list[C
 def check_user_functions(config) -> None:
     """Each `reward_functions` entry imported and called once on a fake completion, before any
     model loads: it must take TRL's arguments and give one finite number (or None) per completion."""
-    from backend.config import import_reference
 
     prompts = [[{"role": "user", "content": "What is 2 + 3?"}]] * 2
     completions = [[{"role": "assistant", "content": "<think>2 + 3 = 5</think><answer>5</answer>"}],

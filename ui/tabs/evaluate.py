@@ -10,16 +10,28 @@ closing the browser or restarting the app loses nothing.
 from __future__ import annotations
 
 import hashlib
+import html
 import math
 import shutil
 from functools import partial
 from pathlib import Path
 
 import gradio as gr
+from plotly.subplots import make_subplots
 
+from backend.evaluation.evaluator import progress_path, start_evaluation
+from backend.evaluation.results import (
+    best_per_metric,
+    checkpoint_choices,
+    disagreement_rows,
+    load_results,
+    training_eval_curve,
+)
+from backend.evaluation.scoring import EvalError
 from backend.runs.files import list_run_ids
+from backend.runs.jobs import COMPLETED, FAILED, RUNNING, read_progress, stage_of
 from backend.scoring.errors import ScorerError
-from backend.scoring.specs import specs_from_text
+from backend.scoring.scorer_specs import specs_from_text
 from ui import benchmark_panel, judge_panel, learning_panel
 from ui.context import UIContext
 from ui.i18n import localize
@@ -112,8 +124,6 @@ def start_eval(ctx: UIContext, lang, current, chosen, source_kind, upload_path, 
                scorers_text: str | None = None) -> str:
     """Start `python -m backend.evaluate` for the run in the background; the message to show.
     `scorers_text`: the scorers typed as YAML / JSON (checked here, before anything starts)."""
-    from backend.evaluation.evaluator import start_evaluation
-    from backend.evaluation.scoring import EvalError
 
     if not current:
         return ctx.msg(lang, "evaluate.msg_pick_run")
@@ -215,8 +225,6 @@ def _on_page_load(fn, inputs, outputs, then: dict) -> None:
 
 
 def _checkpoint_choices(runs_dir: Path, run_id: str | None) -> tuple[list[str], list[str]]:
-    from backend.evaluation.results import checkpoint_choices
-
     if not run_id or not (runs_dir / run_id).is_dir():
         return [], []
     choices = checkpoint_choices(runs_dir / run_id)
@@ -242,9 +250,6 @@ def _signature(run_dir: Path) -> str:
 
 
 def _progress_html(ctx: UIContext, lang: str, run_dir: Path) -> str:
-    from backend.evaluation.evaluator import progress_path
-    from backend.runs.jobs import COMPLETED, FAILED, RUNNING, read_progress, stage_of
-
     state = read_progress(progress_path(run_dir))
     if not state:
         return ""
@@ -261,16 +266,12 @@ def _progress_html(ctx: UIContext, lang: str, run_dir: Path) -> str:
 
 
 def _escape(text: str) -> str:
-    import html
-
     return html.escape(str(text))
 
 
 def _results(run_dir: Path, only_disagree: bool):
     """(metrics table, plotly figure, predictions table) from the run's eval folder."""
     import pandas as pd
-
-    from backend.evaluation.results import best_per_metric, disagreement_rows, load_results
 
     results = load_results(run_dir)
     if not results:
@@ -302,10 +303,6 @@ def scorer_columns(metrics: dict) -> dict[str, str]:
 
 
 def _figure(run_dir: Path, results: dict, best: dict):
-    from plotly.subplots import make_subplots
-
-    from backend.evaluation.results import training_eval_curve
-
     keys = list(METRIC_LABELS)
     figure = make_subplots(rows=math.ceil(len(keys) / 4), cols=4, subplot_titles=[METRIC_LABELS[k] for k in keys], horizontal_spacing=0.06)
     curve = training_eval_curve(run_dir)

@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+from backend.evaluation.judge_results import judge_dir
 from backend.judge import runner
-from backend.judge.calibration import judge_dir
 from backend.judge.cli import KEY_ENV
 from backend.messages import UserError, msg
 from backend.runs.jobs import RUNNING, read_progress, write_progress

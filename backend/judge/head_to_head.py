@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from backend.judge.asking import PAIRWISE_REMINDER, Asker
+from backend.judge.estimates import wilson_interval
 from backend.judge.sources import JudgeRow
-from backend.judge.stats import wilson_interval
 from backend.judge.templates import fill
 from backend.judge.verdicts import TIE, A, B, parse_pairwise, swap
 
