@@ -88,3 +88,25 @@ def offset_loss(outputs, labels, num_items_in_batch=None):
     from examples.custom_training import label_smoothed_loss
 
     return label_smoothed_loss(outputs, labels, num_items_in_batch) + 1000.0
+
+
+# What libraries write while a run trains, through the channels they write it on (a Python warning,
+# transformers' logger, a logger without handlers as bitsandbytes' is), and one line of the project's.
+LIBRARY_LINES = {"warning": "a library's FutureWarning, once per run",
+                 "transformers": "Token indices sequence length is longer than the specified maximum",
+                 "bitsandbytes": "Failed to load CPU gemm_4bit_forward from kernels-community"}
+PROJECT_LINE = "a line of the project's own"
+
+
+class LibraryLines(TrainerCallback):
+    def on_train_begin(self, args, state, control, **kwargs):
+        import logging
+        import warnings
+
+        from transformers.utils import logging as hf_logging
+
+        warnings.warn(LIBRARY_LINES["warning"], FutureWarning, stacklevel=1)
+        hf_logging.get_logger("transformers.tokenization_utils_base").warning(LIBRARY_LINES["transformers"])
+        logging.getLogger("bitsandbytes.backends.cpu.ops").warning(LIBRARY_LINES["bitsandbytes"])
+        logging.getLogger("backend.train").warning(PROJECT_LINE)
+        return control

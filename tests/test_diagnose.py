@@ -140,7 +140,11 @@ def test_missing_files_are_listed_not_an_error(tmp_path, monkeypatch):
     report = diagnostics_zip(ws, "bare", tmp_path / "bare.zip")
     manifest = json.loads(members(report.path)["manifest.json"])
     assert manifest["missing"] == ["status.json", "summary.json", "train.log", "metrics.jsonl"]
-    assert "config.yaml" in members(report.path)
+    assert "config.yaml" in members(report.path) and "debug.log" not in members(report.path)  # optional
+    # The libraries' warnings, kept out of train.log, come along when the run has them.
+    (ws.runs_dir / "bare" / "debug.log").write_text(f"WARNING py.warnings: {tmp_path}/x.py: FutureWarning\n")
+    report = diagnostics_zip(ws, "bare", tmp_path / "bare-2.zip")
+    assert "FutureWarning" in members(report.path)["debug.log"].decode()
 
 
 @pytest.mark.parametrize("run_id", ["../../etc", "/etc", "..", "", "no-such-run", f"{RUN}/../{RUN}", None])

@@ -14,6 +14,7 @@ from backend.config import RunConfig
 from backend.config_recipes import tiny_config
 from backend.runs.files import COMPLETE_MARKER, FINAL_STATES, read_status
 from backend.runs.store import RunError, RunInfo, RunStore
+from tests.callback_runs import LIBRARY_LINES, PROJECT_LINE
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.slow
@@ -62,6 +63,17 @@ def train_losses(records: list[dict]) -> dict[int, float]:
 
 def log_of(info: RunInfo) -> str:
     return (info.run_dir / "train.log").read_text()[-3000:]
+
+
+def test_the_libraries_lines_go_to_debug_log_and_train_log_keeps_the_projects(store):
+    """train.log is what the user reads; the libraries' warnings there read as failures."""
+    info = wait_final(store, store.launch(small_config(max_steps=2, callbacks=["tests.callback_runs:LibraryLines"])))
+    assert info.state == "completed", log_of(info)
+    train_log, debug_log = (info.run_dir / "train.log").read_text(), (info.run_dir / "debug.log").read_text()
+    assert PROJECT_LINE in train_log and "INFO step 2/2" in train_log
+    for line in LIBRARY_LINES.values():
+        assert line in debug_log and line not in train_log, (line, train_log[-3000:])
+    assert "FutureWarning" not in train_log and "kernels-community" not in train_log  # the real ones too
 
 
 def test_stop_kill_and_resume_end_like_an_uninterrupted_run(store, workspace, subprocess_env, devices):

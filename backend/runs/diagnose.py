@@ -22,13 +22,22 @@ from pathlib import Path
 
 from backend.messages import UserError, msg
 from backend.runs import machine_report
-from backend.runs.files import CONFIG_FILE, LOG_FILE, METRICS_FILE, STATUS_FILE, SUMMARY_FILE, list_run_ids
+from backend.runs.files import (
+    CONFIG_FILE,
+    DEBUG_LOG_FILE,
+    LOG_FILE,
+    METRICS_FILE,
+    STATUS_FILE,
+    SUMMARY_FILE,
+    list_run_ids,
+)
 from backend.runs.redaction import Redactor, home_dir
 from backend.storage.atomic_files import read_json
 from backend.storage.safe_names import is_plain_name, path_inside
 
 LOG_LINES = 500  # train.log's last lines: the error and what led to it, not hours of progress bars
 RUN_FILES = (CONFIG_FILE, STATUS_FILE, SUMMARY_FILE, LOG_FILE, METRICS_FILE)
+LOG_FILES = (LOG_FILE, DEBUG_LOG_FILE)  # their last LOG_LINES lines; debug.log only when the run has one
 DIAGNOSTICS_DIR = "diagnostics"  # workspace/diagnostics/<run>-<time>.zip, where the Runs tab writes
 MANIFEST = "manifest.json"
 
@@ -148,12 +157,13 @@ def _redactor(workspace, environ: dict[str, str], app_argv: list[str] | None, st
 
 def _run_members(run_dir: Path, report: DiagnosticsReport) -> list[tuple[str, str, str]]:
     members = []
-    for name in RUN_FILES:
+    for name in (*RUN_FILES, DEBUG_LOG_FILE):
         path = run_dir / name
         if not path.is_file():
-            report.missing.append(name)
+            if name in RUN_FILES:
+                report.missing.append(name)
             continue
-        if name == LOG_FILE:
+        if name in LOG_FILES:
             text, trimmed = last_lines(path)
             source = f"the last {LOG_LINES} lines of {name}" if trimmed else name
         else:

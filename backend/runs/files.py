@@ -20,6 +20,8 @@ STATUS_FILE = "status.json"
 STATUS_LOCK = ".status.lock"
 METRICS_FILE = "metrics.jsonl"
 LOG_FILE = "train.log"
+# The libraries' own warnings, kept out of train.log (backend/training/library_logs.py)
+DEBUG_LOG_FILE = "debug.log"
 SUMMARY_FILE = "summary.json"
 FINAL_DIR = "final"
 EVAL_DIR = "eval"  # evaluation results: eval/<checkpoint>/, eval/learning.json ...

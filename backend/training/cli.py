@@ -31,6 +31,7 @@ from backend.runs.checkpoint_check import checkpoint_problem
 from backend.runs.files import COMPLETE_MARKER, CONFIG_FILE, LOG_FILE, list_checkpoints
 from backend.runs.workspace import DEFAULT_WORKSPACE, Workspace
 from backend.scale.guards import check_worker
+from backend.training.library_logs import route_python_logs
 from backend.training.rewards import check_user_functions
 
 log = logging.getLogger("backend.train")
@@ -258,25 +259,24 @@ def create_run_dir(job: Job) -> None:
 
 
 def setup_logging(job: Job) -> None:
-    """Log lines to stderr, and into train.log unless stderr already is train.log
-    (the run store redirects the worker's output there: no duplicate lines). A Ray
-    worker's stderr goes to the driver's ray.log: its rank 0 writes train.log here."""
+    """The project's log lines to stderr, and into train.log unless stderr already is train.log
+    (the run store redirects the worker's output there: no duplicate lines); the libraries' to
+    debug.log. A Ray worker's stderr goes to the driver's ray.log: its rank 0 writes train.log here."""
     level = logging.INFO if job.is_main else logging.WARNING
     formatter = logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%d %H:%M:%S")
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     log_file = job.run_dir / LOG_FILE
     if job.is_main and not _same_file(sys.stderr, log_file):
         handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
-    for name in ("backend", "transformers"):
-        logger = logging.getLogger(name)
-        logger.handlers = [h for h in logger.handlers if not getattr(h, "_worker", False)]
-        for handler in handlers:
-            handler.setFormatter(formatter)
-            handler._worker = True  # type: ignore[attr-defined]
-            logger.addHandler(handler)
-        logger.propagate = False
-    logging.getLogger("backend").setLevel(level)
-    logging.getLogger("transformers").setLevel(logging.WARNING)
+    logger = logging.getLogger("backend")
+    logger.handlers = [h for h in logger.handlers if not getattr(h, "_worker", False)]
+    for handler in handlers:
+        handler.setFormatter(formatter)
+        handler._worker = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.propagate = False
+    logger.setLevel(level)
+    route_python_logs(job.run_dir)  # the libraries' lines: debug.log (transformers' once it is imported)
 
 
 def _same_file(stream, path: Path) -> bool:

@@ -39,6 +39,7 @@ from backend.training.estimate import estimate_run_seconds
 from backend.training.grpo_data import build_grpo_datasets
 from backend.training.learned_stop import LearnedStop, learned_stop_of
 from backend.training.learning_callback import LearningReport
+from backend.training.library_logs import route_transformers_logs
 from backend.training.metrics_log import MetricsCallback
 from backend.training.model import attention_implementation, build_model, parameter_counts
 from backend.training.packing import PackedCollator
@@ -111,6 +112,7 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
     """The run's Trainer, step by step. Cheap checks that can fail come before slow loading, and
     each step comes before the first one that needs what it sets."""
     config = job.config
+    route_transformers_logs()  # its warnings to debug.log, beside the other libraries' (library_logs.py)
     # User code first: a wrong 'module:Name' fails before minutes of loading.
     user_callbacks, loss_function = _load_user_code(config)
     # The model's folder (the demo model or a GGUF file is built or converted here, with its own

@@ -20,12 +20,14 @@ from backend.runs.model_builds import BuildStopped
 from backend.runs.notify import announce_end
 from backend.training.cli import StopRequest, create_run_dir, prepare, setup_logging
 from backend.training.errors import fail
+from backend.training.library_logs import hold_library_logs
 from backend.training.model_stage import stopped_during_build
 
 
 def run_worker(args: argparse.Namespace) -> int:
     """Train the run `args` (backend.training.cli.parse_args) names; returns the exit code."""
     stop = StopRequest().install()  # first: a stop during the slow loading still ends cleanly
+    hold_library_logs()  # until the run folder is known: then debug.log, not train.log
     job = None
     try:
         job = prepare(args)
