@@ -31,7 +31,7 @@ from backend.runs.checkpoint_check import checkpoint_problem
 from backend.runs.files import COMPLETE_MARKER, CONFIG_FILE, LOG_FILE, list_checkpoints
 from backend.runs.workspace import DEFAULT_WORKSPACE, Workspace
 from backend.scale.guards import check_worker
-from backend.training.library_logs import route_python_logs
+from backend.training.library_logs import route_python_logs, route_transformers_logs
 from backend.training.rewards import check_user_functions
 
 log = logging.getLogger("backend.train")
@@ -276,7 +276,9 @@ def setup_logging(job: Job) -> None:
         logger.addHandler(handler)
     logger.propagate = False
     logger.setLevel(level)
-    route_python_logs(job.run_dir)  # the libraries' lines: debug.log (transformers' once it is imported)
+    route_python_logs(job.run_dir)  # the libraries' lines: debug.log
+    if "transformers" in sys.modules:  # imported by the checks above (a model's config): its lines too
+        route_transformers_logs()
 
 
 def _same_file(stream, path: Path) -> bool:
