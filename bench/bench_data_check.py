@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from backend.data.checks import check_file  # noqa: E402
-from backend.data.load import load_rows  # noqa: E402
+from backend.data.load import load_file_rows  # noqa: E402
 from backend.models.chat_templates import render  # noqa: E402
 from backend.storage.user_cache import user_cache_dir  # noqa: E402  (the test suite's converted models live there)
 
@@ -79,7 +79,7 @@ def main() -> None:
         # an earlier peak was higher, which the printed peak_before shows).
         check_peak = peak_rss_mb() - rss_before
 
-        texts = [render(tokenizer, r["messages"]) for r in load_rows(path).rows]
+        texts = [render(tokenizer, r["messages"]) for r in load_file_rows(path).rows]
         start = time.perf_counter()
         tokens = 0
         for i in range(0, len(texts), 1000):

@@ -68,11 +68,11 @@ def test_check_dataset_explains_a_bad_file(client, tmp_path):
 
 
 def test_list_datasets(client, served, shared_data):
-    from backend.data.load import load_rows
+    from backend.data.load import load_file_rows
     from backend.data.saved_datasets import save_dataset
 
     assert client.predict(api_name="/list_datasets") == []
-    loaded = load_rows(shared_data / "identity.json")
+    loaded = load_file_rows(shared_data / "identity.json")
     save_dataset(served.workspace / "datasets", "ident", loaded.rows, source={"path": "identity.json", "sha256": "-"},
                  fixes=[], rows_before=loaded.total)
     assert client.predict(api_name="/list_datasets") == ["ident"]

@@ -9,7 +9,7 @@ import pytest
 from data_cases.toks import BOS_TEMPLATE, CHATML, build_tokenizer
 
 from backend.data.encode import IGNORE_INDEX, count_tokens, encode_messages
-from backend.data.load import load_rows
+from backend.data.load import load_file_rows
 from backend.data.turns import OBSERVATION_PREFIX
 
 MULTI = [
@@ -118,7 +118,7 @@ def test_alpaca_round_trip_to_training_tokens(tmp_path, chatml):
         "instruction": "Translate", "input": "Guten Morgen", "output": "Good morning", "system": "You translate.",
         "history": [["Hi", "Hello!"]],
     }]), encoding="utf-8")
-    row = load_rows(path).rows[0]
+    row = load_file_rows(path).rows[0]
     assert row["messages"] == [
         {"role": "system", "content": "You translate."},
         {"role": "user", "content": "Hi"},
@@ -131,7 +131,7 @@ def test_alpaca_round_trip_to_training_tokens(tmp_path, chatml):
 
 
 def test_sharegpt_tool_turns_round_trip(shared_data, chatml):
-    loaded = load_rows(shared_data / "glaive_toolcall_zh_demo.json")
+    loaded = load_file_rows(shared_data / "glaive_toolcall_zh_demo.json")
     raw = json.loads((shared_data / "glaive_toolcall_zh_demo.json").read_text(encoding="utf-8"))[0]
     row = loaded.rows[0]
     roles = [m["role"] for m in row["messages"]]
@@ -152,7 +152,7 @@ def test_messages_with_a_system_prompt(tmp_path, chatml):
                         {"role": "user", "content": [{"type": "text", "text": "Hello"}]},
                         {"role": "assistant", "content": "Bonjour"}]}
     path.write_text(json.dumps(row) + "\n", encoding="utf-8")
-    canonical = load_rows(path).rows[0]["messages"]
+    canonical = load_file_rows(path).rows[0]["messages"]
     assert canonical[0] == {"role": "system", "content": "Answer in French."}
     assert canonical[1] == {"role": "user", "content": "Hello"}
     encoded = encode_messages(chatml, canonical, 1000)

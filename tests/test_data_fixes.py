@@ -14,7 +14,7 @@ from data_cases.toks import CHATML, build_tokenizer
 from backend.data.checks import check_file, check_rows
 from backend.data.encode import count_tokens
 from backend.data.fixes import FixPlan, apply_fixes
-from backend.data.load import load_rows
+from backend.data.load import load_file_rows
 from backend.data.saved_datasets import (
     list_workspace_datasets,
     load_dataset_rows,
@@ -43,7 +43,7 @@ def _msg(user, assistant):
 ])
 def test_fix_matches_its_check_on_real_data(shared_data, plan, check_id):
     path = shared_data / "alpaca_en_demo.json"
-    loaded = load_rows(path)
+    loaded = load_file_rows(path)
     report = check_file(path)
     fixed = apply_fixes(loaded.rows, loaded.indices, plan)
     step = fixed.steps[0]
@@ -57,7 +57,7 @@ def test_fix_matches_its_check_on_real_data(shared_data, plan, check_id):
 def test_fill_placeholders_and_conflicts_on_identity(shared_data):
     path = shared_data / "identity.json"
     before = _sha(path)
-    loaded = load_rows(path)
+    loaded = load_file_rows(path)
     report = check_file(path)
     plan = FixPlan(fill={"name": "Studio", "author": "the Team"}, conflicts="keep-first")
     fixed = apply_fixes(loaded.rows, loaded.indices, plan)
@@ -106,7 +106,7 @@ def test_a_fill_at_odds_with_the_runs_identity_is_named(tmp_path, shared_data, c
 
 
 def test_conflicts_drop_removes_whole_groups(shared_data):
-    loaded = load_rows(shared_data / "identity.json")
+    loaded = load_file_rows(shared_data / "identity.json")
     groups = check_file(shared_data / "identity.json").check("conflicting_answers").rows
     fixed = apply_fixes(loaded.rows, loaded.indices, FixPlan(conflicts="drop"))
     assert fixed.steps[0].removed == groups
@@ -157,7 +157,7 @@ def test_over_cutoff_drop_and_truncate():
 
 def test_save_and_load_workspace_dataset(tmp_path, shared_data):
     path = shared_data / "alpaca_zh_demo.json"
-    loaded = load_rows(path)
+    loaded = load_file_rows(path)
     folder = save_dataset(tmp_path / "datasets", "zh-clean", loaded.rows, source={"path": str(path), "sha256": _sha(path)},
                           fixes=[], rows_before=loaded.total, eval_ratio=0.1, seed=7)
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))

@@ -14,7 +14,7 @@ import pytest
 from backend.config_policy import ConfigError
 from backend.data.cli import main as data_cli
 from backend.data.errors import DataError
-from backend.data.load import load_rows
+from backend.data.load import load_file_rows
 from backend.data.resolve import check_dataset
 from backend.runs.workspace import Workspace
 
@@ -79,21 +79,21 @@ def test_kto_tag_entries_keep_their_labels_from_load_to_fix(tmp_path, workspace_
                         "tags": {"role_tag": "speaker", "content_tag": "text", "user_tag": "me",
                                  "assistant_tag": "bot"}}, sharegpt_rows),
     })
-    demo = load_rows(folder, dataset="kto_en_demo")
+    demo = load_file_rows(folder, dataset="kto_en_demo")
     assert demo.source.shape.name == "kto" and demo.total == 6
     assert demo.rows[0] == {"prompt": [{"role": "user", "content": "Question 0?"}],
                             "completion": [{"role": "assistant", "content": "Answer 0."}], "label": False}
     assert [row["label"] for row in demo.rows] == [row["label"] for row in KTO_ROWS]
-    alpaca = load_rows(folder, dataset="kto_alpaca").rows
+    alpaca = load_file_rows(folder, dataset="kto_alpaca").rows
     assert alpaca[1] == {"prompt": [{"role": "user", "content": "Name a colour\nwarm"}],
                          "completion": [{"role": "assistant", "content": "Seven."}], "label": False}
-    tagged = load_rows(folder, dataset="kto_tagged").rows
+    tagged = load_file_rows(folder, dataset="kto_tagged").rows
     assert tagged == [{"prompt": [{"role": "user", "content": "Hi?"}, {"role": "assistant", "content": "Hello."},
                                   {"role": "user", "content": "2+2?"}],
                        "completion": [{"role": "assistant", "content": "5."}], "label": False}]
     assert check_dataset(str(folder), workspace_only, "kto_en_demo", "kto") == folder
     # The same file given alone: a conversation beside a true / false label is KTO too.
-    alone = load_rows(folder / "kto_en_demo.json")
+    alone = load_file_rows(folder / "kto_en_demo.json")
     assert alone.source.shape.name == "kto" and alone.rows == demo.rows
     # fix saves the rows with their labels.
     assert data_cli(["fix", str(folder), "--dataset", "kto_en_demo", "--workspace", str(workspace_only.root),
@@ -110,7 +110,7 @@ def test_a_ranking_entry_reads_its_own_role_tags(tmp_path):
                                                          "rejected": "rejected"},
                                              "tags": {"role_tag": "speaker", "content_tag": "text", "user_tag": "me",
                                                       "assistant_tag": "bot"}}, rows)})
-    assert load_rows(folder).rows == [{"prompt": [{"role": "user", "content": "2+2?"}],
+    assert load_file_rows(folder).rows == [{"prompt": [{"role": "user", "content": "2+2?"}],
                                        "chosen": [{"role": "assistant", "content": "4."}],
                                        "rejected": [{"role": "assistant", "content": "5."}]}]
 
@@ -123,15 +123,15 @@ def test_multimodal_entries_and_rows_are_refused_not_trained_without_their_media
     folder = lf_folder(tmp_path, {"mllm": (entry, rows)})
     with pytest.raises(DataError, match=f"dataset 'mllm' is multimodal \\(columns: {column}={column}\\): the app "
                                         "trains text-only models.*Choose a text-only dataset"):
-        load_rows(folder)
+        load_file_rows(folder)
     # The file alone: each row is unusable, and says why.
     with pytest.raises(DataError, match=f"{column} holds 1 item\\(s\\): the app trains text-only models"):
-        load_rows(folder / "mllm.json")
+        load_file_rows(folder / "mllm.json")
     # A placeholder without its media column is no plain text either (LLaMA-Factory reads it as media).
     bare = tmp_path / "placeholder.jsonl"
     bare.write_text(json.dumps({"instruction": f"{placeholder}Describe it", "output": "A cat."}) + "\n"
                     + json.dumps({"instruction": "Say hi", "output": "Hi"}) + "\n", encoding="utf-8")
-    loaded = load_rows(bare)
+    loaded = load_file_rows(bare)
     assert loaded.indices == [1]
     assert f"holds a {placeholder} placeholder" in str(loaded.rejected[0].problems[0][1])
 
@@ -146,7 +146,7 @@ def test_text_parts_with_value_load_and_other_parts_are_named(tmp_path):
                                                                      {"type": "text", "value": "Hello."}]}]}
                for kind in ("reasoning", "tool_call", "image_url")}
     path.write_text("".join(json.dumps(r) + "\n" for r in [row, *refused.values()]), encoding="utf-8")
-    loaded = load_rows(path)
+    loaded = load_file_rows(path)
     assert loaded.rows == [{"messages": [{"role": "system", "content": "Be brief."},
                                          {"role": "user", "content": "Hi!"},
                                          {"role": "assistant", "content": "Hello."}]}]
@@ -167,7 +167,7 @@ def test_text_parts_with_value_load_and_other_parts_are_named(tmp_path):
 def test_an_entry_that_lives_elsewhere_is_said_to_be_one(tmp_path, entry, words):
     folder = lf_folder(tmp_path, {"alpaca_en": (entry, None), "dpo_en_demo": (DPO_ENTRY, DPO_ROWS)})
     with pytest.raises(DataError) as refused:
-        load_rows(folder, dataset="alpaca_en")
+        load_file_rows(folder, dataset="alpaca_en")
     assert all(word in str(refused.value) for word in words), str(refused.value)
     assert "has no local dataset named" not in str(refused.value)
 
@@ -177,9 +177,9 @@ def test_pretraining_text_is_named_with_what_the_app_takes(tmp_path):
     folder = lf_folder(tmp_path, {"c4_demo": ({"file_name": "c4_demo.json", "columns": {"prompt": "text"}}, rows)})
     expected = "pretraining text.*no answer to train on. The app fine-tunes on rows with answers: alpaca"
     with pytest.raises(DataError, match=f"dataset 'c4_demo' is {expected}"):
-        load_rows(folder)
+        load_file_rows(folder)
     with pytest.raises(DataError, match=f"only a 'text' document each: this is {expected}"):
-        load_rows(folder / "c4_demo.json")
+        load_file_rows(folder / "c4_demo.json")
 
 
 ALPACA_ROWS = [{"instruction": f"Question {i}?", "input": "", "output": f"Answer {i}."} for i in range(10)]
@@ -196,7 +196,7 @@ def test_num_samples_takes_that_many_rows_as_llama_factory_does(tmp_path, worksp
     folder = lf_folder(tmp_path, {"few": ({"file_name": "qa.json", "num_samples": 4}, ALPACA_ROWS),
                                   "many": ({"file_name": "qa.json", "num_samples": 25}, None),
                                   "bad": ({"file_name": "qa.json", "num_samples": "all"}, None)})
-    every = load_rows(folder / "qa.json").rows
+    every = load_file_rows(folder / "qa.json").rows
     few, _ = run_rows(folder, dataset_name="few")
     assert len(few) == 4 and len({json.dumps(r) for r in few}) == 4 and all(r in every for r in few)
     assert few != every[:4]  # drawn at random, not the file's first rows
@@ -207,7 +207,7 @@ def test_num_samples_takes_that_many_rows_as_llama_factory_does(tmp_path, worksp
     report = check_file(folder, dataset="few")
     assert report.rows == 10 and any("num_samples = 4" in note for note in report.notes), report.notes
     with pytest.raises(DataError, match="num_samples = 'all'.*whole number"):
-        load_rows(folder, dataset="bad")
+        load_file_rows(folder, dataset="bad")
 
 
 def test_plain_text_is_pretraining_text_and_a_folder_is_said_to_be_one(tmp_path):
@@ -221,12 +221,12 @@ def test_plain_text_is_pretraining_text_and_a_folder_is_said_to_be_one(tmp_path)
     for path, dataset, words in ((folder, "wiki_demo", "dataset 'wiki_demo' is pretraining text"),
                                  (folder / "wiki_demo.txt", None, "plain text, which LLaMA-Factory reads as pretraining text")):
         with pytest.raises(DataError) as refused:
-            load_rows(path, dataset=dataset)
+            load_file_rows(path, dataset=dataset)
         text = str(refused.value)
         assert words in text and "no answer to train on" in text and "The app fine-tunes on rows with answers" in text
         assert "not supported" not in text
     with pytest.raises(DataError) as refused:
-        load_rows(folder, dataset="shards")
+        load_file_rows(folder, dataset="shards")
     text = str(refused.value)
     assert "file_name 'shards' is a folder" in text and "every file in it" in text, text
     assert "is not a file in the folder" not in text
@@ -251,7 +251,7 @@ def test_a_system_turn_wins_over_the_system_column_and_roles_must_alternate(tmp_
     entry = {"file_name": "chat.json", "formatting": "sharegpt",
              "columns": {"messages": "conversations", "system": "system", "tools": "tools"}}
     folder = lf_folder(tmp_path, {"chat": (entry, rows)})
-    loaded = load_rows(folder)
+    loaded = load_file_rows(folder)
     assert loaded.indices == [0, 2]
     system = loaded.rows[0]["messages"][0]
     assert system["role"] == "system" and system["content"].startswith("Turn prompt.\n\n")

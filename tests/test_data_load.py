@@ -10,7 +10,7 @@ import pytest
 
 from backend.data.checks import check_file
 from backend.data.errors import DataError
-from backend.data.load import load_rows, open_source, read_rows
+from backend.data.load import load_file_rows, open_source, read_rows
 
 ROWS = [
     {"instruction": "Say hi", "input": "", "output": "Hi"},
@@ -40,7 +40,7 @@ def _write(tmp_path, kind):
 @pytest.mark.parametrize("kind", ["json", "jsonl", "csv", "tsv", "parquet"])
 def test_every_file_type_loads_the_same_rows(tmp_path, kind):
     path = _write(tmp_path, kind)
-    loaded = load_rows(path)
+    loaded = load_file_rows(path)
     assert loaded.source.file_type == kind and loaded.source.shape.name == "alpaca"
     assert loaded.total == 3 and loaded.indices == [0, 1, 2]
     assert loaded.rows[0]["messages"] == EXPECTED_FIRST
@@ -70,13 +70,13 @@ def test_column_mapping_for_other_names(tmp_path):
     path = tmp_path / "qa.csv"
     path.write_text("question,answer,context\nWhat is 2+2?,4,math\n", encoding="utf-8")
     with pytest.raises(DataError, match="--mapping instruction=question,output=answer"):
-        load_rows(path)
-    loaded = load_rows(path, {"instruction": "question", "output": "answer", "input": "context"})
+        load_file_rows(path)
+    loaded = load_file_rows(path, {"instruction": "question", "output": "answer", "input": "context"})
     assert loaded.source.shape.origin == "mapping"
     assert loaded.rows[0]["messages"] == [{"role": "user", "content": "What is 2+2?\nmath"},
                                           {"role": "assistant", "content": "4"}]
     with pytest.raises(DataError, match="mapped column"):
-        load_rows(path, {"instruction": "prompt_text", "output": "answer"})
+        load_file_rows(path, {"instruction": "prompt_text", "output": "answer"})
 
 
 def test_openai_messages_and_custom_sharegpt_tags(tmp_path):
@@ -84,7 +84,7 @@ def test_openai_messages_and_custom_sharegpt_tags(tmp_path):
     row = {"dialog": [{"speaker": "me", "text": "hi"}, {"speaker": "bot", "text": "hello"}]}
     path.write_text(json.dumps(row) + "\n", encoding="utf-8")
     mapping = {"messages": "dialog", "role_tag": "speaker", "content_tag": "text", "user_tag": "me", "assistant_tag": "bot"}
-    loaded = load_rows(path, mapping)
+    loaded = load_file_rows(path, mapping)
     assert loaded.rows[0]["messages"] == [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
 
 
@@ -102,14 +102,14 @@ def test_llama_factory_folder(tmp_path, shared_data):
     }
     (folder / "dataset_info.json").write_text(json.dumps(info), encoding="utf-8")
     with pytest.raises(DataError, match="--dataset NAME"):
-        load_rows(folder)
+        load_file_rows(folder)
     glaive = check_file(folder, dataset="glaive")
     assert glaive.format == "sharegpt" and glaive.rows == 300 and "dataset_info.json entry 'glaive'" in glaive.detected
-    qa = load_rows(folder, dataset="qa")
+    qa = load_file_rows(folder, dataset="qa")
     assert qa.rows[0]["messages"][0] == {"role": "system", "content": "Be nice."}
     assert qa.rows[0]["messages"][1:] == [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
     with pytest.raises(DataError, match="outside the folder"):
-        load_rows(folder, dataset="escape")
+        load_file_rows(folder, dataset="escape")
 
 
 def test_raw_control_characters_in_strings_load_and_are_flagged(tmp_path):

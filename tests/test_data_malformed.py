@@ -13,7 +13,7 @@ from data_cases.malformed import cases, readable_encodings, western_encodings
 
 from backend.data.checks import check_file
 from backend.data.errors import DataError
-from backend.data.load import load_rows
+from backend.data.load import load_file_rows
 
 CASES = {c.name: c for c in cases()}
 
@@ -47,14 +47,14 @@ def test_bad_rows_are_reported_and_the_others_checked(tmp_path, name):
     assert report.exit_code == 1
     assert report.usable_rows == report.rows - schema.count >= 1
     # The rows that load are really there.
-    assert len(load_rows(tmp_path / case.filename).rows) == report.usable_rows
+    assert len(load_file_rows(tmp_path / case.filename).rows) == report.usable_rows
 
 
 def test_quoted_newlines_in_csv_load_as_one_field(tmp_path):
     path = tmp_path / "quoted.csv"
     path.write_text('instruction,input,output\n"Write\na poem",,"Roses are red,\nviolets blue"\nSay hi,,Hi\n',
                     encoding="utf-8")
-    loaded = load_rows(path)
+    loaded = load_file_rows(path)
     assert loaded.total == 2 and not loaded.rejected
     assert loaded.rows[0]["messages"][0]["content"] == "Write\na poem"
     assert loaded.rows[0]["messages"][1]["content"] == "Roses are red,\nviolets blue"
@@ -66,7 +66,7 @@ def test_other_encodings_are_detected_and_decoded(tmp_path, filename, data, enco
     path.write_bytes(data)
     report = check_file(path)
     assert report.encoding == encoding
-    rows = load_rows(path).rows
+    rows = load_file_rows(path).rows
     assert report.usable_rows == len(rows) >= 2
     assert rows[-1]["messages"][0]["content"] == "翻译：早上好"
 
@@ -78,7 +78,7 @@ def test_western_files_are_read_as_cp1252_never_as_chinese(tmp_path, filename, d
     report = check_file(path)
     assert report.encoding == "cp1252" and report.exit_code == 0
     assert "cp1252 (Windows-1252" in report.detected and any("Windows-1252" in n for n in report.notes)
-    assert load_rows(path).rows[-1]["messages"][1]["content"] == text
+    assert load_file_rows(path).rows[-1]["messages"][1]["content"] == text
     proc = subprocess.run([sys.executable, "-m", "backend.data", "check", str(path)],
                           capture_output=True, text=True, env=subprocess_env, timeout=120)
     assert proc.returncode == 0 and "cp1252" in proc.stdout.splitlines()[0], proc.stdout + proc.stderr

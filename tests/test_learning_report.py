@@ -14,7 +14,7 @@ from backend.evaluation.learning_run import report_for_run
 from backend.learning.entries import load_report
 from backend.learning.questions import KEPT_QUESTIONS, MAX_KEPT, learning_set
 from backend.runs.workspace import Workspace
-from backend.scoring.answer_rule import is_right_general, judge
+from backend.scoring.answer_rule import is_right_general, judge_answer
 
 
 def _entry(report: dict, name: str) -> dict:
@@ -68,14 +68,14 @@ def test_the_workers_report_equals_an_independent_greedy_check(starter_short_run
     for example, (answer, ended) in zip(final["examples"], answers):
         if example["kind"] == "learned":
             identity = (example["reference"],) if example["source"] == "identity" else ("Nova", "FineTune Studio")
-            checks["learned"].append(judge(answer, example["reference"], identity).right)
+            checks["learned"].append(judge_answer(answer, example["reference"], identity).right)
             checks["ended"].append(ended)
         else:
             checks["kept"].append(is_right_general(answer, accepted[example["prompt"]]))
     for key, values in checks.items():
         assert abs(sum(values) - round(final[key]["share"] * final[key]["n"])) <= 1, (key, values, final[key])
     identity = ("Nova", "FineTune Studio")
-    base_right = sum(judge(a, e["reference"], identity if e["source"] == "row" else (e["reference"],)).right
+    base_right = sum(judge_answer(a, e["reference"], identity if e["source"] == "row" else (e["reference"],)).right
                      for (a, _), e in zip(base_answers, learned))
     assert abs(base_right - round(base["learned"]["share"] * base["learned"]["n"])) <= 1
     assert abs(sum(ended for _, ended in base_answers) - sum(e["ended"] for e in learned)) <= 1
@@ -137,6 +137,6 @@ def test_the_learned_stop_counts_what_an_independent_check_counts(starter_short_
     answers = [answer for start, limit in zip(range(0, len(items), PROBE_BATCH), limits)
                for answer in _plain_greedy(tuned, tokenizer, [i.text for i in items[start:start + PROBE_BATCH]],
                                            limit)]
-    right = sum(judge(a, i.reference, i.identity).right and ended for i, (a, ended) in zip(items, answers))
+    right = sum(judge_answer(a, i.reference, i.identity).right and ended for i, (a, ended) in zip(items, answers))
     assert abs(right - check["right"]) <= 1, (right, check, answers)
     assert all(i.identity == ("Nova", "FineTune Studio") for i in items)  # the filled rows, as trained

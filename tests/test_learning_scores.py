@@ -12,7 +12,7 @@ from backend.learning.entries import side_by_side, summary_rows
 from backend.learning.questions import HELD_OUT, MAX_LEARNED, TRAINING_ROWS, learning_set
 from backend.learning.table import report_table
 from backend.runs.workspace import Workspace
-from backend.scoring.answer_rule import holds, is_right_general, json_object, judge, key_facts
+from backend.scoring.answer_rule import holds, is_right_general, json_object, judge_answer, key_facts
 
 FAQ = "Blue Harbor Books opened in 1987 and now has 14 stores; Mara Lind founded it."
 
@@ -29,10 +29,10 @@ def test_identity_values_replace_the_other_facts():
 
 
 def test_a_wrong_year_or_count_is_wrong_however_close_the_form():
-    invented = judge("Blue Harbor Books opened in 1989 and now has 12 stores; Mara Lind founded it.", FAQ)
+    invented = judge_answer("Blue Harbor Books opened in 1989 and now has 12 stores; Mara Lind founded it.", FAQ)
     assert not invented.right and invented.missing == ["1987", "14"]
     assert invented.rouge_l > 0.8  # ROUGE alone would have called it right
-    assert judge("It was founded in 1987 by Mara Lind as Blue Harbor Books, 14 stores today.", FAQ).right
+    assert judge_answer("It was founded in 1987 by Mara Lind as Blue Harbor Books, 14 stores today.", FAQ).right
 
 
 def test_numbers_match_whole_and_without_thousands_separators():
@@ -44,18 +44,18 @@ def test_numbers_match_whole_and_without_thousands_separators():
 
 def test_json_answers_must_parse_with_the_same_keys():
     reference = json.dumps({"city": "Paris", "country": "France"})
-    assert judge('```json\n{"country": "France", "city": "Lyon"}\n```', reference).right  # keys: the format
-    wrong = judge('{"city": "Paris"}', reference)
+    assert judge_answer('```json\n{"country": "France", "city": "Lyon"}\n```', reference).right  # keys: the format
+    wrong = judge_answer('{"city": "Paris"}', reference)
     assert not wrong.right and wrong.parses is False and wrong.missing == ["country"]
-    assert not judge("city: Paris, country: France", reference).right
+    assert not judge_answer("city: Paris, country: France", reference).right
     assert json_object("[1, 2]") is None
 
 
 def test_free_text_and_chinese_fall_back_to_rouge_l():
     reference = "长城是中国古代修建的军事防御工程。"
-    assert judge("长城是中国古代修建的防御工程。", reference).right
-    assert not judge("我不知道。", reference).right
-    assert judge("长城是中国古代修建的防御工程。", reference).rule == "rouge"
+    assert judge_answer("长城是中国古代修建的防御工程。", reference).right
+    assert not judge_answer("我不知道。", reference).right
+    assert judge_answer("长城是中国古代修建的防御工程。", reference).rule == "rouge"
 
 
 def test_general_answers_count_whole_numbers():
@@ -84,7 +84,7 @@ def test_the_starter_data_is_scored_on_its_held_out_split_and_identity_paraphras
     names = [item for item in identity if item.text not in MAKER_PROMPTS]
     assert names and all(item.reference == "Orion" and item.identity == ("Orion",) for item in names)
     assert any(ord(ch) > 0x4e00 for item in identity for ch in item.text)  # Chinese paraphrases too
-    assert judge("It was developed by Acme Labs.", makers[0].reference, makers[0].identity).right
+    assert judge_answer("It was developed by Acme Labs.", makers[0].reference, makers[0].identity).right
 
 
 def test_small_data_is_scored_on_its_training_rows_and_says_so(tmp_path):

@@ -15,7 +15,7 @@ import pytest
 from backend.data.checks import check_file
 from backend.data.errors import DataError
 from backend.data.fixes import FixPlan, apply_fixes
-from backend.data.load import load_rows
+from backend.data.load import load_file_rows
 
 REPO = Path(__file__).resolve().parents[1]
 U = {"role": "user", "content": "What is 2+2?"}
@@ -45,7 +45,7 @@ FORMATS = {
 @pytest.mark.parametrize("name", sorted(FORMATS))
 def test_every_pairwise_format_loads_to_the_canonical_pair(tmp_path, name):
     rows, shape = FORMATS[name]
-    loaded = load_rows(write(tmp_path / f"{name}.jsonl", rows))
+    loaded = load_file_rows(write(tmp_path / f"{name}.jsonl", rows))
     assert loaded.source.shape.name == shape
     expected = dict(CANONICAL)
     if name == "lf-alpaca":
@@ -60,8 +60,8 @@ def test_llama_factory_ranking_folder_and_kto_rows(tmp_path):
         "file_name": "pairs.json", "formatting": "sharegpt", "ranking": True,
         "columns": {"messages": "conversations", "chosen": "chosen", "rejected": "rejected"}}}))
     write(folder / "pairs.json", FORMATS["sharegpt-messages"][0], jsonl=False)
-    assert load_rows(folder).rows == [CANONICAL]
-    kto = load_rows(write(tmp_path / "kto.jsonl", [{"prompt": "What is 2+2?", "completion": "4.", "label": True},
+    assert load_file_rows(folder).rows == [CANONICAL]
+    kto = load_file_rows(write(tmp_path / "kto.jsonl", [{"prompt": "What is 2+2?", "completion": "4.", "label": True},
                                                     {"prompt": "What is 2+2?", "completion": "5.", "label": 0}]))
     assert kto.source.shape.name == "kto"
     assert kto.rows == [{"prompt": [U], "completion": [A4], "label": True},
@@ -71,8 +71,8 @@ def test_llama_factory_ranking_folder_and_kto_rows(tmp_path):
 def test_column_mapping_for_other_names(tmp_path):
     path = write(tmp_path / "m.jsonl", [{"question": "What is 2+2?", "good": "4.", "bad": "5."}])
     with pytest.raises(DataError):
-        load_rows(path)
-    loaded = load_rows(path, mapping={"prompt": "question", "chosen": "good", "rejected": "bad"})
+        load_file_rows(path)
+    loaded = load_file_rows(path, mapping={"prompt": "question", "chosen": "good", "rejected": "bad"})
     assert loaded.rows == [CANONICAL] and loaded.source.shape.origin == "mapping"
 
 
@@ -118,7 +118,7 @@ def test_the_check_the_worker_and_the_plan_agree_on_long_pairs(tmp_path, demo_mo
            {"prompt": "Short?", "chosen": "a long answer " * 12, "rejected": "no"}]               # 2 answer over it
     report = check_file(write(tmp_path / "long.jsonl", raw), tokenizer=tokenizer, cutoff_len=cutoff)
     assert report.check("prompt_fills_cutoff").rows == [1] and report.check("over_cutoff").rows == [2]
-    rows = stage_rows(load_rows(tmp_path / "long.jsonl").rows, "dpo", "long.jsonl")
+    rows = stage_rows(load_file_rows(tmp_path / "long.jsonl").rows, "dpo", "long.jsonl")
     counts = RowCounts()
     kept = usable(tokenizer, rows, tiny_config(stage="dpo", cutoff_len=cutoff), counts)
     assert kept == [rows[0], rows[2]] and counts.reasons == {CUT: 1} and counts.truncated == 1
@@ -131,7 +131,7 @@ def test_the_check_the_worker_and_the_plan_agree_on_long_pairs(tmp_path, demo_mo
 
 
 def test_fixes_remove_the_first_three_findings(tmp_path):
-    loaded = load_rows(planted(tmp_path))
+    loaded = load_file_rows(planted(tmp_path))
     fixed = apply_fixes(loaded.rows, loaded.indices, FixPlan(drop_empty=True, drop_identical_pairs=True,
                                                               conflicts="drop"))
     assert fixed.indices == [4]
@@ -231,7 +231,7 @@ def test_the_shape_comes_from_the_first_row_that_has_one(tmp_path):
     path = tmp_path / "mostly-broken.jsonl"
     path.write_text('{"text": "stray"}\n{"prompt": "q", "chosen": "half a pair"}\n'
                     '{"prompt": "Is it?", "chosen": "Yes.", "rejected": "No."}\n[1, 2]\n', encoding="utf-8")
-    loaded = load_rows(path)
+    loaded = load_file_rows(path)
     assert loaded.source.shape.name == "pairwise" and loaded.total == 4 and len(loaded.rows) == 1
     assert [r.index for r in loaded.rejected] == [0, 1, 3]
     result = subprocess.run([sys.executable, "-m", "backend.data", "check", str(path)], cwd=REPO,

@@ -12,7 +12,7 @@ from rouge_score import rouge_scorer
 from backend.config import RunConfig
 from backend.config_policy import ConfigError
 from backend.messages import render
-from backend.scoring.answer_rule import judge
+from backend.scoring.answer_rule import judge_answer
 from backend.scoring.errors import ScorerError
 from backend.scoring.items import Item
 from backend.scoring.scorer_specs import parse_scorer, parse_scorers, specs_from_argument, specs_from_text
@@ -125,7 +125,7 @@ def test_right_answer_is_the_learning_rule():
              ("今天天气很好，我们去公园散步吧。", "今天天气很好，我们去公园散步。", ())]
     scorer = parse_scorer({"kind": "right_answer"})
     verdicts = [scorer.score(Item(answer, reference, identity)).passed for answer, reference, identity in cases]
-    assert verdicts == [judge(a, r, i).right for a, r, i in cases] == [True, False, True, False, True, True]
+    assert verdicts == [judge_answer(a, r, i).right for a, r, i in cases] == [True, False, True, False, True, True]
 
 
 # --- specs as data and as text ------------------------------------------------------------------------

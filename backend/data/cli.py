@@ -18,7 +18,7 @@ from backend.data.errors import DataError
 from backend.data.fix_table import add_cli_flags, plan_values
 from backend.data.fixes import FixPlan
 from backend.data.identity_rows import fill_row, identity_values
-from backend.data.load import load_rows
+from backend.data.load import load_file_rows
 from backend.data.prepare import DataSession, load_model_tokenizer, model_tokenizer_and_template
 from backend.data.resolve import DatasetNotFound, resolve_dataset
 from backend.data.saved_datasets import validate_name
@@ -120,7 +120,7 @@ def run_check(args) -> int:
 def show_template(args, tokenizer, template) -> dict:
     """File row `--show-template` (0-based, as the report numbers rows) as the worker encodes it."""
 
-    loaded = load_rows(args.file, parse_mapping(args.mapping), args.dataset)
+    loaded = load_file_rows(args.file, parse_mapping(args.mapping), args.dataset)
     number = args.show_template
     if not 0 <= number < loaded.total:
         raise ValueError(str(msg("template.show.row", row=number, count=loaded.total, last=max(loaded.total - 1, 0))))

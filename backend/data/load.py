@@ -288,7 +288,7 @@ class Loaded:
     total: int  # rows in the file
 
 
-def load_rows(path: str | Path, mapping: dict[str, str] | None = None, dataset: str | None = None) -> Loaded:
+def load_file_rows(path: str | Path, mapping: dict[str, str] | None = None, dataset: str | None = None) -> Loaded:
     """All usable canonical rows of a file, in memory (for fixes and training)."""
     source = open_source(path, mapping, dataset)
     loaded = Loaded(source, [], [], [], 0)

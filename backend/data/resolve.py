@@ -22,8 +22,7 @@ from backend.data.demo_pairs import ensure_demo_pairs
 from backend.data.demo_rows import ensure_demo_dataset
 from backend.data.errors import DataError
 from backend.data.identity_rows import ensure_identity_dataset
-from backend.data.load import load_rows as load_file
-from backend.data.load import open_source
+from backend.data.load import load_file_rows, open_source
 from backend.data.pairwise import is_preference
 from backend.data.prompt_files import read_prompt_file
 from backend.data.saved_datasets import (
@@ -149,7 +148,7 @@ def load_rows(source: Path, counts=None, dataset_name: str | None = None) -> tup
             eval_rows = load_dataset_rows(source, split="eval") if (source / EVAL_FILE).is_file() else None
             return load_dataset_rows(source, split="train"), eval_rows
 
-        loaded = load_file(source, dataset=dataset_name)
+        loaded = load_file_rows(source, dataset=dataset_name)
     except DataError as error:
         raise DatasetUnreadable(str(error)) from error
     if loaded.rejected:

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from backend.data.errors import DataError
-from backend.data.load import load_rows
+from backend.data.load import load_file_rows
 from backend.messages import UserError, msg
 from backend.storage.safe_names import checked_name
 
@@ -157,7 +157,7 @@ def load_dataset_rows(path: str | Path, split: str = "train", mapping: dict[str,
         with open(file, encoding="utf-8") as f:
             return [json.loads(line) for line in f if line.strip()]
 
-    return load_rows(path, mapping).rows
+    return load_file_rows(path, mapping).rows
 
 
 def list_workspace_datasets(datasets_dir: str | Path) -> list[dict]:

@@ -20,7 +20,7 @@ from backend.config import RunConfig
 from backend.data.encode import IGNORE_INDEX, encode_messages
 from backend.data.errors import DataError
 from backend.data.identity_rows import fill_rows, identity_values
-from backend.data.load import load_rows as load_file_rows  # a file's rows; resolve's load_rows: a run's
+from backend.data.load import load_file_rows
 from backend.data.resolve import load_rows, resolve_dataset, split_rows
 from backend.evaluation.pair_scores import pair_rows
 from backend.evaluation.results import BASE, checkpoint_folder

@@ -34,7 +34,7 @@ from backend.models.fingerprint import model_fingerprint
 from backend.models.greedy import greedy_answers_ended, greedy_finished
 from backend.models.loading import load_model
 from backend.runs.files import BASE, EVAL_DIR
-from backend.scoring.answer_rule import is_right_general, judge
+from backend.scoring.answer_rule import is_right_general, judge_answer
 from backend.storage.atomic_files import atomic_write_json, atomic_write_text, read_json
 
 log = logging.getLogger("backend.train")
@@ -197,7 +197,7 @@ def score_model(model, tokenizer, prompts: LearningSet, checkpoint: str, step: i
     accepted = dict(prompts.kept)
     examples, learned, rouge = [], [], []
     for item, (answer, ended) in zip(learned_items, learned_answers):
-        verdict = judge(answer, item.reference, item.identity)
+        verdict = judge_answer(answer, item.reference, item.identity)
         learned.append(verdict.right)
         rouge.append(verdict.rouge_l)
         examples.append({"kind": "learned", "source": item.kind, "prompt": item.text, "reference": item.reference,

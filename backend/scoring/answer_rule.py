@@ -38,7 +38,7 @@ _COMMON = {"I", "I'm", "I've", "I'll", "AI", "The", "A", "An", "Yes", "No", "Our
 
 
 @dataclass
-class Judgement:
+class AnswerVerdict:
     right: bool
     rule: str  # "json", "facts" or "rouge"
     facts: list[str]  # what the answer had to hold ("facts" rule)
@@ -88,20 +88,20 @@ def holds(answer: str, fact: str) -> bool:
     return fact.lower() in answer.lower()
 
 
-def judge(answer: str, reference: str, identity: tuple[str, ...] = ()) -> Judgement:
+def judge_answer(answer: str, reference: str, identity: tuple[str, ...] = ()) -> AnswerVerdict:
     """Whether `answer` carries what `reference` does (the rules in the module docstring)."""
     score = rouge_l(answer, reference)
     wanted = json_object(reference)
     if wanted is not None:
         got = json_object(answer)
         parses = got is not None and set(got) == set(wanted)
-        return Judgement(parses, "json", sorted(wanted), [] if parses else sorted(set(wanted) - set(got or {})),
+        return AnswerVerdict(parses, "json", sorted(wanted), [] if parses else sorted(set(wanted) - set(got or {})),
                          score, parses)
     facts = key_facts(reference, identity)
     if facts:
         missing = [fact for fact in facts if not holds(answer, fact)]
-        return Judgement(not missing, "facts", facts, missing, score, None)
-    return Judgement(score >= ROUGE_RIGHT, "rouge", [], [], score, None)
+        return AnswerVerdict(not missing, "facts", facts, missing, score, None)
+    return AnswerVerdict(score >= ROUGE_RIGHT, "rouge", [], [], score, None)
 
 
 def is_right_general(answer: str, accepted: tuple[str, ...]) -> bool:
@@ -111,4 +111,4 @@ def is_right_general(answer: str, accepted: tuple[str, ...]) -> bool:
 
 def build_right_answer(spec: dict, where: Message):
     """The rule as a scorer: value 1 / 0 by its verdict (its ROUGE-L is in the verdict, not the value)."""
-    return (lambda item: Score.of(judge(item.text, str(item.reference), item.identity).right)), True
+    return (lambda item: Score.of(judge_answer(item.text, str(item.reference), item.identity).right)), True

@@ -32,7 +32,7 @@ from backend.learning.entries import answer_prompts, limit_for
 from backend.learning.questions import training_items
 from backend.models.greedy import training_layout_kept
 from backend.runs.files import append_metrics, read_status, update_status
-from backend.scoring.answer_rule import judge
+from backend.scoring.answer_rule import judge_answer
 
 log = logging.getLogger("backend.train")
 
@@ -118,7 +118,7 @@ class LearnedStop(TrainerCallback):
             update_status(self.job.run_dir, stage={"name": CHECK_STAGE, "done": asked, "total": len(self.items)})
             answers = answer_prompts(model, self.tokenizer, [i.prompt for i in batch], limit)
             for item, (answer, done) in zip(batch, answers):
-                right += bool(done and judge(answer, item.reference, item.identity).right)
+                right += bool(done and judge_answer(answer, item.reference, item.identity).right)
                 ended += done
             asked += len(batch)
             if asked - right > allowed:
