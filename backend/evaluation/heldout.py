@@ -21,7 +21,7 @@ from backend.models.greedy import greedy_finished
 
 
 @dataclass
-class Answer:
+class HeldOutAnswer:
     prompt: str
     text: str
     ended: bool  # stopped on an end-of-turn token before max_new_tokens
@@ -33,18 +33,18 @@ class HeldOutReport:
     kept: float | None  # share of the base's right general answers still right (None without a base)
     ended: float  # share of all answers that ended with the end of turn
     general_right: list[bool] = field(default_factory=list)
-    answers: list[Answer] = field(default_factory=list)
+    answers: list[HeldOutAnswer] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {"identity": self.identity, "kept": self.kept, "ended": self.ended,
                 "general_right": sum(self.general_right), "general_total": len(self.general_right)}
 
 
-def generate(model, tokenizer, prompts, max_new_tokens: int = 128, batch_size: int = 32) -> list[Answer]:
+def generate(model, tokenizer, prompts, max_new_tokens: int = 128, batch_size: int = 32) -> list[HeldOutAnswer]:
     """Greedy answers to single-turn prompts, in batches (left padding), with whether each ended."""
     finished = greedy_finished(model, tokenizer, [[{"role": "user", "content": p}] for p in prompts],
                                max_new_tokens, batch_size)
-    return [Answer(prompt, tokenizer.decode(ids, skip_special_tokens=True).strip(), ended)
+    return [HeldOutAnswer(prompt, tokenizer.decode(ids, skip_special_tokens=True).strip(), ended)
             for prompt, (ids, ended) in zip(prompts, finished)]
 
 

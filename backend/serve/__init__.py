@@ -6,7 +6,7 @@ app.py        FastAPI routes, API key + body-size guard, OpenAI error shape
 hosts.py      the addresses listened on and answered as (Host and Origin checks), the base URL
 protocol.py   request bodies -> checked values; ApiError names the field
 prompts.py    token ids: chat template or a plain / token-id completion prompt
-job.py        one request's job: the Job, its generation settings, its prompt fitted to the context
+job.py        one request's job: the RequestJob, its generation settings, its prompt fitted to the context
 bridge.py     bounded queue + one generation thread on the ChatEngine; stop strings
 batching.py   waiting greedy requests answered by one generate call (--max-batch)
 scored.py     requests answered token by token: logprobs, echo, several prompts

@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException
 
 from backend.chat.targets import GGUF
 from backend.serve.bridge import Bridge
-from backend.serve.job import Job
+from backend.serve.job import RequestJob
 from backend.serve.names import ServedModels
 from backend.serve.protocol import ApiError, chat_request, completion_request, parse_body
 from backend.serve.responses import answers_body, completion_body, sse_events
@@ -152,7 +152,7 @@ async def _generate(request: Request, parse):
         except RuntimeError:
             job.cancel.set()   # the event loop is gone (shutdown): stop generating
 
-    job = Job(target, parsed, post)
+    job = RequestJob(target, parsed, post)
     state.bridge.submit(job)
     try:
         kind, value = await events.get()   # the prompt is checked before anything is sent

@@ -13,21 +13,21 @@ import traceback
 
 from backend.chat.engine import ChatEngine
 from backend.chat.generation import Reply
-from backend.serve.job import FINISH, Job, generation_settings, prompt_maker
+from backend.serve.job import FINISH, RequestJob, generation_settings, prompt_maker
 from backend.serve.protocol import ApiError
 
 
 class _AllLeft:
     """A stop signal for the batch: set once every request's client has gone."""
 
-    def __init__(self, jobs: list[Job]):
+    def __init__(self, jobs: list[RequestJob]):
         self.jobs = jobs
 
     def is_set(self) -> bool:
         return all(job.cancel.is_set() for job in self.jobs)
 
 
-def run_batch(engine: ChatEngine, device: str, jobs: list[Job]) -> int:
+def run_batch(engine: ChatEngine, device: str, jobs: list[RequestJob]) -> int:
     """Answer `jobs` together; returns the tokens generated."""
     settings = generation_settings(jobs[0].request)   # greedy: one config fits every row
     makers = [prompt_maker(job, settings) for job in jobs]
@@ -52,7 +52,7 @@ def run_batch(engine: ChatEngine, device: str, jobs: list[Job]) -> int:
     return sum(reply.new_tokens for reply in replies)
 
 
-def _finish(job: Job, reply: Reply, error: Exception | None, sent: int) -> None:
+def _finish(job: RequestJob, reply: Reply, error: Exception | None, sent: int) -> None:
     if error is not None:
         if not isinstance(error, ApiError):
             error = ApiError(500, f"Loading the model '{job.request.model}' failed: {error}", type="server_error",

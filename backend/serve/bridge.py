@@ -25,7 +25,7 @@ from backend.chat.generation import ChatError, Reply
 from backend.chat.targets import GGUF
 from backend.models.loading import ModelLoadError
 from backend.serve.batching import run_batch
-from backend.serve.job import FINISH, Job, generation_settings, prompt_maker
+from backend.serve.job import FINISH, RequestJob, generation_settings, prompt_maker
 from backend.serve.protocol import ApiError
 from backend.serve.scored import run_scored
 
@@ -34,7 +34,7 @@ class Bridge:
     def __init__(self, engine: ChatEngine, device: str = "cpu", max_queue: int = 32, max_batch: int = 1):
         self.engine, self.device = engine, device
         self.max_queue, self.max_batch = max_queue, max_batch
-        self._pending: deque[Job] = deque()
+        self._pending: deque[RequestJob] = deque()
         self._ready = threading.Condition()
         self._closed = False
         self._seconds = 2.0          # running mean of a request's time, for Retry-After
@@ -44,7 +44,7 @@ class Bridge:
         self._thread = threading.Thread(target=self._loop, name="serve-generate", daemon=True)
         self._thread.start()
 
-    def submit(self, job: Job) -> None:
+    def submit(self, job: RequestJob) -> None:
         with self._ready:
             if len(self._pending) >= self.max_queue:
                 wait = max(1, round(self._seconds * (len(self._pending) + 1) / max(1, self.max_batch)))
@@ -62,7 +62,7 @@ class Bridge:
             self._closed = True
             self._ready.notify()
 
-    def _next(self) -> list[Job] | None:
+    def _next(self) -> list[RequestJob] | None:
         """The oldest waiting request, with the waiting ones that can share its batch (in order)."""
         with self._ready:
             while not self._pending and not self._closed:
@@ -98,7 +98,7 @@ class Bridge:
                 self.busy = False
                 self._seconds = 0.8 * self._seconds + 0.2 * (time.perf_counter() - start)
 
-    def _run(self, job: Job) -> None:
+    def _run(self, job: RequestJob) -> None:
         request, reply = job.request, Reply()
         settings = generation_settings(request)
         stops = StopStrings(request.sampling.stop, job.cancel)
@@ -170,7 +170,7 @@ class StopStrings:
         return piece
 
 
-def batchable(job: Job) -> bool:
+def batchable(job: RequestJob) -> bool:
     """Greedy requests without stop strings share a batch: one generation config fits them all,
     and each row ends at its own eos or max_tokens (backend/chat/batch.py). A GGUF file (llama.cpp
     answers one request at a time here) and a full checkpoint do not."""
@@ -179,7 +179,7 @@ def batchable(job: Job) -> bool:
             and not job.request.per_token)   # log-probabilities, echo, several prompts: backend/serve/scored.py
 
 
-def batch_key(job: Job) -> tuple:
+def batch_key(job: RequestJob) -> tuple:
     sampling = job.request.sampling
     return job.target.model, job.target.quantization_bits, sampling.repetition_penalty, sampling.ignore_eos
 

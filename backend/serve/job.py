@@ -1,5 +1,5 @@
 """One request's generation job, as bridge.py (one request), batching.py (several in one
-generate call) and scored.py (token by token) all take it: the Job, the engine's settings
+generate call) and scored.py (token by token) all take it: the RequestJob, the engine's settings
 from the request's sampling fields, and its prompt, refused with the numbers when it does
 not fit the model's context. The events a job posts are listed in bridge.py."""
 
@@ -23,14 +23,14 @@ FINISH = {"eos": "stop", "stopped": "stop", "length": "length"}
 
 
 @dataclass
-class Job:
+class RequestJob:
     target: ChatTarget
     request: Request
     post: Callable[[tuple], None]                 # thread-safe: hands one event to the waiting route
     cancel: threading.Event = field(default_factory=threading.Event)   # set when the client goes away
 
 
-def prompt_maker(job: Job, settings: GenerationSettings):
+def prompt_maker(job: RequestJob, settings: GenerationSettings):
     """The engine's make_prompt for `job`: its token ids, refused with the numbers when they do not
     fit the context; posts ("start", prompt tokens) once they do. `.started` says it got that far."""
     def make_prompt(tokenizer, context_length: int) -> Prompt:

@@ -25,7 +25,7 @@ from backend.chat.engine import ChatEngine
 from backend.chat.generation import ChatError, _eos_ids, generation_config_for
 from backend.chat.targets import GGUF, ChatTarget
 from backend.models.loading import ModelLoadError
-from backend.serve.job import DEFAULT_MAX_TOKENS, Job, generation_settings
+from backend.serve.job import DEFAULT_MAX_TOKENS, RequestJob, generation_settings
 from backend.serve.logprobs import generate_ids, score_sequences
 from backend.serve.prompts import chat_ids, completion_ids
 from backend.serve.protocol import ApiError, Request
@@ -67,7 +67,7 @@ def refuse_for(request: Request, target: ChatTarget) -> None:
                        is not None else "echo" if request.echo else "prompt", code="unsupported_parameter")
 
 
-def run_scored(engine: ChatEngine, device: str, job: Job) -> int:
+def run_scored(engine: ChatEngine, device: str, job: RequestJob) -> int:
     """Answer `job`; returns the tokens generated. Every failure is posted as its sentence."""
     try:
         with engine.using(job.target, device) as (model, tokenizer, context):
@@ -89,7 +89,7 @@ def run_scored(engine: ChatEngine, device: str, job: Job) -> int:
     return generated
 
 
-def _answer(model, tokenizer, context: int, job: Job) -> list[Answer]:
+def _answer(model, tokenizer, context: int, job: RequestJob) -> list[Answer]:
     request = job.request
     prompts = _prompt_ids(tokenizer, request)
     limits = [_limit(len(ids), request, context, index) for index, ids in enumerate(prompts)]
