@@ -21,9 +21,9 @@ from backend.evaluation.benchmark_specs import BenchmarkError
 from backend.evaluation.benchmark_tasks import BUNDLED
 from backend.evaluation.benchmarks import (
     BENCHMARKS_FILE,
+    benchmark_progress_path,
     benchmark_table,
     load_benchmarks,
-    progress_path,
     start_benchmarks,
 )
 from backend.runs.jobs import COMPLETED, FAILED, RUNNING, read_progress, stage_of
@@ -133,7 +133,7 @@ def results_view(run_dir: Path):
 
 
 def progress_html(ctx: UIContext, lang: str, run_dir: Path) -> str:
-    state = read_progress(progress_path(run_dir))
+    state = read_progress(benchmark_progress_path(run_dir))
     if state.get("state") == RUNNING:
         done, total = int(state.get("done") or 0), int(state.get("total") or 0)
         text = ctx.msg(lang, "bench.progress", stage=localize(stage_of(state), lang), done=done, total=total or "?")

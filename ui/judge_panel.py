@@ -173,13 +173,13 @@ def poll(ctx: UIContext, lang, run_id, seen=""):
     signature of the result files drawn): the table and chart are redrawn only when the files changed."""
     import pandas as pd
 
-    from backend.judge.background import progress_path
+    from backend.judge.background import judgement_progress_path
 
     columns = [ctx.msg(lang, f"jpanel.col.{c}") for c in ("name", "checkpoint", "score", "spread", "counts", "judge")]
     if not run_id:
         return "", pd.DataFrame(columns=columns), None, ""
     run_dir = ctx.workspace.runs_dir / run_id
-    progress = read_progress(progress_path(run_dir))
+    progress = read_progress(judgement_progress_path(run_dir))
     stage = ""
     if progress.get("state") == FAILED:
         stage = ctx.msg(lang, "jpanel.failed", error=localize(stage_of(progress, "error"), lang))

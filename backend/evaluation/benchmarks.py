@@ -325,7 +325,7 @@ def benchmark_table(results: dict[str, dict]) -> list[dict]:
     return rows
 
 
-def progress_path(run_dir: Path) -> Path:
+def benchmark_progress_path(run_dir: Path) -> Path:
     return Path(run_dir) / EVAL_DIR / PROGRESS_FILE
 
 
@@ -334,7 +334,7 @@ def start_benchmarks(run_dir: Path, tasks: list[str], checkpoints: list[str], li
     """Launch `python -m backend.evaluate --benchmark ...` detached; refuses while one runs for this run.
     `local_models`: paths of models on this machine benchmarked beside the checkpoints."""
     run_dir = Path(run_dir)
-    if read_progress(progress_path(run_dir)).get("state") == RUNNING:
+    if read_progress(benchmark_progress_path(run_dir)).get("state") == RUNNING:
         raise BenchmarkError(msg("benchmark.running", run=run_dir.name))
     local = [path for _, path in local_targets(local_models)]  # a path that is no model is said at once
     if not checkpoints and not local:
@@ -349,8 +349,8 @@ def start_benchmarks(run_dir: Path, tasks: list[str], checkpoints: list[str], li
         args += ["--max-samples", str(limit)]
     if not chat_template:
         args.append("--no-chat-template")
-    progress_path(run_dir).unlink(missing_ok=True)
-    return launch("backend.evaluate", args, run_dir / EVAL_DIR / "benchmarks.log", progress_path(run_dir))
+    benchmark_progress_path(run_dir).unlink(missing_ok=True)
+    return launch("backend.evaluate", args, run_dir / EVAL_DIR / "benchmarks.log", benchmark_progress_path(run_dir))
 
 
 def summary_table(summary: dict) -> str:

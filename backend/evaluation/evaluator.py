@@ -138,7 +138,7 @@ def evaluate_pairs(run_dir: Path, checkpoints: list[str], rows: list[dict], sett
 
 # ---------------------------------------------------------------- background job
 
-def progress_path(run_dir: Path) -> Path:
+def evaluation_progress_path(run_dir: Path) -> Path:
     return Path(run_dir) / EVAL_DIR / PROGRESS_FILE
 
 
@@ -148,7 +148,7 @@ def start_evaluation(run_dir: Path, checkpoints: list[str], data: Path | None = 
     """Launch `python -m backend.evaluate` detached; refuses while one runs for this run (and a bad
     scorer spec, before anything starts)."""
     run_dir = Path(run_dir)
-    if read_progress(progress_path(run_dir)).get("state") == RUNNING:
+    if read_progress(evaluation_progress_path(run_dir)).get("state") == RUNNING:
         raise EvalError(msg("evaluate.running", run=run_dir.name))
     if not checkpoints:
         raise EvalError(msg("evaluate.choose"))
@@ -160,5 +160,5 @@ def start_evaluation(run_dir: Path, checkpoints: list[str], data: Path | None = 
         args += ["--data", str(data)]
     if max_samples:
         args += ["--max-samples", str(max_samples)]
-    progress_path(run_dir).unlink(missing_ok=True)
-    return launch("backend.evaluate", args, Path(run_dir) / EVAL_DIR / "eval.log", progress_path(run_dir))
+    evaluation_progress_path(run_dir).unlink(missing_ok=True)
+    return launch("backend.evaluate", args, Path(run_dir) / EVAL_DIR / "eval.log", evaluation_progress_path(run_dir))

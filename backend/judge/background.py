@@ -23,7 +23,7 @@ PROGRESS_FILE = "progress.json"
 LOG_FILE = "judge.log"
 
 
-def progress_path(run_dir: Path) -> Path:
+def judgement_progress_path(run_dir: Path) -> Path:
     return judge_dir(run_dir) / PROGRESS_FILE
 
 
@@ -44,10 +44,10 @@ def job_args(judgement: runner.Judgement) -> list[str]:
 def start_judgement(judgement: runner.Judgement) -> int:
     """Launch the judgement detached; its pid. Refuses (UserError) while one runs for the run."""
     run_dir = Path(judgement.run_dir)
-    if read_progress(progress_path(run_dir)).get("state") == RUNNING:
+    if read_progress(judgement_progress_path(run_dir)).get("state") == RUNNING:
         raise UserError(msg("judge.running", run=run_dir.name))
     runner.prepare(judgement)  # every refusal now, as a sentence, not in a log later
-    path = progress_path(run_dir)
+    path = judgement_progress_path(run_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)
     env = repo_env()

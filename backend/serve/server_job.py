@@ -32,7 +32,7 @@ class ServeJobError(ValueError):
     """The server cannot be started or stopped; the message says what to do."""
 
 
-def progress_path(workspace) -> Path:
+def server_progress_path(workspace) -> Path:
     return Path(workspace.root) / SERVE_DIR / "serve.json"
 
 
@@ -42,7 +42,7 @@ def log_path(workspace) -> Path:
 
 def status(workspace) -> dict:
     """The progress file ({} before the first start); a vanished server reads as failed."""
-    return read_progress(progress_path(workspace))
+    return read_progress(server_progress_path(workspace))
 
 
 def start(workspace, run_id: str, port: int, device: str = "cpu") -> int:
@@ -51,8 +51,8 @@ def start(workspace, run_id: str, port: int, device: str = "cpu") -> int:
     Under the workspace's serve lock, from the check to the progress file holding the new pid:
     two Start clicks at once (two browser tabs) launch one server, and the other click is refused
     with the one running, which serve.json names, so the panel can stop it."""
-    progress_path(workspace).parent.mkdir(parents=True, exist_ok=True)
-    with file_lock(progress_path(workspace).with_name(".start.lock")):
+    server_progress_path(workspace).parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(server_progress_path(workspace).with_name(".start.lock")):
         return _start(workspace, run_id, port, device)
 
 
@@ -68,8 +68,8 @@ def start_local(workspace, path: str, port: int, device: str = "cpu") -> int:
     """Launch the server for one model on this machine, `path` as the cached scan lists it (a GGUF
     file: llama.cpp on the CPU; a model folder: transformers on `device`), under a safe name made from
     the name the scan gives it; returns its pid. Read in place: nothing is written beside the model."""
-    progress_path(workspace).parent.mkdir(parents=True, exist_ok=True)
-    with file_lock(progress_path(workspace).with_name(".start.lock")):
+    server_progress_path(workspace).parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(server_progress_path(workspace).with_name(".start.lock")):
         _check_free(workspace, port)
         target = local_targets(workspace.root).get(f"{LOCAL}{path}")
         if target is None:   # the path picks a model: only one the scan found and still on disk
@@ -91,13 +91,13 @@ def _check_free(workspace, port) -> None:
 
 
 def _launch(workspace, args: list[str], port: int, **progress) -> int:
-    progress_path(workspace).parent.mkdir(parents=True, exist_ok=True)
+    server_progress_path(workspace).parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
-        progress_path(workspace).unlink()   # the last server's state is not this one's
+        server_progress_path(workspace).unlink()   # the last server's state is not this one's
     # Written before the launch (which merges its own fields in), never after: the server writes this file too.
-    write_progress(progress_path(workspace), port=port, **progress)
+    write_progress(server_progress_path(workspace), port=port, **progress)
     args = [*args, "--host", HOST, "--port", str(port), "--workspace", str(workspace.root)]
-    return launch("backend.serve", args, log_path(workspace), progress_path(workspace))
+    return launch("backend.serve", args, log_path(workspace), server_progress_path(workspace))
 
 
 def stop(workspace, grace_s: float = STOP_GRACE_S) -> bool:
@@ -111,6 +111,6 @@ def stop(workspace, grace_s: float = STOP_GRACE_S) -> bool:
     if started is not None and not wait_gone(pid, started, grace_s):
         kill_tree(pid)
         wait_gone(pid, started, grace_s)
-    if read_progress(progress_path(workspace)).get("state") != COMPLETED:
-        write_progress(progress_path(workspace), state=COMPLETED, stage="stopped")   # killed before it could say so
+    if read_progress(server_progress_path(workspace)).get("state") != COMPLETED:
+        write_progress(server_progress_path(workspace), state=COMPLETED, stage="stopped")   # killed before it could say so
     return True

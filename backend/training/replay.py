@@ -62,7 +62,7 @@ def replay_count(config, train_rows: int) -> int:
     return max(0, min(wanted, len(REPLAY_PROMPTS)))
 
 
-def cache_key(model_path: str | Path, tokenizer) -> str:
+def model_cache_key(model_path: str | Path, tokenizer) -> str:
     """Changes with the model's weights, its chat template and the replay prompts."""
     return model_fingerprint(model_path, tokenizer, REPLAY_VERSION, list(REPLAY_PROMPTS))
 
@@ -75,7 +75,7 @@ def replay_rows(model_path: str | Path, tokenizer, datasets_dir: Path, count: in
     if count <= 0:
         return []
 
-    cache = Path(datasets_dir) / CACHE_DIR / f"{cache_key(model_path, tokenizer)}.jsonl"
+    cache = Path(datasets_dir) / CACHE_DIR / f"{model_cache_key(model_path, tokenizer)}.jsonl"
     order = random.Random(seed).sample(range(len(prompts)), len(prompts))
     cache.parent.mkdir(parents=True, exist_ok=True)
     with file_lock(cache.with_suffix(".lock")):  # one generator per model: a second run waits, then reads

@@ -19,7 +19,7 @@ from pathlib import Path
 import gradio as gr
 from plotly.subplots import make_subplots
 
-from backend.evaluation.evaluator import progress_path, start_evaluation
+from backend.evaluation.evaluator import evaluation_progress_path, start_evaluation
 from backend.evaluation.results import (
     best_per_metric,
     checkpoint_choices,
@@ -250,7 +250,7 @@ def _signature(run_dir: Path) -> str:
 
 
 def _progress_html(ctx: UIContext, lang: str, run_dir: Path) -> str:
-    state = read_progress(progress_path(run_dir))
+    state = read_progress(evaluation_progress_path(run_dir))
     if not state:
         return ""
     if state.get("state") == RUNNING:
