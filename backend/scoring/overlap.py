@@ -58,18 +58,17 @@ def corpus_bleu(predictions: list[str], references: list[str]) -> tuple[float, s
 
 
 def build_rouge_l(spec: dict, where: Message):
-    threshold = threshold_field(spec, where, "rouge_l", ROUGE_RIGHT)
-
-    def check(item: Item) -> Score:
-        value = rouge_l(item.text, str(item.reference))
-        return Score(value, value >= threshold)
-    return check, True
+    return _passing_at(rouge_l, threshold_field(spec, where, "rouge_l", ROUGE_RIGHT))
 
 
 def build_bleu(spec: dict, where: Message):
-    threshold = threshold_field(spec, where, "bleu", BLEU_RIGHT)
+    return _passing_at(sentence_bleu, threshold_field(spec, where, "bleu", BLEU_RIGHT))
 
+
+def _passing_at(metric, threshold: float):
+    """(a check whose value is `metric` against the reference and which passes at `threshold`, True: it
+    needs a reference)."""
     def check(item: Item) -> Score:
-        value = sentence_bleu(item.text, str(item.reference))
+        value = metric(item.text, str(item.reference))
         return Score(value, value >= threshold)
     return check, True
