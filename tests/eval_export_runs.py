@@ -178,3 +178,15 @@ def _save(model, tokenizer, folder: Path, step: int, history: list) -> None:
 
 def link_demo_model(workspace, demo_model_dir: Path) -> None:
     (workspace.models_dir / "demo").symlink_to(demo_model_dir, target_is_directory=True)
+
+
+def evaluate_tab_context(folder: Path, demo_model_dir: Path):
+    """The Evaluate tab's context over a workspace in `folder` whose run-a is the cached LoRA run."""
+    from ui.context import UIContext
+    from ui.i18n import merge_texts
+    from ui.tabs import evaluate
+
+    workspace = Workspace(folder / "ws").ensure()
+    link_demo_model(workspace, demo_model_dir)
+    cached_run(workspace, demo_model_dir, "lora", "run-a")
+    return UIContext(workspace=workspace, texts=merge_texts(evaluate.TEXT), i18n=None)

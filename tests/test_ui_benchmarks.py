@@ -8,23 +8,16 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from backend.runs.workspace import Workspace
-from tests.eval_export_runs import cached_run, copy_run, link_demo_model
+from tests.eval_export_runs import copy_run, evaluate_tab_context
 from tests.polling import wait_for
 from ui import benchmark_panel
-from ui.context import UIContext
-from ui.i18n import merge_texts
-from ui.tabs import evaluate
 
 SKIP = {"__type__": "update"}
 
 
 @pytest.fixture(scope="module")
 def ctx(tmp_path_factory, demo_model_dir):
-    workspace = Workspace(tmp_path_factory.mktemp("benchmark-tab") / "ws").ensure()
-    link_demo_model(workspace, demo_model_dir)
-    cached_run(workspace, demo_model_dir, "lora", "run-a")
-    return UIContext(workspace=workspace, texts=merge_texts(evaluate.TEXT), i18n=None)
+    return evaluate_tab_context(tmp_path_factory.mktemp("benchmark-tab"), demo_model_dir)
 
 
 def start(ctx, lang="en", **changes):

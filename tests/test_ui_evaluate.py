@@ -10,10 +10,9 @@ import json
 import pytest
 
 from backend.runs.workspace import Workspace
-from tests.eval_export_runs import cached_run, link_demo_model
+from tests.eval_export_runs import evaluate_tab_context
 from tests.polling import wait_for
 from ui.context import UIContext
-from ui.i18n import merge_texts
 from ui.tabs import evaluate
 
 SKIP = {"__type__": "update"}
@@ -21,10 +20,7 @@ SKIP = {"__type__": "update"}
 
 @pytest.fixture(scope="module")
 def ctx(tmp_path_factory, demo_model_dir):
-    workspace = Workspace(tmp_path_factory.mktemp("evaluate-tab") / "ws").ensure()
-    link_demo_model(workspace, demo_model_dir)
-    cached_run(workspace, demo_model_dir, "lora", "run-a")
-    return UIContext(workspace=workspace, texts=merge_texts(evaluate.TEXT), i18n=None)
+    return evaluate_tab_context(tmp_path_factory.mktemp("evaluate-tab"), demo_model_dir)
 
 
 def test_run_and_checkpoint_lists(ctx, tmp_path):

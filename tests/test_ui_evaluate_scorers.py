@@ -10,10 +10,7 @@ import json
 import pytest
 
 from backend.evaluation.evaluator import evaluate_run
-from backend.runs.workspace import Workspace
-from tests.eval_export_runs import cached_run, link_demo_model, one_torch_thread
-from ui.context import UIContext
-from ui.i18n import merge_texts
+from tests.eval_export_runs import evaluate_tab_context, one_torch_thread
 from ui.tabs import evaluate
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -22,10 +19,7 @@ _ = one_torch_thread  # the fixture, imported for pytest to find
 
 @pytest.fixture(scope="module")
 def ctx(tmp_path_factory, demo_model_dir):
-    workspace = Workspace(tmp_path_factory.mktemp("evaluate-scorers-tab") / "ws").ensure()
-    link_demo_model(workspace, demo_model_dir)
-    cached_run(workspace, demo_model_dir, "lora", "run-a")
-    return UIContext(workspace=workspace, texts=merge_texts(evaluate.TEXT), i18n=None)
+    return evaluate_tab_context(tmp_path_factory.mktemp("evaluate-scorers-tab"), demo_model_dir)
 
 
 def start(ctx, lang: str, scorers: str) -> str:
