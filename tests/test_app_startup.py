@@ -12,7 +12,7 @@ import pytest
 from tests.browser.harness import REPO, AppProcess, app_env, http_status
 from tests.polling import wait_for
 
-HEAVY = ("torch", "transformers", "peft", "accelerate", "bitsandbytes", "datasets")
+HEAVY = ("torch", "transformers", "peft", "accelerate", "bitsandbytes", "datasets", "openai")
 
 
 @pytest.mark.usefixtures("starts_processes")

@@ -297,7 +297,8 @@ def light_local_imports(repo: Path = REPO) -> dict[Path, list[ast.stmt]]:
                 if not isinstance(node, (ast.Import, ast.ImportFrom)) or getattr(node, "level", 0) \
                         or _optional(node, parents):
                     continue
-                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module, *(
+                    f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in files)]
                 owners = [n for n in names if n in files or n.rpartition(".")[0] in files]
                 if any(_is_heavy(n) for n in names) or any(n in heavy for n in names):
                     continue

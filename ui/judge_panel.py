@@ -18,7 +18,6 @@ from plotly.subplots import make_subplots
 
 from backend.evaluation.judge_results import judge_dir, load_judgements
 from backend.evaluation.results import step_of
-from backend.judge import runner
 from backend.judge.templates import DEFAULT_KIND, RUBRICS
 from backend.messages import UserError
 from backend.runs.jobs import FAILED, read_progress, stage_of
@@ -91,6 +90,7 @@ def judgement(ctx: UIContext, run_id, url, model, key, mode, a, b, names, source
 
 def count_calls(ctx: UIContext, lang, run_id, *values) -> str:
     """The calls the judgement would make, or the sentence why it cannot run."""
+    from backend.judge import runner  # the judge's client imports openai (0.6 s): not on the app's start
 
     if not run_id:
         return ctx.msg(lang, "jpanel.msg_pick_run")
