@@ -18,6 +18,10 @@ from plotly.subplots import make_subplots
 
 from backend.evaluation.judge_results import judge_dir, load_judgements
 from backend.evaluation.results import step_of
+from backend.judge import runner
+from backend.judge.background import PROGRESS_FILE, judgement_progress_path, start_judgement
+from backend.judge.client import JudgeEndpoint
+from backend.judge.runner import Judgement
 from backend.judge.templates import DEFAULT_KIND, RUBRICS
 from backend.messages import UserError
 from backend.runs.jobs import FAILED, read_progress, stage_of
@@ -78,9 +82,6 @@ TEXT: dict[str, dict[str, str]] = {
 # --- handlers (plain values in, component values out) -------------------------
 
 def judgement(ctx: UIContext, run_id, url, model, key, mode, a, b, names, source, rubric_kind, limit):
-    from backend.judge.client import JudgeEndpoint
-    from backend.judge.runner import Judgement
-
     chosen = [a, b] if mode == "pairwise" else str(names or "").split() if mode == "graded" else []
     return Judgement(ctx.workspace.runs_dir / run_id, JudgeEndpoint(str(url or "").strip(), str(model or "").strip(),
                                                                     str(key or "") or None),
@@ -90,7 +91,6 @@ def judgement(ctx: UIContext, run_id, url, model, key, mode, a, b, names, source
 
 def count_calls(ctx: UIContext, lang, run_id, *values) -> str:
     """The calls the judgement would make, or the sentence why it cannot run."""
-    from backend.judge import runner  # the judge's client imports openai (0.6 s): not on the app's start
 
     if not run_id:
         return ctx.msg(lang, "jpanel.msg_pick_run")
@@ -101,8 +101,6 @@ def count_calls(ctx: UIContext, lang, run_id, *values) -> str:
 
 
 def start(ctx: UIContext, lang, run_id, *values) -> str:
-    from backend.judge.background import start_judgement
-
     if not run_id:
         return ctx.msg(lang, "jpanel.msg_pick_run")
     try:
@@ -173,7 +171,6 @@ def poll(ctx: UIContext, lang, run_id, seen=""):
     signature of the result files drawn): the table and chart are redrawn only when the files changed."""
     import pandas as pd
 
-    from backend.judge.background import judgement_progress_path
 
     columns = [ctx.msg(lang, f"jpanel.col.{c}") for c in ("name", "checkpoint", "score", "spread", "counts", "judge")]
     if not run_id:
@@ -192,8 +189,6 @@ def poll(ctx: UIContext, lang, run_id, seen=""):
 
 
 def _signature(run_dir) -> str:
-    from backend.judge.background import PROGRESS_FILE
-
     folder = judge_dir(run_dir)
     files = sorted(p for p in folder.glob("*.json") if p.name != PROGRESS_FILE) if folder.is_dir() else []
     return ";".join(f"{p.name}:{p.stat().st_mtime_ns}" for p in files)

@@ -7,10 +7,12 @@ what to check: no answer on the URL, a timeout, a wrong key, a wrong model."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import openai
+from typing import TYPE_CHECKING
 
 from backend.messages import UserError, msg
+
+if TYPE_CHECKING:
+    import openai
 
 DEFAULT_TIMEOUT_S = 120.0  # a CPU judge answering 256 tokens takes tens of seconds
 DEFAULT_MAX_TOKENS = 256
@@ -46,6 +48,8 @@ class JudgeClient:
             raise JudgeError(msg("judge.bad_url", url=endpoint.url))
         if not endpoint.model.strip():
             raise JudgeError(msg("judge.no_model"))
+        import openai  # 0.6 s: paid by a judgement, not by every `python -m backend.evaluate` or the app's start
+
         self.endpoint = endpoint
         # max_retries=0: a refused port or a wrong key is reported at once, not after a minute of retries.
         self._client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key or NO_KEY,
@@ -53,6 +57,8 @@ class JudgeClient:
 
     def ask(self, prompt: str) -> str:
         """The judge's answer to one user message."""
+        import openai
+
         where = {"url": self.endpoint.base_url, "model": self.endpoint.model}
         try:
             reply = self._client.chat.completions.create(
