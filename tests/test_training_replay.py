@@ -5,14 +5,27 @@ moves its identity answer (the worker CLI, seeded; no timing asserts)."""
 
 from __future__ import annotations
 
+import json
 import logging
 
+from backend.config import RunConfig, derived_numbers, split_sizes
 from backend.config_recipes import tiny_config
 from backend.data.general_prompts import REPLAY_PROMPTS
+from backend.data.identity_rows import build_identity_rows
 from backend.evaluation.heldout import generate
+from backend.models.chat_templates import apply_for_model
 from backend.models.loading import load_model, load_tokenizer
 from backend.training.dataset import build_datasets
-from backend.training.replay import REPLAY_AUTO_BELOW, replay_applies, replay_count, replay_rows
+from backend.training.estimate import planned_steps
+from backend.training.replay import (
+    REPLAY_AUTO_BELOW,
+    cache_path,
+    cached_replay_count,
+    planned_replay,
+    replay_applies,
+    replay_count,
+    replay_rows,
+)
 
 
 def test_replay_applies_to_small_sft_sets_on_models_with_their_own_template():
@@ -77,6 +90,47 @@ def test_the_plan_names_replay_and_counts_its_rows():
     base = derived_text(msg, tiny_config(replay="auto", replay_share=0.5, val_size=0.1), {"rows": 40},
                         has_template=False)
     assert "train.derived.replay" not in base and "rows=36" in base
+
+
+def test_the_plan_counts_replay_exactly_once_its_cache_holds_the_answers(workspace):
+    """The Plan and planned_steps (dry run, time estimate) count the replay rows the run will mix in,
+    from a real cache file under the worker's own key, by the picking replay_rows does."""
+    from ui.train_summary import dataset_rows, derived_text
+
+    def msg(key, **values):
+        return key + " " + " ".join(f"{k}={v}" for k, v in sorted(values.items()))
+
+    config = RunConfig()  # the starter: identity rows, replay auto, SmolLM2-135M-Instruct
+    folder = workspace.models_dir / config.model_name_or_path
+    tokenizer = load_tokenizer(folder)
+    apply_for_model(tokenizer, config.chat_template, folder)  # as the worker's tokenizer holds it
+    train_rows = split_sizes(len(build_identity_rows()), config.val_size)[0]
+    wanted = replay_count(config, train_rows)
+    before = dataset_rows(config.dataset, workspace, None, config.model_name_or_path)
+    assert "replay_answers" not in before and f"replay={wanted}" in derived_text(msg, config, before)
+
+    cache = cache_path(folder, tokenizer, workspace.datasets_dir)
+    cache.parent.mkdir(parents=True)
+    # Every fourth answer did not end within the token limit: the run leaves those out.
+    cache.write_text("".join(json.dumps({"prompt": p, "answer": None if i % 4 == 0 else f"Answer {i}."}) + "\n"
+                             for i, p in enumerate(REPLAY_PROMPTS)), encoding="utf-8")
+    mixed = replay_rows(folder, tokenizer, workspace.datasets_dir, wanted, config.seed)  # all cached: no generation
+    assert 0 < len(mixed) < wanted
+
+    rows = dataset_rows(config.dataset, workspace, None, config.model_name_or_path)
+    text = derived_text(msg, config, rows)
+    exact = derived_numbers(config, train_rows + len(mixed))["total_steps"]
+    assert "train.derived.replay_cached" in text and f"replay={len(mixed)}" in text and f"total_steps={exact} " in text
+    assert planned_steps(config, workspace) == exact < derived_numbers(config, train_rows + wanted)["total_steps"]
+
+
+def test_an_incomplete_replay_cache_keeps_the_upper_bound():
+    answers = {p: True for p in REPLAY_PROMPTS[:10]}  # the picking reaches prompts the run must answer first
+    assert cached_replay_count(answers, 40, seed=42) is None
+    assert planned_replay(RunConfig(replay_share=0.5), 40, answers) == (40, False)
+    every = {p: i % 2 == 0 for i, p in enumerate(REPLAY_PROMPTS)}
+    assert cached_replay_count(every, 40, seed=42) == 40  # the window widens until 40 usable answers are in
+    assert cached_replay_count(every, 80, seed=42) == len(REPLAY_PROMPTS) // 2
 
 
 def test_a_short_lora_on_the_starter_learns_the_new_name(starter_short_run, starter_model_dir):

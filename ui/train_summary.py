@@ -37,7 +37,7 @@ from backend.models.memory_advice import fit_hint, run_memory
 from backend.models.offline import OFFLINE_MODELS, offline_model_ready
 from backend.models.presets import PRESETS
 from backend.runs.workspace import Workspace
-from backend.training.replay import replay_applies, replay_count
+from backend.training.replay import planned_replay, replay_applies, workspace_answers
 from backend.training.threads import choose_threads
 from ui.grpo_plan import grpo_rows
 from ui.i18n import localize
@@ -82,6 +82,8 @@ def dataset_rows(dataset: str, workspace: Workspace, dataset_name: str | None = 
             return grpo_rows(dataset, workspace, dataset_name, local_model_folder(model, workspace), chat_template)
         rows, has_eval = dataset_size(dataset, workspace, dataset_name)
         out = {"rows": rows, "has_eval": has_eval}
+        if stage == "sft" and (answers := workspace_answers(model, chat_template, workspace)) is not None:
+            out["replay_answers"] = answers  # the replay cache: the Plan counts replay's rows exactly
         if stage != "sft" and dataset not in ("", "demo", "identity"):
             first = next(iter(load_rows(resolve_dataset(dataset, workspace), dataset_name=dataset_name)[0]), {})
             out["pairs"] = "chosen" in first
@@ -103,11 +105,13 @@ def derived_text(msg: Msg, config: RunConfig, rows: dict | None, world_size: int
     train_rows = rows["rows"] if rows.get("has_eval") else split_sizes(rows["rows"], config.val_size)[0]
     if config.stage != "sft":
         return preference_text(msg, config, rows, train_rows, world_size)
-    replay = replay_count(config, train_rows) if replay_applies(config, train_rows, has_template) else 0
+    replay, exact = (planned_replay(config, train_rows, rows.get("replay_answers"))
+                     if replay_applies(config, train_rows, has_template) else (0, False))
     numbers = derived_numbers(config, train_rows + replay, world_size)
     text = msg("train.derived", rows=train_rows + replay, **numbers) + "\n\n" + msg("train.derived.at_most")
     if replay:
-        text += "\n\n" + msg("train.derived.replay", replay=replay, rows=train_rows, setting=config.replay)
+        key = "train.derived.replay_cached" if exact else "train.derived.replay"
+        text += "\n\n" + msg(key, replay=replay, rows=train_rows, setting=config.replay)
     if config.stop_when_learned and numbers["total_steps"] > numbers["steps_per_epoch"] * MIN_EPOCHS:
         probe = min(PROBE_ROWS, train_rows)
         text += "\n\n" + msg("train.derived.learned_stop", first=MIN_EPOCHS, probe=probe, goal=goal_count(probe),

@@ -28,7 +28,7 @@ from backend.models.memory import architecture_for
 from backend.runs.speed_log import matching_records, profile_seconds
 from backend.runs.workspace import Workspace
 from backend.storage.atomic_files import atomic_write_json, read_json
-from backend.training.replay import replay_applies, replay_count
+from backend.training.replay import planned_replay, replay_applies, workspace_answers
 
 RECENT = 5  # the newest measurements of a key that count (the machine's load drifts)
 # Range around the measurements: their own spread, widened by this share. On 2 cores at load 11-15 the
@@ -83,12 +83,14 @@ def total_of(estimates: list[Estimate]) -> dict:
 
 
 def planned_steps(config: RunConfig, workspace: Workspace, world_size: int = 1) -> int:
-    """Optimizer steps as the Plan counts them (rows before the cutoff filter: an upper bound)."""
+    """Optimizer steps as the Plan counts them (rows before the cutoff filter: an upper bound; replay's
+    rows exactly once its cache holds their answers)."""
 
     rows, has_eval = dataset_size(config.dataset, workspace, config.dataset_name)
     train_rows = rows if has_eval else split_sizes(rows, config.val_size)[0]
     if replay_applies(config, train_rows, has_own_chat_template(config.model_name_or_path, workspace.models_dir)):
-        train_rows += replay_count(config, train_rows)
+        answers = workspace_answers(config.model_name_or_path, config.chat_template, workspace)
+        train_rows += planned_replay(config, train_rows, answers)[0]
     return derived_numbers(config, train_rows, world_size)["total_steps"]
 
 

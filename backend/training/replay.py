@@ -28,9 +28,10 @@ from backend.data.general_prompts import REPLAY_PROMPTS
 from backend.data.identity_rows import build_identity_rows
 from backend.learning.entries import warm_base_answers
 from backend.learning.questions import learning_set
+from backend.models.chat_templates import apply_for_model
 from backend.models.fingerprint import model_fingerprint
 from backend.models.greedy import greedy_finished
-from backend.models.loading import load_model, load_tokenizer
+from backend.models.loading import DEMO_MODEL, load_model, load_tokenizer, needs_build, resolve_model_path
 from backend.runs.workspace import Workspace
 from backend.storage.atomic_files import atomic_write_text
 from backend.storage.file_lock import file_lock
@@ -75,16 +76,15 @@ def replay_rows(model_path: str | Path, tokenizer, datasets_dir: Path, count: in
     if count <= 0:
         return []
 
-    cache = Path(datasets_dir) / CACHE_DIR / f"{model_cache_key(model_path, tokenizer)}.jsonl"
-    order = random.Random(seed).sample(range(len(prompts)), len(prompts))
+    cache = cache_path(model_path, tokenizer, datasets_dir)
+    order = _order(seed, len(prompts))
     cache.parent.mkdir(parents=True, exist_ok=True)
     with file_lock(cache.with_suffix(".lock")):  # one generator per model: a second run waits, then reads
         answers = _read_cache(cache)
         picked: list[dict] = []
         cursor = 0
         while len(picked) < count and cursor < len(order):
-            # About a third of the base's answers run past the token limit: ask for half again as many.
-            cursor += max(8, math.ceil((count - len(picked)) * 1.5))
+            cursor = _widened(cursor, len(picked), count)
             missing = [prompts[i] for i in order[:cursor] if prompts[i] not in answers]
             if missing:
                 if not answers:
@@ -95,6 +95,65 @@ def replay_rows(model_path: str | Path, tokenizer, datasets_dir: Path, count: in
             picked = [_row(prompts[i], answers[prompts[i]]) for i in order[:cursor] if answers.get(prompts[i])]
     log.info("replay: %d of the base model's own answers mixed into the training rows", min(count, len(picked)))
     return picked[:count]
+
+
+def cache_path(model_path: str | Path, tokenizer, datasets_dir: Path) -> Path:
+    """The replay cache of this model and chat template (the tokenizer holds the run's template)."""
+    return Path(datasets_dir) / CACHE_DIR / f"{model_cache_key(model_path, tokenizer)}.jsonl"
+
+
+def _order(seed: int, size: int) -> list[int]:
+    return random.Random(seed).sample(range(size), size)
+
+
+def _widened(cursor: int, picked: int, count: int) -> int:
+    # About a third of the base's answers run past the token limit: ask for half again as many.
+    return cursor + max(8, math.ceil((count - picked) * 1.5))
+
+
+def cached_replay_count(answers: dict, count: int, seed: int, prompts: tuple[str, ...] = REPLAY_PROMPTS) -> int | None:
+    """The rows replay_rows(..., count, seed) returns, counted from the cache's `answers` (prompt -> the
+    answer, or anything false for one that did not end) by the same picking, without generating. None
+    when the picking reaches a prompt the cache has no answer for: the run answers it first, and only
+    then is the count known."""
+    order, picked, cursor = _order(seed, len(prompts)), 0, 0
+    while picked < count and cursor < len(order):
+        cursor = _widened(cursor, picked, count)
+        if any(prompts[i] not in answers for i in order[:cursor]):
+            return None
+        picked = sum(1 for i in order[:cursor] if answers.get(prompts[i]))
+    return min(count, picked)
+
+
+def planned_replay(config, train_rows: int, answers: dict | None) -> tuple[int, bool]:
+    """(replay rows the run mixes in, exact): counted from the cache's `answers` when they hold every
+    answer the run's picking reaches; else replay_count, the most it can be."""
+    wanted = replay_count(config, train_rows)
+    counted = cached_replay_count(answers, wanted, config.seed) if answers else None
+    return (wanted, False) if counted is None else (counted, True)
+
+
+def workspace_answers(model: str, chat_template: str, workspace: Workspace) -> dict[str, bool] | None:
+    """cached_answers of a model named as a run names it, when it is on disk and the workspace has a
+    replay cache; None otherwise (nothing is built or converted for a count)."""
+    if not any((workspace.datasets_dir / CACHE_DIR).glob("*.jsonl")):
+        return None
+    try:
+        if needs_build(model, workspace.models_dir):
+            return None
+        folder = Path(resolve_model_path(model or DEMO_MODEL, workspace.models_dir))
+        return cached_answers(folder, chat_template, workspace.datasets_dir) if folder.is_dir() else None
+    except Exception:  # noqa: BLE001 - a wrong name or an unreadable tokenizer: the count stays an upper bound
+        return None
+
+
+def cached_answers(model_path: str | Path, chat_template: str, datasets_dir: Path,
+                   trust_remote_code: bool = False) -> dict[str, bool]:
+    """prompt -> whether its cached answer is usable, from the replay cache a run of this model and
+    `chat_template` reads (read-only: nothing is generated, no lock is taken); {} without a cache."""
+    tokenizer = load_tokenizer(str(model_path), trust_remote_code=trust_remote_code)
+    apply_for_model(tokenizer, chat_template, model_path)  # the worker's key holds the run's template
+    return {prompt: bool(answer) for prompt, answer in _read_cache(cache_path(model_path, tokenizer, datasets_dir)).items()}
 
 
 def _row(prompt: str, answer: str) -> dict:

@@ -112,6 +112,13 @@ TEXT: dict[str, dict[str, str]] = {
                               "回放（{setting}）：把基础模型自己对通用问题的至多 **{replay}** 条回答混入你的 **{rows}** 条数据，"
                               "让模型保留原有能力（每个模型只生成一次并缓存；没有结束的回答不用，所以上面的步数是上限）。"
                               "把 replay 设为 off 则只用你的数据训练。"),
+    "train.derived.replay_cached": _("Replay ({setting}): **{replay}** of the base model's own answers to general "
+                                     "prompts are mixed into your **{rows}** rows, so the model keeps what it knew "
+                                     "(counted from this model's cache of answers, as the run will pick them). Set "
+                                     "replay to off to train on your rows alone.",
+                                     "回放（{setting}）：把基础模型自己对通用问题的 **{replay}** 条回答混入你的 **{rows}** 条数据，"
+                                     "让模型保留原有能力（按该模型已缓存的回答计数，与运行时的挑选一致）。"
+                                     "把 replay 设为 off 则只用你的数据训练。"),
     "train.derived.learned_stop": _(
         "Stops once it knows your rows: from epoch {first} on, at each epoch's end the model answers **{probe}** of "
         "your training rows; when {goal} of them are right and end, the run stops there, so the {epochs:g} epochs above "
