@@ -823,6 +823,8 @@ CATALOGUE: dict[str, str] = {
     'estimate.probe': 'About {mid} ({low} to {high}) of training: {steps} steps at {per_step} s a step, as a speed probe of {probe_steps} steps measured at {when}.',
     'estimate.flops': 'Roughly {mid} ({low} to {high}) of training: {steps} steps of about {tokens} tokens at {gflops} GFLOPs a token, on {device} at {rate} TFLOP/s ({rate_kind}) if training gets {share} of it. No run of these settings was measured here yet: Measure speed gives a better figure.',
     'estimate.unavailable': 'No time estimate: {reason}',
+    'estimate.with_note': '{estimate} {note}',
+    'estimate.busy': 'The machine is busy (load {load} on {cpus} cores): the figure is uncertain, so the range is {spread}x wider each way.',
     'estimate.total': '{count} runs: about {mid} ({low} to {high}) of training in all ({sources}).',
     'probe.busy': '{devices} is busy with run {run_id}: a speed probe beside it would slow that run and measure the wrong speed; measure when it has ended.',
     'probe.started': 'Measuring speed: {steps} real steps of this config in a separate process (a few seconds to a minute); the estimate updates when it is done.',

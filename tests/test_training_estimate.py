@@ -4,7 +4,9 @@ summary.json's estimate beside the actual seconds. Real runs on the demo model, 
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 
 import psutil
 import pytest
@@ -17,10 +19,10 @@ from backend.runs.speed_log import matching_records, profile_seconds
 from backend.runs.workspace import Workspace
 from backend.storage.atomic_files import read_json
 from backend.train import main as train_main
-from backend.training.estimate import estimate_run_seconds
+from backend.training.estimate import DEVICE_RATE_FILE, estimate_run_seconds
 from ui import estimate_panel, forms
 from ui.context import UIContext
-from ui.i18n import merge_texts
+from ui.i18n import localize, merge_texts
 from ui.tabs import runs, train
 
 pytestmark = pytest.mark.timeout(1800)
@@ -97,6 +99,30 @@ def test_measure_speed_is_refused_while_a_run_holds_the_devices(workspace, devic
                                        *browser_values(tiny_config(devices="cpu"))))
     assert len(said) == 1 and "cpu is busy with run 20260101-000000-busy" in said[0][0]
     assert not (workspace.root / "speed" / "jobs").exists()  # nothing was started
+
+
+def test_a_busy_machine_scales_the_measured_cpu_rate_and_widens_the_range(workspace):
+    """The CPU rate measured at load 0.3 on 2 cores, the estimate made at load 11: the FLOPs guess takes
+    the share of the cores a run gets now (1/6), its range is twice as wide each way and it says the
+    machine is busy. It then holds what such a run took (53 s where the idle figure said 4 s)."""
+    rate = workspace.root / DEVICE_RATE_FILE
+    rate.parent.mkdir(parents=True, exist_ok=True)
+    rate.write_text(json.dumps({socket.gethostname(): {"tflops": 0.05, "load": 0.3}}), encoding="utf-8")
+    config = tiny_config(max_steps=12, devices="cpu")
+    idle = estimate_run_seconds(config, workspace, load=(0.3, 2))
+    busy = estimate_run_seconds(config, workspace, load=(11.0, 2))
+    assert idle.source == busy.source == "flops" and not idle.busy and "busy" not in str(idle.message())
+    assert busy.seconds_mid == pytest.approx(6 * idle.seconds_mid)  # 2 cores shared by 12 runnable processes
+    assert busy.seconds_low <= 53 / 4 * idle.seconds_mid <= busy.seconds_high
+    assert busy.seconds_high / busy.seconds_mid == pytest.approx(2 * idle.seconds_high / idle.seconds_mid)
+    said = str(busy.message())
+    assert said.startswith("Roughly") and "The machine is busy (load 11.0 on 2 cores): the figure is uncertain" in said
+    assert "本机正忙（2 个核心上负载 11.0）" in localize(busy.message(), "zh")
+    # A rate kept without the load it was measured at is measured again, and kept with it.
+    rate.write_text(json.dumps({socket.gethostname(): 123.0}), encoding="utf-8")
+    estimate_run_seconds(config, workspace, load=(0.3, 2))
+    kept = read_json(rate)[socket.gethostname()]
+    assert kept["tflops"] != 123.0 and isinstance(kept["load"], float)
 
 
 def test_dry_run_prints_steps_and_estimate_and_starts_nothing(workspace, capsys):

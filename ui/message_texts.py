@@ -699,6 +699,8 @@ ZH: dict[str, str] = {
     'estimate.probe': '训练约 {mid}（{low} 至 {high}）：{steps} 步，每步 {per_step} 秒，依据 {when} 的 {probe_steps} 步测速实测。',
     'estimate.flops': '训练粗略约 {mid}（{low} 至 {high}）：{steps} 步，每步约 {tokens} 个 token，每个 token {gflops} GFLOPs，在 {device} 上按 {rate} TFLOP/s（{rate_kind}）的 {share} 计算。本机尚未实测过这些设置：点击“测速”可得到更准的数字。',
     'estimate.unavailable': '无法估算时间：{reason}',
+    'estimate.with_note': '{estimate}{note}',
+    'estimate.busy': '本机正忙（{cpus} 个核心上负载 {load}）：这个数字不确定，因此范围向两侧各放宽 {spread} 倍。',
     'estimate.total': '{count} 次运行：训练共约 {mid}（{low} 至 {high}）（{sources}）。',
     'probe.busy': '{devices} 正被运行 {run_id} 占用：在它旁边测速会拖慢该运行，且测得的速度不准；请在它结束后再测。',
     'probe.started': '正在测速：在单独的进程中用此配置真实训练 {steps} 步（几秒到一分钟）；完成后估算会更新。',

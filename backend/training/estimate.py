@@ -13,10 +13,11 @@ The seconds are training time after the model has loaded (summary.json's wall_ti
 from __future__ import annotations
 
 import json
+import os
 import socket
 import statistics
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from backend.config import RunConfig, derived_numbers, split_sizes
@@ -29,6 +30,7 @@ from backend.runs.speed_log import matching_records, profile_seconds
 from backend.runs.workspace import Workspace
 from backend.storage.atomic_files import atomic_write_json, read_json
 from backend.training.replay import planned_replay, replay_applies, workspace_answers
+from backend.training.threads import usable_cpus
 
 RECENT = 5  # the newest measurements of a key that count (the machine's load drifts)
 # Range around the measurements: their own spread, widened by this share. On 2 cores at load 11-15 the
@@ -43,6 +45,10 @@ LISTED_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40": 181.0, "L4"
 UNKNOWN_GPU_TFLOPS = 100.0
 SAMPLE_ROWS = 64  # rows tokenised to guess the tokens of a step for (c)
 DEVICE_RATE_FILE = "speed/device_rate.json"
+# A CPU with no core free (load + 1 above its cores): the speed moves with the load from minute to minute
+# (0.74x-1.37x at load 11-15 on 2 cores), and the rate measured at one load is only scaled to another,
+# so the range is this much wider each way and the estimate says why.
+BUSY_SPREAD = 2.0
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,7 @@ class Estimate:
     seconds_per_step: float
     steps: int
     detail: dict = field(default_factory=dict)  # what the message says: counts, rates, when
+    busy: dict = field(default_factory=dict)  # a busy CPU: {"load", "cpus", "spread"}, the note's numbers
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -62,7 +69,8 @@ class Estimate:
         spans = {"mid": short_duration(self.seconds_mid), "low": short_duration(self.seconds_low),
                  "high": short_duration(self.seconds_high), "steps": self.steps,
                  "per_step": f"{self.seconds_per_step:.3g}"}
-        return msg(f"estimate.{self.source}", **spans, **self.detail)
+        said = msg(f"estimate.{self.source}", **spans, **self.detail)
+        return msg("estimate.with_note", estimate=said, note=msg("estimate.busy", **self.busy)) if self.busy else said
 
 
 def short_duration(seconds: float) -> str:
@@ -95,17 +103,46 @@ def planned_steps(config: RunConfig, workspace: Workspace, world_size: int = 1) 
 
 
 def estimate_run_seconds(config: RunConfig, workspace: Workspace, total_steps: int | None = None,
-                         devices: list | None = None) -> Estimate:
-    """The run's training time. Raises ValueError (a catalogued message) when not even (c) applies."""
+                         devices: list | None = None, load: tuple[float, int] | None = None) -> Estimate:
+    """The run's training time. Raises ValueError (a catalogued message) when not even (c) applies.
+    `load`: (1-minute load average, usable CPUs) now; None reads this machine's."""
     steps = planned_steps(config, workspace) if total_steps is None else total_steps
+    load = machine_load() if load is None else load
     runs = matching_records(workspace.root, config, source="run")[-RECENT:]
+    probes = [] if runs else matching_records(workspace.root, config, source="probe")[-1:]
     if runs:
-        return _measured(runs, config, steps, "runs", RUNS_SPREAD, {"count": len(runs)})
-    probes = matching_records(workspace.root, config, source="probe")[-1:]
-    if probes:
+        estimate = _measured(runs, config, steps, "runs", RUNS_SPREAD, {"count": len(runs)})
+    elif probes:
         when = time.strftime("%H:%M", time.localtime(probes[0]["time"]))
-        return _measured(probes, config, steps, "probe", PROBE_SPREAD, {"probe_steps": probes[0]["steps"], "when": when})
-    return _from_flops(config, workspace, steps, devices)
+        estimate = _measured(probes, config, steps, "probe", PROBE_SPREAD,
+                             {"probe_steps": probes[0]["steps"], "when": when})
+    else:
+        estimate = _from_flops(config, workspace, steps, devices, load)
+    return busy_range(estimate, *load) if _on_cpu(devices) else estimate
+
+
+def machine_load() -> tuple[float, int]:
+    """(1-minute load average, CPUs this process may use) now."""
+    return os.getloadavg()[0], len(usable_cpus())
+
+
+def cpu_share(load: float, cpus: int) -> float:
+    """The share of its idle speed a CPU-bound process gets at this load: all of it while a core is
+    free for it, else cpus / (load + 1) (the kernel shares the cores among the runnable processes)."""
+    return min(1.0, cpus / (max(0.0, load) + 1.0))
+
+
+def busy_range(estimate: Estimate, load: float, cpus: int) -> Estimate:
+    """On a CPU with no core free, the range BUSY_SPREAD wider each way, with the note that says so."""
+    if cpu_share(load, cpus) >= 1.0:
+        return estimate
+    return replace(estimate, seconds_low=estimate.seconds_low / BUSY_SPREAD,
+                   seconds_high=estimate.seconds_high * BUSY_SPREAD,
+                   busy={"load": f"{load:.1f}", "cpus": cpus, "spread": f"{BUSY_SPREAD:g}"})
+
+
+def _on_cpu(devices: list | None) -> bool:
+    return getattr((devices or [None])[0], "id", "cpu") == "cpu"
 
 
 def _measured(records: list[dict], config: RunConfig, steps: int, source: str, spread: float,
@@ -167,23 +204,29 @@ def _token_lengths(config: RunConfig, workspace: Workspace, texts: list[str]) ->
         return None
 
 
-def device_rate(devices: list | None, workspace: Workspace) -> tuple[str, float, str]:
-    """(device name, TFLOP/s, "measured" | "listed") of the run's first device."""
+def device_rate(devices: list | None, workspace: Workspace,
+                load: tuple[float, int] | None = None) -> tuple[str, float, str]:
+    """(device name, TFLOP/s, "measured" | "listed") of the run's first device; a CPU's measured rate
+    scaled from the load it was measured at to `load` (now, when None)."""
     device = (devices or [None])[0]
     if device is not None and getattr(device, "id", "cpu") != "cpu":
         listed = next((v for k, v in LISTED_TFLOPS.items() if k in device.name), UNKNOWN_GPU_TFLOPS)
         return device.name, listed, "listed"
-    return "CPU", cpu_matmul_tflops(workspace), "measured"
+    load, cpus = machine_load() if load is None else load
+    tflops, measured_at = cpu_matmul_tflops(workspace)
+    return "CPU", tflops * cpu_share(load, cpus) / cpu_share(measured_at, cpus), "measured"
 
 
-def cpu_matmul_tflops(workspace: Workspace) -> float:
-    """fp32 matmul rate of this machine with the threads a worker gets, measured once (about 0.3 s)
-    and kept in the workspace per host name."""
+def cpu_matmul_tflops(workspace: Workspace) -> tuple[float, float]:
+    """(fp32 matmul rate of this machine, the 1-minute load it was measured at), measured once (about
+    0.3 s) and kept in the workspace per host name. A rate kept without its load is measured again:
+    measured on an idle machine and read at load 11 on 2 cores, it made estimates 4-12x too short."""
     path = workspace.root / DEVICE_RATE_FILE
     saved = read_json(path, {}) or {}
     host = socket.gethostname()
-    if isinstance(saved.get(host), (int, float)):
-        return float(saved[host])
+    kept = saved.get(host)
+    if isinstance(kept, dict) and isinstance(kept.get("tflops"), (int, float)) and isinstance(kept.get("load"), (int, float)):
+        return float(kept["tflops"]), float(kept["load"])
     import torch
 
     a, b = torch.randn(512, 512), torch.randn(512, 512)
@@ -193,15 +236,17 @@ def cpu_matmul_tflops(workspace: Workspace) -> float:
         a @ b
         count += 1
     tflops = 2 * 512**3 * count / (time.perf_counter() - started) / 1e12
+    load = os.getloadavg()[0]
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(path, {**saved, host: round(tflops, 5)})
-    return tflops
+    atomic_write_json(path, {**saved, host: {"tflops": round(tflops, 5), "load": round(load, 2)}})
+    return tflops, load
 
 
-def _from_flops(config: RunConfig, workspace: Workspace, steps: int, devices: list | None) -> Estimate:
+def _from_flops(config: RunConfig, workspace: Workspace, steps: int, devices: list | None,
+                load: tuple[float, int] | None = None) -> Estimate:
     flops = training_flops_per_token(config, workspace)
     tokens = tokens_per_row(config, workspace) * config.per_device_train_batch_size * config.gradient_accumulation_steps
-    name, tflops, kind = device_rate(devices, workspace)
+    name, tflops, kind = device_rate(devices, workspace, load)
     low_share, mid_share, high_share = FLOPS_SHARE["cpu" if kind == "measured" else "gpu"]
     seconds = flops * tokens / (tflops * 1e12)  # at the full rate
     return Estimate(seconds_low=seconds / high_share * steps, seconds_mid=seconds / mid_share * steps,
