@@ -10,6 +10,7 @@ import argparse
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 from backend.config_recipes import recipe_config
@@ -22,6 +23,9 @@ AUTH_ENV = "FINETUNE_STUDIO_AUTH"
 # What gradio's upload limit accepts (gradio.utils._parse_file_size): digits, then a unit.
 FILE_SIZE = re.compile(r"^\s*\d+\s*(b|kb|mb|gb|tb)\s*$", re.IGNORECASE)
 NO_DEMO_BUILD_ENV = "FINETUNE_STUDIO_NO_DEMO_BUILD"
+# How long the page may take to answer its first request before the start is given up (seconds): the
+# first page builds the whole UI's config, which took more than gradio's 3 s on a loaded 2-core machine.
+ANSWER_WITHIN_S = 180
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -90,15 +94,51 @@ def main(argv: list[str] | None = None) -> None:
     options = launch_options(demo, workspace, share=args.share, auth=auth, max_file_size=args.max_file_size)
     # Only requests addressed to a name the app listens as, and not sent by another site's page (DNS rebinding, CSRF).
     guard = host_guard(args.host, args.allow_remote or (), share=args.share)
-    demo.queue(default_concurrency_limit=4).launch(server_name=args.host, server_port=args.port,
-                                                   app_kwargs={"middleware": [guard]}, prevent_thread_lock=True,
-                                                   **options)
-    # launch() returns once the page answers. Only then the default model's build starts (torch, a
+    serve(demo, args.host, args.port, [guard], options)
+    # serve() returns once the page answers. Only then the default model's build starts (torch, a
     # conversion, replay answers): started before, it took a core of two from the start-up.
     demo.queue_scheduler.start()  # queued runs start when their devices free up (backend/runs/scheduler.py)
     if not args.no_demo_build:  # the first Start then finds the default model converted or built
         start_default_build(workspace, args.recipe)
     demo.block_thread()
+
+
+def serve(demo, host: str, port: int, middleware: list, options: dict, answer_within_s: float = ANSWER_WITHIN_S) -> str:
+    """Launch `demo` and return its local URL once its page answers; exit 1 with a sentence when it does not
+    within `answer_within_s`. gradio's own check (networking.url_ok: one HEAD of the page, 3 s, then "When
+    localhost is not accessible, a shareable link must be created") failed the start on a busy machine, where
+    the first page takes longer; it is skipped (launch's `_frontend=False` gates only that check) for this one."""
+    demo.queue(default_concurrency_limit=4).launch(server_name=host, server_port=port, app_kwargs={"middleware": middleware},
+                                                   prevent_thread_lock=True, _frontend=False, **options)
+    url = demo.local_url
+    problem = page_problem(url, answer_within_s)
+    if problem is not None:
+        demo.close()
+        print(f"error: {msg('app.not_answering', url=url, seconds=round(answer_within_s), problem=problem)}",
+              file=sys.stderr)
+        raise SystemExit(1)
+    return url
+
+
+def page_problem(url: str, limit_s: float) -> str | None:
+    """None once `url` answers (any HTTP status below 500: the server is there), else what the last try got.
+    Each try may take the time left, so a page that needs 20 s on a loaded machine still counts."""
+    import httpx  # gradio's own HTTP client, imported with it
+
+    deadline, problem = time.monotonic() + limit_s, "no answer"
+    # trust_env=False: a proxy from the environment is not between this process and its own server.
+    with httpx.Client(trust_env=False, verify=False) as client:
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                status = client.head(url, timeout=left).status_code
+            except httpx.HTTPError as error:
+                problem = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+            else:
+                if status < 500:
+                    return None
+                problem = f"HTTP {status}"
+            time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+    return problem
 
 
 def start_default_build(workspace, recipe: str) -> None:

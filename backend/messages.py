@@ -715,6 +715,7 @@ CATALOGUE: dict[str, str] = {
     "host.cross_site": "A page from another site ({origin}) cannot send requests to FineTune Studio: open the app "
                        "at its own address and use it there.",
     "app.port": "--port {port} is not a port: use a number from 1 to 65535 (default 7860).",
+    "app.not_answering": "The app started, but its page {url} did not answer within {seconds} s ({problem}). If this machine is very busy, run it again once the load is lower; if a firewall or another program holds the port, choose another with --port.",
     "config.not_callback": "callbacks: {ref!r} is {kind}, not a TrainerCallback: give 'module:Class' of a "
                            "class that subclasses transformers.TrainerCallback (or remove it from callbacks).",
     "config.not_loss_function": "loss_function: {ref!r} is {kind}, not a function: give 'module:function' of a "

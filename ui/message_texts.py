@@ -599,6 +599,7 @@ ZH: dict[str, str] = {
                     "请用 --allow-remote NAME 启动应用。",
     "host.cross_site": "来自其他网站的页面（{origin}）不能向 FineTune Studio 发送请求：请在应用自己的地址打开并使用它。",
     "app.port": "--port {port} 不是端口：请使用 1 到 65535 之间的数字（默认 7860）。",
+    "app.not_answering": "应用已启动，但其页面 {url} 在 {seconds} 秒内没有响应（{problem}）。如果这台机器非常繁忙，请在负载降低后再次运行；如果防火墙或其他程序占用了该端口，请用 --port 换一个端口。",
     "config.not_callback": "callbacks：{ref!r} 是{kind}，不是 TrainerCallback：请给出继承 transformers.TrainerCallback "
                            "的类，写成 'module:Class'（或把它从 callbacks 中删除）。",
     "config.not_loss_function": "loss_function：{ref!r} 是{kind}，不是函数：请给出 'module:function' 形式的函数 "
