@@ -211,3 +211,38 @@ def test_the_hardware_note_says_how_many_cpu_threads_a_run_takes_now(ctx, monkey
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     assert "**3** CPU thread(s), as OMP_NUM_THREADS says" in train.summary.hardware_text(train._msg(ctx, "en"), cpu)
     assert "thread" not in train.summary.hardware_text(train._msg(ctx, "en"), [H100, *cpu]).split("`auto`")[1]
+
+
+def _hold_the_cpu(ctx) -> str:
+    """A run recorded as running on the CPU under this test's own process: a Start then queues
+    behind it, so nothing launches (and nothing queued here ever starts)."""
+    import os
+    import time
+
+    from backend.runs import processes
+    from backend.runs.files import update_status
+
+    run_id = ctx.store.create(tiny_config(devices="cpu", run_name="holder"))
+    update_status(ctx.store.runs_dir / run_id, state="running", pid=os.getpid(), pgid=os.getpgid(0),
+                  create_time=processes.create_time(os.getpid()), started_at=time.time())
+    return run_id
+
+
+def test_every_page_load_restores_the_form_from_the_saved_settings(ctx):
+    """The components' values are the app start's: a reload showed `identity` and the default names
+    although the settings held others, and Start then trained on those."""
+    from backend.runs import queue
+
+    assert train.restore_form(ctx)[1]["value"] == "identity"  # nothing saved: the recipe's
+    ctx.remember(dataset="mine")  # saved in the Data tab
+    model, dataset, *values = train.restore_form(ctx)
+    assert dataset["value"] == "mine"
+    _hold_the_cpu(ctx)
+    config = tiny_config(devices="cpu", dataset="identity", identity_name="Aster", identity_author="Lab Nine")
+    message, run_id = train.start(ctx, "en", "demo", "identity", *forms.form_values(config))
+    assert run_id and "queued" in message
+    queue.cancel(ctx.store, run_id)
+    model, dataset, *values = train.restore_form(ctx)  # the next page load, in any browser
+    assert model == "demo" and dataset["value"] == "identity"  # Start's dataset wins over Data's older one
+    restored = forms.config_from_values(values, model, dataset["value"])
+    assert (restored.identity_name, restored.identity_author) == ("Aster", "Lab Nine")

@@ -203,6 +203,15 @@ def _msg(ctx: UIContext, lang: str | None):
 # --- handlers ---------------------------------------------------------------
 
 def detect_hardware(ctx: UIContext, lang: str) -> tuple[str, list[dict]]:
+def restore_form(ctx: UIContext) -> list:
+    """(model, dataset, *form values) from the saved settings, for every page load: the components'
+    own values are those of the app's start, so a reload would show them and Start would train on them."""
+    config = forms.form_defaults(ctx)  # the last started config, read fresh
+    dataset = ctx.saved().get("dataset") or config.dataset  # saved in Data, or used by the last Start
+    return [config.model_name_or_path, gr.update(value=dataset, choices=_dataset_choices(ctx)),
+            *forms.form_values(config)]
+
+
     import_heavy_libraries()
 
     devices = detect_devices()
@@ -289,7 +298,8 @@ def start(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> tuple
         run_id = queue.enqueue(ctx.store, config)  # starts now when its devices are free, else waits
     except (ConfigError, RunError) as error:
         return msg("train.msg.invalid", error=localize(error, lang)), None
-    ctx.remember(model=config.model_name_or_path, train=config.to_dict())
+    # The dataset too: the one trained on last wins over one saved in Data before (restore_form).
+    ctx.remember(model=config.model_name_or_path, dataset=config.dataset, train=config.to_dict())
     info = ctx.store.get(run_id)
     if info.state == "failed":  # the worker could not even be started (recorded in its status.json)
         return msg("train.msg.invalid", error=localize(info.error_message or info.error, lang)), run_id
@@ -488,6 +498,7 @@ def _wire(ctx: UIContext, c: dict, form: list) -> None:
     page.load(lambda lang: detect_hardware(ctx, lang), lang, [c["hardware"], c["devices"]], **private).then(
         do_picker, [c["devices"], devices_box], c["gpus"], **private).then(
         do_rows, rows_inputs, c["rows"], **private).then(do_plan, plan_inputs, plan_outputs, **private)
+    page.load(lambda: restore_form(ctx), None, [c["model"], c["dataset"], *form], **private)
     for trigger in (page.load, c["model"].change, lang.change):
         trigger(do_model, [lang, c["model"]], c["model_check"], **private)
 
