@@ -37,6 +37,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--allow-remote", nargs="*", default=None, metavar="NAME",
                         help="allow --host to be an address other computers can reach (use with --auth); the NAMEs "
                              "are the host names browsers use besides --host (requests under any other are refused)")
+    parser.add_argument("--allow-remote-code", action="store_true",
+                        help="with --allow-remote or --share: let people signed in from other computers set what runs "
+                             "code on this machine (trust_remote_code, callbacks, loss_function, reward_functions, "
+                             "benchmark task files); off by default, when only YAML files and commands set them")
     parser.add_argument("--share", action="store_true", help="also publish a public gradio.live link (off by default)")
     parser.add_argument("--auth", default=os.environ.get(AUTH_ENV),
                         help=f"USER:PASS required to sign in (or set {AUTH_ENV})")
@@ -74,6 +78,12 @@ def check_args(args: argparse.Namespace) -> tuple[str, str] | None:
     return auth
 
 
+def accepts_code(args: argparse.Namespace) -> bool:
+    """Whether the browser may set what runs code here: always on this machine alone; an app other
+    computers reach (--allow-remote, --share) only with --allow-remote-code (docs/CONTRACTS.md)."""
+    return (args.allow_remote is None and not args.share) or args.allow_remote_code
+
+
 def refuse(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(2)
@@ -90,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     from ui.shell import build_app, launch_options
 
     workspace = Workspace(root).ensure()
-    demo = build_app(workspace, recipe=args.recipe)
+    demo = build_app(workspace, recipe=args.recipe, accepts_code=accepts_code(args))
     options = launch_options(demo, workspace, share=args.share, auth=auth, max_file_size=args.max_file_size)
     # Only requests addressed to a name the app listens as, and not sent by another site's page (DNS rebinding, CSRF).
     guard = host_guard(args.host, args.allow_remote or (), share=args.share)

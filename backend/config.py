@@ -34,6 +34,7 @@ from backend.config_policy import (
     MUST_MATCH,
     PICKER,
     PREFERENCE,
+    RUNS_CODE,
     SCALE,
     WARN,
     Bounds,
@@ -55,9 +56,11 @@ from backend.scale.guards import check_config
 
 
 def _f(default: Any, help: str, choices: tuple | None = None, *, form: str, trainer: ToTrainer, resume: str,
-       bounds: Bounds | None = None, **kw: Any) -> Any:
+       bounds: Bounds | None = None, runs_code: bool = False, **kw: Any) -> Any:
     """A field with its help, choices and policy (backend/config_policy.py says what each means)."""
     meta = {"help": help, "form": form, "trainer": trainer, "resume": resume}
+    if runs_code:
+        meta[RUNS_CODE] = True
     if choices is not None:
         meta["choices"] = choices
     if bounds is not None:
@@ -118,7 +121,7 @@ class RunConfig:
                                  "format, a GGUF file (converted once), or a hub id.",
         form=PICKER, trainer=APP, resume=MUST_MATCH)
     trust_remote_code: bool = _f(False, "Run Python code shipped with this model, for this run only. Only for models you trust; the app never remembers it for another model or launch.",
-        form="model", trainer=APP, resume=FREE)
+        form="model", trainer=APP, resume=FREE, runs_code=True)
     chat_template: str = _f("auto", "Chat template the rows are rendered with. auto: the model's own; for a base "
                             "model without one, a known template that fits its tokenizer (Gemma's, Llama 3's, "
                             "ChatML), else ChatML with its tokens added (embeddings resized, the new rows trained). "
@@ -274,7 +277,7 @@ class RunConfig:
     reward_functions: list[str] = _f([], "Your own grpo rewards as 'module:function' with TRL's signature "
                                      "f(prompts, completions, **kwargs) -> list[float]; the reference answers "
                                      "come as the `answer` keyword.",
-        form=FILE_ONLY, trainer=PREFERENCE, resume=FREE)
+        form=FILE_ONLY, trainer=PREFERENCE, resume=FREE, runs_code=True)
     reward_weights: list[float] = _f([], "Weights of reward_functions, in their order (empty: 1 each).",
         form=FILE_ONLY, trainer=PREFERENCE, resume=FREE, bounds=ANY_NUMBER)
     use_vllm: bool = _f(False, "TRL use_vllm (grpo): generate the completions with vLLM, colocated on the "
@@ -311,9 +314,9 @@ class RunConfig:
     report_to: str = _f("none", "Also log to TensorBoard (inside the run folder) or Weights & Biases.", REPORT_TO,
         form="advanced", trainer=converted("report_to"), resume=FREE)
     callbacks: list[str] = _f([], "Your own transformers TrainerCallback classes as 'module:Class'.",
-        form=FILE_ONLY, trainer=APP, resume=FREE)
+        form=FILE_ONLY, trainer=APP, resume=FREE, runs_code=True)
     loss_function: str | None = _f(None, "Optional 'module:function' that replaces the loss: fn(outputs, labels, num_items_in_batch) -> tensor.",
-        form=FILE_ONLY, trainer=APP, resume=FREE)
+        form=FILE_ONLY, trainer=APP, resume=FREE, runs_code=True)
     run_name: str | None = _f(None, "A label for the run (the run id is generated).",
         form="advanced", trainer=copied("run_name"), resume=FREE)
     # --- scale-out: sharding, several machines, Ray (backend/scale, docs/SCALE.md) ---
@@ -676,6 +679,9 @@ def import_reference(ref: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as error:
         raise ConfigError(msg("config.import_module", module=module_name, ref=ref, error=error)) from None
+    except (Exception, SystemExit) as error:  # the module's own code failed, or ended the process (sys.exit)
+        raise ConfigError(msg("config.import_module", module=module_name, ref=ref,
+                              error=f"{type(error).__name__}: {error}")) from None
     try:
         return getattr(module, attr)
     except AttributeError:

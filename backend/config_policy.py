@@ -12,6 +12,10 @@ Every field says, where it is declared in backend/config.py:
            TRL's preference config, to the sharding engine, or used by the app.
 * resume:  what a resume with a changed value does: refuse it, warn, or allow it.
 
+A few fields also carry `runs_code`: their value makes this machine run code someone
+chose (`code_fields` below). An app reachable from other computers takes them only from
+the person at this machine (docs/CONTRACTS.md, "Security defaults").
+
 `policy_gaps` names any field that lacks one of these; the import of
 backend.config fails on a gap, and tests/test_config.py checks the rule.
 
@@ -27,7 +31,7 @@ import string
 from dataclasses import dataclass
 from typing import Any, get_type_hints
 
-from backend.messages import CATALOGUE, UserError
+from backend.messages import CATALOGUE, UserError, msg
 
 
 class ConfigError(UserError, ValueError):
@@ -86,6 +90,34 @@ FORM_GROUPS = ("model", "data", "method", "lora", "training", "preference", "adv
 PICKER = "picker"        # the tab's own model / dataset dropdown above the form (presets, saved datasets)
 FILE_ONLY = "file_only"  # YAML and --set only: Python references the form has no widget for
 FORM_PLACES = (*FORM_GROUPS, PICKER, FILE_ONLY)
+
+
+def form_fields(cls: type) -> list[str]:
+    """The fields the Train tab sets (a widget of the form, or its model / dataset picker), in order."""
+    return [f.name for f in dataclasses.fields(cls) if f.metadata.get("form") in (*FORM_GROUPS, PICKER)]
+
+
+# --- code -------------------------------------------------------------------------------------
+# metadata["runs_code"] True: the value names Python this machine imports and calls (callbacks,
+# loss_function, reward_functions), or lets a model's own code run (trust_remote_code).
+RUNS_CODE = "runs_code"
+
+
+def code_fields(cls: type) -> list[str]:
+    return fields_with(cls, RUNS_CODE, True)
+
+
+def code_settings(config: Any) -> list[str]:
+    """The code fields `config` sets (a name, a list of names, or True), in declaration order."""
+    return [name for name in code_fields(type(config)) if getattr(config, name)]
+
+
+def refuse_code_settings(config: Any) -> None:
+    """ConfigError naming the settings of `config` that would run code on this machine: what an app
+    reachable from other computers says to a browser that sets them (none set: nothing happens)."""
+    named = code_settings(config)
+    if named:
+        raise ConfigError(msg("config.code_remote", names=", ".join(named)))
 
 
 # --- the Trainer ------------------------------------------------------------------------------

@@ -96,6 +96,9 @@ CATALOGUE: dict[str, str] = {
     "config.reward_not_function": "reward_functions: {ref!r} is a {kind}, not a function; give 'module:function' with TRL's signature f(prompts, completions, **kwargs) -> list[float].",
     "config.reward_call": "reward_functions: {ref!r} failed when called once on a sample completion ({error}); it should accept f(prompts, completions, **kwargs) (the reference answers come as answer=...) and return a list of floats.",
     "config.reward_result": "reward_functions: {ref!r} returned {got} for {n} completions; it should return a list of {n} floats (None where it cannot score one).",
+    "config.reward_probe_timeout": "reward_functions: the check of {refs} did not finish within {seconds} s (importing the module, then calling the function once on a sample completion); make the module import and score without waiting (no input(), server or download at import), then check again.",
+    "config.reward_probe_ended": "reward_functions: the check of {refs} ended without a result (exit code {code}: {tail}); run `python -c \"import {module}\"` in the app's folder to see why.",
+    "config.code_remote": "{names} would run code on this machine, and this app is open to other computers (--allow-remote or --share): only the person at this machine sets code, in a YAML file started with `python -m backend.train --config FILE`, or by restarting the app with --allow-remote-code. Clear {names} to go on.",
     "config.vllm_stage": "use_vllm generates grpo completions; stage {stage} samples none: turn use_vllm off.",
     "config.vllm_cpu": "use_vllm needs a CUDA GPU (vLLM does not generate on the CPU here); turn it off to train grpo on the CPU, where the model generates the completions itself.",
     "config.grpo_on_pairs": "stage grpo samples its own answers to prompts, but {source} holds preference data ({shape}); give instruction rows or prompts (their answers are the reference), or choose stage dpo / kto for this data.",
@@ -620,6 +623,7 @@ CATALOGUE: dict[str, str] = {
                              "needed), a task YAML file or folder, or an lm-eval task name such as hellaswag.",
     "benchmark.running": "A benchmark of {run} is already running; wait for it to finish.",
     "benchmark.unknown_task": "No benchmark task {name!r}: it is not one of the project's tasks ({alternatives}), "
+    "benchmark.file_remote": "{task} is a task file: lm-eval imports the Python its !function tags name and fills its templates with unsandboxed Jinja, so on an app open to other computers (--allow-remote or --share) only the person at this machine runs task files, with `python -m backend.evaluate --run RUN --benchmark {task}`, or by restarting the app with --allow-remote-code. The project's tasks ({alternatives}) and lm-eval's own tasks by name run here as before.",
                               "not a task file or folder, and lm-evaluation-harness knows no task of that name.{close} "
                               "Give one of those, or the path of your own task YAML file.",
     "benchmark.hub_offline": "Task {name!r} needs its data from the Hugging Face hub, which cannot be reached "
@@ -849,6 +853,7 @@ CATALOGUE: dict[str, str] = {
     'sweep.over_budget': 'The grid has {count} runs, over the budget of {budget} (max_runs): raise max_runs to {count}, or set sample: {budget} (and a seed) to run a random {budget} of them.',
     'sweep.cli_only_new': '--sweep queues new runs made from the config; it cannot be used with {flag}.',
     'sweep.queued': 'Sweep {sweep_id}: {count} runs queued. {total}',
+    'sweep.not_swept': "The sweep varies {name!r}, which a sweep leaves to its base: it varies the Train form's settings that run no code, and {name} is set once for all its runs (in the Train form or the --config file).",
     # --- a word when a run ends: the workspace's webhook (backend/runs/notify.py) --------------------
     "notify.url_scheme": "The webhook URL {url!r} is not an http:// or https:// address; paste the whole URL "
                          "ntfy, Slack or Discord gives (such as https://ntfy.sh/your-topic), or leave it empty for none.",

@@ -284,7 +284,7 @@ def _plan(ctx, dataset: str, lang: str = "en", **settings) -> str:
     return derived
 
 
-def test_the_plan_counts_prompts_and_completions_and_says_the_workers_checks(ctx, workspace, tmp_path, monkeypatch):
+def test_the_plan_counts_prompts_and_completions_and_says_the_workers_checks(ctx, workspace):
     sums = _sums(workspace.root / "sums.jsonl")
     rows = train.count_rows(ctx, sums, None, "demo", "auto", "grpo")
     assert rows["rows"] == 16 and all(tokens > 0 and has for tokens, has in rows["prompts"]) and rows["context"]
@@ -314,8 +314,13 @@ def test_the_plan_counts_prompts_and_completions_and_says_the_workers_checks(ctx
     assert _plan(ctx, str(broken)).startswith("Step numbers appear once the dataset can be read. ") and \
         "invalid JSON in row 0" in _plan(ctx, str(broken))
 
-    # The user's own function: checked as the worker checks it, and again after the file is fixed.
-    monkeypatch.syspath_prepend(str(tmp_path))
+
+def test_the_plan_checks_the_users_reward_functions_as_the_worker_does(ctx, workspace, tmp_path, monkeypatch,
+                                                                      starts_processes):
+    # Checked as the worker checks them, in a child process (which finds the module on PYTHONPATH, as the
+    # worker would), and again after the file is fixed.
+    sums = _sums(workspace.root / "sums.jsonl")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     module = tmp_path / "plan_rewards.py"
     module.write_text("def polite(completion):\n    return [1.0]\n", encoding="utf-8")
     plan = _plan(ctx, sums, reward_functions=["plan_rewards:polite"])

@@ -100,7 +100,8 @@ def start(ctx: UIContext, lang, current, checkpoints, bundled, other, limit, cha
     tasks = [*(bundled or []), *str(other or "").replace(",", " ").split()]
     try:
         pid = start_benchmarks(ctx.workspace.runs_dir / current, tasks, list(checkpoints or []),
-                               int(limit or 0) or None, bool(chat_template), list(local or []))
+                               int(limit or 0) or None, bool(chat_template), list(local or []),
+                               task_files=ctx.accepts_code)
     except BenchmarkError as error:
         return ctx.msg(lang, "bench.msg_error", error=localize(error, lang))
     ctx.remember(run_id=current)

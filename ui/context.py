@@ -33,6 +33,12 @@ Services (one per app, shared by every tab; tests pass their own or get one):
   ctx.data_sessions  DataSessions: the files open in the Data tab with their
               rows, by the token in each browser's state.
 
+Code from the browser: `ctx.accepts_code` is False when the app is open to other computers
+(--allow-remote, --share) and was not started with --allow-remote-code. Then a handler that
+turns the browser's values into a run calls `ctx.check_code_settings(config)`, which refuses
+the settings that would run code on this machine (backend/config_policy.py, code_fields) with a
+sentence, and task files are refused as benchmarks (docs/CONTRACTS.md, "Security defaults").
+
 Last used settings: `ctx.saved()` returns the workspace's settings.json as a
 dict (read fresh, so use it inside a handler or `demo.load`), and
 `ctx.remember(key=value, ...)` merges values into it (None removes a key).
@@ -50,6 +56,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from backend.config_policy import refuse_code_settings
 from backend.runs.store import RunStore
 from backend.runs.workspace import Workspace
 from ui.data_session import DataSessions
@@ -69,10 +76,19 @@ class UIContext:
     recipe: str = "starter"  # the Train form's defaults before anything was saved (backend/config_recipes.py)
     # The files open in the Data tab, read once and kept between its events (ui/data_session.py).
     data_sessions: DataSessions = field(default_factory=DataSessions)
+    # Whether the browser may set what runs code here: False on an app open to other computers
+    # unless it was started with --allow-remote-code (app.py).
+    accepts_code: bool = True
 
     def __post_init__(self) -> None:
         if self.store is None:
             self.store = RunStore(self.workspace)
+
+    def check_code_settings(self, config: Any) -> None:
+        """ConfigError when the browser set code (trust_remote_code, callbacks, loss_function,
+        reward_functions) and this app does not take code from a browser."""
+        if not self.accepts_code:
+            refuse_code_settings(config)
 
     def saved(self) -> dict[str, Any]:
         return load_settings(self.workspace)

@@ -11,22 +11,18 @@ user's reward functions imported and called once on a sample completion
 
 from __future__ import annotations
 
-import importlib
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 
 from backend.config import derived_numbers
 from backend.config_policy import ConfigError
 from backend.data.errors import DataError
 from backend.data.pair_rows import worker_tokenizer
 from backend.data.resolve import split_rows
-from backend.messages import msg as message
 from backend.models.loading import model_context_length
 from backend.runs.workspace import Workspace
 from backend.training.grpo_data import measure_prompts, prompt_findings
-from backend.training.rewards import check_user_functions
+from backend.training.reward_probe import check_apart
 from ui.i18n import localize
 
 Msg = Callable[..., str]
@@ -101,27 +97,13 @@ def plan_text(msg: Msg, config, rows: dict | None, world_size: int, lang: str | 
 
 
 def functions_lines(msg: Msg, config, lang: str | None) -> list[str]:
-    """The worker's check of the user's reward functions, run here so the Plan says it before Start."""
+    """The worker's check of the user's reward functions, said in the Plan before Start. It imports
+    and calls the user's code, so it runs in a child process (backend.training.reward_probe), never here."""
 
-    for ref in config.reward_functions:
-        module = ref.partition(":")[0]
-        try:
-            _fresh(module)
-            check_user_functions(SimpleNamespace(reward_functions=[ref]))  # all it reads of the config
-        except ConfigError as error:
-            return [f"❌ {localize(error, lang)}"]
-        except Exception as error:  # noqa: BLE001 - the user's module failed to run (e.g. a SyntaxError)
-            return ["❌ " + localize(message("config.import_module", module=module, ref=ref,
-                                             error=f"{type(error).__name__}: {error}"), lang)]
     if not config.reward_functions:
         return []
+    try:
+        check_apart(list(config.reward_functions))
+    except ConfigError as error:
+        return [f"❌ {localize(error, lang)}"]
     return [msg("train.grpo.functions_ok", names=", ".join(f"`{ref}`" for ref in config.reward_functions))]
-
-
-def _fresh(module_name: str) -> None:
-    """Re-run a module of the user's own that an earlier Plan imported, so an edit made since is what
-    is checked (the worker imports it afresh at Start); installed packages are left alone."""
-    module = sys.modules.get(module_name)
-    path = str(getattr(module, "__file__", None) or "")
-    if module is not None and path and not path.startswith((sys.prefix, sys.base_prefix)):
-        importlib.reload(module)

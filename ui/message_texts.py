@@ -73,6 +73,9 @@ ZH: dict[str, str] = {
     "config.reward_not_function": "reward_functions：{ref!r} 是 {kind}，不是函数；请给出符合 TRL 签名 f(prompts, completions, **kwargs) -> list[float] 的 'module:function'。",
     "config.reward_call": "reward_functions：{ref!r} 在示例回答上试调用一次时失败（{error}）；它应接受 f(prompts, completions, **kwargs)（参考答案以 answer=... 传入）并返回浮点数列表。",
     "config.reward_result": "reward_functions：{ref!r} 对 {n} 个回答返回了 {got}；它应返回 {n} 个浮点数的列表（无法评分的回答为 None）。",
+    "config.reward_probe_timeout": "reward_functions：对 {refs} 的检查在 {seconds} 秒内没有完成（先导入模块，再在示例回答上调用一次函数）；请让模块导入和打分时不必等待（导入时不要 input()、启动服务或下载），然后再检查。",
+    "config.reward_probe_ended": "reward_functions：对 {refs} 的检查没有得到结果就结束了（退出码 {code}：{tail}）；请在应用所在文件夹运行 `python -c \"import {module}\"` 查看原因。",
+    "config.code_remote": "{names} 会在本机运行代码，而此应用向其他计算机开放（--allow-remote 或 --share）：只有本机前的人才能设置代码，可写在 YAML 文件中用 `python -m backend.train --config FILE` 启动，或用 --allow-remote-code 重新启动应用。清空 {names} 后即可继续。",
     "config.vllm_stage": "use_vllm 用于生成 grpo 的回答；{stage} 阶段不采样回答：请关闭 use_vllm。",
     "config.vllm_cpu": "use_vllm 需要 CUDA GPU（这里 vLLM 不能在 CPU 上生成）；在 CPU 上训练 grpo 请关闭它，由模型自己生成回答。",
     "config.grpo_on_pairs": "grpo 阶段对提示自己采样回答，但 {source} 是偏好数据（{shape}）；请提供指令数据或提示（其答案作为参考答案），或为这份数据选择 dpo / kto 阶段。",
@@ -445,6 +448,7 @@ ZH: dict[str, str] = {
                              "或 lm-eval 的任务名（例如 hellaswag）。",
     "benchmark.running": "{run} 的基准测试正在运行；请等它结束。",
     "benchmark.unknown_task": "没有基准任务 {name!r}：它不是项目自带的任务（{alternatives}），不是任务文件或文件夹，"
+    "benchmark.file_remote": "{task} 是任务文件：lm-eval 会导入其 !function 标签指定的 Python 代码，并用不受沙箱限制的 Jinja 填充模板，因此在向其他计算机开放的应用上（--allow-remote 或 --share），只有本机前的人才能运行任务文件：用 `python -m backend.evaluate --run RUN --benchmark {task}`，或用 --allow-remote-code 重新启动应用。项目自带的任务（{alternatives}）和按名称指定的 lm-eval 任务照常在这里运行。",
                               "lm-evaluation-harness 也没有这个名字的任务。{close}请给出其中一种，或你自己的任务 YAML 文件路径。",
     "benchmark.hub_offline": "任务 {name!r} 的数据需要从 Hugging Face hub 下载，但 hub 无法连接（{why}），本地缓存里也没有。"
                              "请改用本地任务：{alternatives}，或你自己的任务文件（dataset_path: json 加 dataset_kwargs.data_files）。",
@@ -725,6 +729,7 @@ ZH: dict[str, str] = {
     'sweep.over_budget': '网格共有 {count} 次运行，超过了预算 {budget}（max_runs）：请把 max_runs 提高到 {count}，或设置 sample: {budget}（并给出 seed）随机运行其中 {budget} 次。',
     'sweep.cli_only_new': '--sweep 会用配置新建运行并排队；不能与 {flag} 一起使用。',
     'sweep.queued': '扫描 {sweep_id}：已排队 {count} 次运行。{total}',
+    'sweep.not_swept': '扫描要变化的 {name!r} 由扫描的基础配置决定：扫描只变化“训练”表单中不运行代码的设置，{name} 对扫描的所有运行只设置一次（在“训练”表单或 --config 文件中）。',
     # --- 运行结束时的通知：工作区的 webhook -------------------------------------------------------
     "notify.url_scheme": "webhook 地址 {url!r} 不是 http:// 或 https:// 地址；请粘贴 ntfy、Slack 或 Discord "
                          "给出的完整地址（例如 https://ntfy.sh/your-topic），或留空表示不用 webhook。",

@@ -57,8 +57,9 @@ footer { opacity: 0.6; }
 """
 
 
-def build_app(workspace: Workspace, recipe: str = "starter") -> gr.Blocks:
-    """The whole UI for `workspace` (not launched)."""
+def build_app(workspace: Workspace, recipe: str = "starter", accepts_code: bool = True) -> gr.Blocks:
+    """The whole UI for `workspace` (not launched); `accepts_code` False: the browser may not set what
+    runs code on this machine (UIContext.accepts_code)."""
     modules = TABS
     texts = merge_texts(TEXT, run_notice.TEXT, *(getattr(m, "TEXT", {}) for m in modules.values()))
     i18n = build_i18n(texts)
@@ -74,7 +75,7 @@ def build_app(workspace: Workspace, recipe: str = "starter") -> gr.Blocks:
                 scale=0,
             )
         ctx = UIContext(workspace=workspace, texts=texts, i18n=i18n, lang=lang, store=RunStore(workspace),
-                        recipe=recipe)
+                        recipe=recipe, accepts_code=accepts_code)
         ctx.shared["dataset"] = gr.State(saved.get("dataset"))
         ctx.shared["run_id"] = gr.State(saved.get("run_id"))
         # A RunConfig as a dict that Chat's "Train on these votes" hands to the Train form.

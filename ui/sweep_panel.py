@@ -67,6 +67,7 @@ def plan_sweep(ctx: UIContext, lang: str, model: str, dataset: str, sweep_values
     """(sweep, base config, run configs, estimates); raises ConfigError / SweepError with the sentence."""
 
     base = forms.config_from_values(list(form_values), model, dataset)
+    ctx.check_code_settings(base)  # every run of the sweep would carry it
     sweep = parse_sweep(sweep_data(*_split(sweep_values)))
     configs = planned_configs(sweep, base)
     return sweep, base, configs, run_estimates(configs, ctx.workspace)

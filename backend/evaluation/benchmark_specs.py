@@ -52,15 +52,34 @@ def local_alternatives() -> str:
     return ", ".join(BUNDLED)
 
 
+def requested_items(requested: list[str]) -> list[str]:
+    """The task names and paths of a request (space- or comma-separated), each once, in order."""
+    return list(dict.fromkeys(part for text in requested for part in text.replace(",", " ").split()))
+
+
+def names_a_file(item: str) -> bool:
+    """Whether a requested item is a task file or folder (else a bundled task or one of lm-eval's)."""
+    return item not in BUNDLED and (item.endswith((".yaml", ".yml")) or os.sep in item or Path(item).exists())
+
+
+def refuse_task_files(requested: list[str]) -> None:
+    """BenchmarkError for a request that names a task file or folder, before any file is read: lm-eval
+    imports the Python a task file's `!function` tags (and `class:`) name, and fills its templates with
+    Jinja that is not sandboxed, so a task file is code. What an app open to other computers says."""
+    files = [item for item in requested_items(requested) if names_a_file(item)]
+    if files:
+        raise BenchmarkError(msg("benchmark.file_remote", task=files[0], alternatives=local_alternatives()))
+
+
 def resolve_specs(requested: list[str], workspace_root: Path) -> tuple[list[TaskSpec], list[str]]:
     """(local task specs, names left for lm-eval's own index). Bundled names and files are checked here."""
     bundled_root = ensure_bundled_tasks(workspace_root)
     local, others = [], []
-    for item in dict.fromkeys(part for text in requested for part in text.replace(",", " ").split()):
+    for item in requested_items(requested):
         if item in BUNDLED:
             task_file = bundled_root / item / f"{item}.yaml"
             local.append(TaskSpec(item, BUNDLED_SOURCE, str(task_file), str(task_file)))
-        elif item.endswith((".yaml", ".yml")) or os.sep in item or Path(item).exists():
+        elif names_a_file(item):
             local += _file_specs(Path(item).expanduser())
         else:
             others.append(item)

@@ -46,6 +46,7 @@ from backend.evaluation.benchmark_specs import (
     hub_specs,
     hub_unreachable,
     local_alternatives,
+    refuse_task_files,
     resolve_specs,
 )
 from backend.evaluation.benchmark_tasks import PRIMARY_METRIC
@@ -330,9 +331,11 @@ def benchmark_progress_path(run_dir: Path) -> Path:
 
 
 def start_benchmarks(run_dir: Path, tasks: list[str], checkpoints: list[str], limit: int | None = None,
-                     chat_template: bool = True, local_models: list[str] | None = None) -> int:
+                     chat_template: bool = True, local_models: list[str] | None = None, task_files: bool = True) -> int:
     """Launch `python -m backend.evaluate --benchmark ...` detached; refuses while one runs for this run.
-    `local_models`: paths of models on this machine benchmarked beside the checkpoints."""
+    `local_models`: paths of models on this machine benchmarked beside the checkpoints. `task_files`
+    False: a task given as a file or folder is refused (its Python and templates run: an app open to
+    other computers runs only the project's tasks and lm-eval's own)."""
     run_dir = Path(run_dir)
     if read_progress(benchmark_progress_path(run_dir)).get("state") == RUNNING:
         raise BenchmarkError(msg("benchmark.running", run=run_dir.name))
@@ -341,6 +344,8 @@ def start_benchmarks(run_dir: Path, tasks: list[str], checkpoints: list[str], li
         raise BenchmarkError(msg("evaluate.choose"))
     if not any(t.strip() for t in tasks):
         raise BenchmarkError(msg("benchmark.choose_task", alternatives=local_alternatives()))
+    if not task_files:
+        refuse_task_files(tasks)  # before a file is read
     resolve_specs(tasks, Workspace.for_run_dir(run_dir).root)  # a task file's missing field is said at once
     args = ["--run", str(run_dir), "--benchmark", *tasks]
     args += ["--checkpoint", *checkpoints] if checkpoints else []

@@ -17,7 +17,6 @@ queued, so a refused value is said with RunConfig's own sentence and nothing sta
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import math
 import random
@@ -27,7 +26,7 @@ from pathlib import Path
 import yaml
 
 from backend.config import RunConfig
-from backend.config_policy import ConfigError
+from backend.config_policy import ConfigError, code_fields, form_fields
 from backend.messages import UserError, message_of, msg
 
 KEYS = ("grid", "runs", "target", "direction", "max_runs", "sample", "seed")
@@ -39,7 +38,10 @@ TARGETS = {"eval_loss": True, "train_loss": True, "perplexity": True, "bleu": Fa
            "rouge2": False, "rougeL": False, "exact_match": False, "preference_accuracy": False,
            "mean_margin": False, "logp_accuracy": False,
            "judge_win_rate": False}  # the run's newest pairwise judgement (backend/judge/judgement_file.py)
-FIELDS = tuple(f.name for f in dataclasses.fields(RunConfig))
+# What a sweep may vary: exactly the settings the Train tab offers (its form and its model / dataset
+# pickers), less those that run code (trust_remote_code): a sweep compares settings, never code.
+# The runs take the rest from the base, YAML-only fields (callbacks, reward_functions ...) included.
+FIELDS = tuple(name for name in form_fields(RunConfig) if name not in code_fields(RunConfig))
 
 
 class SweepError(UserError, ValueError):
@@ -155,6 +157,8 @@ def _grid(data: dict) -> tuple[list[str], _Pick]:
 
 def _check_fields(fields: list[str]) -> None:
     for name in fields:
+        if name in RunConfig.__dataclass_fields__ and name not in FIELDS:
+            raise SweepError(msg("sweep.not_swept", name=name))
         if name not in FIELDS:
             close = difflib.get_close_matches(str(name), FIELDS, n=1)
             raise SweepError(msg("sweep.unknown_field_close", name=name, close=close[0]) if close

@@ -274,6 +274,7 @@ def plan(ctx: UIContext, lang: str, model: str, dataset: str, rows: dict, device
     try:
         config = forms.config_from_values(list(values), model, dataset)
         config.check_packages()  # e.g. wandb chosen but not installed: say how to install it now
+        ctx.check_code_settings(config)  # before the Plan imports a reward function
     except ConfigError as error:
         return msg("train.msg.invalid", error=localize(error, lang)), ""
     found = summary.devices_from_state(devices)
@@ -295,6 +296,7 @@ def start(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> tuple
     try:
         config = forms.config_from_values(list(values), model, dataset)
         summary.check_template(config, ctx.workspace)  # the worker would refuse it the same way (exit 2)
+        ctx.check_code_settings(config)  # an app open to other computers takes code from this machine only
         run_id = queue.enqueue(ctx.store, config)  # starts now when its devices are free, else waits
     except (ConfigError, RunError) as error:
         return msg("train.msg.invalid", error=localize(error, lang)), None
