@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -34,10 +35,11 @@ def test_launched_app_serves_the_page_before_importing_torch(tmp_path):
 
 
 @pytest.mark.usefixtures("starts_processes")
-def test_the_default_model_builds_once_the_page_answers_below_the_apps_priority(tmp_path):
+def test_the_default_model_builds_once_the_page_answers_below_the_apps_priority_and_ends_with_the_app(tmp_path):
     """A new workspace's background build (demo-tiny's demo model here) starts only after the page
     answers, at a lower CPU priority than the app: started before the UI was built, it took a core
-    of two from the start-up."""
+    of two from the start-up. Closing the app ends it (it has a session of its own, so the app's
+    signal never reaches it: it went on for minutes)."""
     env = app_env()
     env.pop("FINETUNE_STUDIO_NO_DEMO_BUILD")
     app = AppProcess(tmp_path / "ws", env=env)
@@ -55,10 +57,41 @@ def test_the_default_model_builds_once_the_page_answers_below_the_apps_priority(
         build = wait_for(the_build, "the background build", every_s=0.02)
         assert http_status(app.url) == 200, "the build started before the page answered"
         assert build.nice() > ui.nice()
+        app.stop()
+        wait_for(lambda: _gone(build), "the background build to end with the app")
+        build_log = (tmp_path / "ws" / "models" / ".model-build.log").read_text()
+        assert f"background build stopped: the app that started it (pid {ui.pid}) has ended" in build_log
+        assert not list((tmp_path / "ws" / "models").glob(".demo-build-*"))  # its staging folder removed
     finally:
-        if build is not None:   # its own session: the app's end does not end it
+        if build is not None and not _gone(build):
             build.kill()
         app.stop()
+
+
+@pytest.mark.usefixtures("starts_processes")
+def test_the_background_build_ends_when_its_workspace_is_removed(tmp_path):
+    from backend.training.model_stage import start_background_build
+
+    models = tmp_path / "ws" / "models"
+    process = start_background_build(models, "demo")  # owned by this test process, which stays
+    try:
+        wait_for(lambda: (models / ".model-build.log").stat().st_size or process.poll() is not None,
+                 "the build's first line")
+        log = (models / ".model-build.log").open()  # kept open: the file goes with its folder
+        shutil.rmtree(tmp_path / "ws")
+        assert process.wait(timeout=120) is not None
+        assert f"background build stopped: its models folder {models} was removed" in log.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+def _gone(process: psutil.Process) -> bool:
+    """Ended (a zombie nobody reaps counts: the test's container may lack an init that reaps)."""
+    try:
+        return not process.is_running() or process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 def test_settings_round_trip(tmp_path):

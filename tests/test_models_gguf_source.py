@@ -10,6 +10,8 @@ import logging
 import struct
 import subprocess
 import sys
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -235,3 +237,38 @@ def test_two_gguf_files_of_one_name_convert_into_two_folders(tmp_path):
     assert gguf_folder(first, models) == models / "model"  # its own conversion: reused
     other = gguf_folder(second, models)
     assert other != models / "model" and other.name.startswith("model-")  # the first one stays
+
+
+def test_a_refused_conversion_leaves_no_lock_file_in_models(tmp_path):
+    """A file whose header passes but that transformers cannot read: refused inside the conversion's lock,
+    which left models/.NAME.lock behind (and one per refused file)."""
+    source = _write_gguf(tmp_path / "no-tokenizer.gguf")  # llama, one tensor, no vocabulary
+    models = tmp_path / "models"
+    with pytest.raises(ModelLoadError) as refused:
+        resolve_model_path(str(source), models)
+    assert str(source) in str(refused.value)
+    assert sorted(p.name for p in models.iterdir()) == [], "left in models/"
+
+
+def test_a_lock_removed_by_its_holder_still_keeps_its_takers_apart(tmp_path):
+    """file_lock(remove=True) unlinks the file while held; a taker that waited on the old file must lock the
+    new one, or two holders would be inside at once."""
+    from backend.storage.file_lock import file_lock
+
+    path, inside, overlaps = tmp_path / ".x.lock", [], []
+
+    def take(n: int) -> None:
+        for _ in range(n):
+            with file_lock(path, remove=True):
+                inside.append(1)
+                if len(inside) > 1:
+                    overlaps.append(len(inside))
+                time.sleep(0.001)
+                inside.pop()
+
+    threads = [threading.Thread(target=take, args=(40,)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert overlaps == [] and not path.exists()

@@ -178,7 +178,8 @@ def ensure_converted(source: Path, target: Path, progress: Callable[[int, int], 
     info = read_gguf_info(source)  # a file that cannot become a model is refused before anything is written
     target.parent.mkdir(parents=True, exist_ok=True)
     _check_disk(target.parent, info)
-    with file_lock(target.parent / f".{target.name}.lock"):
+    # Removed on release: a refused conversion leaves nothing in models/, its lock file included.
+    with file_lock(target.parent / f".{target.name}.lock", remove=True):
         if converted_is_current(target, source):  # another process converted it meanwhile
             return target
         return build_folder(target, f".{target.name}-convert-",
