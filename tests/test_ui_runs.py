@@ -81,8 +81,8 @@ def test_monitor_follows_a_real_run_that_is_killed_then_a_failed_one(ctx):
     fresh = runs.tick(ctx, "en", None, run_id)  # a page refresh: a new session sees the whole history
     assert fresh[WATCH].records == watch.records
     loss, lr, grad, tokens, memory, layers, rewards, accuracy = fresh[FIGS:]
-    # An sft run: the preference charts are empty and say which stages fill them.
-    assert not rewards.data and "Preference stages" in rewards.layout.annotations[0].text
+    # An sft run: no preference charts (hidden rather than drawn empty).
+    assert rewards == accuracy == gr.update(visible=False)
     assert [t.name for t in loss.data] == ["train loss", "train loss (smoothed)", "eval loss"]
     steps = [r["step"] for r in watch.records if r.get("kind") == "train" and "loss" in r]
     assert list(loss.data[0].x) == steps and 2 in list(loss.data[2].x)
@@ -135,3 +135,18 @@ def test_stop_and_resume_buttons_say_why_they_cannot_act(ctx):
     run_id = ctx.store.create(tiny_config(devices="cpu"))
     assert run_actions.stop(ctx, "en", run_id) == f"❌ Run {run_id} is not running (state: queued)."
     assert run_actions.resume(ctx, "en", "../etc").startswith("❌ No run named '../etc'")
+
+
+def test_watch_run_follows_a_run_started_after_the_one_it_shows(ctx):
+    """After Stop of one run and Start of the next, "Watch run" kept returning to the stopped run."""
+    from backend.runs.files import update_status
+
+    stopped = ctx.store.create(tiny_config(devices="cpu", run_name="stopped"))
+    update_status(ctx.store.runs_dir / stopped, state="stopped", ended_at=time.time())
+    _, known, watched = runs.list_runs(ctx, stopped)
+    assert watched == stopped
+    started = ctx.store.create(tiny_config(devices="cpu", run_name="next"))  # queued, as Start leaves it
+    _, ids, watched = runs.list_runs(ctx, stopped, known=known)
+    assert watched == started
+    # Once listed, the user's own pick holds: an older run stays watched.
+    assert runs.list_runs(ctx, stopped, known=ids)[2] == stopped

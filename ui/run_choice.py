@@ -2,7 +2,8 @@
 the workspace's runs by one rule: the runs as the choices, in the order given
 (newest first), and as the value the run shown until now while it still
 exists, else the first of the preferred runs (the Runs tab: the live ones),
-else the newest; None without runs."""
+else the newest; None without runs. The Runs tab also passes the runs it listed
+last: a live run started since then is watched before the one shown."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ from typing import Any
 from backend.runs.files import list_run_ids
 
 
-def chosen_run(ids: Sequence[str], current: str | None, preferred: Sequence[str] = ()) -> str | None:
+def chosen_run(ids: Sequence[str], current: str | None, preferred: Sequence[str] = (),
+               known: Sequence[str] | None = None) -> str | None:
+    """With `known` (the ids the page listed last), a preferred run not among them (one started
+    since: the newest first) comes before the run shown until now."""
+    started = [i for i in preferred if known is not None and i not in known]
+    if started:
+        return started[0]
     if current in ids:
         return current
     return (list(preferred) or list(ids) or [None])[0]

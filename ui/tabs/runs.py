@@ -123,13 +123,15 @@ def _msg(ctx: UIContext, lang: str | None):
 
 # --- handlers ---------------------------------------------------------------
 
-def list_runs(ctx: UIContext, selected: str | None = None) -> tuple[list[list], list[str], str | None]:
-    """(table rows, run ids, run to watch): keeps `selected` when it still exists,
-    else watches the newest live run, else the newest run."""
+def list_runs(ctx: UIContext, selected: str | None = None,
+              known: list[str] | None = None) -> tuple[list[list], list[str], str | None]:
+    """(table rows, run ids, run to watch): a run started since the page listed `known` (so a Start
+    after a Stop is watched, not the stopped run), else `selected` when it still exists, else the
+    newest live run, else the newest run."""
     infos = ctx.store.list()
     ids = [i.run_id for i in infos]
     live = [i.run_id for i in infos if i.state in ("queued", "running")]
-    return run_view.table_rows(infos), ids, chosen_run(ids, selected, live)
+    return run_view.table_rows(infos), ids, chosen_run(ids, selected, live, known)
 
 
 def figures(ctx: UIContext, lang: str | None, records: list[dict]) -> list:
@@ -243,27 +245,34 @@ def _wire(ctx: UIContext, c: dict, plots: list) -> None:
     private = {"api_visibility": "private"}
     lang, shared_run = ctx.lang, ctx.shared.get("run_id")
 
-    def do_list(lang, selected):
-        rows, ids, chosen = list_runs(ctx, selected)
-        return table_value(_msg(ctx, lang), rows), run_dropdown(ids, chosen)[0], gr.update(choices=ids)
+    def do_list(lang, selected, known=None):
+        rows, ids, chosen = list_runs(ctx, selected, known=known)
+        return table_value(_msg(ctx, lang), rows), run_dropdown(ids, chosen)[0], gr.update(choices=ids), ids
 
-    list_outputs = [c["table"], c["select"], c["pick"]]
+    def do_tick(lang, selected, known):
+        table, select, pick, ids = do_list(lang, selected, known)
+        # The same run: the choices alone, so a tick sent before the user picked another run
+        # never puts back the one it was sent with.
+        return table, gr.update(choices=ids) if select["value"] == selected else select, pick, ids
+
+    known = gr.State(None)  # the run ids this page listed last (list_runs)
+    list_outputs = [c["table"], c["select"], c["pick"], known]
     select_source = shared_run if shared_run is not None else c["select"]
     page = gr.context.Context.root_block
     page.load(do_list, [lang, select_source], list_outputs, **private)
-    c["refresh"].click(do_list, [lang, c["select"]], list_outputs, **private)
-    lang.change(do_list, [lang, c["select"]], list_outputs, **private)
+    c["refresh"].click(do_list, [lang, c["select"], known], list_outputs, **private)
+    lang.change(do_list, [lang, c["select"], known], list_outputs, **private)
 
     def pick_row(evt: gr.SelectData):
         row = evt.row_value or []
         return row[0] if row else gr.update()  # the run id column
 
     c["table"].select(pick_row, None, c["select"], **private)
-    gr.Timer(TABLE_TICK_S).tick(do_list, [lang, c["select"]], list_outputs, show_progress="hidden", **private)
+    gr.Timer(TABLE_TICK_S).tick(do_tick, [lang, c["select"], known], list_outputs, show_progress="hidden", **private)
     if shared_run is not None:
         c["select"].change(lambda r: r, c["select"], shared_run, **private)
         # A run started in Train shows up here selected.
-        shared_run.change(do_list, [lang, shared_run], list_outputs, **private)
+        shared_run.change(do_list, [lang, shared_run, known], list_outputs, **private)
 
         def remember(run_id):
             ctx.remember(run_id=run_id)  # the next launch opens on this run
