@@ -1,7 +1,7 @@
 """What runs code on this machine is the local user's (docs/CONTRACTS.md, "Security defaults").
 
 An app open to other computers (--allow-remote, --share) without --allow-remote-code refuses, with
-a sentence and before anything is imported or queued, the settings that name code (RunConfig's
+a sentence and before anything is imported, queued or probed, the settings that name code (RunConfig's
 `runs_code` fields) and benchmark task files. The Plan's check of the user's reward functions runs
 in a child process, so their module never runs in the app. A sweep varies exactly the Train form's
 settings that run no code. The handlers are called as a browser calls them; the user's module is a
@@ -18,7 +18,7 @@ from backend.config_policy import code_fields, code_settings
 from backend.config_recipes import tiny_config
 from backend.evaluation.benchmark_specs import refuse_task_files
 from backend.sweeps.grid import FIELDS, SweepError, parse_sweep
-from ui import benchmark_panel, forms, sweep_panel
+from ui import benchmark_panel, estimate_panel, forms, sweep_panel
 from ui.context import UIContext
 from ui.i18n import merge_texts
 from ui.tabs import evaluate, runs, train
@@ -64,7 +64,8 @@ def test_a_remote_app_refuses_a_reward_function_with_a_sentence_and_never_import
     ref, mark = _marking_module(tmp_path, monkeypatch)
     remote = _ctx(workspace, accepts_code=False)
     for handler in (_plan, lambda ctx, values: train.start(ctx, "en", "demo", "demo", *values)[0],
-                    lambda ctx, values: sweep_panel.check(ctx, "en", "demo", "demo", *NO_SWEEP, *values)):
+                    lambda ctx, values: sweep_panel.check(ctx, "en", "demo", "demo", *NO_SWEEP, *values),
+                    lambda ctx, values: next(estimate_panel.measure(ctx, "en", "demo", "demo", None, *values))[0]):
         for refs in ([ref], ["this:x"]):
             said = handler(remote, _grpo_values(reward_functions=refs))
             assert "reward_functions would run code on this machine" in said and "--allow-remote-code" in said, said

@@ -84,6 +84,7 @@ def measure(ctx: UIContext, lang: str, model: str, dataset: str, devices: list[d
 
     try:
         config = forms.config_from_values(list(values), model, dataset)
+        ctx.check_code_settings(config)  # the probe trains a few steps: it would run the code
         refusal = busy_text(ctx, lang, config, devices)
     except (ConfigError, RunError, ValueError) as error:
         yield ctx.msg(lang, "train.msg.invalid", error=localize(error, lang)), gr.update()
