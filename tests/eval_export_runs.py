@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from backend.config_recipes import tiny_config
-from backend.runs.files import append_metrics, mark_complete
+from backend.runs.files import append_metrics, list_checkpoints, mark_complete
 from backend.runs.workspace import Workspace
 from backend.storage.file_lock import file_lock
 
@@ -190,3 +191,16 @@ def evaluate_tab_context(folder: Path, demo_model_dir: Path):
     link_demo_model(workspace, demo_model_dir)
     cached_run(workspace, demo_model_dir, "lora", "run-a")
     return UIContext(workspace=workspace, texts=merge_texts(evaluate.TEXT), i18n=None)
+
+
+def hold_back_the_end(run_dir: Path, aside: Path) -> Callable[[], None]:
+    """Move the run's files after its first checkpoint (the later checkpoints, final/, summary.json)
+    into `aside`, as the run was when a page opened mid-run; the returned call puts them back (the
+    run went on and ended)."""
+    first = list_checkpoints(run_dir)[0].name
+    later = [p for p in Path(run_dir).iterdir()
+             if (p.name.startswith("checkpoint-") and p.name != first) or p.name in ("final", "summary.json")]
+    aside.mkdir(parents=True, exist_ok=True)
+    for path in later:
+        path.rename(aside / path.name)
+    return lambda: [(aside / path.name).rename(path) for path in later]

@@ -27,7 +27,7 @@ def test_run_and_checkpoint_lists(ctx, tmp_path):
     run, checkpoints, message, signature = evaluate.refresh_runs(ctx, "en", None)
     assert run["choices"] == ["run-a"] and run["value"] == "run-a" and message == "" and signature == ""
     assert checkpoints["choices"] == ["base", "checkpoint-8", "checkpoint-16", "final"]
-    assert checkpoints["value"] == ["base", "checkpoint-16", "final"]  # the base and the two newest
+    assert checkpoints["value"] == ["base", "final"]  # the base, the best (no eval: final/) and the newest
     assert evaluate.on_load(ctx, "en", "deleted-run")[0]["value"] == "run-a"
     assert evaluate.on_run(ctx, None) == ({"__type__": "update", "choices": [], "value": []}, "")
     empty = UIContext(workspace=Workspace(tmp_path / "ws").ensure(), texts=ctx.texts, i18n=None)
@@ -75,3 +75,24 @@ def test_an_uploaded_file_is_evaluated_in_the_background_and_drawn(ctx, tmp_path
     assert evaluate.poll(ctx, "en", "run-a", False, signature)[1:4] == (SKIP, SKIP, SKIP)  # unchanged: not redrawn
     only_disagree = evaluate.redraw(ctx, "en", "run-a", True)[3]
     assert len(only_disagree) == sum(predictions["distinct"] > 1)
+
+
+def test_the_checkpoint_list_follows_the_run_to_its_end(tmp_path, demo_model_dir):
+    """The list stayed as it was when the page opened after the run ended; its default is the base,
+    the best checkpoint and the newest."""
+    from tests.eval_export_runs import hold_back_the_end
+
+    ctx = evaluate_tab_context(tmp_path, demo_model_dir)
+    run_dir = ctx.workspace.runs_dir / "run-a"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    # As the worker writes it at the end, from the eval lines.
+    (run_dir / "summary.json").write_text(json.dumps({**summary, "best_checkpoint": "checkpoint-8"}))
+    put_back = hold_back_the_end(run_dir, tmp_path / "aside")
+    _, opened, _, _ = evaluate.refresh_runs(ctx, "en", "run-a")
+    assert opened["choices"] == opened["value"] == ["base", "checkpoint-8"]
+    listed, seen = evaluate.refresh_checkpoints(ctx, "run-a", opened["value"], None)
+    put_back()
+    listed, seen = evaluate.refresh_checkpoints(ctx, "run-a", opened["value"], seen)
+    assert listed["choices"] == ["base", "checkpoint-8", "checkpoint-16", "final"]
+    assert listed["value"] == ["base", "checkpoint-8", "final"]
+    assert evaluate.refresh_checkpoints(ctx, "run-a", listed["value"], seen) == (SKIP, seen)

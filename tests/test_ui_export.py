@@ -84,3 +84,31 @@ def test_gguf_sizes_before_start_and_the_checks_after(gguf_run, gguf_export):
     view = export._gguf_view(tab, "zh", report["gguf"])
     assert 'id="export-gguf-check"' in view and "GGUF 检查通过" in view
     assert view.count("<tr>") == 1 + len(report["gguf"]["files"]) and "ollama create assistant" in view
+
+
+def test_the_checkpoint_defaults_to_the_best_and_follows_the_run_to_its_end(tmp_path, demo_model_dir):
+    """A page opened at the run's first checkpoint kept offering it after the run ended with a better one."""
+    import json
+
+    from tests.eval_export_runs import hold_back_the_end
+
+    workspace = Workspace(tmp_path / "ws").ensure()
+    link_demo_model(workspace, demo_model_dir)
+    run_dir = cached_run(workspace, demo_model_dir, "lora", "run-b")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    ctx = UIContext(workspace=workspace, texts=merge_texts(export.TEXT), i18n=None)
+    assert export.refresh_runs(ctx, "run-b", None)[1]["value"] == "final"  # no eval: final/
+    best = "checkpoint-16"  # as the worker writes it at the end, from the eval lines
+    (run_dir / "summary.json").write_text(json.dumps({**summary, "best_checkpoint": best, "best_eval_loss": 1.5}))
+    assert export.refresh_runs(ctx, "run-b", None)[1]["value"] == best  # the best, not final/
+    put_back = hold_back_the_end(run_dir, tmp_path / "aside")
+    _, opened = export.refresh_runs(ctx, "run-b", None)  # the page opens mid-run
+    assert opened["choices"] == ["checkpoint-8"] and opened["value"] == "checkpoint-8"
+    listed, seen = export.refresh_checkpoints(ctx, "run-b", "checkpoint-8", None)
+    assert export.refresh_checkpoints(ctx, "run-b", "checkpoint-8", seen) == (SKIP, seen)  # nothing new
+    put_back()  # the run goes on and ends
+    listed, seen = export.refresh_checkpoints(ctx, "run-b", "checkpoint-8", seen)
+    assert listed["choices"] == ["checkpoint-8", "checkpoint-16", "final"] and listed["value"] == best
+    # A checkpoint the user picked stays picked when the list changes.
+    (run_dir / "final").rename(tmp_path / "final-aside")
+    assert export.refresh_checkpoints(ctx, "run-b", "checkpoint-8", seen)[0]["value"] == "checkpoint-8"

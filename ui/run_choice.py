@@ -40,3 +40,20 @@ def run_folder(workspace, run_id: str | None) -> Path | None:
     if not run_id or run_id not in list_run_ids(workspace.runs_dir):
         return None
     return workspace.runs_dir / run_id
+
+
+def refreshed_checkpoints(choices: Sequence[str], default: Any, current: Any, seen: dict | None) -> tuple[Any, dict]:
+    """(the checkpoint list's gr.update, what the next refresh compares with) for a list read from
+    disk again: nothing while its choices and default are those `seen` last; else the new choices,
+    and the value shown kept while it is offered, unless it was the default offered before (the
+    user left it), which moves to the new default: a run that went on or ended offers its best
+    checkpoint or final/, not the one that was newest when the page opened."""
+    import gradio as gr
+
+    now = {"choices": list(choices), "default": default}
+    if now == seen:
+        return gr.skip(), seen
+    picked = list(current or []) if isinstance(default, list) else current
+    offered = set(picked) <= set(choices) if isinstance(picked, list) else picked in choices
+    keep = picked and offered and not (seen and picked == seen.get("default"))
+    return gr.update(choices=list(choices), value=picked if keep else default), now

@@ -39,6 +39,20 @@ def checkpoint_choices(run_dir: Path) -> list[str]:
     return names
 
 
+def default_checkpoint(run_dir: Path) -> str | None:
+    """The checkpoint Export and Evaluate offer first: the best by eval loss while it is complete
+    (summary.json's at the end; while the run trains, the Trainer's best_model_checkpoint in the
+    newest trainer_state.json), else final/, else the newest checkpoint; None without any."""
+    choices = [name for name in checkpoint_choices(run_dir) if name != BASE]
+    best = (read_json(Path(run_dir) / SUMMARY_FILE, {}) or {}).get("best_checkpoint")
+    complete = list_checkpoints(run_dir, complete_only=True)
+    if not best and complete:
+        best = Path((read_json(complete[-1] / "trainer_state.json", {}) or {}).get("best_model_checkpoint") or "").name
+    if best in choices:
+        return best
+    return FINAL_DIR if FINAL_DIR in choices else (choices[-1] if choices else None)
+
+
 def chosen_checkpoints(run_dir: Path, checkpoints: list[str] | None, error: type[Exception]) -> list[str]:
     """`checkpoints` in the run's order (base first, then by step; none given: all of them), or
     `error` (the caller's own kind: evaluation or benchmark) naming the unknown ones and the choices."""

@@ -23,12 +23,13 @@ from backend.evaluation.evaluator import evaluation_progress_path, start_evaluat
 from backend.evaluation.results import (
     best_per_metric,
     checkpoint_choices,
+    default_checkpoint,
     disagreement_rows,
     load_results,
     training_eval_curve,
 )
 from backend.evaluation.scoring import EvalError
-from backend.runs.files import list_run_ids
+from backend.runs.files import BASE, list_run_ids
 from backend.runs.jobs import COMPLETED, FAILED, RUNNING, read_progress, stage_of
 from backend.scoring.errors import ScorerError
 from backend.scoring.scorer_specs import specs_from_text
@@ -37,7 +38,7 @@ from ui.context import UIContext
 from ui.i18n import localize
 from ui.kept_panel import EVALUATE_TEXT as KEPT_TEXT
 from ui.kept_panel import build_evaluate as build_kept
-from ui.run_choice import run_dropdown
+from ui.run_choice import refreshed_checkpoints, run_dropdown
 
 POLL_EVERY_S = 2.0
 UPLOAD_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".parquet")
@@ -207,8 +208,11 @@ def build(ctx: UIContext) -> None:
     start.click(partial(start_eval, ctx), [ctx.lang, run, checkpoints, source, upload, max_samples, max_new, scorers],
                 status, **private)
     disagree.change(**view)
-    gr.Timer(POLL_EVERY_S).tick(partial(poll, ctx), [ctx.lang, run, disagree, seen], outputs, show_progress="hidden",
-                                **private)
+    ticker = gr.Timer(POLL_EVERY_S)
+    ticker.tick(partial(poll, ctx), [ctx.lang, run, disagree, seen], outputs, show_progress="hidden", **private)
+    listed_seen = gr.State(None)  # the checkpoints (and default) the last look found
+    ticker.tick(partial(refresh_checkpoints, ctx), [run, checkpoints, listed_seen], [checkpoints, listed_seen],
+                show_progress="hidden", **private)
     # The run chosen elsewhere (Runs tab) or last time.
     shared_run = ctx.shared.get("run_id")
     load_inputs = [ctx.lang, shared_run] if shared_run is not None else [ctx.lang, run]
@@ -228,7 +232,20 @@ def _checkpoint_choices(runs_dir: Path, run_id: str | None) -> tuple[list[str], 
     if not run_id or not (runs_dir / run_id).is_dir():
         return [], []
     choices = checkpoint_choices(runs_dir / run_id)
-    return choices, choices[:1] + choices[-2:] if len(choices) > 3 else choices
+    return choices, _default(runs_dir, run_id, choices)
+
+
+def _default(runs_dir: Path, run_id: str, choices: list[str]) -> list[str]:
+    """The base, the best checkpoint and the newest (final/ when complete), in the list's order."""
+    wanted = {BASE, default_checkpoint(runs_dir / run_id), *choices[-1:]}
+    return [name for name in choices if name in wanted]
+
+
+def refresh_checkpoints(ctx: UIContext, current, chosen, seen):
+    """(checkpoint list, what was seen): a timer's look at the run's checkpoints, so the list does not
+    stay as it was when the page opened while the run goes on and ends (run_choice.refreshed_checkpoints)."""
+    choices, default = _checkpoint_choices(ctx.workspace.runs_dir, current)
+    return refreshed_checkpoints(choices, default, chosen, seen)
 
 
 def _keep_upload(run_dir: Path, upload: Path, suffix: str) -> Path:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from backend.evaluation.results import checkpoint_choices
+from backend.evaluation.results import checkpoint_choices, default_checkpoint
 from backend.export.exporter import export_folder, recent_exports, start_export
 from backend.export.gguf_export import size_preview
 from backend.export.model_card import run_config
@@ -25,7 +25,7 @@ from backend.runs.files import list_run_ids
 from backend.runs.jobs import COMPLETED, FAILED, read_progress, stage_of
 from ui.context import UIContext
 from ui.i18n import localize
-from ui.run_choice import run_dropdown
+from ui.run_choice import refreshed_checkpoints, run_dropdown
 
 POLL_EVERY_S = 2.0
 SHARD_SIZES = ("500MB", "1GB", "2GB", "5GB", "10GB")
@@ -105,8 +105,19 @@ def refresh_runs(ctx: UIContext, current, current_ckpt):
     """(run list, checkpoint list): the current choices kept while they exist, else the newest."""
     run, current = run_dropdown(list_run_ids(ctx.workspace.runs_dir), current)
     names = _checkpoints(ctx.workspace.runs_dir, current)
-    chosen = current_ckpt if current_ckpt in names else (names[-1] if names else None)
+    chosen = current_ckpt if current_ckpt in names else _default(ctx.workspace.runs_dir, current)
     return run, gr.update(choices=names, value=chosen)
+
+
+def refresh_checkpoints(ctx: UIContext, current, current_ckpt, seen):
+    """(checkpoint list, what was seen): a timer's look at the run's checkpoints, so the list does not
+    stay as it was when the page opened while the run goes on and ends (run_choice.refreshed_checkpoints)."""
+    names = _checkpoints(ctx.workspace.runs_dir, current)
+    return refreshed_checkpoints(names, _default(ctx.workspace.runs_dir, current), current_ckpt, seen)
+
+
+def _default(runs_dir: Path, run_id: str | None) -> str | None:
+    return default_checkpoint(runs_dir / run_id) if run_id and (runs_dir / run_id).is_dir() else None
 
 
 def pick_run(ctx: UIContext, current):
@@ -231,7 +242,11 @@ def _wire(ctx: UIContext, c: dict) -> None:
             c["gguf"], c["gguf_lora"]]
     c["start"].click(partial(start_job, ctx), form, [c["status"], c["job"]], **private).then(**listing).then(**show)
     c["jobs"].input(partial(job_file, ctx), c["jobs"], c["job"], **private).then(**show)
-    gr.Timer(POLL_EVERY_S).tick(show_progress="hidden", **show)
+    ticker = gr.Timer(POLL_EVERY_S)
+    ticker.tick(show_progress="hidden", **show)
+    seen = gr.State(None)  # the checkpoints (and default) the last look found
+    ticker.tick(partial(refresh_checkpoints, ctx), [*picked, seen], [c["checkpoint"], seen], show_progress="hidden",
+                **private)
     shared_run = ctx.shared.get("run_id")
     first = [shared_run, c["checkpoint"]] if shared_run is not None else picked
     Context.root_block.load(partial(refresh_runs, ctx), first, picked, **private).then(**describe_io)
