@@ -24,7 +24,8 @@ from backend.scoring.scorer_specs import parse_scorer
 from backend.scoring.text_match import THINK_ANSWER  # noqa: F401 (the format preset's default, for the Train form)
 
 # The presets the Train form ticks: scorer kinds of backend/scoring/ (a preset is a scorer spec with a weight).
-REWARD_KINDS = ("exact_match", "format", "length", "contains", "not_contains")
+# rouge_l gives partial credit (its F-measure against the reference, 0-1): a group differs before any answer is right.
+REWARD_KINDS = ("exact_match", "format", "length", "contains", "not_contains", "rouge_l")
 
 
 # --- rewards ----------------------------------------------------------------------------------

@@ -87,7 +87,7 @@ CATALOGUE: dict[str, str] = {
                                    "out for evaluation, leaving none to train on; set val_size to 0 (no eval split) "
                                    "or give more rows.",
     "config.num_generations": "num_generations must be at least 2 (got {value}): GRPO compares each completion with the others of its prompt's group.",
-    "config.grpo_no_reward": "stage grpo needs a reward: tick a preset in rewards (exact_match, format, length, contains, not_contains) or name your own in reward_functions.",
+    "config.grpo_no_reward": "stage grpo needs a reward: tick a preset in rewards (exact_match, format, length, contains, not_contains, rouge_l) or name your own in reward_functions.",
     "config.grpo_batch": "num_generations = {generations} must divide the effective batch of {batch} completions (per_device_train_batch_size {per_device} x gradient_accumulation_steps {accumulation} x {processes} process(es)): each prompt's group has to fit whole; choose num_generations {generation_choices}, or per_device_train_batch_size {batch_choices}.",
     "config.grpo_eval_batch": "num_generations = {generations} must divide the eval batch of {eval_batch} completions; choose per_device_eval_batch_size {choices}, or val_size 0.",
     "config.reward_where": "rewards entry {number}",
@@ -109,6 +109,7 @@ CATALOGUE: dict[str, str] = {
     "train.grpo_no_reference": "{rewards} compare(s) against a reference answer, but {source} has none (its rows end with a user turn); give rows with an answer (output / assistant turn), or use rewards that need none (format, length, contains, not_contains).",
     "train.grpo_too_few": "{prompts} prompt(s) x num_generations {generations} = {completions} completions, fewer than one step's effective batch of {batch}: nothing would train; give at least {needed} prompts, or a smaller per_device_train_batch_size.",
     "train.grpo_some_reference": "{missing} of {total} prompts have no reference answer: {rewards} score(s) them 0.",
+    "train.grpo_no_signal": "steps {first}-{last}: every group of {generations} completions scored alike (mean reward {reward}), so those steps trained nothing (GRPO learns only from differences inside a group; loss and grad_norm stay 0). Give rewards that tell completions apart: partial credit (rouge_l against the reference, a length range the completions straddle, a function of your own that grades), a task the model can already do some of the time, or more num_generations and a higher temperature.",
     "config.dora_8bit_cpu": "DoRA on an 8-bit base fails on the CPU after the first step; choose quantization_bits 4, or turn use_dora off.",
     # --- runs (backend/runs/store.py, backend/runs/info.py) -----------------------------------------
     "train.no_config": "Give --config run.yaml, --recipe starter (or demo-tiny), or --resume RUN_DIR; --print-default-config shows a starting point.",

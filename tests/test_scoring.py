@@ -221,12 +221,22 @@ def test_grpo_rewards_equal_the_scorers_on_the_same_completions():
     assert functions[2](None, COMPLETIONS, completion_ids=ids) == [0.75, 1.0, 0.0, 1.0, 1.0, 0.0]
 
 
+def test_the_rouge_l_reward_gives_partial_credit_that_tells_wrong_answers_apart():
+    (function,), weights = reward_functions(RunConfig().with_overrides(["stage=grpo", "rewards=[{kind: rouge_l}]"]), len)
+    assert function.__name__ == "rouge_l" and weights == [1.0]
+    reference = "The capital of France is Paris."
+    values = function(None, [[{"role": "assistant", "content": c}] for c in
+                             (reference, "Paris is the capital.", "I do not know.", "巴黎。")],
+                      answer=[reference, reference, reference, "法国的首都是巴黎。"])
+    assert values[0] == 1.0 and 0 < values[1] < 1 and values[2] == 0.0 and 0 < values[3] < 1
+
+
 def test_grpo_presets_are_checked_by_the_scorer_library():
     cases = [("rewards=[{kind: format, pattern: '<answer>('}]", "rewards entry 1 (format): pattern '<answer>(' is "
                                                                  "not a valid regular expression"),
              ("rewards=[{kind: exact_match}, {kind: contains}]", "rewards entry 2 (contains) needs a text"),
              ("rewards=[{kind: json}]", "rewards entry 1: kind 'json' is not one of: exact_match, format, length, "
-                                        "contains, not_contains."),
+                                        "contains, not_contains, rouge_l."),
              ("rewards=[{kind: length, max: 8, name: short}]", "has name, which it does not use; it takes weight, "
                                                                "min, max"),
              ("rewards=[{kind: length, max: 8, weight: heavy}]", "weight 'heavy' should be a number")]

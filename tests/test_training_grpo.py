@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import time
 from pathlib import Path
@@ -124,6 +125,25 @@ def test_grpo_stop_then_resume(workspace, subprocess_env, sums):
     assert (run / "final" / "COMPLETE").is_file()
     resumed = [json.loads(line)["step"] for line in (run / "completions.jsonl").read_text().splitlines()]
     assert max(resumed) == 8 and status["global_step"] + 1 in resumed
+
+
+def test_the_documented_quick_command_learns(workspace, subprocess_env):
+    """docs/PREFERENCE.md's quick command, as written: its rewards differ within groups, so steps have a
+    gradient, and the run finds nothing to warn about (the default rewards scored every completion 0)."""
+    line = next(line.strip() for line in (REPO / "docs" / "PREFERENCE.md").read_text(encoding="utf-8").splitlines()
+                if line.strip().startswith("python -m backend.train --recipe demo-tiny --set stage=grpo"))
+    words = shlex.split(line)
+    sets = [words[i + 1] for i, word in enumerate(words) if word == "--set"]
+    run = workspace.runs_dir / "grpo-quick"
+    result = worker(workspace, subprocess_env, *sets, run_dir=run)
+    status = read_status(run)
+    assert result.returncode == 0 and status["state"] == "completed", result.stderr[-3000:]
+    train = records(run, "train")
+    differed = [r for r in train if r["frac_reward_zero_std"] < 1]
+    assert len(differed) >= len(train) // 2, [(r["step"], r["reward"], r["frac_reward_zero_std"]) for r in train]
+    assert all(r["grad_norm"] > 0 for r in differed) and sum(r["reward"] for r in train) > 0
+    assert status.get("train_warning") is None
+    assert "scored alike" not in (run / "train.log").read_text(encoding="utf-8")
 
 
 def _safe_train(run: Path) -> list[dict]:

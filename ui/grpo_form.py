@@ -36,7 +36,8 @@ KIND_LABELS = {"exact_match": _("Exact match with the reference answer", "与参
                "format": _("Format (regular expression)", "格式（正则表达式）"),
                "length": _("Length in a target range", "长度在目标范围内"),
                "contains": _("Contains a text", "包含某段文字"),
-               "not_contains": _("Does not contain a text", "不包含某段文字")}
+               "not_contains": _("Does not contain a text", "不包含某段文字"),
+               "rouge_l": _("ROUGE-L overlap with the reference answer", "与参考答案的 ROUGE-L 重合度")}
 KIND_HELP = {"exact_match": _("1 when the answer (inside <answer>…</answer>, else the last number, else the whole "
                               "completion) equals the data's reference answer; numbers and spaces normalised.",
                               "答案（<answer>…</answer> 内的文字，否则最后一个数字，否则整段回答）与数据的参考答案相同时为 1；"
@@ -45,7 +46,10 @@ KIND_HELP = {"exact_match": _("1 when the answer (inside <answer>…</answer>, e
              "length": _("1 inside the range, falling to 0 at twice the distance of its bound.",
                          "在范围内为 1，偏离到边界的两倍时降到 0。"),
              "contains": _("1 when the completion contains the text.", "回答包含该文字时为 1。"),
-             "not_contains": _("1 when the completion does not contain the text.", "回答不包含该文字时为 1。")}
+             "not_contains": _("1 when the completion does not contain the text.", "回答不包含该文字时为 1。"),
+             "rouge_l": _("Partial credit: the ROUGE-L F-measure (0-1) of the completion against the data's reference "
+                          "answer, Chinese characters counted one by one.",
+                          "部分得分：回答与数据参考答案的 ROUGE-L F 值（0-1），中文按单字计。")}
 WEIGHT = (_("weight", "权重"), _("Its share in the weighted sum TRL trains on.", "它在 TRL 训练所用加权和中的比重。"))
 PARAM_TEXT = {"format_pattern": (_("Pattern", "模式"), _("Python regex; empty: <think>…</think><answer>…</answer>.",
                                                          "Python 正则；留空：<think>…</think><answer>…</answer>。")),

@@ -64,7 +64,7 @@ ZH: dict[str, str] = {
     "config.split_leaves_nothing": "{source} 只有 {rows} 条可用记录，val_size {val_size} 会留出其中 {held} 条做评估，"
                                    "没有剩下可训练的记录；请把 val_size 设为 0（不留验证集），或提供更多记录。",
     "config.num_generations": "num_generations 至少为 2（当前为 {value}）：GRPO 要把每个回答与同一提示的其他回答比较。",
-    "config.grpo_no_reward": "grpo 阶段需要奖励：在 rewards 中勾选预设（exact_match、format、length、contains、not_contains），或在 reward_functions 中填写自己的奖励函数。",
+    "config.grpo_no_reward": "grpo 阶段需要奖励：在 rewards 中勾选预设（exact_match、format、length、contains、not_contains、rouge_l），或在 reward_functions 中填写自己的奖励函数。",
     "config.grpo_batch": "num_generations = {generations} 必须能整除有效批大小 {batch} 个回答（per_device_train_batch_size {per_device} × gradient_accumulation_steps {accumulation} × {processes} 个进程）：每个提示的一组回答要完整放进一批；请把 num_generations 设为 {generation_choices}，或把 per_device_train_batch_size 设为 {batch_choices}。",
     "config.grpo_eval_batch": "num_generations = {generations} 必须能整除评估批大小 {eval_batch} 个回答；请把 per_device_eval_batch_size 设为 {choices}，或把 val_size 设为 0。",
     "config.reward_where": "rewards 第 {number} 项",
@@ -86,6 +86,7 @@ ZH: dict[str, str] = {
     "train.grpo_no_reference": "{rewards} 需要与参考答案比较，但 {source} 没有参考答案（其数据以用户回合结束）；请提供带答案的数据（output / 助手回合），或使用不需要参考答案的奖励（format、length、contains、not_contains）。",
     "train.grpo_too_few": "{prompts} 个提示 × num_generations {generations} = {completions} 个回答，少于一步的有效批大小 {batch}：什么都不会训练；请至少提供 {needed} 个提示，或减小 per_device_train_batch_size。",
     "train.grpo_some_reference": "{total} 个提示中有 {missing} 个没有参考答案：{rewards} 对它们记 0 分。",
+    "train.grpo_no_signal": "第 {first}-{last} 步：每组 {generations} 个回答得分都相同（平均奖励 {reward}），这些步什么都没有学到（GRPO 只从同一组回答之间的差别中学习；loss 和 grad_norm 保持为 0）。请使用能区分回答的奖励：给部分分（与参考答案比较的 rouge_l、回答长度跨越的长度范围、自己写的打分函数），选择模型已经能偶尔做对的任务，或增加 num_generations、提高 temperature。",
     "config.dora_8bit_cpu": "在 CPU 上，8 位基础模型配 DoRA 会在第一步之后失败；请选择 quantization_bits 4，或关闭 use_dora。",
     # --- runs --------------------------------------------------------------------------------------
     "train.no_config": "请给出 --config run.yaml、--recipe starter（或 demo-tiny），或 --resume RUN_DIR；--print-default-config 会打印一个起点配置。",

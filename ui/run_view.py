@@ -111,12 +111,14 @@ def alert_text(msg: Msg, info: RunInfo, lang: str | None = "en") -> str:
         return text + (f"\n\n💡 {advice}" if advice else "")
     if info.state == "lost":
         return msg("runs.alert.lost", error=error)
+    # What the worker found while training stays once the run has ended: a completed run can have trained nothing.
+    found = [f"⚠ {localize(info.train_warning, lang)}"] if info.train_warning else []
     if info.state == "stopped" and advice:
-        return f"⏹ {advice}"
+        return "\n\n".join([f"⏹ {advice}", *found])
     if info.state in ("queued", "running") and (info.plan_warning or info.resume_warnings):
         warnings = [info.plan_warning] if info.plan_warning else []
-        return "\n\n".join(f"⚠ {w}" for w in warnings + [localize(w, lang) for w in info.resume_warnings])
-    return ""
+        return "\n\n".join([*(f"⚠ {w}" for w in warnings + [localize(w, lang) for w in info.resume_warnings]), *found])
+    return "\n\n".join(found)
 
 
 def can_resume(info: RunInfo) -> bool:

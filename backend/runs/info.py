@@ -53,6 +53,8 @@ class RunInfo:
     advice: str | None = None
     plan_warning: str | None = None  # the worker's warning about an absurdly long plan (training/plan_check.py)
     resume_warnings: list[Message | str] = field(default_factory=list)  # settings changed on resume (training/cli.py)
+    # what the worker found while training, kept after the end (grpo steps that trained nothing: training/grpo_signal.py)
+    train_warning: Message | None = None
     checkpoints: list[Checkpoint] = field(default_factory=list)  # complete ones, by step
     config: RunConfig | None = None  # None when config.yaml is unreadable (see error)
     pid: int | None = None
@@ -126,6 +128,7 @@ class InfoReader:
                        ended_at=status.get("ended_at"), global_step=int(status.get("global_step") or 0),
                        error=status.get("error"), advice=status.get("advice"), pid=status.get("pid"),
                        plan_warning=status.get("plan_warning"),
+                       train_warning=Message.from_dict(status.get("train_warning")),
                        resume_warnings=[Message.from_dict(w) or str(w) for w in status.get("resume_warnings") or []],
                        devices=status.get("devices") or [], command=status.get("command") or [],
                        stage=status.get("stage") if status.get("state") in ("queued", "running") else None,

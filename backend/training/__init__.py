@@ -22,6 +22,7 @@ preference.py the preference stages (dpo / orpo / simpo / kto) through TRL's tra
 grpo.py       stage grpo through TRL's GRPOTrainer; completions.jsonl
 grpo_data.py  grpo's prompts and reference answers from any instruction data (or prompts alone)
 rewards.py    grpo's reward presets, the user's reward functions and their checks
+grpo_signal.py a grpo run whose groups all score alike (nothing to learn from) says so
 reward_probe.py the user's reward functions checked in a child process (the Train tab's Plan)
 disk.py       a full disk recognised whatever raised it; partial folders removed
 threads.py    the worker's share of the CPU cores

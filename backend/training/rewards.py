@@ -17,7 +17,9 @@ scorer's value:
   <think>...</think><answer>...</answer>); it also logs `format_share`;
 * length: 1 when the completion has `min`..`max` tokens (either may be left
   out), falling linearly to 0 at twice the distance of the range's bound;
-* contains / not_contains: 1 when `text` is (is not) in the completion.
+* contains / not_contains: 1 when `text` is (is not) in the completion;
+* rouge_l: the ROUGE-L F-measure (0-1) against the reference, partial credit that tells two
+  wrong completions apart (backend/scoring/overlap.py).
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from backend.training.disk import remove_partial_saves
 from backend.training.early_stop import EarlyStop, best_weights, early_stop_of
 from backend.training.estimate import estimate_run_seconds
 from backend.training.grpo_data import build_grpo_datasets
+from backend.training.grpo_signal import GroupSignalCheck
 from backend.training.learned_stop import LearnedStop, learned_stop_of
 from backend.training.learning_callback import LearningReport
 from backend.training.library_logs import route_transformers_logs
@@ -241,6 +242,8 @@ def _make_callbacks(job: Job, stop: StopRequest, rows: _Rows, parameters: dict, 
             raise ConfigError(msg("train.no_eval_rows"))
         callbacks.append(EarlyStop(config.early_stopping_patience, config.early_stopping_threshold))
     callbacks.append(PlanCheck(job.run_dir if job.is_main else None, config))
+    if config.stage == "grpo":  # a run whose groups all score alike trains nothing: it says so
+        callbacks.append(GroupSignalCheck(job.run_dir if job.is_main else None, config.num_generations))
     callbacks += extra
     return callbacks, checkpoints, disk, clock
 

@@ -70,7 +70,8 @@ def mark_running(job) -> None:
     me = psutil.Process()
     fields = {"state": "running", "worker_pid": os.getpid(), "pgid": os.getpgid(0),
               "create_time": me.create_time(), "worker_started_at": time.time(),
-              "exit_code": None, "error": None, "advice": None, "ended_at": None, "plan_warning": None}
+              "exit_code": None, "error": None, "advice": None, "ended_at": None, "plan_warning": None,
+              "train_warning": None}
     recorded = read_status(job.run_dir)
     if not recorded.get("pid"):
         fields["pid"] = os.getpid()
