@@ -808,6 +808,8 @@ CATALOGUE: dict[str, str] = {
     "template.show.unusable": "row {row} does not convert into a conversation (the report above says why): give --show-template another row.",
     # --- GGUF export (backend/export/gguf_export.py, llama_cpp_tools.py) ---------------------------------------------
     'gguf_export.no_tools': "GGUF export needs llama.cpp's converter and quantizer, and {part} is not installed: run `{command}` once (it compiles llama.cpp: about 10-25 minutes on 2 cores), then export again.",
+    'gguf_export.part_bindings': "the llama_cpp bindings",
+    'gguf_export.part_converter': "llama.cpp's converter ({folder})",
     'gguf_export.version_mismatch': "llama.cpp's converter ({converter}) and quantizer ({quantizer}) come from different releases, which can disagree on tensor layouts: run `{command}` to install both from one release.",
     'gguf_export.unknown_level': 'GGUF level {level!r} is not one this export writes: choose from {levels}.',
     'gguf_export.needs_imatrix': 'GGUF level {level!r} needs an importance matrix (llama-imatrix over calibration text) to keep its quality, which this export does not compute: choose from {levels} (q4_k_m is the usual default).',
@@ -828,6 +830,8 @@ CATALOGUE: dict[str, str] = {
     'estimate.runs': 'About {mid} ({low} to {high}) of training: {steps} steps at {per_step} s a step, as the last {count} run(s) of these settings measured on this machine.',
     'estimate.probe': 'About {mid} ({low} to {high}) of training: {steps} steps at {per_step} s a step, as a speed probe of {probe_steps} steps measured at {when}.',
     'estimate.flops': 'Roughly {mid} ({low} to {high}) of training: {steps} steps of about {tokens} tokens at {gflops} GFLOPs a token, on {device} at {rate} TFLOP/s ({rate_kind}) if training gets {share} of it. No run of these settings was measured here yet: Measure speed gives a better figure.',
+    'estimate.rate_measured': 'measured',
+    'estimate.rate_listed': 'listed',
     'estimate.unavailable': 'No time estimate: {reason}',
     'estimate.with_note': '{estimate} {note}',
     'estimate.busy': 'The machine is busy (load {load} on {cpus} cores): the figure is uncertain, so the range is {spread}x wider each way.',

@@ -339,3 +339,149 @@ def test_a_chat_column_error_in_chinese(workspace):
     notes = column_notes(session, ["a"], {"a": ChatTarget(model="demo")}, [reply], say, "zh")
     assert any("生成时设备内存不足" in n for n in notes)
     assert session.histories["a"][-1]["content"].startswith("⚠️ 生成时设备内存不足")
+
+
+# --- no English left in the Chinese UI -----------------------------------------------------------------
+# Latin-letter words a Chinese page may show: names (of formats, methods, programs, TRL's pair fields), units.
+LATIN_ALLOWED = {"GGUF", "LoRA", "QLoRA", "DoRA", "KL", "MB", "GiB", "MLP", "CPU", "GPU", "token", "top", "Ollama",
+                 "chosen", "rejected", "TFLOP", "GFLOPs", "min", "auto", "English", "Python"}
+
+
+def english_words(text: str) -> list[str]:
+    """The words of `text` a Chinese page should not show in English: HTML tags, code, and tokens that are
+    identifiers or file names (with _ . / = or a digit: q4_k_m, llama.cpp, top-1) left aside."""
+    import html
+    import re
+
+    text = re.sub(r"<code>.*?</code>|`[^`]*`", " ", text)
+    text = html.unescape(re.sub(r"<[^>]+>", " ", text))
+    tokens = [t for t in re.split(r"[\s（）()，、：；。,;]+", text) if t and not re.search(r"[_./\\=\d]", t)]
+    return [w for t in tokens for w in re.findall(r"[A-Za-z]{2,}", t) if w not in LATIN_ALLOWED]
+
+
+def test_export_tables_in_chinese(workspace, tmp_path):
+    """The verification and GGUF tables of a finished export, as the detached job records it."""
+    from backend.runs.jobs import COMPLETED, write_progress
+    from ui.tabs import export
+
+    ctx = UIContext(workspace=workspace, texts=merge_texts(export.TEXT), i18n=None)
+    summary = msg("gguf_export.check_summary", tokens=8, agree=10, total=10).to_dict()
+    check = {"equal": 9, "agree_first_8": 10, "total": 10, "mean_kl": 0.01, "top1_agreement": 0.97}
+    result = {"out": str(tmp_path / "x"), "message": "", "notes": [],
+              "verification": {"verdict": "passed", "summary": "", "rows": [
+                  {"prompt": "你好", "expected": "你好！", "exported": "你好！", "outcome": "equal"}]},
+              "gguf": {"passed": True, "ollama": "ollama create x -f Modelfile",
+                       "files": {"q4_k_m": {"file": "x-q4_k_m.gguf", "bytes": 2e6}},
+                       "checks": {"summary": summary, "levels": {"q4_k_m": check}}}}
+    progress = tmp_path / "job.json"
+    write_progress(progress, state=COMPLETED, result=result)
+    report, _ = export.poll(ctx, "zh", str(progress))
+    import re
+
+    headers = re.findall(r"<th>(.*?)</th>", report)
+    assert len(headers) == 10 and not english_words(" ".join(headers)), headers
+    assert "<th>prompt</th>" in export.poll(ctx, "en", str(progress))[0]
+
+
+def test_export_says_the_gguf_tools_are_missing_before_start(workspace, tmp_path, monkeypatch):
+    """Without llama.cpp's tools the GGUF levels would fail at their step: the tab says so before Start,
+    with the command that installs them, and Start with a GGUF level is refused."""
+    from backend.export import llama_cpp_tools
+    from ui.tabs import export
+
+    monkeypatch.setenv(llama_cpp_tools.TOOLS_ENV, str(tmp_path / "no-llama.cpp"))  # an empty install folder
+    ctx = UIContext(workspace=workspace, texts=merge_texts(export.TEXT), i18n=None)
+    english, note = export.gguf_tools_note(ctx, "en"), export.gguf_tools_note(ctx, "zh")
+    assert "cannot be exported on this machine" in english and "`make gguf-tools`" in english, english
+    assert "`make gguf-tools`" in note and not english_words(note), note  # the missing part in Chinese too
+    form = ["20260101-000000-x", "checkpoint-8", "merged", "x", "2GB", "auto", False, True, ""]
+    said, job = export.start_job(ctx, "zh", *form, ["q4_k_m"], export.NO_LORA)
+    assert job is None and said == note
+    said, job = export.start_job(ctx, "zh", *form, [], "f16")  # the LoRA alone as GGUF needs them too
+    assert job is None and said == note
+
+
+def test_data_drill_down_heading_in_chinese(workspace, tmp_path):
+    from ui.data_texts import TEXT as DATA_TEXT
+    from ui.tabs import data
+
+    ctx = UIContext(workspace=workspace, texts=merge_texts(DATA_TEXT), i18n=None)
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [{"instruction": "a", "output": "b"}, {"instruction": "c"}]),
+                    encoding="utf-8")
+    out = data.open_upload(ctx, "zh", str(path), "demo", 256, None)
+    html = data.show_check(ctx, "zh", out["state"], "schema")
+    assert html.startswith("<h4>无法使用的行（无法读取、缺少字段、类型错误）</h4>"), html[:80]
+    assert data.show_check(ctx, "en", out["state"], "schema").startswith("<h4>Rows that cannot be used")
+
+
+def test_runs_tab_charts_have_no_english_traces_in_chinese(workspace):
+    ctx = UIContext(workspace=workspace, texts=merge_texts(train.TEXT, runs.TEXT), i18n=None)
+    records = [{"kind": "train", "step": s, "loss": 1.0, "learning_rate": 1e-3, "grad_norm": 1.0, "time": s,
+                "tokens_per_second": 9.0, "memory_allocated_gb": 1.0, "memory_reserved_gb": 2.0,
+                "memory_rss_gb": 3.0, "grad_norms": {"attn": [1.0, 2.0], "mlp": [3.0, 4.0]},
+                "rewards/chosen": 0.1, "rewards/rejected": -0.1, "rewards/margins": 0.2, "rewards/accuracies": 0.5}
+               for s in range(1, 3)]
+    records.append({"kind": "eval", "step": 2, "eval_loss": 1.0, "eval_rewards/margins": 0.3, "time": 2})
+    shown = []
+    for figure in runs.figures(ctx, "zh", records):
+        layout = figure.layout
+        shown += [layout.title.text or "", layout.xaxis.title.text or "", layout.yaxis.title.text or ""]
+        shown += [t.name or "" for t in figure.data] + [str(y) for t in figure.data if t.type == "heatmap" for y in t.y]
+    assert not english_words(" | ".join(shown)), english_words(" | ".join(shown))
+    memory = runs.figures(ctx, "en", records)[4]
+    assert [t.name for t in memory.data] == ["allocated", "reserved", "rss"]  # English as before
+
+
+def _run_folder(store, name: str, state: str, **settings):
+    run_dir = store.runs_dir / name
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(tiny_config(**settings).to_yaml(), encoding="utf-8")
+    update_status(run_dir, state=state, started_at=1.0, ended_at=2.0)
+    lines = [{"kind": "train", "step": 1, "loss": 1.0, "time": 1.0}]
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    return run_dir.name
+
+
+def test_runs_table_states_in_chinese_and_no_reward_charts_for_an_sft_run(ctx):
+    sft = _run_folder(ctx.store, "20260101-000000-sft", "stopped")
+    dpo = _run_folder(ctx.store, "20260101-000001-dpo", "completed", stage="dpo", dataset="demo-pairs")
+    rows, ids, _ = runs.list_runs(ctx, lang="zh")
+    states = [row[run_view.TABLE_COLUMNS.index("state")] for row in rows]
+    assert sorted(states) == ["⏹ 已停止", "✅ 已完成"], states
+    assert "⏹ stopped" in [row[1] for row in runs.list_runs(ctx, lang="en")[0]]
+    out = runs.tick(ctx, "zh", None, sft)
+    assert [u.get("visible") for u in out[-2:]] == [False, False]  # no empty reward charts for an sft run
+    out = runs.tick(ctx, "zh", None, dpo)
+    assert [u.get("visible") for u in out[-2:]] == [True, True] and out[-2]["value"].layout.title.text
+
+
+def test_markdown_bold_in_chinese_texts_renders(workspace):
+    """`**队列：**{n}`: markdown does not end bold after a full-width colon followed by a letter, so the
+    page showed the asterisks. Every Chinese text with ** renders bold (markdown-it follows CommonMark)."""
+    from markdown_it import MarkdownIt
+
+    from ui import shell
+
+    texts = merge_texts(shell.TEXT, shell.run_notice.TEXT, *(m.TEXT for m in shell.TABS.values()))
+    render = MarkdownIt("commonmark").render
+    literal = []
+    for key, entry in [*texts.items(), *((k, {"zh": v}) for k, v in ZH.items())]:
+        zh = entry["zh"].replace("**kwargs", "")  # Python's, not markdown's
+        if "**" in zh:
+            text = zh.format(**{name: 1 for name in _fields(zh)})
+            if "**" in render(text):
+                literal.append(key)
+    assert not literal, f"Chinese texts whose ** shows as asterisks (put the punctuation outside): {literal}"
+
+
+def test_estimate_from_flops_says_measured_in_chinese():
+    from backend.training.estimate import Estimate
+
+    estimate = Estimate(60.0, 120.0, 240.0, "flops", 1.2, 100,
+                        detail={"tokens": "512", "gflops": "0.1", "device": "CPU", "rate": "0.2",
+                                "rate_kind": "measured", "share": "30%"})
+    zh = localize(estimate.message(), "zh")
+    assert "（实测）" in zh and not english_words(zh), english_words(zh)
+    assert "(measured)" in str(estimate.message())
+

@@ -46,7 +46,8 @@ def _mode(xs: list) -> str:
 # Legend and axis words, English; the tabs pass their translation (runs.word.* in ui/tabs/runs.py).
 WORDS = {"step": "step", "loss": "loss", "train_loss": "train loss", "train_loss_smoothed": "train loss (smoothed)",
          "eval_loss": "eval loss", "minutes": "minutes", "norm": "norm", "train": "train", "eval": "eval",
-         "learning_rate": "learning rate", "grad_norm": "gradient norm", "tokens_per_second": "tokens / s"}
+         "learning_rate": "learning rate", "grad_norm": "gradient norm", "tokens_per_second": "tokens / s",
+         "allocated": "allocated", "reserved": "reserved", "rss": "rss", "attn": "attn", "mlp": "mlp"}
 
 
 def _words(words: dict[str, str] | None) -> dict[str, str]:
@@ -106,8 +107,9 @@ def memory_figure(records: list[dict], title: str = "Memory (GiB)", empty_note: 
                   key=lambda k: (MEMORY_KEYS_ORDER.index(k) if k in MEMORY_KEYS_ORDER else 99, k))
     for key in keys:
         points = [((r["time"] - start) / 60, r[key]) for r in records if r.get(key) is not None and "time" in r]
+        name = key.removeprefix("memory_").removesuffix("_gb")
         fig.add_scatter(x=[p[0] for p in points], y=[p[1] for p in points], mode=_mode(points),
-                        name=key.removeprefix("memory_").removesuffix("_gb"))
+                        name=w.get(name, name))
     if not keys:
         _empty(fig, empty_note)
     return _layout(fig, title, w["minutes"], "GiB")
@@ -133,6 +135,7 @@ def grad_heatmap(records: list[dict], title: str = "Gradient norm per layer",
                  empty_note: str = "No data yet", words: dict[str, str] | None = None) -> go.Figure:
     steps, labels, rows = grad_norm_matrix(records)
     w, fig = _words(words), go.Figure()
+    labels = [f"{w[part]} {index}" for part, index in (label.split(" ") for label in labels)]  # "attn 0" in words
     if steps and labels:
         fig.add_heatmap(x=steps, y=labels, z=rows, colorscale="Viridis", colorbar={"title": w["norm"]})
     else:
@@ -172,10 +175,10 @@ def preference_figure(records: list[dict], keys: tuple[str, ...], title: str, em
     for key in keys:
         steps, values = series(records, key, "train")
         if steps:
-            fig.add_scatter(x=steps, y=values, mode=_mode(steps), name=key)
+            fig.add_scatter(x=steps, y=values, mode=_mode(steps), name=w.get(key, key))
         eval_steps, eval_values = series(records, f"eval_{key}", "eval")
         if eval_steps:
-            fig.add_scatter(x=eval_steps, y=eval_values, mode="lines+markers", name=f"eval_{key}",
+            fig.add_scatter(x=eval_steps, y=eval_values, mode="lines+markers", name=f"{w['eval']} {w.get(key, key)}",
                             line={"dash": "dot"})
     if not fig.data:
         _empty(fig, empty_note)

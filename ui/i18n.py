@@ -6,8 +6,12 @@ Settings panel changes it by calling `changeLocale` exported by the frontend's
 `core-*.js` module. The shell's visible switch calls that same function: it
 imports the very module URL the page already loaded (found in the page's
 resource timings), so it gets the same module instance and the same locale
-store. Messages made by Python handlers do not go through the browser; they
-take the switch's value ("en" / "zh") as an input and use `UIContext.msg`.
+store. Chinese is set as "zh-CN": gradio's own words (the upload area's
+"Drop File Here", "Click to Upload") are in its "zh-CN" table, and svelte-i18n
+looks a key up in "zh-CN", then "zh" (where gr.I18n keeps ours), then "en";
+set as "zh", gradio's own words fell back to English. Messages made by Python
+handlers do not go through the browser; they take the switch's value ("en" /
+"zh") as an input and use `UIContext.msg`.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ APPLY_LANGUAGE_JS = """
                        (e) => e.href || e.src));
   const core = names.find((n) => /\\/assets\\/core-[\\w-]+\\.js$/.test(n));
   if (core) {
-    import(core).then((m) => m.changeLocale && m.changeLocale(lang));
+    import(core).then((m) => m.changeLocale && m.changeLocale(lang === "zh" ? "zh-CN" : lang));
   }
   document.documentElement.setAttribute("lang", lang);
   return lang;

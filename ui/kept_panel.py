@@ -48,7 +48,7 @@ EVALUATE_TEXT: dict[str, dict[str, str]] = {
     "evaluate.kept.no_drop": _("✅ No drop beyond the thresholds.", "✅ 没有超过阈值的下降。"),
 }
 RUNS_TEXT: dict[str, dict[str, str]] = {
-    "runs.kept.drop": _("⚠️ **Worse than the run it continues:** {sentence}", "⚠️ **比所继续的父运行差：**{sentence}"),
+    "runs.kept.drop": _("⚠️ **Worse than the run it continues:** {sentence}", "⚠️ **比所继续的父运行差**：{sentence}"),
     "runs.kept.not_compared": _("This run continues {parent}; evaluate it (Evaluate tab) to see whether its answers "
                                 "kept the parent's quality.",
                                 "此运行继续自 {parent}；在“评估”页评估它，看回答是否保住了父运行的质量。"),

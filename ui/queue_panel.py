@@ -31,7 +31,7 @@ TEXT: dict[str, dict[str, str]] = {
                           "are free.", "队列为空：设备忙时点击“开始”的运行会在这里等待，设备空闲后自动开始。"),
     "runs.queue.summary": _("**Queue:** {waiting} waiting, {running} running · since it was last idle: "
                             "{completed} completed, {stopped} stopped or cancelled, {failed} failed",
-                            "**队列：**{waiting} 个等待，{running} 个运行中 · 自上次空闲以来：{completed} 个完成，"
+                            "**队列**：{waiting} 个等待，{running} 个运行中 · 自上次空闲以来：{completed} 个完成，"
                             "{stopped} 个停止或取消，{failed} 个失败"),
     "runs.queue.failed_run": _("❌ **{run_id}** failed: {error}", "❌ **{run_id}** 失败：{error}"),
     "runs.queue.pick": _("Queued run", "队列中的运行"),

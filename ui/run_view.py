@@ -57,7 +57,8 @@ def run_seconds(info: RunInfo, now: float | None = None) -> float | None:
     return end - info.started_at
 
 
-def table_rows(infos: list[RunInfo]) -> list[list]:
+def table_rows(infos: list[RunInfo], msg: Msg | None = None) -> list[list]:
+    """The runs table's rows; `msg` gives the states in the user's language (runs.state.*), else as on disk."""
     rows = []
     for info in infos:
         when = info.started_at or info.created_at
@@ -66,7 +67,8 @@ def table_rows(infos: list[RunInfo]) -> list[list]:
         progress = f"{info.progress:.0%}" if not info.stage else f"🔧 {info.stage_fraction or 0:.0%}"
         method = info.method if info.training_stage == "sft" else f"{info.method} · {info.training_stage}"
         accuracy = f"{info.preference_accuracy:.1%}" if info.preference_accuracy is not None else ""
-        rows.append([info.run_id, f"{STATE_ICONS.get(info.state, '')} {info.state}", info.model, method,
+        state = msg(f"runs.state.{info.state}") if msg and info.state in STATE_ICONS else info.state
+        rows.append([info.run_id, f"{STATE_ICONS.get(info.state, '')} {state}", info.model, method,
                      progress, best, started, duration(run_seconds(info)), accuracy])
     return rows
 

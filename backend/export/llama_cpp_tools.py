@@ -79,9 +79,11 @@ def check_tools() -> Path:
     try:
         import llama_cpp
     except ImportError:
-        raise ExportError(msg("gguf_export.no_tools", part="the llama_cpp bindings", command=INSTALL_COMMAND)) from None
+        raise ExportError(msg("gguf_export.no_tools", part=msg("gguf_export.part_bindings"),
+                              command=INSTALL_COMMAND)) from None
     if not (folder / "convert_hf_to_gguf.py").is_file():
-        raise ExportError(msg("gguf_export.no_tools", part=f"llama.cpp's converter ({folder})", command=INSTALL_COMMAND))
+        raise ExportError(msg("gguf_export.no_tools", part=msg("gguf_export.part_converter", folder=folder),
+                              command=INSTALL_COMMAND))
     converter = (folder / "VERSION").read_text(encoding="utf-8").strip() if (folder / "VERSION").is_file() else "?"
     if converter != llama_cpp.__version__:
         raise ExportError(msg("gguf_export.version_mismatch", converter=converter, quantizer=llama_cpp.__version__,

@@ -69,7 +69,10 @@ class Estimate:
         spans = {"mid": short_duration(self.seconds_mid), "low": short_duration(self.seconds_low),
                  "high": short_duration(self.seconds_high), "steps": self.steps,
                  "per_step": f"{self.seconds_per_step:.3g}"}
-        said = msg(f"estimate.{self.source}", **spans, **self.detail)
+        detail = dict(self.detail)
+        if "rate_kind" in detail:  # "measured" | "listed": said in the reader's language
+            detail["rate_kind"] = msg(f"estimate.rate_{detail['rate_kind']}")
+        said = msg(f"estimate.{self.source}", **spans, **detail)
         return msg("estimate.with_note", estimate=said, note=msg("estimate.busy", **self.busy)) if self.busy else said
 
 

@@ -12,6 +12,7 @@ says what is wrong.
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any
@@ -241,7 +242,9 @@ def show_check(ctx: UIContext, lang: str, state: dict | None, check_id: str) -> 
     except (DataError, ValueError) as error:
         return f"<p>{error_text(ctx, lang, error)}</p>"
     items = [(ctx.msg(lang, "data.row", row=r), m, notes) for r, m, notes in ds.check_rows_view(a, check_id, lang=lang)]
-    head = f"<h4>{check_id}</h4>"
+    check = next((c for c in a.report["checks"] if c["id"] == check_id), {"id": check_id, "title": check_id})
+    title = _text(ctx, lang, f"data.check.{check.get('text_id') or check_id}", check.get("title") or check_id)
+    head = f"<h4>{html.escape(title)}</h4>"  # the check's title in the user's language, not its id
     return head + conversations_html(items, ctx.msg(lang, "data.check_clean"))
 
 

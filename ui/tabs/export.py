@@ -18,6 +18,7 @@ import gradio as gr
 from backend.evaluation.results import checkpoint_choices, default_checkpoint
 from backend.export.exporter import export_folder, recent_exports, start_export
 from backend.export.gguf_export import size_preview
+from backend.export.llama_cpp_tools import check_tools
 from backend.export.model_card import run_config
 from backend.export.outputs import ExportError
 from backend.messages import Message
@@ -96,7 +97,22 @@ TEXT: dict[str, dict[str, str]] = {
     "export.outcome_equal": {"en": "✅ equal", "zh": "✅ 相同"},
     "export.outcome_tie": {"en": "≈ differs after a 16-bit rounding tie", "zh": "≈ 16 位舍入并列后不同"},
     "export.outcome_differ": {"en": "❌ differs", "zh": "❌ 不同"},
+    "export.gguf_unavailable": {"en": "⚠️ GGUF levels cannot be exported on this machine: {reason}",
+                                "zh": "⚠️ 本机无法导出 GGUF：{reason}"},
+    # Column headers of the verification table and of the GGUF table.
+    "export.col.prompt": {"en": "prompt", "zh": "提示"},
+    "export.col.expected": {"en": "checkpoint (adapter)", "zh": "检查点（适配器）"},
+    "export.col.exported": {"en": "exported", "zh": "导出后"},
+    "export.col.outcome": {"en": "outcome", "zh": "结果"},
+    "export.gguf_col.file": {"en": "file", "zh": "文件"},
+    "export.gguf_col.mb": {"en": "MB", "zh": "MB"},
+    "export.gguf_col.equal": {"en": "answers equal to the adapter's", "zh": "与适配器相同的回答"},
+    "export.gguf_col.agree": {"en": "agree over 8 first tokens", "zh": "前 8 个 token 一致"},
+    "export.gguf_col.kl": {"en": "mean KL vs f16", "zh": "相对 f16 的平均 KL"},
+    "export.gguf_col.top1": {"en": "top-1 vs f16", "zh": "相对 f16 的 top-1 一致率"},
 }
+VERIFICATION_COLUMNS = ("prompt", "expected", "exported", "outcome")
+GGUF_COLUMNS = ("file", "mb", "equal", "agree", "kl", "top1")
 
 
 # --- handlers (plain values in, component values out) -------------------------
@@ -156,12 +172,24 @@ def base_choices(ctx: UIContext, lang, trained_on: str) -> tuple[list[tuple[str,
     return [own, *[(shown, path) for shown, path in found if path != trained_on]], left_out
 
 
+def gguf_tools_note(ctx: UIContext, lang) -> str:
+    """Why GGUF levels cannot be exported here (llama.cpp's tools missing, and how to get them), or ""."""
+    try:
+        check_tools()  # what the export itself checks first
+    except ExportError as error:
+        return ctx.msg(lang, "export.gguf_unavailable", reason=localize(error, lang))
+    return ""
+
+
 def start_job(ctx: UIContext, lang, current, ckpt, export_kind, export_name, shard_size, dtype_name, replace,
               want_zip, base_model, gguf_levels=(), gguf_lora=NO_LORA) -> tuple[str, str | None]:
     """Start `python -m backend.export` in the background: (message, its progress file or None)."""
 
     if not current or not ckpt:
         return ctx.msg(lang, "export.msg_pick"), None
+    missing = gguf_tools_note(ctx, lang) if gguf_levels or gguf_lora not in (None, "", NO_LORA) else ""
+    if missing:  # the export would fail at its GGUF step: refused before anything starts
+        return missing, None
     try:
         out = export_folder(ctx.workspace, export_name)  # a typed name never probes outside exports/
     except ExportError as error:
@@ -214,6 +242,7 @@ def build(ctx: UIContext) -> None:
                                      elem_id="export-gguf")
         c["gguf_lora"] = gr.Dropdown(label=ctx.t("export.gguf_lora"), choices=[NO_LORA, "f16", "q8_0"],
                                      value=NO_LORA, scale=1, elem_id="export-gguf-lora")
+    c["gguf_tools"] = gr.Markdown(elem_id="export-gguf-tools")  # llama.cpp's tools missing: said before Start
     c["start"] = gr.Button(ctx.t("export.start"), variant="primary", elem_id="export-start")
     c["status"] = gr.Markdown(elem_id="export-status")
     c["jobs"] = gr.Dropdown(label=ctx.t("export.jobs"), choices=[], elem_id="export-jobs")
@@ -250,6 +279,8 @@ def _wire(ctx: UIContext, c: dict) -> None:
     shared_run = ctx.shared.get("run_id")
     first = [shared_run, c["checkpoint"]] if shared_run is not None else picked
     Context.root_block.load(partial(refresh_runs, ctx), first, picked, **private).then(**describe_io)
+    for trigger in (Context.root_block.load, ctx.lang.change):
+        trigger(partial(gguf_tools_note, ctx), ctx.lang, c["gguf_tools"], **private)
     if shared_run is not None:  # a run opened from elsewhere (the Runs tab's sweep table) is the one exported
         shared_run.change(partial(pick_run, ctx), shared_run, picked, **private).then(**describe_io)
     # A refreshed page (or a restarted app) shows the last exports again, read from disk.
@@ -320,12 +351,16 @@ def _outcome(row: dict) -> str:
 
 
 def _verification_table(ctx: UIContext, lang: str, rows: list[dict]) -> str:
-    head = "<tr><th>prompt</th><th>checkpoint (adapter)</th><th>exported</th><th>outcome</th></tr>"
+    head = _head(ctx, lang, "export.col", VERIFICATION_COLUMNS)
     body = "".join(
         f"<tr><td>{html.escape(r['prompt'])}</td><td>{html.escape(r['expected'])}</td>"
         f"<td>{html.escape(r['exported'])}</td><td>{html.escape(ctx.msg(lang, 'export.outcome_' + _outcome(r)))}</td>"
         f"</tr>" for r in rows)
     return f'<table class="export-verification">{head}{body}</table>'
+
+
+def _head(ctx: UIContext, lang: str, prefix: str, columns) -> str:
+    return "<tr>" + "".join(f"<th>{html.escape(ctx.msg(lang, f'{prefix}.{c}'))}</th>" for c in columns) + "</tr>"
 
 
 def _gguf_sizes(ctx: UIContext, lang: str, checkpoint: Path, levels) -> str:
@@ -343,8 +378,7 @@ def _gguf_view(ctx: UIContext, lang: str, gguf: dict) -> str:
 
     summary = localize(Message.from_dict(gguf["checks"]["summary"]), lang)
     key = "export.gguf_passed" if gguf.get("passed") else "export.gguf_failed"
-    head = ("<tr><th>file</th><th>MB</th><th>answers equal to the adapter's</th><th>agree over 8 first tokens</th>"
-            "<th>mean KL vs f16</th><th>top-1 vs f16</th></tr>")
+    head = _head(ctx, lang, "export.gguf_col", GGUF_COLUMNS)
     rows = []
     for level, info in gguf["files"].items():
         check = gguf["checks"]["levels"].get(level, {})

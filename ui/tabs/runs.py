@@ -58,10 +58,10 @@ TEXT: dict[str, dict[str, str]] = {
     "runs.stage.learned_check": _("learned stop: the model answers its own training rows: {done} / {total} "
                                   "· elapsed {elapsed}",
                                   "学会即停：模型正在回答自己的训练数据：{done} / {total} · 已用 {elapsed}"),
-    "runs.alert.failed": _("❌ **This run failed:** {error}", "❌ **运行失败：**{error}"),
+    "runs.alert.failed": _("❌ **This run failed:** {error}", "❌ **运行失败**：{error}"),
     "runs.alert.no_error": _("the worker recorded no error; see the log below.", "训练进程未记录错误，请查看下方日志。"),
     "runs.alert.lost": _("⚠️ **This run was lost.** {error} Press Resume to continue it.",
-                         "⚠️ **运行已丢失。**{error} 点击“继续”以接着训练。"),
+                         "⚠️ **运行已丢失**。{error} 点击“继续”以接着训练。"),
     "runs.log": _("train.log (last lines)", "train.log（末尾）"),
     "runs.chart.loss": _("Loss (train raw and smoothed, eval)", "损失（训练原始/平滑，验证）"),
     "runs.chart.lr": _("Learning rate", "学习率"),
@@ -72,7 +72,6 @@ TEXT: dict[str, dict[str, str]] = {
     "runs.chart.empty": _("Waiting for the first logged step…", "等待第一个记录的步骤…"),
     "runs.chart.rewards": _("Preference rewards: chosen, rejected, margin", "偏好奖励：chosen、rejected、差值"),
     "runs.chart.accuracy": _("Preference accuracy (share of pairs ranked right)", "偏好准确率（排序正确的样本对比例）"),
-    "runs.chart.sft_only": _("Preference stages (dpo / orpo / simpo / kto) only", "仅偏好训练阶段（dpo / orpo / simpo / kto）"),
     "runs.compare": _("Compare runs", "对比运行"),
     "runs.compare.pick": _("Runs to compare (two or more)", "要对比的运行（两个或更多）"),
     "runs.compare.go": _("Compare", "对比"),
@@ -103,9 +102,25 @@ TEXT: dict[str, dict[str, str]] = {
     "runs.word.learning_rate": _("learning rate", "学习率"),
     "runs.word.grad_norm": _("gradient norm", "梯度范数"),
     "runs.word.tokens_per_second": _("tokens / s", "token / 秒"),
+    "runs.word.allocated": _("allocated", "已分配"),
+    "runs.word.reserved": _("reserved", "已预留"),
+    "runs.word.rss": _("rss", "进程内存"),
+    "runs.word.attn": _("attn", "注意力"),
+    "runs.word.mlp": _("mlp", "MLP"),
+    "runs.word.rewards/chosen": _("rewards/chosen", "chosen 奖励"),
+    "runs.word.rewards/rejected": _("rewards/rejected", "rejected 奖励"),
+    "runs.word.rewards/margins": _("rewards/margins", "奖励差值"),
+    "runs.word.rewards/accuracies": _("rewards/accuracies", "偏好准确率"),
+    # The run states (status.json `state`) as the runs table shows them.
+    **{f"runs.state.{state}": _(state, zh) for state, zh in (
+        ("queued", "排队中"), ("running", "运行中"), ("completed", "已完成"), ("stopped", "已停止"),
+        ("failed", "失败"), ("lost", "已丢失"))},
 }
 WORD_KEYS = ("step", "loss", "train_loss", "train_loss_smoothed", "eval_loss", "minutes", "norm", "train", "eval",
-             "learning_rate", "grad_norm", "tokens_per_second")
+             "learning_rate", "grad_norm", "tokens_per_second", "allocated", "reserved", "rss", "attn", "mlp",
+             "rewards/chosen", "rewards/rejected", "rewards/margins", "rewards/accuracies")
+# The stages whose Trainer logs TRL's preference rewards; the other runs show no reward charts.
+PREFERENCE_STAGES = ("dpo", "orpo", "simpo", "kto")
 
 
 def chart_words(msg) -> dict[str, str]:
@@ -123,15 +138,15 @@ def _msg(ctx: UIContext, lang: str | None):
 
 # --- handlers ---------------------------------------------------------------
 
-def list_runs(ctx: UIContext, selected: str | None = None,
-              known: list[str] | None = None) -> tuple[list[list], list[str], str | None]:
+def list_runs(ctx: UIContext, selected: str | None = None, known: list[str] | None = None,
+              lang: str | None = "en") -> tuple[list[list], list[str], str | None]:
     """(table rows, run ids, run to watch): a run started since the page listed `known` (so a Start
     after a Stop is watched, not the stopped run), else `selected` when it still exists, else the
     newest live run, else the newest run."""
     infos = ctx.store.list()
     ids = [i.run_id for i in infos]
     live = [i.run_id for i in infos if i.state in ("queued", "running")]
-    return run_view.table_rows(infos), ids, chosen_run(ids, selected, live, known)
+    return run_view.table_rows(infos, _msg(ctx, lang)), ids, chosen_run(ids, selected, live, known)
 
 
 def figures(ctx: UIContext, lang: str | None, records: list[dict]) -> list:
@@ -147,17 +162,19 @@ def figures(ctx: UIContext, lang: str | None, records: list[dict]) -> list:
         charts.line_figure(records, "tokens_per_second", title["tokens"], empty, words=words),
         charts.memory_figure(records, title["memory"], empty, words=words),
         charts.grad_heatmap(records, title["layers"], empty, words=words),
-        *_preference_figures(msg, records, title, empty, words),
+        charts.preference_figure(records, charts.PREFERENCE_REWARDS, title["rewards"], empty, words=words),
+        charts.preference_figure(records, ("rewards/accuracies",), title["accuracy"], empty, words=words),
     ]
 
 
-def _preference_figures(msg, records: list[dict], title: dict, empty: str, words: dict) -> list:
-    from ui import charts
-
-    if records and not any("rewards/margins" in r or "eval_rewards/margins" in r for r in records):
-        empty = msg("runs.chart.sft_only")
-    return [charts.preference_figure(records, charts.PREFERENCE_REWARDS, title["rewards"], empty, words=words),
-            charts.preference_figure(records, ("rewards/accuracies",), title["accuracy"], empty, words=words)]
+def _preference_plots(info, figures: list) -> list:
+    """The two preference charts when they were rebuilt: hidden for a run whose stage logs no preference
+    rewards (sft, grpo) rather than drawn empty."""
+    if any(f == gr.skip() for f in figures):
+        return figures
+    if info.training_stage not in PREFERENCE_STAGES:
+        return [gr.update(visible=False)] * len(figures)
+    return [gr.update(value=f, visible=True) for f in figures]
 
 
 def tick(ctx: UIContext, lang: str | None, watch: run_view.Watch | None, run_id: str | None) -> list:
@@ -176,6 +193,7 @@ def tick(ctx: UIContext, lang: str | None, watch: run_view.Watch | None, run_id:
     switched = watch.follow(run_id, info.run_dir)
     new = watch.read_new()
     charts = figures(ctx, lang, watch.records) if (new or switched) else [gr.skip()] * len(CHART_KEYS)
+    charts[-2:] = _preference_plots(info, charts[-2:])
     return [watch, run_view.alert_text(msg, info, lang), run_view.progress_html(msg, info, watch.records),
             gr.update(visible=run_view.can_resume(info)), tail_text(info.run_dir / LOG_FILE, LOG_BYTES), *charts]
 
@@ -246,7 +264,7 @@ def _wire(ctx: UIContext, c: dict, plots: list) -> None:
     lang, shared_run = ctx.lang, ctx.shared.get("run_id")
 
     def do_list(lang, selected, known=None):
-        rows, ids, chosen = list_runs(ctx, selected, known=known)
+        rows, ids, chosen = list_runs(ctx, selected, known=known, lang=lang)
         return table_value(_msg(ctx, lang), rows), run_dropdown(ids, chosen)[0], gr.update(choices=ids), ids
 
     def do_tick(lang, selected, known):
