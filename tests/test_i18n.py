@@ -485,3 +485,21 @@ def test_estimate_from_flops_says_measured_in_chinese():
     assert "（实测）" in zh and not english_words(zh), english_words(zh)
     assert "(measured)" in str(estimate.message())
 
+
+def test_train_form_choices_are_translated(workspace):
+    """The method and gradient checkpointing radios show their choices in the page's language."""
+    import gradio as gr
+
+    from ui.i18n import build_i18n
+
+    texts = merge_texts(train.TEXT, runs.TEXT)
+    ctx = UIContext(workspace=workspace, texts=texts, i18n=build_i18n(texts))
+    with gr.Blocks():
+        built = forms.build_inputs(ctx, forms.ALL_FIELDS, RunConfig())
+    shown = {}
+    for name in ("method_choice", "gradient_checkpointing"):
+        labels = [label for label, _ in built[name].choices]
+        assert all(isinstance(label, gr.i18n.I18nData) for label in labels), (name, labels)
+        shown[name] = [texts[label.key]["zh"] for label in labels]
+    assert shown == {"method_choice": ["LoRA", "QLoRA 4 位", "QLoRA 8 位", "全参数"],
+                     "gradient_checkpointing": ["自动", "开", "关"]}

@@ -35,7 +35,16 @@ METHOD_CHOICES = {"lora": ("lora", None), "qlora4": ("qlora", 4), "qlora8": ("ql
 JOINED = {"method": "method_choice", "quantization_bits": "method_choice"}
 # gradient_checkpointing is "auto" | True | False; the form shows auto / on / off.
 CHECKPOINTING_CHOICES = {True: "on", False: "off", "auto": "auto"}
-METHOD_LABELS = {"lora": "LoRA", "qlora4": "QLoRA 4-bit", "qlora8": "QLoRA 8-bit", "full": "Full"}
+# What the two radios show for their values, in both languages (translated in the browser).
+CHOICE_TEXT: dict[str, dict[str, str]] = {
+    "train.choice.method_choice.lora": {"en": "LoRA", "zh": "LoRA"},
+    "train.choice.method_choice.qlora4": {"en": "QLoRA 4-bit", "zh": "QLoRA 4 位"},
+    "train.choice.method_choice.qlora8": {"en": "QLoRA 8-bit", "zh": "QLoRA 8 位"},
+    "train.choice.method_choice.full": {"en": "Full", "zh": "全参数"},
+    "train.choice.gradient_checkpointing.auto": {"en": "auto", "zh": "自动"},
+    "train.choice.gradient_checkpointing.on": {"en": "on", "zh": "开"},
+    "train.choice.gradient_checkpointing.off": {"en": "off", "zh": "关"},
+}
 # How a field looks, where its type and bounds leave a choice: a few choices read best as a row of
 # radio buttons (else a dropdown); a share of something in [0, 1) as a slider (else a number box).
 RADIOS = {"method_choice", "precision", "gradient_checkpointing", "stage", "overflow"}
@@ -222,7 +231,7 @@ def build_inputs(ctx, specs: list[FieldSpec], defaults: RunConfig) -> dict[str, 
             component = gr.Dropdown(["all-linear", *LINEAR_NAMES], value=value, multiselect=True,
                                     allow_custom_value=True, **common)
         elif spec.widget in ("dropdown", "radio"):
-            choices = _choices(spec.name)
+            choices = _choices(spec.name, ctx.t)
             maker = gr.Radio if spec.widget == "radio" else gr.Dropdown
             component = maker(choices, value=value, **common)
         else:
@@ -231,11 +240,11 @@ def build_inputs(ctx, specs: list[FieldSpec], defaults: RunConfig) -> dict[str, 
     return components
 
 
-def _choices(name: str) -> list:
+def _choices(name: str, t) -> list:
     if name == "method_choice":
-        return [(label, key) for key, label in METHOD_LABELS.items()]
+        return [(t(f"train.choice.{name}.{key}"), key) for key in METHOD_CHOICES]
     if name == "gradient_checkpointing":
-        return ["auto", "on", "off"]
+        return [(t(f"train.choice.{name}.{key}"), key) for key in ("auto", "on", "off")]
     return [c for c in RunConfig.choices_for(name) if c is not None]
 
 

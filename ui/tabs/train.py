@@ -40,6 +40,7 @@ TEXT: dict[str, dict[str, str]] = {
     **forms.FIELD_TEXT,
     **forms.HELP_TEXT,
     **forms.PLACEHOLDER_TEXT,
+    **forms.CHOICE_TEXT,
     **estimate_panel.TEXT,
     **local_models_panel.TEXT,
     **sweep_panel.TEXT,
