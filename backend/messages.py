@@ -824,6 +824,11 @@ CATALOGUE: dict[str, str] = {
     'gguf_export.failed_merged_kept': '{error} The merged model in {out} is complete and kept.',
     'gguf_export.template_not_expressed': "The training chat template (it starts {start!r}) is not one of the families the Modelfile can write as a Go template (chatml, llama3, gemma): the Modelfile has no TEMPLATE, so Ollama would use the GGUF's own template or its default. Check the prompts Ollama builds before shipping.",
     'gguf_export.check_summary': "llama.cpp's greedy answers from the f16 file agree with the adapter's over at least the first {tokens} tokens on {agree} of {total} held-out prompts.",
+    'gguf_export.level_answers': "{level}: {agree} of {total} greedy answers agree with the adapter's over their first {tokens} tokens; a level passes with {needed} or more.",
+    'gguf_export.level_kl': '{level}: mean KL divergence from f16 of {kl} per token, above the {limit} a level passes with.',
+    'gguf_export.levels_passed': 'Every level passed ({levels}); the Modelfile runs {chosen}, the smallest.',
+    'gguf_export.levels_failed': "{levels} did not pass (a level passes when {share} of its answers agree with the adapter's over their first {tokens} tokens and its mean KL from f16 is at most {kl}): do not ship it. The Modelfile runs {chosen}, the smallest level that passed.",
+    'gguf_export.levels_none_passed': "No level passed ({levels}; a level passes when {share} of its answers agree with the adapter's over their first {tokens} tokens and its mean KL from f16 is at most {kl}): the Modelfile runs {fallback} and says so. Export a larger level (q6_k, q8_0, f16) and use the one that passes.",
     'gguf_export.stage.writing': 'writing GGUF {level} (about {size})',
     'gguf_export.stage.checking': 'running the GGUF files in llama.cpp to check them',
     # --- time estimate and speed probe; sweeps ---------------------------------------------------

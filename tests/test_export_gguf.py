@@ -67,8 +67,11 @@ def test_the_modelfile_renders_like_training_and_stops_on_the_end_of_turn(export
 
     out, report = exported
     text = (out / "gguf" / "Modelfile").read_text(encoding="utf-8")
-    assert text.startswith(f"FROM ./{report['gguf']['files']['q4_k_m']['file']}\n")
+    chosen = report["gguf"]["modelfile_level"]  # the smallest level that passed its check
+    assert chosen in report["gguf"]["files"] and chosen not in report["gguf"]["failed_levels"]
+    assert text.startswith(f"FROM ./{report['gguf']['files'][chosen]['file']}\n")
     assert 'PARAMETER stop "<|im_end|>"' in text
+    assert "PARAMETER num_ctx 4096\n" in text  # the run's cutoff_len 128 is below Ollama's default; the model has 8192
     assert "TEMPLATE \"\"\"" in text and report["gguf"]["template_family"] == "chatml"
     # SmolLM2's template inserts its own system prompt when a chat has none: the Modelfile says it too
     assert 'SYSTEM """You are a helpful AI assistant named SmolLM, trained by Hugging Face"""' in text
@@ -153,7 +156,7 @@ def test_a_template_no_family_expresses_gets_no_template_and_a_sentence(gemma_mo
     tokenizer.chat_template = "{% for m in messages %}### {{ m['role'] }}: {{ m['content'] }}\n{% endfor %}### assistant:"
     match = match_family(tokenizer)
     assert match.family is None and match.reason.startswith("### user: Hi there.")
-    assert "TEMPLATE" not in build_modelfile("m.gguf", match, ["</s>"])
+    assert "TEMPLATE" not in build_modelfile("m.gguf", match, ["</s>"], 4096)
 
 
 @pytest.mark.usefixtures("starts_processes")

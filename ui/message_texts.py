@@ -700,6 +700,11 @@ ZH: dict[str, str] = {
     'gguf_export.failed_merged_kept': '{error} {out} 中合并后的模型完整且已保留。',
     'gguf_export.template_not_expressed': '训练所用的聊天模板（开头为 {start!r}）不属于 Modelfile 能写成 Go 模板的系列（chatml、llama3、gemma）：Modelfile 中没有 TEMPLATE，Ollama 将使用 GGUF 自带的模板或其默认模板。发布前请检查 Ollama 构造的提示。',
     'gguf_export.check_summary': '在 {total} 个留出提示中，f16 文件在 llama.cpp 中的贪心回答有 {agree} 个与适配器的回答至少前 {tokens} 个 token 一致。',
+    'gguf_export.level_answers': '{level}：{total} 个贪心回答中有 {agree} 个与适配器的回答前 {tokens} 个 token 一致；达到 {needed} 个才算通过。',
+    'gguf_export.level_kl': '{level}：与 f16 的平均 KL 散度为每 token {kl}，超过通过所需的 {limit}。',
+    'gguf_export.levels_passed': '所有级别都通过了（{levels}）；Modelfile 使用其中最小的 {chosen}。',
+    'gguf_export.levels_failed': '{levels} 未通过（一个级别通过的条件：{share} 的回答与适配器的回答前 {tokens} 个 token 一致，且与 f16 的平均 KL 不超过 {kl}）：请不要发布它。Modelfile 使用通过的级别中最小的 {chosen}。',
+    'gguf_export.levels_none_passed': '没有级别通过（{levels}；一个级别通过的条件：{share} 的回答与适配器的回答前 {tokens} 个 token 一致，且与 f16 的平均 KL 不超过 {kl}）：Modelfile 使用 {fallback} 并注明这一点。请导出更大的级别（q6_k、q8_0、f16），并使用通过的那个。',
     'gguf_export.stage.writing': '正在写入 GGUF {level}（约 {size}）',
     'gguf_export.stage.checking': '正在用 llama.cpp 运行 GGUF 文件进行检查',
     # --- time estimate and speed probe; sweeps ---------------------------------------------------

@@ -30,7 +30,7 @@ from backend.data.general_prompts import HELD_OUT_QUESTIONS
 from backend.evaluation.scoring import held_out_rows
 from backend.export.gguf_export import GGUF_NEW_TOKENS, GGUF_PROMPTS, GGUFRequest, export_gguf, export_lora_gguf
 from backend.export.llama_cpp_tools import DEFAULT_LEVEL, check_tools, parse_levels
-from backend.export.model_card import build_model_card, gguf_section
+from backend.export.model_card import build_model_card, gguf_section, run_config
 from backend.export.outputs import (
     ExportError,
     base_model_for,
@@ -203,7 +203,8 @@ def _gguf_request(levels, lora, kind, run_dir, workspace):
     parsed = parse_levels(levels or [DEFAULT_LEVEL])
     check_tools()
     pairs = _held_out_pairs(run_dir, workspace, GGUF_PROMPTS, fill=True)
-    return GGUFRequest(parsed, prompts=[prompt for prompt, _ in pairs], answers=[answer for _, answer in pairs])
+    return GGUFRequest(parsed, prompts=[prompt for prompt, _ in pairs], answers=[answer for _, answer in pairs],
+                       cutoff_len=run_config(run_dir).get("cutoff_len"))
 
 
 def _write_gguf(checkpoint, out, report, request, lora, progress) -> dict:

@@ -6,9 +6,11 @@ chat template and EOS are read back from each file; then llama.cpp answers
 the run's held-out prompts greedily and the answers are compared, token by
 token, with the adapter's through transformers + peft, and each level's
 next-token distributions with the f16 file's (mean KL divergence and top-1
-agreement, llama.cpp's own way of judging a quant). An Ollama Modelfile is
-written beside the files. A failed check is reported plainly and the files
-are kept; a refusal removes only the partial file, never the merged model.
+agreement, llama.cpp's own way of judging a quant); each level passes or
+fails by thresholds on both (gguf_judgement.py). An Ollama Modelfile is
+written beside the files, running the smallest level that passed. A failed
+check is reported plainly and the files are kept; a refusal removes only
+the partial file, never the merged model.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from safetensors import safe_open
 
 from backend.export import llama_cpp_tools as tools
 from backend.export.gguf_checks import compare_answers, distribution_stats, metadata_check
-from backend.export.modelfile import build_modelfile, match_family, stop_texts
+from backend.export.gguf_judgement import AGREE_TOKENS, judge_level, levels_summary, modelfile_level
+from backend.export.modelfile import build_modelfile, match_family, modelfile_context, stop_texts
 from backend.export.outputs import (
     ExportError,
     base_model_for,
@@ -36,14 +39,12 @@ from backend.export.outputs import (
 from backend.messages import msg
 from backend.models.chat_templates import render, stop_token_ids
 from backend.models.gguf_engine import GGUFModel
-from backend.models.loading import load_tokenizer
+from backend.models.loading import load_tokenizer, model_context_length
 from backend.runs.jobs import write_progress
 
 GGUF_FOLDER = "gguf"
 GGUF_PROMPTS = 10
 GGUF_NEW_TOKENS = 32
-AGREE_TOKENS = 8       # f16 answers must match the adapter's over at least this many first tokens ...
-F16_AGREEMENT = 0.9    # ... on this share of the prompts
 DISK_MARGIN = 1.15
 LORA_TYPES = ("f16", "q8_0")
 # Bits per weight of the type llama.cpp falls back to when a k-quant's rows are not a multiple of 256
@@ -57,6 +58,7 @@ class GGUFRequest:
     prompts: list[list[dict]] = field(default_factory=list)        # generation prompts (held-out)
     answers: list[str] = field(default_factory=list)               # each prompt's reference answer, or ""
     reference_ids: list[list[int]] | None = None                   # the adapter's greedy answers, as token ids
+    cutoff_len: int | None = None                                  # the run's, for the Modelfile's num_ctx
 
 
 def planned_sizes(model_dir: Path, levels: list[tools.Level]) -> dict[str, int]:
@@ -125,22 +127,35 @@ def export_gguf(model_dir: Path, name: str, request: GGUFRequest, progress: Path
     metadata = {lv: metadata_check(path, tokenizer, stops) for lv, path in files.items()}
     checks = run_checks(files, tokenizer, request)
     match = match_family(tokenizer)
-    main_level = next((lv for lv in wanted if lv != "f16"), wanted[0])
     modelfile = out_dir / "Modelfile"
-    modelfile.write_text(build_modelfile(files[main_level].name, match, stop_texts(tokenizer, stops)),
-                         encoding="utf-8")
+    chosen = _write_modelfile(modelfile, files, checks, wanted, match, stop_texts(tokenizer, stops),
+                              modelfile_context(model_context_length(model_dir), request.cutoff_len))
     if "f16" not in wanted:  # it was the quantizer's source and the checks' reference
         files.pop("f16").unlink()
     return {
         "folder": str(out_dir), "converter": str(folder), "llama_cpp_version": tools.LLAMA_CPP_VERSION,
         "files": {lv: {"file": p.name, "bytes": p.stat().st_size} for lv, p in files.items()},
         "planned_bytes": sizes, "metadata": metadata, "checks": checks,
-        "modelfile": modelfile.name, "template_family": match.family.name if match.family else None,
+        "modelfile": modelfile.name, "modelfile_level": chosen, "failed_levels": checks["failed"],
+        "template_family": match.family.name if match.family else None,
         "template_note": "" if match.family else msg("gguf_export.template_not_expressed", start=match.reason).to_dict(),
         "ollama": f"ollama create {_ollama_name(name)} -f {modelfile}",
         "passed": checks["passed"] and all(m["passed"] for m in metadata.values()),
         "seconds": round(time.time() - started, 1),
     }
+
+
+def _write_modelfile(path: Path, files: dict[str, Path], checks: dict, wanted: list[str], match, stops: list[str],
+                     num_ctx: int) -> str | None:
+    """The Modelfile over the smallest level asked for that passed (returned; None when none did, and the
+    file then runs the first quant asked for under a comment saying so); the verdict goes into `checks`."""
+    chosen = modelfile_level(checks["levels"], {lv: p.stat().st_size for lv, p in files.items()}, wanted)
+    fallback = next((lv for lv in wanted if lv != "f16"), wanted[0])
+    summary = levels_summary(checks["levels"], wanted, chosen, fallback)
+    checks["levels_summary"] = summary.to_dict()
+    note = None if chosen else str(summary)  # the file a user opens says it too
+    path.write_text(build_modelfile(files[chosen or fallback].name, match, stops, num_ctx, note=note), encoding="utf-8")
+    return chosen
 
 
 def run_checks(files: dict[str, Path], tokenizer, request: GGUFRequest) -> dict:
@@ -173,12 +188,12 @@ def run_checks(files: dict[str, Path], tokenizer, request: GGUFRequest) -> dict:
                  "same_prompt_tokens": sum(a == b for a, b in zip(prompt_ids, hf_prompt_ids))}
         if reference_logits is None:
             reference_logits = logits
-            entry["passed"] = agree >= math.ceil(F16_AGREEMENT * len(rows))
         else:
             entry.update(distribution_stats(reference_logits, logits))
-            entry["passed"] = True  # a quant is measured, not judged: its numbers go into the report
-        levels[level] = entry
-    return {"levels": levels, "passed": levels["f16"]["passed"],
+        levels[level] = judge_level(level, entry)
+    failed = [level for level, entry in levels.items() if not entry["passed"]]
+    # f16 is judged even when it was only the quantizer's source: a wrong f16 means a wrong conversion.
+    return {"levels": levels, "passed": not failed, "failed": failed,
             "summary": msg("gguf_export.check_summary", agree=levels["f16"]["agree_first_8"], total=levels["f16"]["total"],
                            tokens=AGREE_TOKENS).to_dict()}
 

@@ -161,9 +161,13 @@ def gguf_lines(gguf: dict) -> list[str]:
         quality = ""
         if level.get("mean_kl") is not None:
             quality = f", mean KL vs f16 {level['mean_kl']:.4g}, top-1 agreement {level['top1_agreement']:.1%}"
+        verdict = "" if "failures" not in level else " - passed" if level["passed"] else " - FAILED: " + " ".join(
+            render(Message.from_dict(f), CATALOGUE) for f in level["failures"])
         lines.append(f"  {info['file']}: {info['bytes'] / 1e6:.1f} MB, {level.get('equal', 0)}/{level.get('total', 0)} "
                      f"greedy answers equal to the adapter's, {level.get('agree_first_8', 0)} agree over the first "
-                     f"8 tokens{quality}")
+                     f"8 tokens{quality}{verdict}")
+    if gguf["checks"].get("levels_summary"):  # reports written before each level was judged have none
+        lines.append(render(Message.from_dict(gguf["checks"]["levels_summary"]), CATALOGUE))
     if gguf.get("lora"):
         lines.append(f"  {gguf['lora']['file']}: the adapter alone ({gguf['lora']['outtype']})")
     lines.append(f"Ollama: {gguf['ollama']}")

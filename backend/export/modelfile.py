@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from backend.models.chat_templates import render
 
+# Ollama's default num_ctx (its FAQ: 4096 tokens; 2048 before): a Modelfile never gives a model less.
+OLLAMA_CONTEXT = 4096
 SAMPLES = (
     [{"role": "user", "content": "Hi there."}],
     [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Name a colour."}],
@@ -124,15 +126,23 @@ def stop_texts(tokenizer, stop_ids) -> list[str]:
     return texts
 
 
-def build_modelfile(gguf_name: str, match: TemplateMatch, stops: list[str]) -> str:
-    lines = [f"FROM ./{gguf_name}", ""]
+def modelfile_context(model_context: int, cutoff_len: int | None) -> int:
+    """num_ctx: at least the run's cutoff_len (the longest text training saw) and Ollama's own default,
+    never more than the model's context. Ollama cuts a longer prompt to num_ctx without a word, and
+    allocates the KV cache of all of it: a 128k-context model would ask for gigabytes it rarely needs."""
+    return min(model_context, max(cutoff_len or 0, OLLAMA_CONTEXT))
+
+
+def build_modelfile(gguf_name: str, match: TemplateMatch, stops: list[str], num_ctx: int,
+                    note: str | None = None) -> str:
+    """`note`: a comment above FROM (why this file, when no level passed its check)."""
+    lines = [*(f"# {line}" for line in (note or "").splitlines()), f"FROM ./{gguf_name}", ""]
     if match.family:
         lines += [f'TEMPLATE """{match.family.go_template}"""', ""]
     if match.system:
         lines += [f'SYSTEM """{match.system}"""', ""]
-    lines += [f'PARAMETER stop "{_quoted(text)}"' for text in stops]
+    lines += [f"PARAMETER num_ctx {num_ctx}"]
+    # Written as they are: Ollama's parser takes a quoted value literally, without escapes, so `\"` would
+    # stop on a backslash and a quote that the model never writes.
+    lines += [f'PARAMETER stop "{text}"' for text in stops]
     return "\n".join(lines) + "\n"
-
-
-def _quoted(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')

@@ -383,12 +383,18 @@ def _gguf_view(ctx: UIContext, lang: str, gguf: dict) -> str:
     for level, info in gguf["files"].items():
         check = gguf["checks"]["levels"].get(level, {})
         kl, top1 = check.get("mean_kl"), check.get("top1_agreement")
-        rows.append(f"<tr><td>{html.escape(info['file'])}</td><td>{info['bytes'] / 1e6:,.1f}</td>"
+        mark = "❌ " if check.get("passed") is False else ""  # a level that failed its check, flagged in its row
+        rows.append(f"<tr><td>{mark}{html.escape(info['file'])}</td><td>{info['bytes'] / 1e6:,.1f}</td>"
                     f"<td>{check.get('equal', 0)}/{check.get('total', 0)}</td>"
                     f"<td>{check.get('agree_first_8', 0)}/{check.get('total', 0)}</td>"
                     f"<td>{'' if kl is None else f'{kl:.4g}'}</td><td>{'' if top1 is None else f'{top1:.1%}'}</td></tr>")
     note = localize(Message.from_dict(gguf["template_note"]), lang) if gguf.get("template_note") else ""
+    verdicts = [localize(Message.from_dict(f), lang) for c in gguf["checks"]["levels"].values() for f in c.get("failures", [])]
+    if gguf["checks"].get("levels_summary"):  # each level's verdict and the Modelfile's level
+        verdicts.append(localize(Message.from_dict(gguf["checks"]["levels_summary"]), lang))
     return (f'<p id="export-gguf-check">{html.escape(ctx.msg(lang, key, summary=summary))}</p>'
             f'<table class="export-gguf">{head}{"".join(rows)}</table>'
+            + "".join(f'<p class="export-gguf-verdict">{"✅" if gguf.get("passed") else "⚠️"} {html.escape(v)}</p>'
+                      for v in verdicts)
             + (f"<p>⚠️ {html.escape(note)}</p>" if note else "")
             + f"<p>{html.escape(ctx.msg(lang, 'export.gguf_ollama'))} <code>{html.escape(gguf['ollama'])}</code></p>")
