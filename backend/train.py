@@ -4,7 +4,8 @@ Runs in its own process (started by backend/runs/store.py or by hand, or under
 torchrun for DDP) and talks to the rest of the app only through the run folder
 (docs/CONTRACTS.md, the run directory): config.yaml, status.json, metrics.jsonl, train.log,
 checkpoint-<step>/ + COMPLETE, final/, summary.json. SIGTERM saves a
-checkpoint at the next step boundary and exits 0 with state "stopped".
+checkpoint at the next step boundary and exits 0 with state "stopped"; before
+the first step, with nothing to save, it exits 0 "stopped" at once.
 Exit codes: 0 completed or stopped, 1 failed while running, 2 bad config or path.
 """
 

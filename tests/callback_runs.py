@@ -27,6 +27,19 @@ class HoldWhileFileExists(TrainerCallback):
         return control
 
 
+class HoldBeforeFirstStep(TrainerCallback):
+    """While RUN_DIR/.hold-start exists, the worker waits when training begins, before its first step
+    (the model and the data loaded, no step begun), and says so in RUN_DIR/.held-start."""
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        run_dir = Path(args.output_dir)
+        if (run_dir / ".hold-start").exists():
+            (run_dir / ".held-start").touch()
+        while (run_dir / ".hold-start").exists():
+            time.sleep(0.05)
+        return control
+
+
 class FillDiskAtTrainEnd(TrainerCallback):
     """When training ends (before the worker writes final/), fill the disk of
     the run folder until only LEAVE_BYTES are free, as another program could.

@@ -289,3 +289,22 @@ def test_a_stop_sent_by_another_store_is_known_to_this_one(store, devices):
     del other  # its memory is gone: only the disk says a stop was asked for
     info = wait_for(lambda: (i := store.get(run_id)).state != "running" and i, "the worker to exit")
     assert info.state == "stopped" and "after the stop request" in info.advice
+
+
+def test_stop_says_what_it_does_before_and_after_the_first_step(tmp_path):
+    """Stop said "saves a checkpoint and exits" to a run still loading, which then was killed after 30 s
+    with nothing saved. Before the first step of the worker's process it ends at once; after, it saves."""
+    from backend.runs.store import stop_outcome
+    from ui.i18n import localize
+
+    started = time.time()
+    loading = {"state": "running", "worker_started_at": started}
+    assert stop_outcome(loading, [], 30).id == "run.stop.ends_now"
+    resumed = {**loading, "first_step_at": started - 600}  # the step of the process before the resume
+    assert stop_outcome(resumed, [tmp_path / "checkpoint-4"], 30).id == "run.stop.ends_now"
+    stepping = {**loading, "first_step_at": started + 5}
+    saves = stop_outcome(stepping, [tmp_path / "checkpoint-2", tmp_path / "checkpoint-4"], 30)
+    assert str(saves) == ("it saves a checkpoint when the step it is on ends, then exits; if that takes more than "
+                          "30 s it is killed, and Resume continues from checkpoint-4.")
+    assert stop_outcome(stepping, [], 30).id == "run.stop.saves_first"
+    assert "没有可保存的内容" in localize(stop_outcome(loading, [], 30), "zh")

@@ -15,9 +15,9 @@ import pytest
 
 from backend.config_recipes import tiny_config
 from backend.runs import queue
-from backend.runs.files import METRICS_FILE, list_checkpoints
+from backend.runs.files import METRICS_FILE, list_checkpoints, read_status
 from tests.polling import wait_for
-from ui import charts, forms, run_view
+from ui import charts, forms, run_actions, run_view
 from ui.tabs import runs, train
 
 # [watch, alert, progress, resume visible, log, *figures]
@@ -81,8 +81,8 @@ def test_monitor_follows_a_real_run_that_is_killed_then_a_failed_one(ctx):
     fresh = runs.tick(ctx, "en", None, run_id)  # a page refresh: a new session sees the whole history
     assert fresh[WATCH].records == watch.records
     loss, lr, grad, tokens, memory, layers, rewards, accuracy = fresh[FIGS:]
-    # An sft run: no preference charts (hidden rather than drawn empty).
-    assert rewards == accuracy == gr.update(visible=False)
+    # An sft run: the preference charts are empty and say which stages fill them.
+    assert not rewards.data and "Preference stages" in rewards.layout.annotations[0].text
     assert [t.name for t in loss.data] == ["train loss", "train loss (smoothed)", "eval loss"]
     steps = [r["step"] for r in watch.records if r.get("kind") == "train" and "loss" in r]
     assert list(loss.data[0].x) == steps and 2 in list(loss.data[2].x)
@@ -135,6 +135,30 @@ def test_stop_and_resume_buttons_say_why_they_cannot_act(ctx):
     run_id = ctx.store.create(tiny_config(devices="cpu"))
     assert run_actions.stop(ctx, "en", run_id) == f"❌ Run {run_id} is not running (state: queued)."
     assert run_actions.resume(ctx, "en", "../etc").startswith("❌ No run named '../etc'")
+
+
+@pytest.mark.slow
+def test_stop_before_the_first_step_says_the_run_ends_now_and_it_does(ctx):
+    """Stop on a run that has loaded but not begun a step: the sentence says it ends without a checkpoint,
+    and the worker ends by itself, stopped with nothing saved (its own advice: a kill after the grace period
+    would leave the store's)."""
+    run_id = ctx.store.create(tiny_config(devices="cpu", max_steps=4, save_steps=2,
+                                          callbacks=["tests.callback_runs:HoldBeforeFirstStep"]))
+    run_dir = ctx.store.runs_dir / run_id
+    (run_dir / ".hold-start").touch()
+    ctx.store.start(run_id)
+    try:
+        wait_for(lambda: (run_dir / ".held-start").exists() or not ctx.store.get(run_id).live, "the worker to hold")
+        said = run_actions.stop(ctx, "en", run_id)
+        assert said == (f"⏹ Stopping run **{run_id}**: it has not begun its first training step, so there is "
+                        "nothing to save: it ends now, without a checkpoint.")
+        info = wait_for(lambda: (i := ctx.store.get(run_id)).state not in ("queued", "running") and i, "the end")
+        status = read_status(run_dir)
+        assert info.state == "stopped" and not info.checkpoints, (run_dir / "train.log").read_text()[-3000:]
+        assert status["exit_code"] == 0 and status["advice_message"]["id"] == "train.advice.stopped_before_first_step"
+        assert (run_dir / ".hold-start").exists()  # it ended on the stop, not because the hold ended
+    finally:
+        (run_dir / ".hold-start").unlink(missing_ok=True)
 
 
 def test_watch_run_follows_a_run_started_after_the_one_it_shows(ctx):

@@ -15,8 +15,7 @@ from ui.i18n import localize
 TEXT: dict[str, dict[str, str]] = {
     "run_actions.no_run": {"en": "No run to act on: start one here or select one in the Runs tab.",
                            "zh": "没有可操作的运行：请在此开始一个，或在“运行”页选择。"},
-    "run_actions.stopping": {"en": "⏹ Stopping run **{run_id}**: it saves a checkpoint and exits.",
-                             "zh": "⏹ 正在停止 **{run_id}**：保存检查点后退出。"},
+    "run_actions.stopping": {"en": "⏹ Stopping run **{run_id}**: {what}", "zh": "⏹ 正在停止 **{run_id}**：{what}"},
     "run_actions.cancelled": {"en": "⏹ Run **{run_id}** was waiting in the queue: cancelled, it never started.",
                               "zh": "⏹ 运行 **{run_id}** 原在队列中等待：已取消，从未开始。"},
     "run_actions.resumed": {"en": "▶️ Resumed run **{run_id}**.", "zh": "▶️ 已继续运行 **{run_id}**。"},
@@ -30,18 +29,19 @@ def _msg(lang: str | None, key: str, **values) -> str:
 
 
 def stop(ctx: UIContext, lang: str | None, run_id: str | None) -> str:
-    """Ask the run's worker to save and exit (the app's one RunStore escalates after the grace period);
-    a run still waiting in the queue is cancelled instead."""
+    """Ask the run's worker to end, and say how it will (RunStore.stop: at once before its first step, else
+    with a checkpoint at the step's end; the app's one RunStore escalates after the grace period); a run
+    still waiting in the queue is cancelled instead."""
     if not run_id:
         return _msg(lang, "no_run")
     try:
         if ctx.store.get(run_id).waiting:
             queue.cancel(ctx.store, run_id)
             return _msg(lang, "cancelled", run_id=run_id)
-        ctx.store.stop(run_id)
+        outcome = ctx.store.stop(run_id)
     except RunError as error:
         return _msg(lang, "refused", error=localize(error, lang))
-    return _msg(lang, "stopping", run_id=run_id)
+    return _msg(lang, "stopping", run_id=run_id, what=localize(outcome, lang))
 
 
 def resume(ctx: UIContext, lang: str | None, run_id: str | None) -> str:

@@ -209,15 +209,17 @@ class RunStore:
                           create_time=started, launcher_create_time=started, started_at=time.time())
 
     # --- stop, watch, delete ---------------------------------------------------
-    def stop(self, run_id: str, grace_s: float = 30) -> None:
-        """Ask the worker to save a checkpoint and exit; returns at once. After
-        `grace_s` seconds a daemon thread SIGKILLs whatever is left (then the
-        run is `stopped` at its last complete checkpoint)."""
+    def stop(self, run_id: str, grace_s: float = 30) -> Message:
+        """Ask the worker to end; returns at once, with what it will do (stop_outcome). Before its first
+        step it ends at once; after, it saves a checkpoint at the step's end and exits. After `grace_s`
+        seconds a daemon thread SIGKILLs whatever is left (then the run is `stopped` at its last
+        complete checkpoint)."""
         status = self.refresh(run_id)
         if not self._is_live(status):
             raise RunError(msg("run.not_running", run_id=run_id, state=status.get("state")))
         pid, started = _live_process(status)
         run_dir = self._run_dir(run_id)
+        outcome = stop_outcome(status, list_checkpoints(run_dir), grace_s)
         # On disk before the signal: every store (another app process, another tab)
         # must know that a worker vanishing from now on was stopped, not lost.
         update_status(run_dir, stop_requested_at=time.time(),
@@ -229,6 +231,7 @@ class RunStore:
 
         processes.escalate_later(pid, started, grace_s, self._children.get(run_id),
                                   before_kill, after_kill=lambda: self.refresh(run_id))
+        return outcome
 
     def refresh(self, run_id: str) -> dict:
         """status.json of the run, after lost detection: a run marked queued
@@ -432,6 +435,19 @@ def _live_process(status: dict) -> tuple[int | None, float | None]:
         if pid and processes.is_alive(pid, started):
             return int(pid), float(started)
     return None, None
+
+
+def stop_outcome(status: dict, checkpoints: list[Path], grace_s: float) -> Message:
+    """What Stop does to a live run, as the worker will do it (backend/training/cli.py, StopRequest): before
+    the first step of its process (`first_step_at`, written by GracefulStop, is older than this process's
+    `worker_started_at` or absent) it ends at once without a checkpoint; after, it saves one when the step
+    ends, killed after `grace_s` when the step takes longer."""
+    first_step = status.get("first_step_at") or 0
+    if not first_step or first_step < (status.get("worker_started_at") or 0):
+        return msg("run.stop.ends_now")
+    if checkpoints:
+        return msg("run.stop.saves", grace_s=grace_s, checkpoint=checkpoints[-1].name)
+    return msg("run.stop.saves_first", grace_s=grace_s)
 
 
 def _not_started(status: dict) -> bool:

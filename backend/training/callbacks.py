@@ -14,13 +14,14 @@ from __future__ import annotations
 import logging
 import math
 import shutil
+import time
 from pathlib import Path
 
 import torch.distributed as dist
 from transformers import TrainerCallback
 
 from backend.messages import msg
-from backend.runs.files import checkpoint_step, list_checkpoints, mark_complete, sync_run_record
+from backend.runs.files import checkpoint_step, list_checkpoints, mark_complete, sync_run_record, update_status
 from backend.training.disk import RESUME_ONLY, DiskFullError, folder_size, human_bytes
 from backend.training.errors import DivergedError
 
@@ -137,10 +138,20 @@ class FiniteLoss(TrainerCallback):
 
 
 class GracefulStop(TrainerCallback):
-    """At the step boundary after SIGTERM (a StopRequest), every rank saves and stops together."""
+    """At the step boundary after SIGTERM (a StopRequest), every rank saves and stops together. When the
+    first step begins, a stop stops ending the run at once (StopRequest.end_at_once) and waits for that
+    step's checkpoint instead; rank 0 records the moment (`first_step_at`), which Stop's sentence reads."""
 
-    def __init__(self, request):
-        self.request = request
+    def __init__(self, request, run_dir: Path | None = None):
+        self.request, self.run_dir, self.begun = request, run_dir, False
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if not self.begun:
+            self.begun = True
+            self.request.end_at_once = False  # from now on a stop saves this step's checkpoint
+            if self.run_dir is not None:
+                update_status(self.run_dir, first_step_at=time.time())
+        return control
 
     def _agreed(self) -> bool:
         # Under torchrun the ranks may see the signal at different steps: agree on the flag.

@@ -52,12 +52,21 @@ class Job:
         return self.rank == 0
 
 
+class StoppedBeforeFirstStep(BaseException):
+    """SIGTERM before the run's first step: nothing trained since it started, so nothing to save; the
+    worker ends now. A BaseException, as KeyboardInterrupt is, so a library's `except Exception` around
+    what was loading at that moment does not swallow it."""
+
+
 class StopRequest:
-    """SIGTERM sets `requested`; the GracefulStop callback acts on it at the next
-    step boundary. Installed first thing, so a stop during loading also ends cleanly."""
+    """SIGTERM sets `requested`; the GracefulStop callback acts on it at the next step boundary, once
+    the first step has begun. Before that (`end_at_once`: loading, a model build, encoding the data, the
+    learning report's first answers) it raises StoppedBeforeFirstStep, so the run ends within a moment
+    instead of loading on for minutes and being killed at the grace period. Installed first thing."""
 
     def __init__(self):
         self.requested = False
+        self.end_at_once = False  # set by the worker; GracefulStop clears it when the first step begins
 
     def install(self) -> StopRequest:
         signal.signal(signal.SIGTERM, self._handle)
@@ -65,6 +74,9 @@ class StopRequest:
 
     def _handle(self, signum, frame) -> None:
         self.requested = True
+        if self.end_at_once:
+            self.end_at_once = False  # once: the worker's own end must not be interrupted again
+            raise StoppedBeforeFirstStep
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

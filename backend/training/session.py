@@ -16,7 +16,7 @@ from backend.data.resolve import resolve_dataset
 from backend.messages import msg
 from backend.models.chat_templates import apply_for_model
 from backend.models.hardware import training_devices
-from backend.models.loading import has_own_chat_template, load_tokenizer, model_context_length
+from backend.models.loading import has_own_chat_template, load_tokenizer, model_context_length, needs_build
 from backend.runs.files import (
     FINAL_DIR,
     METRICS_FILE,
@@ -26,12 +26,12 @@ from backend.runs.files import (
     read_status,
     update_status,
 )
-from backend.runs.model_builds import prepare_model
+from backend.runs.model_builds import BuildStopped, prepare_model
 from backend.runs.speed_log import read_lines, record_speed, speed_profile
 from backend.scale.engines import decoder_layer_classes
 from backend.training.arguments import RunFacts, argument_values
 from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, FiniteLoss, GracefulStop, _barrier
-from backend.training.cli import Job, StopRequest, check_model, choose_devices
+from backend.training.cli import Job, StoppedBeforeFirstStep, StopRequest, check_model, choose_devices
 from backend.training.dataset import RowCounts, build_datasets
 from backend.training.disk import remove_partial_saves
 from backend.training.early_stop import EarlyStop, best_weights, early_stop_of
@@ -71,8 +71,15 @@ class Session:
 
 def resolve_model(job: Job, stop: StopRequest | None = None) -> str:
     # The demo model and GGUF sources are built or converted on first use: a stage with its own progress.
-    path = prepare_model(job.config.model_name_or_path, job.workspace.models_dir, job.run_dir if job.is_main else None,
-                         should_stop=(lambda: stop.requested) if stop else None)
+    name, models_dir = job.config.model_name_or_path, job.workspace.models_dir
+    building = needs_build(name, models_dir)
+    try:
+        path = prepare_model(name, models_dir, job.run_dir if job.is_main else None,
+                             should_stop=(lambda: stop.requested) if stop else None)
+    except StoppedBeforeFirstStep:
+        if building:  # the run's end says it stopped in the build (start again to build it)
+            raise BuildStopped from None
+        raise
     check_model(job.config, path)
     return path
 
@@ -236,7 +243,8 @@ def _make_callbacks(job: Job, stop: StopRequest, rows: _Rows, parameters: dict, 
     disk = DiskSpaceCallback(job.run_dir, parameters["trainable_parameters"] * 12 + 2**20)
     # Order matters: the stop flag and DefaultFlowCallback decide should_save before the disk check.
     clock = RunClock(job.run_dir, job.resume_from)  # before checkpoints: its file is in before the marker
-    callbacks = [GracefulStop(stop), disk, MetricsCallback(job.run_dir), clock, checkpoints, FiniteLoss()]
+    callbacks = [GracefulStop(stop, job.run_dir if job.is_main else None), disk, MetricsCallback(job.run_dir), clock,
+                 checkpoints, FiniteLoss()]
     if config.early_stopping_patience:
         if rows.eval is None:
             raise ConfigError(msg("train.no_eval_rows"))

@@ -14,11 +14,11 @@ import time
 
 import psutil
 
-from backend.messages import Message
+from backend.messages import Message, msg
 from backend.runs.files import read_status, update_status
 from backend.runs.model_builds import BuildStopped
 from backend.runs.notify import announce_end
-from backend.training.cli import StopRequest, create_run_dir, prepare, setup_logging
+from backend.training.cli import StoppedBeforeFirstStep, StopRequest, create_run_dir, prepare, setup_logging
 from backend.training.errors import fail
 from backend.training.library_logs import hold_library_logs
 from backend.training.model_stage import stopped_during_build
@@ -27,6 +27,7 @@ from backend.training.model_stage import stopped_during_build
 def run_worker(args: argparse.Namespace) -> int:
     """Train the run `args` (backend.training.cli.parse_args) names; returns the exit code."""
     stop = StopRequest().install()  # first: a stop during the slow loading still ends cleanly
+    stop.end_at_once = True  # until the first step begins (GracefulStop): nothing to save before it
     hold_library_logs()  # until the run folder is known: then debug.log, not train.log
     job = None
     try:
@@ -37,18 +38,37 @@ def run_worker(args: argparse.Namespace) -> int:
         if job.config.ray_address:  # this process is Ray's driver; the workers train
             from backend.training.ray_run import run_on_ray
 
+            stop.end_at_once = False  # Ray's own stop: the driver tells its workers (ray_run.py)
             return run_on_ray(job, stop)
         from backend.training.session import build, finish, train  # torch: after the cheap checks
 
         session = build(job, stop)
         final_state = train(session, stop)
+        stop.end_at_once = False  # final/ and summary.json are written whatever comes now
         return finish(session, final_state)
+    except StoppedBeforeFirstStep:
+        return stopped_before_first_step(job)
     except BuildStopped:  # Stop while the demo model was being built: nothing to save
         return stopped_during_build(job.run_dir if job and job.is_main else None)
     except Exception as error:  # every failure ends as error + advice in status.json
+        stop.end_at_once = False
         return fail(job, error, args.resume or args.run_dir)
     finally:
+        stop.end_at_once = False
         announce(job, args)
+
+
+def stopped_before_first_step(job) -> int:
+    """The worker's end when Stop came before its first step: `stopped` with nothing trained (since the
+    resume, for a resumed run, whose checkpoints stay as they were)."""
+    resumed = job is not None and job.resuming and job.resume_from is not None
+    advice = (msg("train.advice.stopped_before_first_step_resumed", checkpoint=job.resume_from.name) if resumed
+              else msg("train.advice.stopped_before_first_step"))
+    logging.getLogger("backend.train").info("stopped before the first step: %s", advice)
+    if job is not None and job.is_main and job.run_dir.is_dir():
+        update_status(job.run_dir, state="stopped", exit_code=0, ended_at=time.time(), error=None,
+                      error_message=None, advice=str(advice), advice_message=advice.to_dict())
+    return 0
 
 
 def announce(job, args: argparse.Namespace) -> None:
