@@ -203,7 +203,6 @@ def _msg(ctx: UIContext, lang: str | None):
 
 # --- handlers ---------------------------------------------------------------
 
-def detect_hardware(ctx: UIContext, lang: str) -> tuple[str, list[dict]]:
 def restore_form(ctx: UIContext) -> list:
     """(model, dataset, *form values) from the saved settings, for every page load: the components'
     own values are those of the app's start, so a reload would show them and Start would train on them."""
@@ -213,6 +212,7 @@ def restore_form(ctx: UIContext) -> list:
             *forms.form_values(config)]
 
 
+def detect_hardware(ctx: UIContext, lang: str) -> tuple[str, list[dict]]:
     import_heavy_libraries()
 
     devices = detect_devices()
