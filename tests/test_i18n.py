@@ -503,3 +503,45 @@ def test_train_form_choices_are_translated(workspace):
         shown[name] = [texts[label.key]["zh"] for label in labels]
     assert shown == {"method_choice": ["LoRA", "QLoRA 4 位", "QLoRA 8 位", "全参数"],
                      "gradient_checkpointing": ["自动", "开", "关"]}
+
+
+def test_the_language_switch_gives_gradio_a_locale_it_has_its_own_words_in(tmp_path, starts_processes):
+    """gradio's own words (the upload area's "Drop File Here", "Click to Upload") come from its frontend's
+    locale bundles, which are named zh-CN and zh-TW, none "zh": the switch set "zh", so they stayed English.
+    The switch's script, run in node against a stand-in of gradio's core module, must set a locale gradio
+    ships those words in (svelte-i18n then finds our texts, kept under "zh", by trying zh-CN, zh, en)."""
+    import re
+    import shutil
+    import subprocess
+
+    import gradio
+
+    from ui.i18n import APPLY_LANGUAGE_JS
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the switch's script cannot run outside a browser here")
+    assets = tmp_path / "assets"
+    assets.mkdir()
+    (tmp_path / "package.json").write_text('{"type": "module"}', encoding="utf-8")
+    (assets / "core-test.js").write_text("export function changeLocale(locale) { globalThis.told(locale); }\n",
+                                         encoding="utf-8")
+    script = f"""
+const told = new Promise((resolve) => {{ globalThis.told = resolve; }});
+globalThis.performance = {{getEntriesByType: () => [{{name: {json.dumps((assets / "core-test.js").as_uri())}}}]}};
+globalThis.document = {{querySelectorAll: () => [], documentElement: {{setAttribute: () => {{}}}}}};
+({APPLY_LANGUAGE_JS})(process.argv[1]);
+console.log(await told);
+"""
+    def locale_set(lang: str) -> str:
+        return subprocess.run([node, "--input-type=module", "-e", script, lang], capture_output=True, text=True,
+                              check=True, cwd=tmp_path, timeout=60).stdout.strip()
+
+    # gradio's own words by locale, as its core module loads them: "./lang/zh-CN.json": ... import(`./zh-CN-<hash>.js`)
+    assets = Path(gradio.__file__).parent / "templates" / "frontend" / "assets"
+    core = next(assets.glob("core-*.js")).read_text(encoding="utf-8")
+    bundles = dict(re.findall(r'"\./lang/([\w-]+)\.json":\(\)=>[^`]*`\./([^`]+)`', core))
+    locale = locale_set("zh")
+    assert locale in bundles, f"gradio has no words of its own for locale {locale!r}, only for {sorted(bundles)}"
+    assert "点击上传" in (assets / bundles[locale]).read_text(encoding="utf-8")  # "Click to Upload"
+    assert locale_set("en") == "en" and "en" in bundles
