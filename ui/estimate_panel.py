@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from pathlib import Path
 
 import gradio as gr
 
@@ -18,6 +19,7 @@ from backend.config_policy import ConfigError
 from backend.messages import msg as backend_msg
 from backend.models.hardware import training_devices
 from backend.runs import jobs
+from backend.runs.files import read_status
 from backend.runs.info import RunError
 from backend.runs.jobs import COMPLETED, RUNNING, read_progress, stage_of
 from backend.scale import launch
@@ -26,12 +28,16 @@ from backend.training.speed_probe import PROBE_STEPS
 from ui import forms
 from ui.context import UIContext
 from ui.i18n import localize
+from ui.run_view import duration, stage_text
 from ui.train_summary import devices_from_state
 
 _ = forms._label
 TEXT: dict[str, dict[str, str]] = {
     "train.time.header": _("**Time**", "**时间**"),
     "train.time.measure": _("Measure speed (a few real steps)", "测速（真实训练几步）"),
+    "train.time.probe_stage": _("⏳ Measuring speed, before its first step: {stage}", "⏳ 测速中，第一步之前：{stage}"),
+    "train.time.probe_step": _("⏳ Measuring speed: step {step} of {steps} · elapsed {elapsed}",
+                               "⏳ 测速中：第 {step} / {steps} 步 · 已用 {elapsed}"),
 }
 POLL_S = 1.0
 PROBE_LIMIT_S = 600  # the handler stops polling after this; the job still ends on its own
@@ -79,6 +85,22 @@ def start_probe(ctx: UIContext, config) -> tuple[object, object]:
     return progress, log
 
 
+def probe_text(ctx: UIContext, lang: str, progress: dict, started: float) -> str | None:
+    """What the running probe does now, from its scratch run's status.json (speed_probe.py names the
+    folder): the stage before training (the model's build, replay answers, a wait for another
+    process's) or its step; None before the worker wrote anything."""
+
+    status = read_status(Path(progress["run_dir"])) if progress.get("run_dir") else {}
+    elapsed = duration(time.time() - started) or "-"
+    if status.get("stage"):
+        return ctx.msg(lang, "train.time.probe_stage",
+                       stage=stage_text(lambda key, **v: ctx.msg(lang, key, **v), status["stage"], elapsed))
+    if status.get("global_step"):
+        return ctx.msg(lang, "train.time.probe_step", step=status["global_step"],
+                       steps=status.get("max_steps") or PROBE_STEPS, elapsed=elapsed)
+    return None
+
+
 def measure(ctx: UIContext, lang: str, model: str, dataset: str, devices: list[dict] | None, *values):
     """Generator: (message, time estimate) while the probe runs, then with its result."""
 
@@ -95,11 +117,15 @@ def measure(ctx: UIContext, lang: str, model: str, dataset: str, devices: list[d
     progress_file, log = start_probe(ctx, config)
 
     yield localize(backend_msg("probe.started", steps=PROBE_STEPS), lang), gr.update()
-    deadline = time.monotonic() + PROBE_LIMIT_S
+    deadline, started, said = time.monotonic() + PROBE_LIMIT_S, time.time(), None
     progress = read_progress(progress_file)
     while progress.get("state") == RUNNING and time.monotonic() < deadline:
         time.sleep(POLL_S)
         progress = read_progress(progress_file)
+        now = probe_text(ctx, lang, progress, started) if progress.get("state") == RUNNING else None
+        if now and now != said:  # a wait names what it waits for, with its count
+            said = now
+            yield now, gr.update()
     if progress.get("state") == COMPLETED:
         yield (localize(stage_of(progress), lang),
                time_text(ctx, lang, model, dataset, devices, *values))

@@ -90,9 +90,7 @@ def eta_seconds(records: list[dict], max_steps: int | None) -> float | None:
 def progress_html(msg: Msg, info: RunInfo, records: list[dict]) -> str:
     if info.stage:  # a stage before training (the demo model's first build): its own bar
         fraction = info.stage_fraction or 0.0
-        text = msg(f"runs.stage.{info.stage.get('name')}", done=info.stage.get("done") or 0,
-                   total=info.stage.get("total") or "?", elapsed=duration(run_seconds(info)) or "-",
-                   checkpoint=info.stage.get("checkpoint") or "")
+        text = stage_text(msg, info.stage, duration(run_seconds(info)) or "-")
         return (f'<div class="run-progress run-stage"><progress value="{fraction * 100:.1f}" max="100" '
                 f'style="width:100%"></progress><div>{fraction:.0%} · {text}</div></div>')
     percent = round(info.progress * 100, 1)
@@ -101,6 +99,12 @@ def progress_html(msg: Msg, info: RunInfo, records: list[dict]) -> str:
                elapsed=duration(run_seconds(info)) or "-", eta=duration(eta) or "-")
     return (f'<div class="run-progress"><progress value="{percent}" max="100" style="width:100%"></progress>'
             f"<div>{percent}% · {text}</div></div>")
+
+
+def stage_text(msg: Msg, stage: dict, elapsed: str) -> str:
+    """The sentence of a stage before training (status.json `stage`): what it does or waits for, how far."""
+    return msg(f"runs.stage.{stage.get('name')}", done=stage.get("done") or 0, total=stage.get("total") or "?",
+               elapsed=elapsed, checkpoint=stage.get("checkpoint") or "", holder=stage.get("holder") or "")
 
 
 def alert_text(msg: Msg, info: RunInfo, lang: str | None = "en") -> str:

@@ -18,6 +18,7 @@ errors.py     exceptions -> one sentence + advice + exit code; failed status
 summary.py    summary.json
 model_stage.py a model's first build in the background at app start; the worker's end on a Stop during a build
 replay.py     the base model's own answers to general prompts, mixed into small sets (cached per model)
+replay_lock.py the replay cache's lock: whoever waits on it hears whose it is and how far it is
 preference.py the preference stages (dpo / orpo / simpo / kto) through TRL's trainers
 grpo.py       stage grpo through TRL's GRPOTrainer; completions.jsonl
 grpo_data.py  grpo's prompts and reference answers from any instruction data (or prompts alone)

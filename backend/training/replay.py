@@ -34,7 +34,7 @@ from backend.models.greedy import greedy_finished
 from backend.models.loading import DEMO_MODEL, load_model, load_tokenizer, needs_build, resolve_model_path
 from backend.runs.workspace import Workspace
 from backend.storage.atomic_files import atomic_write_text
-from backend.storage.file_lock import file_lock
+from backend.training.replay_lock import replay_lock
 
 log = logging.getLogger("backend.train")
 
@@ -44,6 +44,8 @@ REPLAY_MAX_NEW_TOKENS = 128
 REPLAY_BATCH = 16  # prompts a generate call: a batch stops once its longest answer does, and the bar moves
 CACHE_DIR = ".replay"
 REPLAY_STAGE = "replay"  # the run's stage (status.json) while the base answers the prompts
+# ... while it waits for another process answering them: the app's background preparation, a run.
+REPLAY_WAIT_STAGES = ("replay_wait_app", "replay_wait")
 
 
 def replay_applies(config, train_rows: int, has_own_template: bool) -> bool:
@@ -69,17 +71,20 @@ def model_cache_key(model_path: str | Path, tokenizer) -> str:
 
 
 def replay_rows(model_path: str | Path, tokenizer, datasets_dir: Path, count: int, seed: int,
-                prompts: tuple[str, ...] = REPLAY_PROMPTS, progress=None) -> list[dict]:
+                prompts: tuple[str, ...] = REPLAY_PROMPTS, progress=None, owner: str | None = None,
+                waiting=None) -> list[dict]:
     """`count` replay rows: the base's answers to a seeded sample of the prompts. Answers are cached
     per prompt, so a run only generates the ones no earlier run needed; a prompt whose answer did
-    not end is cached as such and never replayed. `progress(done, total)` follows the generation."""
+    not end is cached as such and never replayed. `progress(done, total)` follows the generation;
+    `waiting(holder)` hears whoever generates for the same cache meanwhile, `owner` is who this is
+    to the next one (replay_lock.py)."""
     if count <= 0:
         return []
 
     cache = cache_path(model_path, tokenizer, datasets_dir)
     order = _order(seed, len(prompts))
     cache.parent.mkdir(parents=True, exist_ok=True)
-    with file_lock(cache.with_suffix(".lock")):  # one generator per model: a second run waits, then reads
+    with replay_lock(cache, owner, waiting) as shared:  # one generator per model: a second run waits, then reads
         answers = _read_cache(cache)
         picked: list[dict] = []
         cursor = 0
@@ -89,7 +94,7 @@ def replay_rows(model_path: str | Path, tokenizer, datasets_dir: Path, count: in
             if missing:
                 if not answers:
                     log.info("replay: the base model answers general prompts once (cached in %s)", cache)
-                answers.update(generate_answers(model_path, tokenizer, missing, progress))
+                answers.update(generate_answers(model_path, tokenizer, missing, shared(progress)))
                 atomic_write_text(cache, "".join(json.dumps({"prompt": k, "answer": v}, ensure_ascii=False) + "\n"
                                                  for k, v in answers.items()))
             picked = [_row(prompts[i], answers[prompts[i]]) for i in order[:cursor] if answers.get(prompts[i])]

@@ -45,7 +45,7 @@ from backend.training.metrics_log import MetricsCallback
 from backend.training.model import attention_implementation, build_model, parameter_counts
 from backend.training.packing import PackedCollator
 from backend.training.plan_check import PlanCheck, steps_warning
-from backend.training.replay import REPLAY_STAGE, replay_applies, replay_count, replay_rows
+from backend.training.replay import REPLAY_STAGE, REPLAY_WAIT_STAGES, replay_applies, replay_count, replay_rows
 from backend.training.speed import checkpointing_for, collator_for
 from backend.training.summary import RunClock, write_summary
 from backend.training.threads import limit_threads
@@ -95,14 +95,22 @@ def _replay_source(config, model_path: str, tokenizer, job: Job):
         if job.is_main:
             update_status(job.run_dir, stage={"name": REPLAY_STAGE, "done": done, "total": total})
 
+    def waiting(holder: dict) -> None:  # another process answers the same prompts: whose, and how far
+        if job.is_main:
+            owner = holder.get("owner")
+            update_status(job.run_dir, stage={"name": REPLAY_WAIT_STAGES[bool(owner)], "holder": owner,
+                                              "done": holder.get("done") or 0, "total": holder.get("total")})
+
     def replay(train_rows: int) -> list[dict]:
         if not replay_applies(config, train_rows, own):
             return []
         try:
             return replay_rows(model_path, tokenizer, job.workspace.datasets_dir, replay_count(config, train_rows),
-                               config.seed, progress=progress)
+                               config.seed, progress=progress, owner=job.run_dir.name if job.run_dir else None,
+                               waiting=waiting)
         finally:
-            if job.is_main and (read_status(job.run_dir).get("stage") or {}).get("name") == REPLAY_STAGE:
+            stage = (read_status(job.run_dir).get("stage") or {}).get("name") if job.is_main else None
+            if stage in (REPLAY_STAGE, *REPLAY_WAIT_STAGES):
                 update_status(job.run_dir, stage=None)
     return replay
 

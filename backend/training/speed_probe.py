@@ -46,7 +46,9 @@ def run_probe(config: RunConfig, workspace: Workspace, steps: int = PROBE_STEPS,
     folder.mkdir(parents=True, exist_ok=True)
     config_file = folder.parent / f"{folder.name}.yaml"
     config.save(config_file)
-    write_progress(progress, state=RUNNING, done=0, total=steps, stage=msg("probe.started", steps=steps))
+    # run_dir: the scratch run's status.json says what it waits for or does (the Plan shows it).
+    write_progress(progress, state=RUNNING, done=0, total=steps, stage=msg("probe.started", steps=steps),
+                   run_dir=str(folder))
     try:
         args = ["--config", str(config_file), "--run-dir", str(folder), "--workspace", str(workspace.root)]
         code = run_worker(parse_args([*args, *[a for item in probe_overrides(steps) for a in ("--set", item)]]))

@@ -52,6 +52,13 @@ TEXT: dict[str, dict[str, str]] = {
     "runs.stage.replay": _("the base model answers general prompts for replay (once per model, cached): prompt "
                            "{done} / {total} · elapsed {elapsed}",
                            "基础模型正在回答用于回放的通用提示（每个模型一次，已缓存）：第 {done} / {total} 个提示 · 已用 {elapsed}"),
+    "runs.stage.replay_wait_app": _(
+        "waiting for the default model's background preparation, which answers the same replay prompts: "
+        "{done} of {total} base answers · elapsed {elapsed}",
+        "正在等待默认模型的后台准备（它在回答同一批回放提示）：已有 {done} / {total} 条基础回答 · 已用 {elapsed}"),
+    "runs.stage.replay_wait": _("waiting for run {holder}, which answers the same replay prompts: {done} of {total} "
+                                "base answers · elapsed {elapsed}",
+                                "正在等待运行 {holder}（它在回答同一批回放提示）：已有 {done} / {total} 条基础回答 · 已用 {elapsed}"),
     "runs.stage.learning": _("learning report: {checkpoint} answers held-out and general prompts: {done} / {total} "
                              "· elapsed {elapsed}",
                              "学习报告：{checkpoint} 正在回答留出的提示和通用问题：{done} / {total} · 已用 {elapsed}"),
