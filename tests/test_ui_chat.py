@@ -132,3 +132,23 @@ def test_a_blind_vote_is_recorded_in_the_run_and_reveals_the_models(services):
     again = chat.record_vote(services, "en", "A", ["run-a"], session)
     assert "already has a vote" in again[STATUS]
     assert "Unloaded" in chat.unload_all(services, "en", "cpu")
+
+
+def test_each_column_streams_its_answer_before_the_last_one_is_done(services, monkeypatch):
+    """Every yield is a snapshot the page shows at once: the columns' texts grow in it, each before
+    any column has finished (the handler's pacing set to every token, so the count of yields does
+    not depend on how fast this machine is)."""
+    monkeypatch.setattr(chat, "STREAM_INTERVAL_S", 0.0)
+    longer = (True, 0.7, 0.9, 50, 1.0, 24, 0)
+    snapshots = []
+    for out in chat.send_prompt(services, "en", ["run-a"], [BASE, CKPT], "cpu", "Count to ten.", ChatSession(),
+                                False, "", *longer):
+        snapshots.append([(out[BOTS + i] or [{}])[-1].get("content", "") for i in range(2)] + [out[STATUS]])
+    final = snapshots[-1][:2]
+    assert all(final) and snapshots[-1][2].startswith("**Done.**")
+    partial = [s for s in snapshots[:-1] if "answering together" in s[2]]
+    # Both columns showed words before either was done, and what they showed grew into the answer.
+    assert any(s[0] and s[1] and s[:2] != final for s in partial)
+    for column in range(2):
+        shown = [s[column] for s in partial if s[column]]
+        assert shown and all(final[column].startswith(text) for text in shown)
