@@ -741,6 +741,7 @@ CATALOGUE: dict[str, str] = {
     "train.pairs.none": "python -m backend.data check FILE says what is wrong with each row.",
     # --- a loss that is no number (backend/training/callbacks.py) ---------------------------------------------
     "train.warn.absurd_lr": "learning_rate {lr:g} is far above any that trains (LoRA: 1e-4 to 1e-3, full: 1e-5 to 1e-4): the loss will likely become NaN within a few steps, and the run then stops as failed.",
+    "train.warn.shares_devices": "{devices} is also in use by run {run_id}, which is running: this run started beside it and shares it, so both train slower (on a GPU both may run out of memory). To wait for it instead, start this run with --queue.",
     "train.error.not_finite": "The training {what} became {value} at step {step} (learning_rate {lr:g}): the run "
                               "diverged, and every step after it would only train on numbers that mean nothing.",
     "train.advice.not_finite": "Lower learning_rate (LoRA usually trains at 1e-4 to 1e-3, full fine-tuning at "

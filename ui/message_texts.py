@@ -624,6 +624,7 @@ ZH: dict[str, str] = {
     "train.pairs.none": "python -m backend.data check FILE 会说明每一行的问题。",
     # --- 损失不是数字 ---
     "train.warn.absurd_lr": "learning_rate {lr:g} 远高于任何能训练的值（LoRA：1e-4 到 1e-3，全量：1e-5 到 1e-4）：损失很可能在几步内变成 NaN，运行随即以失败结束。",
+    "train.warn.shares_devices": "{devices} 也正被运行 {run_id} 使用，它仍在运行：这次运行在它旁边启动并共用该设备，两者都会训练得更慢（在 GPU 上两者都可能显存不足）。如果想等它结束再开始，请用 --queue 启动这次运行。",
     "train.error.not_finite": "训练的 {what} 在第 {step} 步变成了 {value}（learning_rate {lr:g}）：训练已发散，之后的每一步都只会在"
                               "没有意义的数字上训练。",
     "train.advice.not_finite": "请调低 learning_rate（LoRA 通常用 1e-4 到 1e-3，全量微调用 1e-5 到 1e-4），保持 max_grad_norm "

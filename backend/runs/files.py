@@ -165,6 +165,22 @@ def tail_text(path: Path, max_bytes: int = 20_000) -> str:
         return ""
 
 
+def new_run_dir(runs_dir: Path, label: str) -> Path | None:
+    """A new, empty run folder named as every run is, by the app or the command line: the local time,
+    then `label` (the run's run_name, else its method, as a safe name); -2, -3 ... when a run made in
+    the same second has the name. None when even -999 is taken."""
+    base = f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
+    Path(runs_dir).mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        run_dir = Path(runs_dir) / (base if n == 1 else f"{base}-{n}")
+        try:
+            run_dir.mkdir()
+        except FileExistsError:
+            continue
+        return run_dir
+    return None
+
+
 def list_run_ids(runs_dir: Path) -> list[str]:
     """Run folders (those with a config.yaml), most recently changed first.
     Cheap enough for a UI list refresh: one stat per run, no file reads."""

@@ -35,6 +35,7 @@ from backend.runs.files import (
     FINAL_STATES,
     LOG_FILE,
     list_checkpoints,
+    new_run_dir,
     read_status,
     remove_stray_tmp,
     tail_text,
@@ -372,15 +373,10 @@ class RunStore:
                 and ((d / CONFIG_FILE).exists() or (d / "status.json").exists())]
 
     def _new_run_dir(self, config: RunConfig) -> Path:
-        label = clean_name(config.run_name or config.method, "run")
-        base = f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
-        self.runs_dir.mkdir(parents=True, exist_ok=True)
-        for n in range(1, 1000):
-            run_dir = self.runs_dir / (base if n == 1 else f"{base}-{n}")
-            with contextlib.suppress(FileExistsError):
-                run_dir.mkdir()
-                return run_dir
-        raise RunError(msg("run.no_folder", folder=self.runs_dir))
+        run_dir = new_run_dir(self.runs_dir, run_label(config))
+        if run_dir is None:
+            raise RunError(msg("run.no_folder", folder=self.runs_dir))
+        return run_dir
 
     def devices_for(self, config: RunConfig) -> list[Device]:
         """The devices of this machine `config` trains on; RunError naming a device that is not here."""
@@ -435,6 +431,11 @@ def _live_process(status: dict) -> tuple[int | None, float | None]:
         if pid and processes.is_alive(pid, started):
             return int(pid), float(started)
     return None, None
+
+
+def run_label(config: RunConfig) -> str:
+    """What a run's folder is named after, past its time: its run_name, else its method."""
+    return clean_name(config.run_name or config.method, "run")
 
 
 def stop_outcome(status: dict, checkpoints: list[Path], grace_s: float) -> Message:

@@ -13,11 +13,10 @@ import argparse
 import dataclasses
 import logging
 import os
-import secrets
 import signal
 import sys
+import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 from backend.config import ABSURD_LEARNING_RATE, RunConfig, import_reference
@@ -28,7 +27,8 @@ from backend.messages import Message, message_of, msg
 from backend.models.hardware import LAUNCHED_DEVICES_ENV, launch_env, training_devices
 from backend.models.loading import model_context_length, needs_build, resolve_model_path
 from backend.runs.checkpoint_check import checkpoint_problem
-from backend.runs.files import COMPLETE_MARKER, CONFIG_FILE, LOG_FILE, list_checkpoints
+from backend.runs.files import COMPLETE_MARKER, CONFIG_FILE, LOG_FILE, list_checkpoints, new_run_dir
+from backend.runs.store import RunStore, run_label
 from backend.runs.workspace import DEFAULT_WORKSPACE, Workspace
 from backend.scale.guards import check_worker
 from backend.training.library_logs import route_python_logs, route_transformers_logs
@@ -44,6 +44,7 @@ class Job:
     resume_from: Path | None = None  # the newest complete checkpoint when resuming
     resuming: bool = False
     warnings: list[Message | str] = field(default_factory=list)  # logged at start (English)
+    new_folder: bool = False  # made by create_run_dir, named as the store names a run (no --run-dir given)
     rank: int = field(default_factory=lambda: int(os.environ.get("RANK", "0")))
     world_size: int = field(default_factory=lambda: int(os.environ.get("WORLD_SIZE", "1")))
 
@@ -101,10 +102,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="Put the run in the workspace's queue: it starts when its devices are free (after "
                              "the runs before it); this command waits, serving the queue, until the run ends.")
     return parser.parse_args(argv)
-
-
-def new_run_id() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
 def prepare(args: argparse.Namespace) -> Job:
@@ -200,10 +197,10 @@ def _prepare_new(args: argparse.Namespace) -> Job:
     if args.run_dir:
         run_dir = args.run_dir
         workspace = Workspace(args.workspace) if args.workspace else Workspace.for_run_dir(run_dir)
-    else:
+    else:  # the folder itself is made once the checks pass (create_run_dir), so a refusal leaves none
         workspace = Workspace(args.workspace or DEFAULT_WORKSPACE)
-        run_dir = workspace.runs_dir / new_run_id()
-    return Job(config=config, run_dir=run_dir.resolve(), workspace=workspace)
+        run_dir = workspace.runs_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-{run_label(config)}"
+    return Job(config=config, run_dir=run_dir.resolve(), workspace=workspace, new_folder=not args.run_dir)
 
 
 def _prepare_resume(args: argparse.Namespace) -> Job:
@@ -259,6 +256,11 @@ def create_run_dir(job: Job) -> None:
     """The folder and config.yaml (the run store may have written it already). A resume
     with changed settings rewrites it: config.yaml always describes what the run trains
     with now (the earlier values stay in train.log and status.json's resume_overrides)."""
+    if job.new_folder and job.is_main:  # named as the app names a run: time, then run_name (else the method)
+        made = new_run_dir(job.workspace.runs_dir, run_label(job.config))
+        if made is None:
+            raise ConfigError(msg("run.no_folder", folder=job.workspace.runs_dir))
+        job.run_dir = made.resolve()
     job.run_dir.mkdir(parents=True, exist_ok=True)
     config_file = job.run_dir / CONFIG_FILE
     if not job.is_main:
@@ -268,6 +270,18 @@ def create_run_dir(job: Job) -> None:
     elif job.resuming and RunConfig.load(config_file) != job.config:
         log.info("resume settings written to %s", config_file)
         job.config.save(config_file)
+
+
+def shared_devices_warning(job: Job, device_ids: list[str]) -> Message | None:
+    """A run started by hand (python -m backend.train without --queue) starts at once whatever holds its
+    devices, as a user at the command line may mean to: the sentence naming the live run it shares them
+    with, or None. The app's Start and --queue wait in the queue instead (backend/runs/queue.py)."""
+    busy = {device: run_id for device, run_id in RunStore(job.workspace).busy_devices().items()
+            if run_id != job.run_dir.name}
+    taken = [device for device in device_ids if device in busy]
+    if not taken:
+        return None
+    return msg("train.warn.shares_devices", devices=", ".join(taken), run_id=busy[taken[0]])
 
 
 def setup_logging(job: Job) -> None:

@@ -31,7 +31,14 @@ from backend.runs.speed_log import read_lines, record_speed, speed_profile
 from backend.scale.engines import decoder_layer_classes
 from backend.training.arguments import RunFacts, argument_values
 from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, FiniteLoss, GracefulStop, _barrier
-from backend.training.cli import Job, StoppedBeforeFirstStep, StopRequest, check_model, choose_devices
+from backend.training.cli import (
+    Job,
+    StoppedBeforeFirstStep,
+    StopRequest,
+    check_model,
+    choose_devices,
+    shared_devices_warning,
+)
 from backend.training.dataset import RowCounts, build_datasets
 from backend.training.disk import remove_partial_saves
 from backend.training.early_stop import EarlyStop, best_weights, early_stop_of
@@ -190,6 +197,8 @@ def _choose_devices(job: Job) -> tuple[list, str]:
         # Recorded by every launch path (the app's store writes them at create; a run started
         # with `python -m backend.train` writes them here), so no second run starts beside it.
         held = {} if read_status(job.run_dir).get("devices") else {"devices": [d.id for d in devices]}
+        if held and (shared := shared_devices_warning(job, held["devices"])):  # by hand: nobody checked them
+            log.warning("%s", shared)
         update_status(job.run_dir, precision=precision, world_size=job.world_size, **held)
     return devices, precision
 
