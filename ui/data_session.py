@@ -69,9 +69,10 @@ class DataSessions:
             while len(self._kept) > KEEP:
                 self._kept.popitem(last=False)
 
-    def analyse(self, workspace: Workspace, state: dict) -> Analysis:
+    def analyse(self, workspace: Workspace, state: dict, step=None) -> Analysis:
         """The state's rows after its fixes with their report, from its kept session (the last
-        analysis again when nothing changed). Raises DataError / ValueError with a sentence for the user."""
+        analysis again when nothing changed). Raises DataError / ValueError with a sentence for the user.
+        `step(name, **values)` hears each slow part as it begins: "tokenizer" (model), "checks" (rows)."""
 
         token = state.get("session")
         with self._lock:
@@ -85,7 +86,11 @@ class DataSessions:
         overflow, identity = state.get("overflow") or "truncate", state.get("identity") or {}
         key = (json.dumps(plan, sort_keys=True), model, cutoff, overflow, json.dumps(identity, sort_keys=True))
         if kept.key != key:
+            if step is not None:
+                step("tokenizer", model=model or "-")
             tokenizer = load_tokenizer(workspace, model)
+            if step is not None:
+                step("checks", rows=kept.session.total)
             kept.analysis = kept.session.analyse(FixPlan(**plan_values(plan)), tokenizer, model, cutoff,
                                                  overflow=overflow, identity=identity)
             kept.template = first_row_template(tokenizer, kept.analysis, cutoff)

@@ -63,6 +63,10 @@ TEXT: dict[str, dict[str, str]] = {
     "data.saved": {"en": "✅ Saved workspace dataset **{name}**: {train} train rows, {eval} eval rows. The Train tab uses it now.",
                    "zh": "✅ 已保存工作区数据集 **{name}**：训练 {train} 行，验证 {eval} 行。训练页现在将使用它。"},
     "data.pick_first": {"en": "Upload a file or pick a workspace dataset first.", "zh": "请先上传文件或选择工作区数据集。"},
+    # The steps of a first look at a file, in gradio's progress bar instead of a bare spinner.
+    "data.step.read": {"en": "reading {file}", "zh": "正在读取 {file}"},
+    "data.step.tokenizer": {"en": "loading the tokenizer of {model}", "zh": "正在加载 {model} 的分词器"},
+    "data.step.checks": {"en": "checking {rows} rows and counting their tokens", "zh": "正在检查 {rows} 行并统计 token"},
     "data.error": {"en": "This cannot be used: {problem} Nothing was changed.",
                    "zh": "无法使用：{problem} 未做任何更改。"},
     "data.status": {"en": "**{label}**: {detected}\n\n{rows} rows in the file, {usable} usable now · {errors} flagged as errors · {warnings} as warnings",

@@ -57,12 +57,15 @@ def run_identity(ctx: UIContext, form: dict | None) -> dict[str, str]:
 
 # ---------------------------------------------------------------- views (plain values)
 
-def render(ctx: UIContext, lang: str, state: dict, page: int = 1, read: bool = False) -> dict[str, Any]:
+def render(ctx: UIContext, lang: str, state: dict, page: int = 1, read: bool = False, step=None) -> dict[str, Any]:
     """Everything the tab shows for `state`, keyed by component name; `read`: read the file (again)
-    first, else work on the rows its session holds. Raises DataError / ValueError."""
+    first, else work on the rows its session holds; `step(name, **values)` hears each slow part as it
+    begins (steps_for). Raises DataError / ValueError."""
     if read:
+        if step is not None:
+            step("read", file=Path(state["path"]).name)
         state = ctx.data_sessions.open(state)
-    a = ctx.data_sessions.analyse(ctx.workspace, state)
+    a = ctx.data_sessions.analyse(ctx.workspace, state, step)
     names = a.placeholder_names()
     out = {
         "state": state,
@@ -176,20 +179,31 @@ def error_text(ctx: UIContext, lang: str, error: Exception) -> str:
 # `identity` below: the shared "identity" state, the Train form's identity_name / identity_author
 # (None: the values the form starts with); the rows are checked and shown as the run fills them.
 
+def steps_for(ctx: UIContext, lang: str, progress) -> Any:
+    """step(name, **values) that shows a first look's parts in gradio's progress bar: "reading FILE"
+    (1 of 3), "loading the tokenizer of MODEL", "checking N rows": a long wait says what it waits for."""
+    order = ("read", "tokenizer", "checks")
+
+    def step(name: str, **values) -> None:
+        progress((order.index(name), len(order)), desc=ctx.msg(lang, f"data.step.{name}", **values))
+    return step
+
+
 def open_upload(ctx: UIContext, lang: str, file: str | None, model: str, cutoff: int, state: dict | None,
-                overflow: str = "truncate", identity: dict | None = None):
+                overflow: str = "truncate", identity: dict | None = None, step=None):
     if not file:
         return {"status": ctx.msg(lang, "data.pick_first")}
     return _safe(ctx, lang, lambda: render(ctx, lang, new_state(file, model, cutoff, overflow,
-                                                                run_identity(ctx, identity)), read=True))
+                                                                run_identity(ctx, identity)), read=True, step=step))
 
 
 def open_dataset(ctx: UIContext, lang: str, name: str | None, model: str, cutoff: int, state: dict | None,
-                 overflow: str = "truncate", identity: dict | None = None):
+                 overflow: str = "truncate", identity: dict | None = None, step=None):
     if not name:
         return {"status": ctx.msg(lang, "data.pick_first")}
     return _safe(ctx, lang, lambda: render(ctx, lang, new_state(ds.dataset_source(ctx.workspace, name), model, cutoff,
-                                                                overflow, run_identity(ctx, identity)), read=True))
+                                                                overflow, run_identity(ctx, identity)), read=True,
+                                           step=step))
 
 
 def recheck(ctx: UIContext, lang: str, state: dict | None, model: str, cutoff: int, mapping_text: str,
@@ -387,10 +401,14 @@ def _wire(ctx, c, upload, pick, refresh, counting, check, prev, nxt, fix_buttons
     def remember(m, n, o):
         ctx.remember(data={"model": m or _recipe_model(ctx), "cutoff": int(n or 256), "overflow": o or "truncate"})
 
-    upload.upload(lambda lg, f, m, n, s, o, i: to_components(open_upload(ctx, lg, f, m, n, s, o, i)),
-                  [lang, upload, model, cutoff, state, overflow, identity], outs, **PRIVATE)
-    pick.input(lambda lg, name, m, n, s, o, i: to_components(open_dataset(ctx, lg, name, m, n, s, o, i)),
-               [lang, pick, model, cutoff, state, overflow, identity], outs, **PRIVATE)
+    def do_upload(lg, f, m, n, s, o, i, progress=gr.Progress()):
+        return to_components(open_upload(ctx, lg, f, m, n, s, o, i, steps_for(ctx, lg, progress)))
+
+    def do_open(lg, name, m, n, s, o, i, progress=gr.Progress()):
+        return to_components(open_dataset(ctx, lg, name, m, n, s, o, i, steps_for(ctx, lg, progress)))
+
+    upload.upload(do_upload, [lang, upload, model, cutoff, state, overflow, identity], outs, **PRIVATE)
+    pick.input(do_open, [lang, pick, model, cutoff, state, overflow, identity], outs, **PRIVATE)
     for trigger in (refresh.click, pick.focus):
         trigger(lambda: gr.update(choices=ds.workspace_datasets(ctx.workspace)), None, pick, **PRIVATE)
     check.click(lambda lg, s, m, n, mp, o, i: to_components(recheck(ctx, lg, s, m, n, mp, o, i)),
