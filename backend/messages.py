@@ -628,8 +628,8 @@ CATALOGUE: dict[str, str] = {
     "benchmark.choose_task": "Choose at least one benchmark task: {alternatives} (written by the project, no hub "
                              "needed), a task YAML file or folder, or an lm-eval task name such as hellaswag.",
     "benchmark.running": "A benchmark of {run} is already running; wait for it to finish.",
-    "benchmark.unknown_task": "No benchmark task {name!r}: it is not one of the project's tasks ({alternatives}), "
     "benchmark.file_remote": "{task} is a task file: lm-eval imports the Python its !function tags name and fills its templates with unsandboxed Jinja, so on an app open to other computers (--allow-remote or --share) only the person at this machine runs task files, with `python -m backend.evaluate --run RUN --benchmark {task}`, or by restarting the app with --allow-remote-code. The project's tasks ({alternatives}) and lm-eval's own tasks by name run here as before.",
+    "benchmark.unknown_task": "No benchmark task {name!r}: it is not one of the project's tasks ({alternatives}), "
                               "not a task file or folder, and lm-evaluation-harness knows no task of that name.{close} "
                               "Give one of those, or the path of your own task YAML file.",
     "benchmark.hub_offline": "Task {name!r} needs its data from the Hugging Face hub, which cannot be reached "
@@ -859,6 +859,7 @@ CATALOGUE: dict[str, str] = {
     'sweep.too_many_fields': 'A sweep varies one to three settings; this one varies {count} ({names}). Vary fewer, or run one sweep after another.',
     'sweep.unknown_field': 'The sweep varies {name!r}, which is not a run setting.',
     'sweep.unknown_field_close': 'The sweep varies {name!r}, which is not a run setting; did you mean {close!r}?',
+    'sweep.not_swept': "The sweep varies {name!r}, which a sweep leaves to its base: it varies the Train form's settings that run no code, and {name} is set once for all its runs (in the Train form or the --config file).",
     'sweep.not_list': "The sweep's {name} needs a list of values, such as [1e-4, 3e-4] (got {value!r}).",
     'sweep.empty': "The sweep's grid is empty: {name} has no values. Give it at least one.",
     'sweep.bad_value': "The sweep's run {index} ({values}) is refused: {error}",
@@ -869,7 +870,6 @@ CATALOGUE: dict[str, str] = {
     'sweep.over_budget': 'The grid has {count} runs, over the budget of {budget} (max_runs): raise max_runs to {count}, or set sample: {budget} (and a seed) to run a random {budget} of them.',
     'sweep.cli_only_new': '--sweep queues new runs made from the config; it cannot be used with {flag}.',
     'sweep.queued': 'Sweep {sweep_id}: {count} runs queued. {total}',
-    'sweep.not_swept': "The sweep varies {name!r}, which a sweep leaves to its base: it varies the Train form's settings that run no code, and {name} is set once for all its runs (in the Train form or the --config file).",
     # --- a word when a run ends: the workspace's webhook (backend/runs/notify.py) --------------------
     "notify.url_scheme": "The webhook URL {url!r} is not an http:// or https:// address; paste the whole URL "
                          "ntfy, Slack or Discord gives (such as https://ntfy.sh/your-topic), or leave it empty for none.",

@@ -453,8 +453,8 @@ ZH: dict[str, str] = {
     "benchmark.choose_task": "请至少选择一个基准任务：{alternatives}（项目自带，无需连接 hub）、任务 YAML 文件或文件夹，"
                              "或 lm-eval 的任务名（例如 hellaswag）。",
     "benchmark.running": "{run} 的基准测试正在运行；请等它结束。",
-    "benchmark.unknown_task": "没有基准任务 {name!r}：它不是项目自带的任务（{alternatives}），不是任务文件或文件夹，"
     "benchmark.file_remote": "{task} 是任务文件：lm-eval 会导入其 !function 标签指定的 Python 代码，并用不受沙箱限制的 Jinja 填充模板，因此在向其他计算机开放的应用上（--allow-remote 或 --share），只有本机前的人才能运行任务文件：用 `python -m backend.evaluate --run RUN --benchmark {task}`，或用 --allow-remote-code 重新启动应用。项目自带的任务（{alternatives}）和按名称指定的 lm-eval 任务照常在这里运行。",
+    "benchmark.unknown_task": "没有基准任务 {name!r}：它不是项目自带的任务（{alternatives}），不是任务文件或文件夹，"
                               "lm-evaluation-harness 也没有这个名字的任务。{close}请给出其中一种，或你自己的任务 YAML 文件路径。",
     "benchmark.hub_offline": "任务 {name!r} 的数据需要从 Hugging Face hub 下载，但 hub 无法连接（{why}），本地缓存里也没有。"
                              "请改用本地任务：{alternatives}，或你自己的任务文件（dataset_path: json 加 dataset_kwargs.data_files）。",
@@ -735,6 +735,7 @@ ZH: dict[str, str] = {
     'sweep.too_many_fields': '一次扫描只变化一到三个设置；这次变化了 {count} 个（{names}）。请减少，或依次运行多次扫描。',
     'sweep.unknown_field': '扫描要变化的 {name!r} 不是运行设置。',
     'sweep.unknown_field_close': '扫描要变化的 {name!r} 不是运行设置；您是否想写 {close!r}？',
+    'sweep.not_swept': '扫描要变化的 {name!r} 由扫描的基础配置决定：扫描只变化“训练”表单中不运行代码的设置，{name} 对扫描的所有运行只设置一次（在“训练”表单或 --config 文件中）。',
     'sweep.not_list': '扫描的 {name} 需要一个取值列表，例如 [1e-4, 3e-4]（当前为 {value!r}）。',
     'sweep.empty': '扫描网格为空：{name} 没有取值。请至少给出一个。',
     'sweep.bad_value': '扫描的第 {index} 次运行（{values}）被拒绝：{error}',
@@ -745,7 +746,6 @@ ZH: dict[str, str] = {
     'sweep.over_budget': '网格共有 {count} 次运行，超过了预算 {budget}（max_runs）：请把 max_runs 提高到 {count}，或设置 sample: {budget}（并给出 seed）随机运行其中 {budget} 次。',
     'sweep.cli_only_new': '--sweep 会用配置新建运行并排队；不能与 {flag} 一起使用。',
     'sweep.queued': '扫描 {sweep_id}：已排队 {count} 次运行。{total}',
-    'sweep.not_swept': '扫描要变化的 {name!r} 由扫描的基础配置决定：扫描只变化“训练”表单中不运行代码的设置，{name} 对扫描的所有运行只设置一次（在“训练”表单或 --config 文件中）。',
     # --- 运行结束时的通知：工作区的 webhook -------------------------------------------------------
     "notify.url_scheme": "webhook 地址 {url!r} 不是 http:// 或 https:// 地址；请粘贴 ntfy、Slack 或 Discord "
                          "给出的完整地址（例如 https://ntfy.sh/your-topic），或留空表示不用 webhook。",
