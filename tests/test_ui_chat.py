@@ -145,6 +145,9 @@ def test_each_column_streams_its_answer_before_the_last_one_is_done(services, mo
                                 False, "", *longer):
         snapshots.append([(out[BOTS + i] or [{}])[-1].get("content", "") for i in range(2)] + [out[STATUS]])
     final = snapshots[-1][:2]
+    # Before that, each column's model is loaded in turn, and said.
+    loading = [s[2] for s in snapshots if s[2].startswith("Loading the model of column")]
+    assert loading == ["Loading the model of column 1 of 2 …", "Loading the model of column 2 of 2 …"]
     assert all(final) and snapshots[-1][2].startswith("**Done.**")
     partial = [s for s in snapshots[:-1] if "answering together" in s[2]]
     # Both columns showed words before either was done, and what they showed grew into the answer.

@@ -81,6 +81,7 @@ TEXT: dict[str, dict[str, str]] = {
     "chat.msg_gone": {"en": "{what} is no longer on disk (deleted or its run removed); refresh and pick again.",
                       "zh": "{what} 已不在磁盘上（被删除或运行已移除）；请刷新后重新选择。"},
     "chat.msg_loading": {"en": "Loading models …", "zh": "正在加载模型……"},
+    "chat.msg_loading_column": {"en": "Loading the model of column {k} of {n} …", "zh": "正在加载第 {k} / {n} 列的模型……"},
     "chat.msg_generating_all": {"en": "{n} column(s) answering together …", "zh": "{n} 列正在同时回答……"},
     "chat.msg_done": {"en": "Done.", "zh": "完成。"},
     "chat.msg_stopped": {"en": "Stopped.", "zh": "已停止。"},
@@ -276,8 +277,18 @@ def send_prompt(chat: ChatServices, lang, chosen_runs, chosen, current_device, t
     session = session.next_turn(chosen, bool(blind_on), text)
     stop_event = chat.stops[session.id] = threading.Event()
     yield answer_outputs(chat, lang, chosen, targets, session, chat.ctx.msg(lang, "chat.msg_loading"))
-    # Every column answers at once (one batch per base model); the texts stream in together.
     keys = session.answering()
+    # Loading takes minutes on a busy machine: one column's model at a time, each said (no names: blind).
+    for index, key in enumerate(keys):
+        if stop_event.is_set():
+            break
+        yield answer_outputs(chat, lang, chosen, targets, session,
+                             chat.ctx.msg(lang, "chat.msg_loading_column", k=index + 1, n=len(keys)))
+        try:
+            chat.engine.get().prepare([targets[key]], device)
+        except Exception:  # noqa: BLE001 - stream_together loads it again and says why in its column
+            continue
+    # Every column answers at once (one batch per base model); the texts stream in together.
     replies, last = [Reply() for _ in keys], 0.0
     for key in keys:
         session.histories[key].append({"role": "assistant", "content": ""})
