@@ -1,6 +1,8 @@
 """The Judge section of the Evaluate tab: a judge model (any OpenAI-compatible
 endpoint) compares two checkpoints' answers, grades them on a rubric, or is
-checked against the Chat tab's votes (backend/judge/). "Count calls" shows
+checked against the Chat tab's votes (backend/judge/). The judge's prompt
+and the rubric are shown and editable (the defaults of the mode, or the
+run's tuned template); an empty box is the default. "Count calls" shows
 what the cache leaves to ask before anything starts; "Judge" runs it as a
 background job; the table lists the run's judgements, one row per
 checkpoint for a graded one, from RUN/eval/judge/*.json.
@@ -18,13 +20,14 @@ from plotly.subplots import make_subplots
 
 from backend.evaluation.judge_results import judge_dir, load_judgements
 from backend.evaluation.results import step_of
-from backend.judge import runner
+from backend.judge import calibration, runner
 from backend.judge.background import PROGRESS_FILE, judgement_progress_path, start_judgement
 from backend.judge.client import JudgeEndpoint
 from backend.judge.runner import Judgement
-from backend.judge.templates import DEFAULT_KIND, RUBRICS
+from backend.judge.templates import DEFAULT_KIND, GRADED_TEMPLATE, PAIRWISE_TEMPLATE, RUBRICS
 from backend.messages import UserError
 from backend.runs.jobs import FAILED, read_progress, stage_of
+from ui import evalset_panel
 from ui.context import UIContext
 from ui.i18n import localize
 
@@ -51,6 +54,12 @@ TEXT: dict[str, dict[str, str]] = {
     "jpanel.source.predictions": {"en": "the evaluation above (predictions)", "zh": "上面的评估（预测结果）"},
     "jpanel.rubric_kind": {"en": "Default rubric", "zh": "默认评分标准"},
     "jpanel.limit": {"en": "Rows (0 = all)", "zh": "行数（0 为全部）"},
+    "jpanel.prompts": {"en": "The judge's prompt and rubric (editable)", "zh": "评判模型的提示和评分标准（可编辑）"},
+    "jpanel.template": {"en": "Prompt template: {prompt}, {reference} and the answers are filled in; empty: the default",
+                        "zh": "提示模板：会填入 {prompt}、{reference} 和回答；留空为默认"},
+    "jpanel.rubric_text": {"en": "Rubric (graded): one line per grade, 1 to 5; empty: the default rubric",
+                           "zh": "评分标准（打分时）：每个分数一行，1 到 5；留空为默认评分标准"},
+    "jpanel.reset": {"en": "Show the defaults", "zh": "显示默认内容"},
     "jpanel.plan": {"en": "Count calls", "zh": "统计调用次数"},
     "jpanel.start": {"en": "Judge", "zh": "开始评判"},
     "jpanel.table": {"en": "Judgements of this run", "zh": "本运行的评判结果"},
@@ -76,17 +85,32 @@ TEXT: dict[str, dict[str, str]] = {
     "jpanel.col.spread": {"en": "95% interval / std / kappa", "zh": "95% 区间 / 标准差 / kappa"},
     "jpanel.col.counts": {"en": "counts", "zh": "计数"},
     "jpanel.col.judge": {"en": "judge", "zh": "评判模型"},
+    **evalset_panel.TEXT,
 }
 
 
 # --- handlers (plain values in, component values out) -------------------------
 
-def judgement(ctx: UIContext, run_id, url, model, key, mode, a, b, names, source, rubric_kind, limit):
+def judgement(ctx: UIContext, run_id, url, model, key, mode, a, b, names, source, rubric_kind, limit,
+              template="", rubric=""):
+    """The Judgement the form describes; an empty template or rubric box is the default (checked later by
+    runner.prepare, which turns a template without its blanks or a rubric without its scale into a sentence)."""
     chosen = [a, b] if mode == "pairwise" else str(names or "").split() if mode == "graded" else []
     return Judgement(ctx.workspace.runs_dir / run_id, JudgeEndpoint(str(url or "").strip(), str(model or "").strip(),
                                                                     str(key or "") or None),
-                     mode, [str(n).strip() for n in chosen], source, rubric_kind=rubric_kind,
-                     max_samples=int(limit or 0) or None, workspace=ctx.workspace)
+                     mode, [str(n).strip() for n in chosen], source,
+                     template=str(template or "").strip() or None,
+                     rubric=(str(rubric or "").strip() or None) if mode == "graded" else None,
+                     rubric_kind=rubric_kind, max_samples=int(limit or 0) or None, workspace=ctx.workspace)
+
+
+def default_texts(ctx: UIContext, run_id, mode, rubric_kind) -> tuple[str, str]:
+    """(the prompt template, the rubric) a judgement of `mode` uses when the boxes are left empty: the
+    run's tuned pairwise template where calibration kept one, the default rubric of `rubric_kind`."""
+    if mode == "graded":
+        return GRADED_TEMPLATE, RUBRICS.get(rubric_kind, RUBRICS[DEFAULT_KIND])
+    template = calibration.active_template(ctx.workspace.runs_dir / run_id) if run_id else PAIRWISE_TEMPLATE
+    return template, ""
 
 
 def count_calls(ctx: UIContext, lang, run_id, *values) -> str:
@@ -217,6 +241,11 @@ def build(ctx: UIContext, run) -> None:
             rubric = gr.Dropdown(label=ctx.t("jpanel.rubric_kind"), choices=list(RUBRICS), value=DEFAULT_KIND,
                                  elem_id="judge-rubric")
             limit = gr.Number(label=ctx.t("jpanel.limit"), value=0, minimum=0, precision=0, elem_id="judge-limit")
+        with gr.Accordion(ctx.t("jpanel.prompts"), open=False, elem_id="judge-prompts"):
+            template = gr.Textbox(label=ctx.t("jpanel.template"), value=PAIRWISE_TEMPLATE, lines=8,
+                                  elem_id="judge-template")
+            rubric_text = gr.Textbox(label=ctx.t("jpanel.rubric_text"), lines=5, elem_id="judge-rubric-text")
+            reset = gr.Button(ctx.t("jpanel.reset"), size="sm", elem_id="judge-reset")
         with gr.Row():
             plan = gr.Button(ctx.t("jpanel.plan"), elem_id="judge-plan")
             go = gr.Button(ctx.t("jpanel.start"), variant="primary", elem_id="judge-start")
@@ -225,7 +254,11 @@ def build(ctx: UIContext, run) -> None:
         gr.Markdown(ctx.t("jpanel.about"), elem_id="judge-about")
         table = gr.Dataframe(label=ctx.t("jpanel.table"), interactive=False, wrap=True, elem_id="judge-table")
         plot = gr.Plot(label=ctx.t("jpanel.chart"), elem_id="judge-chart")
-    inputs = [ctx.lang, run, url, model, key, mode, a, b, names, source, rubric, limit]
+        evalset_panel.build(ctx, url, model, key)
+    inputs = [ctx.lang, run, url, model, key, mode, a, b, names, source, rubric, limit, template, rubric_text]
+    defaults = partial(default_texts, ctx)
+    for trigger in (mode.change, rubric.change, reset.click, run.change):
+        trigger(defaults, [run, mode, rubric], [template, rubric_text], **private)
     plan.click(partial(count_calls, ctx), inputs, status, **private)
     go.click(partial(start, ctx), inputs, status, **private)
     seen = gr.State("")
