@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from backend.config import RunConfig
 from backend.config_recipes import tiny_config
 from backend.models.memory import (
     ACTIVATION_FACTOR,
@@ -16,6 +17,7 @@ from backend.models.memory import (
     config_estimate_kwargs,
     estimate_memory,
     lora_params,
+    step_row_tokens,
 )
 from backend.models.presets import PRESETS
 from tests.conftest import REPO
@@ -217,3 +219,60 @@ def test_overlap_at_the_smollm2_135m_size():
         assert e.activations_gb > e.gradients_gb == pytest.approx(134_515_008 * 4 / GIB)
         assert e.overlap_gb == pytest.approx(-e.gradients_gb * 29 / 30)
         assert e.total_gb == pytest.approx(parts_sum(e))
+
+
+def test_a_step_is_sized_by_the_tokens_its_rows_take():
+    """Packed batches hold the rows' own tokens (their mean a row), padded ones their longest row's;
+    each row is cut at cutoff_len, and without lengths the estimate keeps batch x cutoff_len."""
+    assert step_row_tokens([40, 60, 300], 256, packed=True) == pytest.approx((40 + 60 + 256) / 3)
+    assert step_row_tokens([40, 60, 300], 256, packed=False) == 256
+    assert step_row_tokens([40, 60], 256, packed=False) == 60 and step_row_tokens([], 256, packed=True) is None
+    settings = dict(method="lora", precision="fp32", batch_size=8, lora_r=2, device_kind="cpu")
+    short = estimate_memory(TINY, cutoff_len=256, row_tokens=40.0, **settings)
+    assert short.activations_gb == pytest.approx(estimate_memory(TINY, cutoff_len=40, **settings).activations_gb)
+    assert estimate_memory(TINY, cutoff_len=256, row_tokens=None, **settings) == estimate_memory(TINY, cutoff_len=256,
+                                                                                                 **settings)
+    assert estimate_memory(TINY, cutoff_len=32, row_tokens=40.0, **settings) == estimate_memory(TINY, cutoff_len=32,
+                                                                                                **settings)
+    dpo = dict(settings, stage="dpo")  # pairs: TRL pads chosen and rejected to the cutoff, as before
+    assert estimate_memory(TINY, cutoff_len=256, row_tokens=40.0, **dpo) == estimate_memory(TINY, cutoff_len=256, **dpo)
+
+
+RUNS = json.loads((REPO / "docs" / "memory_runs_default.json").read_text())
+
+
+@pytest.mark.parametrize("run", RUNS, ids=lambda r: "{model_name_or_path}-packing-{packing}".format(**r["settings"]))
+def test_the_estimate_follows_the_default_run_and_the_offline_models_with_and_without_packing(run):
+    """bench/memory_vs_measured.py --size runs: the real worker on the default run's data (identity rows
+    and replay) with SmolLM2-135M-Instruct and gemma-3-270m, packing on and off; the step sized by the
+    Plan's measured row tokens. Sized by batch x cutoff_len the default run was +109%."""
+    assert run["state"] == "completed" and run["row_tokens"] < run["settings"].get("cutoff_len", 256)
+    config = RunConfig(**run["settings"], max_steps=5)
+    estimate = estimate_memory(Architecture(**run["architecture"]), gradient_checkpointing=False,
+                               **config_estimate_kwargs(config, run["precision"], "cpu", run["row_tokens"]))
+    assert estimate.total_gb == pytest.approx(run["peak_rss_gb"], rel=0.15)
+
+
+def test_the_plan_sizes_the_default_runs_step_by_its_rows(workspace):
+    """The Train tab's Plan for the default run on the CPU: the rows measured with the starter's tokenizer
+    and template size a packed step (their mean a row) and a padded one (the longest row); with the
+    replay cache the replay rows the run picks count too (the bench's row_tokens, measured above)."""
+    from backend.models.hardware import Device
+    from ui.train_summary import dataset_rows, estimate_text, plan_row_tokens
+
+    def msg(key, **values):
+        return key + " " + " ".join(f"{k}={v}" for k, v in sorted(values.items()))
+
+    config = RunConfig()  # the starter: SmolLM2-135M-Instruct, identity rows, packing, batch 8 x cutoff 256
+    cpu = [Device("cpu", "CPU", 64.0, False, False)]
+    rows = dataset_rows(config.dataset, workspace, None, config.model_name_or_path)
+    row_tokens = plan_row_tokens(config, rows, workspace)
+    assert 30 < row_tokens < 100  # the identity rows' mean, with the template's system prompt
+    padded = plan_row_tokens(RunConfig(packing=False), rows, workspace)
+    assert row_tokens < padded == max(rows["lengths"]["rows"]) < config.cutoff_len
+    arch = architecture_for(config.model_name_or_path, workspace.models_dir)
+    sized = estimate_memory(arch, **config_estimate_kwargs(config, "fp32", "cpu", row_tokens)).total_gb
+    worst = estimate_memory(arch, **config_estimate_kwargs(config, "fp32", "cpu")).total_gb
+    assert f"total={worst}" in estimate_text(msg, config, workspace, cpu)  # rows unmeasured: the worst case
+    text = estimate_text(msg, config, workspace, cpu, rows=rows)
+    assert f"total={sized}" in text and sized < worst / 2

@@ -28,6 +28,7 @@ from backend.models.hardware import Device, resolve_precision, training_devices
 from backend.models.loading import (
     DEMO_MODEL,
     folder_template_check,
+    has_own_chat_template,
     inspect_model_folder,
     needs_build,
     resolve_model_path,
@@ -37,6 +38,7 @@ from backend.models.memory_advice import fit_hint, run_memory
 from backend.models.offline import OFFLINE_MODELS, offline_model_ready
 from backend.models.presets import PRESETS
 from backend.runs.workspace import Workspace
+from backend.training.estimate import memory_row_tokens, row_lengths
 from backend.training.replay import planned_replay, replay_applies, workspace_answers
 from backend.training.threads import choose_threads
 from ui.grpo_plan import grpo_rows
@@ -84,6 +86,9 @@ def dataset_rows(dataset: str, workspace: Workspace, dataset_name: str | None = 
         out = {"rows": rows, "has_eval": has_eval}
         if stage == "sft" and (answers := workspace_answers(model, chat_template, workspace)) is not None:
             out["replay_answers"] = answers  # the replay cache: the Plan counts replay's rows exactly
+        if stage == "sft" and (folder := local_model_folder(model, workspace)) is not None:
+            # The rows' tokens as the worker encodes them: the memory estimate sizes a step by them.
+            out["lengths"] = row_lengths(dataset, workspace, folder, chat_template, dataset_name, out.get("replay_answers"))
         if stage != "sft" and dataset not in ("", "demo", "identity"):
             first = next(iter(load_rows(resolve_dataset(dataset, workspace), dataset_name=dataset_name)[0]), {})
             out["pairs"] = "chosen" in first
@@ -178,8 +183,9 @@ def _plan_warnings(msg: Msg, config: RunConfig, numbers: dict) -> str:
 
 
 def estimate_text(msg: Msg, config: RunConfig, workspace: Workspace, devices: list[Device] | None,
-                  lang: str = "en") -> str:
-    """The memory table and a fits / does-not-fit verdict on the run's device."""
+                  lang: str = "en", rows: dict | None = None) -> str:
+    """The memory table and a fits / does-not-fit verdict on the run's device; a step sized by the
+    tokens of the run's rows when `rows` (dataset_rows) measured them, else batch x cutoff_len."""
 
     try:
         arch = architecture_for(config.model_name_or_path, workspace.models_dir)
@@ -195,7 +201,7 @@ def estimate_text(msg: Msg, config: RunConfig, workspace: Workspace, devices: li
     device = min(targets, key=lambda d: d.memory_gb)  # DDP replicates: the smallest device decides
     # gradient_checkpointing "auto": the worker makes the same choice from the same estimate.
     # Sharded over every GPU of the run (all nodes / Ray workers): the verdict is per GPU.
-    run = run_memory(config, arch, device, precision, world_size(config, devices))
+    run = run_memory(config, arch, device, precision, world_size(config, devices), plan_row_tokens(config, rows, workspace))
     checkpointing = run.settings["gradient_checkpointing"]
     estimate = run.estimate()
     parts = ("weights", "adapters", "gradients", "optimizer", "activations", "runtime")
@@ -216,6 +222,15 @@ def estimate_text(msg: Msg, config: RunConfig, workspace: Workspace, devices: li
     auto = "auto_" if config.gradient_checkpointing == "auto" else ""
     header += " " + msg(f"train.estimate.checkpointing.{auto}{'on' if checkpointing else 'off'}")
     return f"{verdict}\n\n{header}\n\n| | GiB |\n|---|---:|\n{table}\n| **{msg('train.estimate.total')}** | **{estimate.total_gb:.2f}** |"
+
+
+def plan_row_tokens(config: RunConfig, rows: dict | None, workspace: Workspace) -> float | None:
+    """The tokens a row of a step takes, from dataset_rows' measured lengths (None: not measured)."""
+    if not rows or "rows" not in rows:
+        return None
+    train_rows = rows["rows"] if rows.get("has_eval") else split_sizes(rows["rows"], config.val_size)[0]
+    return memory_row_tokens(config, rows, train_rows,
+                             has_own_chat_template(config.model_name_or_path, workspace.models_dir))
 
 
 def model_text(msg: Msg, model: str, workspace: Workspace, lang: str = "en") -> str:

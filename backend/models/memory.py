@@ -233,10 +233,14 @@ def estimate_memory(arch: Architecture, *, method: str, precision: str, batch_si
                     lora_r: int = 16, lora_target: str | list[str] = "all-linear", lora_dropout: float = 0.0,
                     optim: str = "adamw_torch", device_kind: str = "cuda", stage: str = "sft",
                     chunked_loss: bool = False, gradient_accumulation_steps: int = 1,
-                    max_completion_length: int = 0, beta: float = 0.1) -> MemoryEstimate:
+                    max_completion_length: int = 0, beta: float = 0.1,
+                    row_tokens: float | None = None) -> MemoryEstimate:
     """Peak memory of one training device. `precision` is the resolved one
     (bf16 / fp16 / fp32, never auto); `batch_size` is per device. `chunked_loss`:
     the worker's loss (backend/training/loss.py), which keeps no full logits.
+    `row_tokens` (SFT): the tokens a row of the batch takes, from the real data
+    (`step_row_tokens`); None: cutoff_len, the worst case. A step holds
+    batch_size x min(cutoff_len, row_tokens) tokens.
 
     Preference stages: every example is two sequences (chosen + rejected for
     dpo / orpo / simpo; completion + the mismatched KL completion for kto), so
@@ -266,11 +270,12 @@ def estimate_memory(arch: Architecture, *, method: str, precision: str, batch_si
     gradients = trainable * 4
     optimizer = trainable * OPTIMIZER_BYTES.get(optim, 8)
     kind = "cpu" if device_kind == "cpu" else "cuda"
+    length = cutoff_len if row_tokens is None or stage != "sft" else min(cutoff_len, row_tokens)
     activations = ACTIVATION_FACTOR[kind] * _activation_bytes(
-        arch, method, compute, batch_size, cutoff_len, gradient_checkpointing, lora_target, lora_dropout,
+        arch, method, compute, batch_size, length, gradient_checkpointing, lora_target, lora_dropout,
         chunked_loss)
     if gradient_checkpointing:
-        layer = _layer_bytes(arch, method, compute, batch_size * cutoff_len, lora_target, lora_dropout)
+        layer = _layer_bytes(arch, method, compute, batch_size * length, lora_target, lora_dropout)
         activations += CHECKPOINT_HEAP_SHARE[kind] * (layers - 1) * layer
     # LoRA / QLoRA: the adapters' gradients are under 1% of the activations and the
     # CPU factor was fitted with them counted whole, so only full fine-tuning gets it.
@@ -308,10 +313,21 @@ def backward_overlap(activations: float, gradients: float, layers: int) -> float
     return smaller * (layers - 1) / max(layers, 1)
 
 
-def _activation_bytes(arch: Architecture, method: str, compute: int, batch_size: int, cutoff_len: int,
+def step_row_tokens(lengths: list[int], cutoff_len: int, packed: bool) -> float | None:
+    """The tokens a row takes in a training step, from the token lengths of the run's rows (each cut at
+    cutoff_len): packed batches hold the rows' own tokens, so their mean; padded batches are padded to
+    their longest row, and length grouping puts the longest rows in one batch, so the longest.
+    None without lengths (the estimate then takes cutoff_len)."""
+    cut = [min(cutoff_len, n) for n in lengths if n > 0]
+    if not cut:
+        return None
+    return sum(cut) / len(cut) if packed else float(max(cut))
+
+
+def _activation_bytes(arch: Architecture, method: str, compute: int, batch_size: int, cutoff_len: float,
                       checkpointing: bool, lora_target: str | list[str], lora_dropout: float,
                       chunked_loss: bool = False) -> int:
-    tokens = batch_size * cutoff_len  # padded to the longest in the batch: cutoff is the worst case
+    tokens = batch_size * cutoff_len  # cutoff_len: the row length a step holds (at most the cutoff)
     per_layer = _layer_bytes(arch, method, compute, tokens, lora_target, lora_dropout)
     if checkpointing:
         # Only each layer's input is kept; one layer is recomputed at a time in backward.
@@ -392,9 +408,11 @@ def choose_checkpointing(setting: str | bool, device_memory_gb: float, **estimat
                   f"{device_memory_gb:.1f} GiB (with it {with_it.total_gb:.1f} GiB)")
 
 
-def config_estimate_kwargs(config, precision: str, device_kind: str) -> dict:
-    """estimate_memory's keyword arguments for a RunConfig (all but arch and gradient_checkpointing)."""
+def config_estimate_kwargs(config, precision: str, device_kind: str, row_tokens: float | None = None) -> dict:
+    """estimate_memory's keyword arguments for a RunConfig (all but arch and gradient_checkpointing);
+    `row_tokens`: step_row_tokens of the run's data, when known."""
     return dict(method=config.method, precision=precision, batch_size=config.per_device_train_batch_size,
+                row_tokens=row_tokens,
                 cutoff_len=config.cutoff_len, quantization_bits=config.quantization_bits, lora_r=config.lora_r,
                 lora_target=config.lora_target, lora_dropout=config.lora_dropout, optim=config.optim,
                 device_kind=device_kind, stage=getattr(config, "stage", "sft"),

@@ -57,10 +57,12 @@ class RunMemory:
         return replace(self, settings={**self.settings, **changes})
 
 
-def run_memory(config, arch: Architecture, device, precision: str, world_size: int = 1) -> RunMemory:
-    """RunMemory of a RunConfig on `device` (a backend.models.hardware.Device) in `precision`."""
+def run_memory(config, arch: Architecture, device, precision: str, world_size: int = 1,
+               row_tokens: float | None = None) -> RunMemory:
+    """RunMemory of a RunConfig on `device` (a backend.models.hardware.Device) in `precision`;
+    `row_tokens`: the tokens a row of a step takes in the run's data (None: cutoff_len)."""
     kind = "cpu" if device.id == "cpu" else "cuda"
-    settings = config_estimate_kwargs(config, precision, kind)
+    settings = config_estimate_kwargs(config, precision, kind, row_tokens)
     checkpointing, _ = choose_checkpointing(config.gradient_checkpointing, device.memory_gb, arch=arch, **settings)
     sharding = dict(distributed=config.distributed, world_size=world_size, cpu_offload=config.cpu_offload,
                     precision=precision)

@@ -21,15 +21,24 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from backend.config import RunConfig, derived_numbers, split_sizes
+from backend.data.encode import count_tokens
+from backend.data.pair_rows import PLAN_ROWS, worker_tokenizer
 from backend.data.resolve import dataset_size, load_rows, resolve_dataset
 from backend.messages import Message, msg
 from backend.models.demo_facts import build_demo_rows
 from backend.models.loading import DEMO_MODEL, has_own_chat_template, load_tokenizer, needs_build, resolve_model_path
-from backend.models.memory import architecture_for
+from backend.models.memory import architecture_for, step_row_tokens
 from backend.runs.speed_log import matching_records, profile_seconds
 from backend.runs.workspace import Workspace
 from backend.storage.atomic_files import atomic_write_json, read_json
-from backend.training.replay import planned_replay, replay_applies, workspace_answers
+from backend.training.replay import (
+    cached_replay_prompts,
+    planned_replay,
+    replay_applies,
+    replay_count,
+    replay_row,
+    workspace_answers,
+)
 from backend.training.threads import usable_cpus
 
 RECENT = 5  # the newest measurements of a key that count (the machine's load drifts)
@@ -192,6 +201,38 @@ def tokens_per_row(config: RunConfig, workspace: Workspace) -> float:
         return float(config.cutoff_len)
     lengths = _token_lengths(config, workspace, texts) or [len(t) / 4 for t in texts]
     return float(min(config.cutoff_len, statistics.mean(lengths) + 8))  # + the template's few tokens
+
+
+def row_lengths(dataset: str, workspace: Workspace, model_folder, chat_template: str,
+                dataset_name: str | None = None, replay_answers: dict | None = None) -> dict | None:
+    """The Plan's token lengths of instruction rows, through the tokenizer and chat template the worker
+    trains with: {"rows": the first PLAN_ROWS rows of the data, "replay": {prompt: tokens} of the replay
+    cache's usable answers}. None when the tokenizer or the rows cannot be read here."""
+    tokenizer = worker_tokenizer(model_folder, chat_template)
+    if tokenizer is None:
+        return None
+    try:
+        rows = load_rows(resolve_dataset(dataset, workspace), dataset_name=dataset_name)[0][:PLAN_ROWS]
+        rows = [r for r in rows if r.get("messages")]
+        usable = [(p, a) for p, a in (replay_answers or {}).items() if a]
+        replay = count_tokens(tokenizer, [replay_row(p, a) for p, a in usable]) if usable else []
+        return {"rows": count_tokens(tokenizer, rows), "replay": {p: n for (p, _), n in zip(usable, replay)}}
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def memory_row_tokens(config: RunConfig, rows: dict | None, train_rows: int, has_template: bool) -> float | None:
+    """step_row_tokens of the run's training rows as the Plan measured them (row_lengths): the data's
+    rows and the replay rows the run picks from its cache; None without measured lengths (the memory
+    estimate then takes cutoff_len)."""
+    lengths = (rows or {}).get("lengths")
+    if not lengths:
+        return None
+    mixed = list(lengths["rows"])
+    if config.stage == "sft" and replay_applies(config, train_rows, has_template):
+        picked = cached_replay_prompts(rows.get("replay_answers") or {}, replay_count(config, train_rows), config.seed)
+        mixed += [lengths["replay"][p] for p in picked or [] if p in lengths["replay"]]
+    return step_row_tokens(mixed, config.cutoff_len, config.packing)
 
 
 def _token_lengths(config: RunConfig, workspace: Workspace, texts: list[str]) -> list[int] | None:

@@ -97,7 +97,7 @@ def replay_rows(model_path: str | Path, tokenizer, datasets_dir: Path, count: in
                 answers.update(generate_answers(model_path, tokenizer, missing, shared(progress)))
                 atomic_write_text(cache, "".join(json.dumps({"prompt": k, "answer": v}, ensure_ascii=False) + "\n"
                                                  for k, v in answers.items()))
-            picked = [_row(prompts[i], answers[prompts[i]]) for i in order[:cursor] if answers.get(prompts[i])]
+            picked = [replay_row(prompts[i], answers[prompts[i]]) for i in order[:cursor] if answers.get(prompts[i])]
     log.info("replay: %d of the base model's own answers mixed into the training rows", min(count, len(picked)))
     return picked[:count]
 
@@ -121,13 +121,21 @@ def cached_replay_count(answers: dict, count: int, seed: int, prompts: tuple[str
     answer, or anything false for one that did not end) by the same picking, without generating. None
     when the picking reaches a prompt the cache has no answer for: the run answers it first, and only
     then is the count known."""
-    order, picked, cursor = _order(seed, len(prompts)), 0, 0
-    while picked < count and cursor < len(order):
-        cursor = _widened(cursor, picked, count)
+    picked = cached_replay_prompts(answers, count, seed, prompts)
+    return None if picked is None else len(picked)
+
+
+def cached_replay_prompts(answers: dict, count: int, seed: int,
+                          prompts: tuple[str, ...] = REPLAY_PROMPTS) -> list[str] | None:
+    """The prompts of the rows replay_rows(..., count, seed) returns, picked from `answers` (see
+    cached_replay_count); None when the run would answer a prompt first."""
+    order, picked, cursor = _order(seed, len(prompts)), [], 0
+    while len(picked) < count and cursor < len(order):
+        cursor = _widened(cursor, len(picked), count)
         if any(prompts[i] not in answers for i in order[:cursor]):
             return None
-        picked = sum(1 for i in order[:cursor] if answers.get(prompts[i]))
-    return min(count, picked)
+        picked = [prompts[i] for i in order[:cursor] if answers.get(prompts[i])]
+    return picked[:count]
 
 
 def planned_replay(config, train_rows: int, answers: dict | None) -> tuple[int, bool]:
@@ -138,7 +146,7 @@ def planned_replay(config, train_rows: int, answers: dict | None) -> tuple[int, 
     return (wanted, False) if counted is None else (counted, True)
 
 
-def workspace_answers(model: str, chat_template: str, workspace: Workspace) -> dict[str, bool] | None:
+def workspace_answers(model: str, chat_template: str, workspace: Workspace) -> dict[str, str | None] | None:
     """cached_answers of a model named as a run names it, when it is on disk and the workspace has a
     replay cache; None otherwise (nothing is built or converted for a count)."""
     if not any((workspace.datasets_dir / CACHE_DIR).glob("*.jsonl")):
@@ -153,15 +161,15 @@ def workspace_answers(model: str, chat_template: str, workspace: Workspace) -> d
 
 
 def cached_answers(model_path: str | Path, chat_template: str, datasets_dir: Path,
-                   trust_remote_code: bool = False) -> dict[str, bool]:
-    """prompt -> whether its cached answer is usable, from the replay cache a run of this model and
-    `chat_template` reads (read-only: nothing is generated, no lock is taken); {} without a cache."""
+                   trust_remote_code: bool = False) -> dict[str, str | None]:
+    """prompt -> its cached answer (None: it did not end), from the replay cache a run of this model
+    and `chat_template` reads (read-only: nothing is generated, no lock is taken); {} without a cache."""
     tokenizer = load_tokenizer(str(model_path), trust_remote_code=trust_remote_code)
     apply_for_model(tokenizer, chat_template, model_path)  # the worker's key holds the run's template
-    return {prompt: bool(answer) for prompt, answer in _read_cache(cache_path(model_path, tokenizer, datasets_dir)).items()}
+    return _read_cache(cache_path(model_path, tokenizer, datasets_dir))
 
 
-def _row(prompt: str, answer: str) -> dict:
+def replay_row(prompt: str, answer: str) -> dict:
     return {"messages": [{"role": "user", "content": prompt}, {"role": "assistant", "content": answer}]}
 
 

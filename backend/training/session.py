@@ -17,6 +17,7 @@ from backend.messages import msg
 from backend.models.chat_templates import apply_for_model
 from backend.models.hardware import training_devices
 from backend.models.loading import has_own_chat_template, load_tokenizer, model_context_length, needs_build
+from backend.models.memory import step_row_tokens
 from backend.runs.files import (
     FINAL_DIR,
     METRICS_FILE,
@@ -152,7 +153,7 @@ def build(job: Job, stop: StopRequest, extra_callbacks: tuple = ()) -> Session:
     # The model after the rows: data that cannot be used fails before the largest load, and a
     # preference stage's adapter to continue is found with its rows.
     model, parameters, checkpointing = _load_model(job, model_path, precision, devices, on_cpu, rows.adapter,
-                                                   template, tokenizer)
+                                                   template, tokenizer, _row_tokens(config, rows))
     # The Trainer's arguments after the model: FSDP wraps the model's own decoder layer classes.
     facts = RunFacts(precision, has_eval=rows.eval is not None, on_cpu=on_cpu, world_size=job.world_size,
                      checkpointing=checkpointing)
@@ -235,13 +236,20 @@ def _load_data(job: Job, model_path: str, tokenizer) -> _Rows:
     return rows
 
 
+def _row_tokens(config, rows: _Rows) -> float | None:
+    """The tokens a row of a step takes in the encoded SFT rows, as the Plan sizes a step (None: another stage)."""
+    if config.stage != "sft":
+        return None
+    return step_row_tokens([len(ids) for ids in rows.train["input_ids"]], config.cutoff_len, config.packing)
+
+
 def _load_model(job: Job, model_path: str, precision: str, devices: list, on_cpu: bool, adapter, template,
-                tokenizer):
+                tokenizer, row_tokens: float | None = None):
     """(the model with its adapters or full training set up, its parameter counts, gradient checkpointing)."""
     config = job.config
     quantized_on_gpu = config.method == "qlora" and not on_cpu
     device_map = {"": int(os.environ.get("LOCAL_RANK", "0"))} if quantized_on_gpu else None
-    checkpointing = checkpointing_for(config, model_path, precision, devices)
+    checkpointing = checkpointing_for(config, model_path, precision, devices, row_tokens)
     # Seed before the adapters exist: LoRA A starts random, and the Trainer seeds only later.
     set_seed(config.seed)
     model = build_model(config, model_path, precision, device_map, adapter, checkpointing,

@@ -32,8 +32,10 @@ def collator_for(config: RunConfig, model, tokenizer):
     return PadToLongest(tokenizer.pad_token_id)
 
 
-def checkpointing_for(config: RunConfig, model_path: str, precision: str, devices: list) -> bool:
-    """gradient_checkpointing as a bool: "auto" asks the memory estimate for the smallest device."""
+def checkpointing_for(config: RunConfig, model_path: str, precision: str, devices: list,
+                      row_tokens: float | None = None) -> bool:
+    """gradient_checkpointing as a bool: "auto" asks the memory estimate for the smallest device, a
+    step sized by `row_tokens` (the encoded rows' step_row_tokens; None: cutoff_len), as the Plan does."""
 
     if config.gradient_checkpointing in (True, False):
         return config.gradient_checkpointing
@@ -45,6 +47,6 @@ def checkpointing_for(config: RunConfig, model_path: str, precision: str, device
     device = min(devices, key=lambda d: d.memory_gb)
     kind = "cpu" if device.id == "cpu" else "cuda"
     on, why = choose_checkpointing("auto", device.memory_gb, arch=arch,
-                                   **config_estimate_kwargs(config, precision, kind))
+                                   **config_estimate_kwargs(config, precision, kind, row_tokens))
     log.info("gradient checkpointing: %s", why)
     return on

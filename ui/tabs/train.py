@@ -298,7 +298,7 @@ def plan(ctx: UIContext, lang: str, model: str, dataset: str, rows: dict, device
                                        has_own_chat_template(config.model_name_or_path, ctx.workspace.models_dir))
     template = summary.template_text(config, ctx.workspace, lang)  # the worker's own sentence, or its refusal
     return (derived + "\n\n" + scale_view.launch_text(msg, config, found) + (f"\n\n{template}" if template else ""),
-            summary.estimate_text(msg, config, ctx.workspace, found, lang))
+            summary.estimate_text(msg, config, ctx.workspace, found, lang, rows))
 
 
 def start(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> tuple[str, str | None]:
