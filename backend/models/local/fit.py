@@ -20,7 +20,8 @@ from backend.models.memory import Architecture, EstimateUnavailable, choose_chec
 # tests/test_local_models.py checks these equal config_estimate_kwargs(RunConfig())).
 FIT_SETTINGS = dict(method="lora", batch_size=8, cutoff_len=256, quantization_bits=None, lora_r=16,
                     lora_target="all-linear", lora_dropout=0.0, optim="auto", stage="sft", chunked_loss=True,
-                    gradient_accumulation_steps=1, max_completion_length=0, beta=0.1)
+                    gradient_accumulation_steps=1, max_completion_length=0, beta=0.1,
+                    row_tokens=None)  # no rows measured for a model's fit: batch x cutoff, the worst case
 
 
 @functools.cache
