@@ -48,7 +48,9 @@ def test_form_values_round_trip_through_runconfig():
 
 def test_plan_shows_derived_numbers_and_a_fitting_estimate(ctx, devices):
     rows = train.count_rows(ctx, "demo")
-    assert rows == {"rows": len(build_demo_rows()), "has_eval": False}
+    lengths = rows.pop("lengths")  # each row's tokens, as the worker encodes it: the memory estimate sizes a step by them
+    assert rows == {"rows": len(build_demo_rows()), "has_eval": False} and len(lengths["rows"]) == rows["rows"]
+    rows["lengths"] = lengths
     config = tiny_config(per_device_train_batch_size=4, gradient_accumulation_steps=2, num_train_epochs=3,
                        val_size=0.1, warmup_ratio=0.1, devices="cpu")
     derived, estimate = train.plan(ctx, "en", "demo", "demo", rows, devices, *browser_values(config))
