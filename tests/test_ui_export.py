@@ -82,7 +82,9 @@ def test_gguf_sizes_before_start_and_the_checks_after(gguf_run, gguf_export):
     assert job is None and "importance matrix" in said
     out, report = gguf_export
     view = export._gguf_view(tab, "zh", report["gguf"])
-    assert 'id="export-gguf-check"' in view and "GGUF 检查通过" in view
+    assert 'id="export-gguf-check"' in view
+    assert ("GGUF 检查通过" if report["gguf"]["passed"] else "GGUF 检查未通过") in view
+    assert view.count("❌ ") == len(report["gguf"]["failed_levels"])  # each level that failed, flagged in its row
     assert view.count("<tr>") == 1 + len(report["gguf"]["files"]) and "ollama create assistant" in view
 
 
