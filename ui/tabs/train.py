@@ -285,8 +285,8 @@ def plan(ctx: UIContext, lang: str, model: str, dataset: str, rows: dict, device
     msg = _msg(ctx, lang)
     try:
         config = forms.config_from_values(list(values), model, dataset)
-        config.check_packages()  # e.g. wandb chosen but not installed: say how to install it now
         ctx.check_code_settings(config)  # before the Plan imports a reward function
+        config.check_packages()  # e.g. wandb chosen but not installed: say how to install it now
     except ConfigError as error:
         return msg("train.msg.invalid", error=localize(error, lang)), ""
     found = summary.devices_from_state(devices)
@@ -307,8 +307,8 @@ def start(ctx: UIContext, lang: str, model: str, dataset: str, *values) -> tuple
     msg = _msg(ctx, lang)
     try:
         config = forms.config_from_values(list(values), model, dataset)
-        summary.check_template(config, ctx.workspace)  # the worker would refuse it the same way (exit 2)
         ctx.check_code_settings(config)  # an app open to other computers takes code from this machine only
+        summary.check_template(config, ctx.workspace)  # the worker would refuse it the same way (exit 2)
         run_id = queue.enqueue(ctx.store, config)  # starts now when its devices are free, else waits
     except (ConfigError, RunError) as error:
         return msg("train.msg.invalid", error=localize(error, lang)), None
@@ -509,10 +509,10 @@ def _wire(ctx: UIContext, c: dict, form: list) -> None:
 
     c["gpus"].input(do_picked, [c["gpus"], c["devices"], devices_box], devices_box, **private)
     page = gr.context.Context.root_block
+    page.load(lambda: restore_form(ctx), None, [c["model"], c["dataset"], *form], **private)
     page.load(lambda lang: detect_hardware(ctx, lang), lang, [c["hardware"], c["devices"]], **private).then(
         do_picker, [c["devices"], devices_box], c["gpus"], **private).then(
         do_rows, rows_inputs, c["rows"], **private).then(do_plan, plan_inputs, plan_outputs, **private)
-    page.load(lambda: restore_form(ctx), None, [c["model"], c["dataset"], *form], **private)
     for trigger in (page.load, c["model"].change, lang.change):
         trigger(do_model, [lang, c["model"]], c["model_check"], **private)
 
