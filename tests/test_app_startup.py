@@ -13,7 +13,7 @@ import sys
 import psutil
 import pytest
 
-from tests.browser.harness import REPO, AppProcess, app_env, free_port, http_status
+from tests.browser.harness import REPO, AppProcess, app_env, http_status
 from tests.polling import wait_for
 
 HEAVY = ("torch", "transformers", "peft", "accelerate", "bitsandbytes", "datasets", "openai")
@@ -127,43 +127,64 @@ def _tiny_blocks():
     return demo
 
 
-def test_a_page_slower_than_gradios_3_s_check_still_starts_the_app(capsys):
-    """gradio's launch gives the page one HEAD of 3 s, then refuses to start ("a shareable link must be
-    created"): on a machine at load 19-25 that ended every start. app.serve waits for the page itself."""
-    from starlette.middleware import Middleware
+# The launches below run in a child interpreter: a gradio server launched inside pytest's process, beside the
+# whole suite's collected modules, closed pytest's captured stderr ("I/O operation on closed file").
+LAUNCH_CHILD = """
+import sys
+from starlette.middleware import Middleware
+import app
+from tests.browser.harness import free_port, http_status
+from tests.test_app_startup import SlowPage, _tiny_blocks
 
-    import app
-
-    slow = [Middleware(SlowPage, delay_s=4)]
+slow = [Middleware(SlowPage, delay_s=4)]
+if sys.argv[1] == "slow-page":
     gradios = _tiny_blocks()
     try:
-        with pytest.raises(ValueError, match="shareable link must be created"):  # the trap, as it was
-            gradios.launch(server_port=free_port(), app_kwargs={"middleware": slow}, prevent_thread_lock=True,
-                           quiet=True)
+        gradios.launch(server_port=free_port(), app_kwargs={"middleware": slow}, prevent_thread_lock=True, quiet=True)
+        print("gradio: started")
+    except ValueError as error:
+        print("gradio:", error)
     finally:
         gradios.close()
     demo = _tiny_blocks()
-    try:
-        url = app.serve(demo, "127.0.0.1", free_port(), slow, {"quiet": True})
-        assert http_status(url, timeout=30) == 200
-    finally:
-        demo.close()
-
-
-def test_a_page_that_never_answers_ends_the_start_with_a_sentence(capsys):
-    from starlette.middleware import Middleware
-
-    import app
-
+    url = app.serve(demo, "127.0.0.1", free_port(), slow, {"quiet": True})
+    print("serve:", http_status(url, timeout=30))
+    demo.close()
+else:
     port = free_port()
-    with pytest.raises(SystemExit) as ended:
-        app.serve(_tiny_blocks(), "127.0.0.1", port, [Middleware(SlowPage, delay_s=4)], {"quiet": True},
-                  answer_within_s=1)
-    assert ended.value.code == 1
-    said = capsys.readouterr().err
+    print("port:", port, flush=True)
+    try:
+        app.serve(_tiny_blocks(), "127.0.0.1", port, slow, {"quiet": True}, answer_within_s=1)
+    except SystemExit as ended:
+        print("exit:", ended.code, "then:", http_status(f"http://127.0.0.1:{port}/", timeout=2), flush=True)
+        raise
+"""
+
+
+def _launch_child(case: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", LAUNCH_CHILD, case], cwd=REPO, env=app_env(), capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.mark.usefixtures("starts_processes")
+def test_a_page_slower_than_gradios_3_s_check_still_starts_the_app():
+    """gradio's launch gives the page one HEAD of 3 s, then refuses to start ("a shareable link must be
+    created"): on a machine at load 19-25 that ended every start. app.serve waits for the page itself."""
+    child = _launch_child("slow-page")
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert "shareable link must be created" in child.stdout  # the trap, as it was
+    assert "serve: 200" in child.stdout, child.stdout
+
+
+@pytest.mark.usefixtures("starts_processes")
+def test_a_page_that_never_answers_ends_the_start_with_a_sentence():
+    child = _launch_child("never")
+    port = re.search(r"port: (\d+)", child.stdout).group(1)
+    assert child.returncode == 1, child.stderr[-3000:]
+    said = child.stderr
     assert f"error: The app started, but its page http://127.0.0.1:{port}/ did not answer within 1 s" in said
     assert "ReadTimeout" in said and "--port" in said
-    assert http_status(f"http://127.0.0.1:{port}/", timeout=2) is None  # closed, not left serving
+    assert "exit: 1 then: None" in child.stdout  # closed, not left serving
 
 
 @pytest.mark.usefixtures("starts_processes")
