@@ -1,6 +1,8 @@
 """Evaluate and Export tabs in a real browser: evaluate two checkpoints of a run
-(table with the best marked, chart), then export the merged model, see the
-verification pass, and see the report and Download again after a page refresh."""
+(table with the best marked, chart), judge them against each other with a judge
+endpoint (a real local chat-completions server, tests/judge_server.py) and write
+an eval set with it, then export the merged model, see the verification pass,
+and see the report and Download again after a page refresh."""
 
 from __future__ import annotations
 
@@ -8,10 +10,52 @@ import json
 
 import pytest
 
+from backend.evaluation.results import default_checkpoint
 from tests.browser.harness import REPO, screenshot, wait_app_loaded
 from tests.eval_export_runs import checkpoint_names, copy_run
+from tests.judge_server import ChatServer
 
 DOCS = REPO / "docs" / "screenshots"
+EVALSET = [{"prompt": "What is 7 times 6?", "expected": "42"}, {"prompt": "Spell 'cat' backwards.", "expected": "tac"}]
+
+
+def judge(prompt: str, number: int) -> str:
+    """Writes the eval set when asked for prompts; otherwise always prefers the first answer shown."""
+    return json.dumps(EVALSET) if prompt.startswith("Write ") else "The first reads better.\nVerdict: A"
+
+
+def text_field(page, elem_id: str):
+    """A gradio Textbox's editable element (a textarea, or an input for a one-line type)."""
+    return page.locator(f"#{elem_id} textarea, #{elem_id} input").first
+
+
+def judge_the_two(page, workspace, first: str, last: str) -> None:
+    """The Judge section: count the calls, judge last against first on the predictions, see the table; then
+    write an eval set from a description and save it as a dataset."""
+    with ChatServer(judge) as server:
+        page.locator("#judge").get_by_text("Judge (a model that compares answers)").click()
+        text_field(page, "judge-url").fill(server.url)
+        text_field(page, "judge-model").fill("judge")
+        text_field(page, "judge-a").fill(last)
+        text_field(page, "judge-b").fill(first)
+        page.locator("#judge-source input").click()
+        page.get_by_role("option", name="the evaluation above (predictions)").click()
+        page.locator("#judge-plan").click()
+        page.locator("#judge-status").get_by_text("judge calls to make").wait_for(timeout=60_000)
+        page.locator("#judge-start").click()
+        page.wait_for_function("(name) => (document.querySelector('#judge-table') || {}).innerText?.includes(name)",
+                               arg=f"pairwise-{last}-vs-{first}", timeout=120_000)
+        assert (workspace.runs_dir / "demo-run" / "eval" / "judge" / f"pairwise-{last}-vs-{first}.json").is_file()
+
+        page.locator("#evalset").get_by_text("Write an eval set from a description").click()
+        text_field(page, "evalset-description").fill("arithmetic and words")
+        page.locator("#evalset-write").click()
+        page.locator("#evalset-status").get_by_text("2 prompts written").wait_for(timeout=60_000)
+        page.locator("#evalset-table").get_by_text("What is 7 times 6?").wait_for()
+        text_field(page, "evalset-name").fill("words-eval")
+        page.locator("#evalset-save").click()
+        page.locator("#evalset-status").get_by_text("Saved 2 rows as dataset words-eval").wait_for(timeout=30_000)
+    assert (workspace.datasets_dir / "words-eval" / "data.jsonl").read_text(encoding="utf-8").count("\n") == 2
 
 
 @pytest.mark.browser
@@ -46,6 +90,7 @@ def test_evaluate_two_checkpoints_then_export_merged(workspace, short_demo_run, 
         screenshot(page, "evaluate", also_to=DOCS / "evaluate.png")
         for name in (first, last):
             assert (workspace.runs_dir / "demo-run" / "eval" / name / "metrics.json").is_file()
+        judge_the_two(page, workspace, first, last)
 
         page.get_by_role("tab", name="Export").click()
         page.locator("#export-name input, #export-name textarea").first.wait_for()
@@ -67,8 +112,9 @@ def test_evaluate_two_checkpoints_then_export_merged(workspace, short_demo_run, 
         page.locator("#export-done").wait_for(timeout=60_000)
         assert "Verification passed" in page.locator("#export-verification").inner_text()
         page.locator("#export-download").wait_for(state="visible", timeout=30_000)
-        assert page.locator("#export-jobs input").input_value() == "demo-run-final-merged"
-        out = workspace.root / "exports" / "demo-run-final-merged"
+        exported = f"demo-run-{default_checkpoint(run_dir)}-merged"  # Export offers the best checkpoint first
+        assert page.locator("#export-jobs input").input_value() == exported
+        out = workspace.root / "exports" / exported
         report = json.loads((out / "export_report.json").read_text())
         assert report["kind"] == "merged" and report["verification"]["passed"]
-        assert (workspace.root / "exports" / "demo-run-final-merged.zip").is_file()
+        assert (workspace.root / "exports" / f"{exported}.zip").is_file()
