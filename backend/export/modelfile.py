@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from backend.models.chat_templates import render
 
-# Ollama's default num_ctx (its FAQ: 4096 tokens; 2048 before): a Modelfile never gives a model less.
+# Ollama's default num_ctx below 24 GiB of VRAM (its docs, context-length: 4k; 32k-256k above; 2048 in older releases): a Modelfile never gives a model less.
 OLLAMA_CONTEXT = 4096
 SAMPLES = (
     [{"role": "user", "content": "Hi there."}],
