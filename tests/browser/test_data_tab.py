@@ -42,7 +42,7 @@ def test_upload_report_fix_and_save(app, page, shared_data):
 
     # Click a check in the summary table: its rows appear as conversations.
     page.locator("#data-summary span").get_by_text("conflicting_answers", exact=True).first.click()
-    page.locator("#data-check-rows").get_by_text("conflicting_answers").wait_for()
+    page.locator("#data-check-rows").get_by_text("Same prompt, different answers").wait_for()
     assert page.locator("#data-check-rows .ft-conv").count() == conflicting
     screenshot(page, "data-report", also_to=REPO / "docs" / "screenshots" / "data.png")
 
