@@ -223,6 +223,25 @@ def restore_form(ctx: UIContext) -> list:
             *forms.form_values(config)]
 
 
+def restore_changes(restored: list, start: list, current: list) -> list:
+    """restore_form's values, each as an update only where it changes what the page shows and the user
+    has not edited it yet (the page's value is still the app start's): a page load that set every field
+    fired every field's change handlers (the Plan, the rows, the estimate) at once, and one that ran late,
+    on a busy machine, overwrote what the user had just typed."""
+    def value(item):
+        return item.get("value") if isinstance(item, dict) else item
+
+    return [gr.skip() if not _same(now, was) or _same(value(new), now) else new
+            for new, was, now in zip(restored, start, current, strict=True)]
+
+
+def _same(a, b) -> bool:
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool) and not isinstance(b, bool):
+        return float(a) == float(b)
+    return a == b
+
+
 def detect_hardware(ctx: UIContext, lang: str) -> tuple[str, list[dict]]:
     import_heavy_libraries()
 
@@ -509,7 +528,10 @@ def _wire(ctx: UIContext, c: dict, form: list) -> None:
 
     c["gpus"].input(do_picked, [c["gpus"], c["devices"], devices_box], devices_box, **private)
     page = gr.context.Context.root_block
-    page.load(lambda: restore_form(ctx), None, [c["model"], c["dataset"], *form], **private)
+    restorable = [c["model"], c["dataset"], *form]
+    start = [component.value for component in restorable]  # the app start's, what a fresh page shows
+    page.load(lambda *current: restore_changes(restore_form(ctx), start, list(current)), restorable, restorable,
+              **private)
     page.load(lambda lang: detect_hardware(ctx, lang), lang, [c["hardware"], c["devices"]], **private).then(
         do_picker, [c["devices"], devices_box], c["gpus"], **private).then(
         do_rows, rows_inputs, c["rows"], **private).then(do_plan, plan_inputs, plan_outputs, **private)
