@@ -250,28 +250,6 @@ def test_every_page_load_restores_the_form_from_the_saved_settings(ctx):
     assert (restored.identity_name, restored.identity_author) == ("Aster", "Lab Nine")
 
 
-def test_the_started_run_shows_its_bar_with_the_plans_total_and_a_loss_chart(ctx):
-    """After Start the Train tab showed nothing, and the Runs tab "step 0 / ?" until the worker trained."""
-    import time
-
-    from backend.runs.files import append_metrics
-    from backend.training.estimate import planned_steps
-    from ui import train_progress
-
-    config = tiny_config(devices="cpu", max_steps=0, num_train_epochs=2)
-    run_id = ctx.store.create(config)  # queued, as a Start leaves it before the worker writes
-    total = planned_steps(config, ctx.workspace)
-    watch, bar, figure, planned = train_progress.progress_view(ctx, "en", run_id, None, None)
-    assert f"step 0 / {total} ·" in bar and "?" not in bar and planned == {"run": run_id, "steps": total}
-    assert not figure.data  # nothing logged yet
-    append_metrics(ctx.store.runs_dir / run_id, {"time": time.time(), "step": 1, "epoch": 0.1, "kind": "train",
-                                                  "loss": 2.5})
-    watch, bar, figure, planned = train_progress.progress_view(ctx, "en", run_id, watch, planned)
-    assert list(figure.data[0].y) == [2.5]
-    assert train_progress.progress_view(ctx, "en", run_id, watch, planned)[2] == {"__type__": "update"}
-    assert train_progress.progress_view(ctx, "en", None, watch, planned)[1] == ""
-
-
 SKIP = {"__type__": "update"}  # gr.skip(), as a handler returns it
 
 

@@ -37,7 +37,6 @@ from ui import (
     local_models_panel,
     scale_view,
     sweep_panel,
-    train_progress,
 )
 from ui import train_summary as summary
 from ui.context import UIContext
@@ -52,7 +51,6 @@ TEXT: dict[str, dict[str, str]] = {
     **forms.PLACEHOLDER_TEXT,
     **forms.CHOICE_TEXT,
     **estimate_panel.TEXT,
-    **train_progress.TEXT,
     **local_models_panel.TEXT,
     **sweep_panel.TEXT,
     **grpo_form.TEXT,
@@ -572,7 +570,6 @@ def _wire_actions(ctx: UIContext, c: dict, form: list) -> None:
     lang, shared_run, private = ctx.lang, ctx.shared.get("run_id"), {"api_visibility": "private"}
     head = [lang, c["model"], c["dataset"]]
     run_target = shared_run if shared_run is not None else gr.State(None)
-    train_progress.build(ctx, run_target)  # the started run's bar and loss, under the buttons
 
     def do_start(*values):
         text, run_id = start(ctx, *values)
