@@ -97,8 +97,10 @@ RUNS: list[tuple[str, str, str | None]] = [
      " [--no-zip] [--json]",
      "python -m backend.export --checkpoint workspace/runs/sft/final --out workspace/exports/my-model"
      " --shard-size 2GB --dtype auto --no-zip --json", None),
-    ("python -m backend.train --recipe demo-tiny --set stage=grpo --set dataset=demo --set max_steps=8",
-     "python -m backend.train --recipe demo-tiny --set stage=grpo --set dataset=demo --set max_steps=2", None),
+    ("python -m backend.train --recipe demo-tiny --set stage=grpo --set dataset=demo --set \"rewards=[{kind: rouge_l}]\""
+     " --set max_completion_length=16 --set learning_rate=2e-3 --set max_steps=24",
+     "python -m backend.train --recipe demo-tiny --set stage=grpo --set dataset=demo --set \"rewards=[{kind: rouge_l}]\""
+     " --set max_completion_length=16 --set learning_rate=2e-3 --set max_steps=2", None),
     ("python -m backend.train --recipe demo-tiny --set stage=grpo --set dataset=demo --set max_steps=8"
      " --set 'reward_functions=[examples.custom_rewards:close_to_reference, examples.custom_rewards:one_line]'"
      " --set 'reward_weights=[1.0, 0.5]'",
