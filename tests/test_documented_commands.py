@@ -99,7 +99,8 @@ RUNS: list[tuple[str, str, str | None]] = [
      " --shard-size 2GB --dtype auto --no-zip --json", None),
     ("python -m backend.train --recipe demo-tiny --set stage=grpo --set dataset=demo --set \"rewards=[{kind: rouge_l}]\""
      " --set max_completion_length=16 --set learning_rate=2e-3 --set max_steps=24",
-     "python -m backend.train --recipe demo-tiny --set stage=grpo --set dataset=demo --set \"rewards=[{kind: rouge_l}]\""
+     "python -m backend.train --recipe demo-tiny --set stage=grpo --set dataset=demo"
+     " --set \"rewards=[{{kind: rouge_l}}]\""  # {{ }}: str.format
      " --set max_completion_length=16 --set learning_rate=2e-3 --set max_steps=2", None),
     ("python -m backend.train --recipe demo-tiny --set stage=grpo --set dataset=demo --set max_steps=8"
      " --set 'reward_functions=[examples.custom_rewards:close_to_reference, examples.custom_rewards:one_line]'"
@@ -202,6 +203,18 @@ def test_every_documented_command_is_run_or_has_a_reason():
     assert not both, f"in RUNS and also not run: {both}"
     stale = sorted((runs | set(NOT_RUN)) - documented)
     assert not stale, f"listed here but no longer in the docs (update the lists): {stale}"
+
+
+def test_every_run_command_fills_from_the_runs_before_it():
+    """A command's placeholders name runs bound earlier; a literal brace is written {{ }} (str.format)."""
+    bound: dict[str, str] = {}
+    for documented, command, bind in RUNS:
+        try:
+            command.format(**bound)
+        except (KeyError, IndexError, ValueError) as error:
+            pytest.fail(f"{documented}: its run command does not fill ({error!r}); write a literal brace as {{{{ }}}}")
+        if bind:
+            bound[bind] = f"run-of-{bind}"
 
 
 def test_the_block_reader_finds_fenced_indented_and_continued_commands():

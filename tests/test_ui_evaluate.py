@@ -96,3 +96,19 @@ def test_the_checkpoint_list_follows_the_run_to_its_end(tmp_path, demo_model_dir
     assert listed["choices"] == ["base", "checkpoint-8", "checkpoint-16", "final"]
     assert listed["value"] == ["base", "checkpoint-8", "final"]
     assert evaluate.refresh_checkpoints(ctx, "run-a", listed["value"], seen) == (SKIP, seen)
+
+
+def test_a_tick_that_keeps_the_users_choice_does_not_write_it_back(tmp_path, demo_model_dir):
+    """The tick's value is the one when it was sent; the user may have ticked boxes since (a busy
+    machine), so a kept choice is left to the page: the update carries the choices only."""
+    from tests.eval_export_runs import hold_back_the_end
+
+    ctx = evaluate_tab_context(tmp_path, demo_model_dir)
+    run_dir = ctx.workspace.runs_dir / "run-a"
+    put_back = hold_back_the_end(run_dir, tmp_path / "aside")
+    _, opened, _, _ = evaluate.refresh_runs(ctx, "en", "run-a")
+    listed, seen = evaluate.refresh_checkpoints(ctx, "run-a", ["checkpoint-8"], None)
+    assert "value" not in listed and listed["choices"] == opened["choices"]
+    put_back()
+    listed, seen = evaluate.refresh_checkpoints(ctx, "run-a", ["checkpoint-8"], seen)
+    assert "value" not in listed and listed["choices"][-1] == "final"

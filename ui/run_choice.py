@@ -56,4 +56,8 @@ def refreshed_checkpoints(choices: Sequence[str], default: Any, current: Any, se
     picked = list(current or []) if isinstance(default, list) else current
     offered = set(picked) <= set(choices) if isinstance(picked, list) else picked in choices
     keep = picked and offered and not (seen and picked == seen.get("default"))
-    return gr.update(choices=list(choices), value=picked if keep else default), now
+    if keep:
+        # Choices only: `current` is the value when the tick was sent; on a busy machine the user may
+        # have ticked boxes since, and writing it back would undo those clicks.
+        return gr.update(choices=list(choices)), now
+    return gr.update(choices=list(choices), value=default), now
