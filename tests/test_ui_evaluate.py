@@ -29,6 +29,9 @@ def test_run_and_checkpoint_lists(ctx, tmp_path):
     assert checkpoints["choices"] == ["base", "checkpoint-8", "checkpoint-16", "final"]
     assert checkpoints["value"] == ["base", "final"]  # the base, the best (no eval: final/) and the newest
     assert evaluate.on_load(ctx, "en", "deleted-run")[0]["value"] == "run-a"
+    # The Runs tab names the run shown (its page load does): the ticked checkpoints stay.
+    assert evaluate.on_shared_run(ctx, "en", "run-a", "run-a") == (SKIP, SKIP, SKIP, SKIP)
+    assert evaluate.on_shared_run(ctx, "en", "run-a", None)[0]["value"] == "run-a"
     assert evaluate.on_run(ctx, None) == ({"__type__": "update", "choices": [], "value": []}, "")
     empty = UIContext(workspace=Workspace(tmp_path / "ws").ensure(), texts=ctx.texts, i18n=None)
     assert "No runs yet" in evaluate.refresh_runs(empty, "en", None)[2]

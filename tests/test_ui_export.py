@@ -33,6 +33,7 @@ def test_lists_keep_the_choice_and_default_to_the_newest_checkpoint(ctx):
     assert checkpoint["choices"] == ["checkpoint-8", "checkpoint-16", "final"] and checkpoint["value"] == "final"
     assert export.refresh_runs(ctx, "run-a", "checkpoint-8")[1]["value"] == "checkpoint-8"
     assert export.pick_run(ctx, "deleted")[0]["value"] == run["choices"][0]  # a run gone from disk: the newest
+    assert export.pick_run(ctx, "run-a", "run-a") == (SKIP, SKIP)  # the run shown: the chosen checkpoint stays
     assert export.poll(ctx, "en", None) == (SKIP, SKIP)
 
 
@@ -111,6 +112,7 @@ def test_the_checkpoint_defaults_to_the_best_and_follows_the_run_to_its_end(tmp_
     put_back()  # the run goes on and ends
     listed, seen = export.refresh_checkpoints(ctx, "run-b", "checkpoint-8", seen)
     assert listed["choices"] == ["checkpoint-8", "checkpoint-16", "final"] and listed["value"] == best
-    # A checkpoint the user picked stays picked when the list changes.
+    # A checkpoint the user picked stays picked when the list changes: the page keeps it (no value sent).
     (run_dir / "final").rename(tmp_path / "final-aside")
-    assert export.refresh_checkpoints(ctx, "run-b", "checkpoint-8", seen)[0]["value"] == "checkpoint-8"
+    kept = export.refresh_checkpoints(ctx, "run-b", "checkpoint-8", seen)[0]
+    assert "value" not in kept and kept["choices"] == ["checkpoint-8", "checkpoint-16"]

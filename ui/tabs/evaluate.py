@@ -116,6 +116,14 @@ def on_load(ctx: UIContext, lang, remembered):
     return refresh_runs(ctx, lang, remembered if remembered in ids else None)
 
 
+def on_shared_run(ctx: UIContext, lang, shared, shown):
+    """The run opened elsewhere (the Runs tab's list, also at page load): the tab follows it, but
+    leaves the checkpoints the user ticked when it is the run already shown."""
+    if shared == shown:
+        return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+    return on_load(ctx, lang, shared)
+
+
 def on_run(ctx: UIContext, current):
     choices, chosen = _checkpoint_choices(ctx.workspace.runs_dir, current)
     return gr.update(choices=choices, value=chosen), ""
@@ -218,7 +226,7 @@ def build(ctx: UIContext) -> None:
     load_inputs = [ctx.lang, shared_run] if shared_run is not None else [ctx.lang, run]
     _on_page_load(partial(on_load, ctx), load_inputs, listed, view)
     if shared_run is not None:
-        shared_run.change(partial(on_load, ctx), [ctx.lang, shared_run], listed, **private).then(**view)
+        shared_run.change(partial(on_shared_run, ctx), [ctx.lang, shared_run, run], listed, **private).then(**view)
 
 
 def _on_page_load(fn, inputs, outputs, then: dict) -> None:

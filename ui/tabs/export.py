@@ -136,7 +136,10 @@ def _default(runs_dir: Path, run_id: str | None) -> str | None:
     return default_checkpoint(runs_dir / run_id) if run_id and (runs_dir / run_id).is_dir() else None
 
 
-def pick_run(ctx: UIContext, current):
+def pick_run(ctx: UIContext, current, shown=None):
+    """The run opened elsewhere: the checkpoint the user chose stays when it is the run already shown."""
+    if current is not None and current == shown:
+        return gr.skip(), gr.skip()
     return refresh_runs(ctx, current, None)
 
 
@@ -282,7 +285,7 @@ def _wire(ctx: UIContext, c: dict) -> None:
     for trigger in (Context.root_block.load, ctx.lang.change):
         trigger(partial(gguf_tools_note, ctx), ctx.lang, c["gguf_tools"], **private)
     if shared_run is not None:  # a run opened from elsewhere (the Runs tab's sweep table) is the one exported
-        shared_run.change(partial(pick_run, ctx), shared_run, picked, **private).then(**describe_io)
+        shared_run.change(partial(pick_run, ctx), [shared_run, picked[0]], picked, **private).then(**describe_io)
     # A refreshed page (or a restarted app) shows the last exports again, read from disk.
     Context.root_block.load(**listing).then(**show)
 
