@@ -9,10 +9,13 @@ restart shows a running run again with its whole history.
 
 from __future__ import annotations
 
+import dataclasses
+
 import gradio as gr
 
 from backend.runs.files import LOG_FILE, MetricsTail, tail_text
 from backend.runs.store import RunError
+from backend.training.estimate import planned_steps
 from ui import diagnostics_panel, grpo_panel, learning_panel, queue_panel, run_view, sweep_view
 from ui.context import UIContext
 from ui.forms import _label as _
@@ -41,6 +44,7 @@ TEXT: dict[str, dict[str, str]] = {
     "runs.resume": _("Resume", "继续"),
     "runs.none": _("No run selected. Start one in the Train tab, or pick one above.",
                    "未选择运行。请在“训练”页开始一个，或在上方选择。"),
+    "runs.train_view": _("Run <b>{run}</b> (watched in the Runs tab)", "运行 <b>{run}</b>（在“运行”页查看）"),
     "runs.progress": _("step {step} / {max_steps} · elapsed {elapsed} · ETA {eta}",
                        "第 {step} / {max_steps} 步 · 已用 {elapsed} · 预计剩余 {eta}"),
     "runs.stage.demo_model": _("building the demo model (first use in this workspace, once): pre-training step "
@@ -198,11 +202,35 @@ def tick(ctx: UIContext, lang: str | None, watch: run_view.Watch | None, run_id:
         return [watch, msg("runs.msg.error", error=localize(error, lang)), "", gr.update(visible=False), "",
                 *[gr.skip()] * len(CHART_KEYS)]
     switched = watch.follow(run_id, info.run_dir)
+    info = _with_planned_total(ctx, watch, info)
     new = watch.read_new()
     charts = figures(ctx, lang, watch.records) if (new or switched) else [gr.skip()] * len(CHART_KEYS)
     charts[-2:] = _preference_plots(info, charts[-2:])
     return [watch, run_view.alert_text(msg, info, lang), run_view.progress_html(msg, info, watch.records),
             gr.update(visible=run_view.can_resume(info)), tail_text(info.run_dir / LOG_FILE, LOG_BYTES), *charts]
+
+
+def _with_planned_total(ctx: UIContext, watch: run_view.Watch, info):
+    """A run before its worker knows its step total (loading, replay answers, the queue) shows the
+    Plan's, counted once a watch, instead of "step 0 / ?"."""
+    if info.max_steps or info.state not in ("queued", "running") or info.config is None:
+        return info
+    if watch.planned_steps is None:
+        try:
+            watch.planned_steps = planned_steps(info.config, ctx.workspace)
+        except Exception:  # noqa: BLE001 - a dataset that cannot be read: the worker's own total comes later
+            watch.planned_steps = 0
+    return dataclasses.replace(info, max_steps=watch.planned_steps) if watch.planned_steps else info
+
+
+def train_view(ctx: UIContext, lang: str | None, monitor: list) -> str:
+    """The Train tab's view of the watched run (after Start: the run just started), from one monitor
+    tick's values: its bar, with the Plan's step total, and a small line of its train loss."""
+    watch = monitor[0]
+    if not watch.run_id:
+        return ""
+    title = _msg(ctx, lang)("runs.train_view", run=watch.run_id)
+    return f'<div id="train-progress-run">{title}</div>{monitor[2]}{run_view.loss_sparkline(watch.records)}'
 
 
 def compare(ctx: UIContext, lang: str | None, run_ids: list[str] | None) -> tuple:
@@ -305,9 +333,16 @@ def _wire(ctx: UIContext, c: dict, plots: list) -> None:
         shared_run.change(remember, shared_run, None, **private)
 
     monitor_outputs = [c["watch"], c["alert"], c["progress"], c["resume"], c["log"], *plots]
-    timer = gr.Timer(TICK_S)
+    train_progress = ctx.shared.get("train_progress")  # the Train tab's view (ui/tabs/train.py), if built
+
+    def do_monitor(lang, watching, run_id):
+        monitor = tick(ctx, lang, watching, run_id)
+        return [*monitor, train_view(ctx, lang, monitor)] if train_progress is not None else monitor
+
+    timer = gr.Timer(TICK_S)  # the one timer of a watched run: the Train tab's view rides on it
     for trigger in (timer.tick, c["select"].change):
-        trigger(lambda lang, w, r: tick(ctx, lang, w, r), [lang, c["watch"], c["select"]], monitor_outputs,
+        trigger(do_monitor, [lang, c["watch"], c["select"]],
+                monitor_outputs + ([train_progress] if train_progress is not None else []),
                 show_progress="hidden", trigger_mode="always_last", **private)
     c["stop"].click(lambda lang, r: stop(ctx, lang, r), [lang, c["select"]], c["message"], **private)
     c["resume"].click(lambda lang, r: resume(ctx, lang, r), [lang, c["select"]], c["message"], **private)
