@@ -176,7 +176,8 @@ def gemma_run(gemma_model_dir, tmp_path_factory):
     run_dir = ws.runs_dir / "gemma-template"
     sets = {"model_name_or_path": str(gemma_model_dir), "dataset": str(data), "max_steps": 12, "cutoff_len": 32,
             "per_device_train_batch_size": 4, "learning_rate": 3e-3, "val_size": 0, "save_steps": 12, "lora_r": 8,
-            "lora_alpha": 16, "replay": "off", "stop_when_learned": False}  # the 12 steps, checkpoint-12 too
+            "lora_alpha": 16, "replay": "off", "stop_when_learned": False,  # the 12 steps, checkpoint-12 too
+            "learning_report": False}  # the template is tested here, not the report (tests/test_learning_report.py)
     command = [sys.executable, "-m", "backend.train", "--run-dir", str(run_dir), "--workspace", str(ws.root),
                *[a for key, value in sets.items() for a in ("--set", f"{key}={json.dumps(value)}")]]
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1",
