@@ -1,4 +1,4 @@
-"""Processes: build the command, launch detached, recognise, signal, reap.
+"""Processes: launch detached (a worker's argv: backend/scale/launch.py), recognise, signal, reap.
 
 The run store (backend/runs/store.py) decides *what* to do with a run; this module
 knows *how* to do it to a process. Identity of a process (a training worker
@@ -26,22 +26,9 @@ from backend.models.hardware import launch_env
 from backend.runs.files import CONFIG_FILE, LOG_FILE
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-WORKER_MODULE = "backend.train"
 # Two create_time readings of one process agree to the clock tick (10 ms);
 # a recycled pid was started at another time.
 SAME_PROCESS_TOLERANCE_S = 0.05
-
-
-def build_command(worker_args: list[str], num_processes: int = 1) -> list[str]:
-    """argv of the worker; more than one process goes through torchrun (DDP).
-
-    `sys.executable -m torch.distributed.run` is the venv's own torchrun;
-    `--standalone` makes torchrun pick a free rendezvous port itself, so two
-    runs on different GPUs never race for one --master-port."""
-    if num_processes > 1:
-        return [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                f"--nproc-per-node={num_processes}", "-m", WORKER_MODULE, *worker_args]
-    return [sys.executable, "-m", WORKER_MODULE, *worker_args]
 
 
 def repo_env(base: dict | None = None) -> dict:

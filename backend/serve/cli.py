@@ -27,12 +27,12 @@ from backend.serve.hosts import base_url, is_loopback
 from backend.serve.names import NamesError, ServedModels, served_file, served_folder
 from backend.serve.vllm import (
     VllmError,
-    build_command,
     check_available,
     cpu_settings,
     exec_vllm,
     server_env,
     template_args,
+    vllm_command,
 )
 from backend.storage.safe_names import is_plain_name
 
@@ -238,7 +238,7 @@ def run_vllm(args: argparse.Namespace, served) -> int:
         executable = check_available(args.device)
         targets = served.refresh()
         cpu = cpu_settings(targets["base"], args.max_batch) if args.device == "cpu" else None
-        command = build_command(targets, args.host, args.port, executable, cpu, template_args(targets["base"]))
+        command = vllm_command(targets, args.host, args.port, executable, cpu, template_args(targets["base"]))
     except VllmError as error:
         return refuse(args, str(error))
     env = server_env(args.device, args.api_key, cpu)

@@ -112,7 +112,7 @@ def server_argv(executable: str) -> list[str]:
     return [executable, "serve"]
 
 
-def build_command(targets: dict[str, ChatTarget], host: str, port: int, executable: str = "vllm", cpu: dict | None = None, template: list[str] | None = None) -> list[str]:
+def vllm_command(targets: dict[str, ChatTarget], host: str, port: int, executable: str = "vllm", cpu: dict | None = None, template: list[str] | None = None) -> list[str]:
     """argv of vLLM's server for `targets` (name -> target, the base under `base`); `cpu`: the
     CPU build's settings (cpu_settings), `template`: the run's template options (template_args)."""
     base = targets[BASE]

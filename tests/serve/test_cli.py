@@ -57,10 +57,10 @@ def test_missing_run_and_taken_port_are_refused(run_dir, tmp_path, capsys):
 def test_vllm_command_serves_the_same_names(run_dir, serve_workspace):
     from backend.models.loading import resolve_model_path
     from backend.serve.names import ServedModels
-    from backend.serve.vllm import build_command
+    from backend.serve.vllm import vllm_command
 
     served = ServedModels(run_dir, lambda name: resolve_model_path(name, serve_workspace.models_dir))
-    command = build_command(served.refresh(), "127.0.0.1", 8001)
+    command = vllm_command(served.refresh(), "127.0.0.1", 8001)
     assert command[:3] == ["vllm", "serve", str(serve_workspace.models_dir / "demo")]
     assert command[command.index("--served-model-name") + 1] == "base"
     assert "--enable-lora" in command and command[command.index("--max-lora-rank") + 1] == "8"

@@ -119,7 +119,7 @@ def test_vllm_command_on_the_cpu(serve_workspace, tmp_path, monkeypatch):
     run_dir = serve_workspace.runs_dir / RUN_ID
     targets = ServedModels(run_dir, lambda name: resolve_model_path(name, serve_workspace.models_dir)).refresh()
     cpu = vllm.cpu_settings(targets["base"], 4)
-    command = vllm.build_command(targets, "127.0.0.1", 8001, str(cpu_env / "bin" / "vllm"), cpu,
+    command = vllm.vllm_command(targets, "127.0.0.1", 8001, str(cpu_env / "bin" / "vllm"), cpu,
                                  vllm.template_args(targets["base"]))
     assert command[:5] == [str(cpu_env / "bin" / "python"), "-m", "vllm.entrypoints.launchers.api_server.entry", "--model",
                            targets["base"].model]
@@ -139,7 +139,7 @@ def test_vllm_command_on_the_cpu(serve_workspace, tmp_path, monkeypatch):
 def test_vllm_refuses_adapters_with_whole_layers(serve_workspace, tmp_path):
     """peft's modules_to_save (e.g. a trained embedding) is not loaded by vLLM: refused with a sentence."""
     from backend.chat.targets import ChatTarget
-    from backend.serve.vllm import VllmError, build_command
+    from backend.serve.vllm import VllmError, vllm_command
 
     base = ChatTarget(model=str(serve_workspace.models_dir / "demo"))
     folder = tmp_path / "final"
@@ -147,4 +147,4 @@ def test_vllm_refuses_adapters_with_whole_layers(serve_workspace, tmp_path):
     (folder / "adapter_config.json").write_text(json.dumps({"r": 8, "modules_to_save": ["embed_tokens"]}))
     final = ChatTarget(model=base.model, checkpoint=str(folder), kind="lora", name="final")
     with pytest.raises(VllmError, match="final: LoRA checkpoints that also train whole layers"):
-        build_command({"base": base, "final": final}, "127.0.0.1", 8001)
+        vllm_command({"base": base, "final": final}, "127.0.0.1", 8001)
