@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from backend.models.local.scan import LOCK_FILE, PROGRESS_FILE, cache_dir, scan_into_cache, start_background_scan
+from backend.models.local.scan import LOCK_FILE, PROGRESS_FILE, scan_cache_dir, scan_into_cache, start_background_scan
 from backend.runs.workspace import Workspace
 from backend.storage.file_lock import file_lock, try_file_lock
 from tests.local_model_stores import CPU_64, ollama_store, own_home, smollm2_gguf
@@ -68,7 +68,7 @@ def test_an_untrainable_model_stays_out_of_the_picker_and_shows_its_reason(ctx, 
 
 
 def test_while_a_scan_runs_the_panel_says_how_many_it_found_and_keeps_polling(ctx):
-    folder = cache_dir(ctx.workspace.root)
+    folder = scan_cache_dir(ctx.workspace.root)
     lock = try_file_lock(folder / LOCK_FILE)  # what a running scan holds
     try:
         (folder / PROGRESS_FILE).write_text(json.dumps({"found": 3}))
@@ -93,7 +93,7 @@ def test_settings_keeps_the_folders_rescans_and_lists_what_was_skipped(ctx, tmp_
     assert message.startswith("Saved 2 folder(s); scanning in the background.") and str(missing) in message
     assert ctx.saved()["model_folders"] == [str(tmp_path / "ollama"), str(missing)]
     assert model_folders_panel.saved_text(ctx) == f"{tmp_path / 'ollama'}\n{missing}"
-    with file_lock(cache_dir(ctx.workspace.root) / LOCK_FILE):  # waits for the background scan to end
+    with file_lock(scan_cache_dir(ctx.workspace.root) / LOCK_FILE):  # waits for the background scan to end
         pass
     assert f"`{missing}`: {missing} does not exist or is not a folder" in model_folders_panel.skipped_view(ctx, "en")
     zh = model_folders_panel.skipped_view(ctx, "zh")

@@ -27,7 +27,7 @@ def looks_like_hub_id(name: str) -> bool:
     return bool(HUB_ID.match(name or "")) and ".." not in name and not Path(name).expanduser().exists()
 
 
-def cache_dir() -> str:
+def hub_cache_dir() -> str:
     """The hub cache this process reads (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub)."""
 
     return constants.HF_HUB_CACHE
@@ -39,7 +39,7 @@ def cached_snapshot(hub_id: str, revision: str = "main") -> tuple[Path | None, s
     try:
         return Path(snapshot_download(hub_id, revision=revision, local_files_only=True)), ""
     except LocalEntryNotFoundError:
-        return None, f"it is not in the Hugging Face cache ({cache_dir()})"
+        return None, f"it is not in the Hugging Face cache ({hub_cache_dir()})"
     except Exception as error:  # noqa: BLE001 - an incomplete snapshot, a bad id: said, not raised
         return None, f"its copy in the Hugging Face cache cannot be used ({type(error).__name__}: {error})"
 

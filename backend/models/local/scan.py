@@ -143,13 +143,14 @@ FINDERS = {"hf": _hub_models, "ollama": _ollama_models, "lmstudio": _gguf_and_fo
 
 # ---------------------------------------------------------------- the workspace's cache
 
-def cache_dir(workspace_root: Path) -> Path:
+def scan_cache_dir(workspace_root: Path) -> Path:
+    """The workspace's cache folder, where the scan keeps its result, its progress and its lock."""
     return Path(workspace_root) / CACHE_DIR
 
 
 def cached_result(workspace_root: Path, places: list[Place]) -> ScanResult | None:
     """The cached scan of exactly these places, or None (never scanned, other places, unreadable)."""
-    data = read_json(cache_dir(workspace_root) / CACHE_FILE)
+    data = read_json(scan_cache_dir(workspace_root) / CACHE_FILE)
     try:
         result = ScanResult.from_dict(data) if isinstance(data, dict) else None
     except (KeyError, TypeError, ValueError):
@@ -161,7 +162,7 @@ def scan_into_cache(workspace_root: Path, places: list[Place], devices: list | N
                     limits: Limits = Limits(), lock=None) -> ScanResult | None:
     """Scans and writes the cache; None when another scan of this workspace is running (its result
     comes). `lock`: the scan's lock, already taken by the caller (start_background_scan), released here."""
-    folder = cache_dir(workspace_root)
+    folder = scan_cache_dir(workspace_root)
     lock = lock or try_file_lock(folder / LOCK_FILE)
     if lock is None:
         return None
@@ -178,7 +179,7 @@ def scan_into_cache(workspace_root: Path, places: list[Place], devices: list | N
 
 def scanning(workspace_root: Path) -> int | None:
     """How many models the running scan found so far, or None when no scan runs."""
-    folder = cache_dir(workspace_root)
+    folder = scan_cache_dir(workspace_root)
     lock = try_file_lock(folder / LOCK_FILE)
     if lock is not None:
         lock.close()
@@ -192,7 +193,7 @@ def start_background_scan(workspace_root: Path, places: list[Place],
     """A daemon thread that scans into the cache (the devices detected inside it: torch may load);
     None when a scan of this workspace runs already. The lock is taken before the thread starts, so
     `scanning` says so from the moment this returns."""
-    lock = try_file_lock(cache_dir(workspace_root) / LOCK_FILE)
+    lock = try_file_lock(scan_cache_dir(workspace_root) / LOCK_FILE)
     if lock is None:
         return None
 
