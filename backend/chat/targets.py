@@ -70,7 +70,8 @@ class ChatTarget:
         return f"{readable}_{digest}"
 
 
-def checkpoint_kind(folder: Path) -> str:
+def chat_target_kind(folder: Path) -> str:
+    """ChatTarget.kind of a checkpoint folder: 'lora' (a peft adapter) or 'full' (a whole model)."""
     folder = Path(folder)
     if (folder / ADAPTER_CONFIG).is_file():
         return "lora"
@@ -137,7 +138,7 @@ def run_choices(run_dir: Path, resolve_model) -> RunChoices:
         folders.append((final, FINAL_DIR, _final_step(run_dir, final)))
     for folder, name, step in folders:
         try:
-            kind = checkpoint_kind(folder)
+            kind = chat_target_kind(folder)
         except TargetError:
             continue  # a complete folder with neither adapter nor weights: nothing to offer
         loss = eval_loss_at(folder, step) if name != FINAL_DIR else _final_eval_loss(run_dir, folder, step)
@@ -173,7 +174,7 @@ def check_checkpoint_folder(folder: str | Path) -> Path:
 def target_for_folder(model: str, folder: str | Path, quantization_bits: int | None = None) -> ChatTarget:
     """A column for a checkpoint folder given by path (the command line)."""
     folder = check_checkpoint_folder(folder)
-    kind = checkpoint_kind(folder)
+    kind = chat_target_kind(folder)
     step = int(folder.name.rsplit("-", 1)[1]) if re.fullmatch(r"checkpoint-\d+", folder.name) else None
     run_id = folder.resolve().parent.name if in_run_folder(folder) else None
     config_file = folder.resolve().parent / CONFIG_FILE
