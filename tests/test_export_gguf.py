@@ -181,7 +181,7 @@ def test_an_architecture_the_converter_does_not_know_is_named(tmp_path, gguf_mod
     (model / "config.json").write_text(json.dumps(config), encoding="utf-8")
     out = tmp_path / "odd-f16.gguf"
     with pytest.raises(ExportError, match="does not support the architecture") as refused:
-        tools.convert(model, out, "f16", tmp_path / "convert.log")
+        tools.convert_hf_to_gguf(model, out, "f16", tmp_path / "convert.log")
     assert "StudioOddForCausalLM" in str(refused.value) and not out.exists()
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from backend.data.errors import DataError
 from backend.data.pairwise import detect_pair_shape
 from backend.data.read import file_type, iter_records
-from backend.data.shapes import convert, detect_shape, known_shape_of, shape_from_mapping
+from backend.data.shapes import convert_row, detect_shape, known_shape_of, shape_from_mapping
 from backend.data.text_encoding import detect_encoding, encoding_message
 from backend.data.turns import SHAREGPT_TAGS, Shape
 from backend.data.unsupported import media_columns
@@ -261,7 +261,7 @@ def iter_rows(source: Source) -> Iterator[SourceRow]:
             yield SourceRow(record.index, record.line, None, [(ROW, f"is {kind}, expected an object with fields")], raw=raw)
             continue
         _refuse_mixed(source, raw, record.index, record.line, shape_kind)
-        row, problems, flags = convert(raw, source.shape)
+        row, problems, flags = convert_row(raw, source.shape)
         yield SourceRow(record.index, record.line, row, list(problems), flags, raw)
 
 

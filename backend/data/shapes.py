@@ -129,7 +129,7 @@ def _field(raw: dict, column: str, problems: RowProblems) -> str | None:
     return field_text(raw[column], column, problems)
 
 
-def convert(raw: dict, shape: Shape) -> tuple[dict | None, RowProblems, set[str]]:
+def convert_row(raw: dict, shape: Shape) -> tuple[dict | None, RowProblems, set[str]]:
     """One raw row -> (canonical row or None, problems, flags)."""
     problems, flags = RowProblems(), set()
     media = media_in_row(raw)

@@ -117,7 +117,7 @@ def export_gguf(model_dir: Path, name: str, request: GGUFRequest, progress: Path
         print(stage, file=sys.stderr, flush=True)  # the command line sees each size before its file is written
         partial = target.with_name(target.name + ".partial")
         if level.outtype:
-            tools.convert(model_dir, partial, level.outtype, log)
+            tools.convert_hf_to_gguf(model_dir, partial, level.outtype, log)
         else:
             tools.quantize(files["f16"], partial, level)
         partial.rename(target)

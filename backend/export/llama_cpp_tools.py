@@ -91,7 +91,7 @@ def check_tools() -> Path:
     return folder
 
 
-def convert(model_dir: Path, out_file: Path, outtype: str, log: Path) -> None:
+def convert_hf_to_gguf(model_dir: Path, out_file: Path, outtype: str, log: Path) -> None:
     """convert_hf_to_gguf.py on a saved model folder; a refusal becomes a sentence, the partial file is removed."""
     folder = check_tools()
     command = [sys.executable, str(folder / "convert_hf_to_gguf.py"), str(model_dir), "--outfile", str(out_file),
