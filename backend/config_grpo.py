@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from backend.config_policy import ConfigError
 from backend.messages import msg
-from backend.scoring.errors import ScorerError, is_number
+from backend.scoring.errors import ScorerError, is_finite_number
 from backend.scoring.scorer_specs import parse_scorer
 from backend.scoring.text_match import THINK_ANSWER  # noqa: F401 (the format preset's default, for the Train form)
 
@@ -54,7 +54,7 @@ def _check_preset(number: int, preset: dict) -> None:
     except ScorerError as error:
         raise ConfigError(error.catalogued or str(error)) from None
     weight = preset.get("weight", 1.0)
-    if not is_number(weight):
+    if not is_finite_number(weight):
         raise ConfigError(msg("config.reward_weight", number=number, kind=preset["kind"], value=weight))
 
 

@@ -158,7 +158,8 @@ def fields_with(cls: type, key: str, value: Any) -> list[str]:
     return [f.name for f in dataclasses.fields(cls) if f.metadata.get(key) == value]
 
 
-def is_number(hint: Any) -> bool:
+def hint_is_number(hint: Any) -> bool:
+    """True for a type hint of int or float (Optional included), bool excepted."""
     args = getattr(hint, "__args__", None) or (hint,)
     return any(a in (int, float) for a in args) and bool not in args
 
@@ -178,7 +179,7 @@ def policy_gaps(cls: type) -> list[str]:
         if meta.get("resume") not in RESUME_POLICIES:
             gaps.append(f"{f.name}: resume should be one of {', '.join(RESUME_POLICIES)} (got {meta.get('resume')!r})")
         bounds = meta.get("bounds")
-        if is_number(hints[f.name]) and not meta.get("choices") and not isinstance(bounds, Bounds):
+        if hint_is_number(hints[f.name]) and not meta.get("choices") and not isinstance(bounds, Bounds):
             gaps.append(f"{f.name}: a number needs bounds (Bounds(...), or ANY_NUMBER when every number is fine)")
         limited = isinstance(bounds, Bounds) and (bounds.low is not None or bounds.high is not None)
         if limited and bounds.message not in CATALOGUE:

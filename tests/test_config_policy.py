@@ -23,7 +23,7 @@ from backend.config_policy import (
     ConfigError,
     copied,
     fields_with,
-    is_number,
+    hint_is_number,
     policy_gaps,
 )
 from backend.messages import Message
@@ -109,7 +109,7 @@ def _facts(precision: str = "bf16", has_eval: bool = True, on_cpu: bool = False,
 
 def _number_fields() -> list[dataclasses.Field]:
     hints = get_type_hints(RunConfig)
-    return [f for f in dataclasses.fields(RunConfig) if is_number(hints[f.name]) and not f.metadata.get("choices")
+    return [f for f in dataclasses.fields(RunConfig) if hint_is_number(hints[f.name]) and not f.metadata.get("choices")
             and f.metadata["form"] in FORM_GROUPS]
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 from typing import Any, get_args, get_origin, get_type_hints
 
 from backend.config import RunConfig, stage_switch
-from backend.config_policy import FORM_GROUPS, Bounds, ConfigError, is_number
+from backend.config_policy import FORM_GROUPS, Bounds, ConfigError, hint_is_number
 from backend.config_recipes import recipe_config
 from backend.models.memory import LINEAR_NAMES
 from ui import grpo_form
@@ -59,7 +59,7 @@ def _widget(name: str, hint: Any, meta: dict) -> str:
         return "checkbox"
     if any(get_origin(a) is list for a in args):
         return "multiselect"
-    if is_number(hint):
+    if hint_is_number(hint):
         if type(None) in args:
             return "optional_number"  # a text box: empty means unset (see OPTIONAL_NUMBERS)
         return "slider" if name in SLIDERS else "number"

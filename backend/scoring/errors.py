@@ -15,14 +15,14 @@ class ScorerError(UserError, ValueError):
     """A scorer spec that cannot be used; the message says which and what to write."""
 
 
-def is_number(value: Any) -> bool:
+def is_finite_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def text_field(spec: dict, key: str, where: Message, kind: str) -> str:
     """A text the kind looks for: a non-empty string (a number is taken as its spelling)."""
     value = spec.get(key)
-    if is_number(value):
+    if is_finite_number(value):
         value = str(value)
     if not isinstance(value, str) or not value:
         raise ScorerError(msg("scoring.text", where=where, kind=kind, key=key))
@@ -41,7 +41,7 @@ def pattern_field(spec: dict, where: Message, kind: str, default: str | None = N
 
 def threshold_field(spec: dict, where: Message, kind: str, default: float) -> float:
     value = spec.get("threshold", default)
-    if not is_number(value) or not 0 <= value <= 1:
+    if not is_finite_number(value) or not 0 <= value <= 1:
         raise ScorerError(msg("scoring.threshold", where=where, kind=kind, value=value))
     return float(value)
 

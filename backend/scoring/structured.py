@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from backend.messages import Message, msg
-from backend.scoring.errors import ScorerError, flag_field, is_number
+from backend.scoring.errors import ScorerError, flag_field, is_finite_number
 from backend.scoring.items import Item, Score
 from backend.scoring.text_match import ANSWER_TAG, NUMBER
 
@@ -83,9 +83,9 @@ def build_number(spec: dict, where: Message):
     """Right when |answer - expected| <= tolerance (relative: tolerance x |expected|). `value`: the
     expected number; left out, the reference answer's number."""
     tolerance, expected = spec.get("tolerance", 0), spec.get("value")
-    if not is_number(tolerance) or tolerance < 0:
+    if not is_finite_number(tolerance) or tolerance < 0:
         raise ScorerError(msg("scoring.tolerance", where=where, value=tolerance))
-    if expected is not None and not is_number(expected):
+    if expected is not None and not is_finite_number(expected):
         raise ScorerError(msg("scoring.number_value", where=where, value=expected))
     relative = flag_field(spec, "relative", where, "number")
 
