@@ -13,7 +13,7 @@ import pytest
 
 from backend.config_recipes import tiny_config
 from backend.models.hardware import LAUNCHED_DEVICES_ENV, Device, launch_env, local_indices, training_devices
-from backend.runs.processes import devices_setting, launch, wait_gone, worker_env
+from backend.runs.processes import devices_setting, launch_worker, wait_gone, worker_env
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -75,7 +75,7 @@ def test_worker_env_and_the_run_setting(tmp_path):
 def test_launched_process_gets_the_chosen_gpus(tmp_path):
     tiny_config(devices="1,2").save(tmp_path / "config.yaml")
     show = "import os; print('PINNED', os.environ.get('CUDA_VISIBLE_DEVICES'), os.environ.get('FINETUNE_STUDIO_DEVICES'))"
-    child = launch([sys.executable, "-c", show], tmp_path, env={"PATH": "/usr/bin:/bin"})
+    child = launch_worker([sys.executable, "-c", show], tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert wait_gone(child.pid, 0.0, 60, child) and child.returncode == 0
     assert "PINNED 1,2 1,2" in (tmp_path / "train.log").read_text()
 

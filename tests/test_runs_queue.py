@@ -71,7 +71,7 @@ def hold_device(store: RunStore) -> subprocess.Popen:
     """A plain process recorded as a running run on the CPU: the queue waits behind it until it is killed."""
     run_id = store.create(short_config(run_name="holder"))
     run_dir = store.runs_dir / run_id
-    child = processes.launch([sys.executable, "-c", "import time; time.sleep(600)"], run_dir)
+    child = processes.launch_worker([sys.executable, "-c", "import time; time.sleep(600)"], run_dir)
     update_status(run_dir, state="running", pid=child.pid, pgid=child.pid,
                   create_time=processes.create_time(child.pid), started_at=time.time())
     child.run_id = run_id

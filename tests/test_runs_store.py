@@ -38,7 +38,7 @@ def cpu_config(**kw) -> RunConfig:
 def run_program(store: RunStore, run_id: str, code: str) -> subprocess.Popen:
     """Start `code` the way the store starts a worker and record it as running."""
     run_dir = store.runs_dir / run_id
-    child = processes.launch([sys.executable, "-c", code], run_dir)
+    child = processes.launch_worker([sys.executable, "-c", code], run_dir)
     update_status(run_dir, state="running", pid=child.pid, pgid=child.pid,
                   create_time=processes.create_time(child.pid), started_at=time.time())
     return child
@@ -147,7 +147,7 @@ def test_a_worker_starts_in_the_callers_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    child = processes.launch([sys.executable, "-c", "import os; print(os.getcwd())"], run_dir)
+    child = processes.launch_worker([sys.executable, "-c", "import os; print(os.getcwd())"], run_dir)
     assert child.wait(timeout=120) == 0
     assert (run_dir / "train.log").read_text().strip() == str(tmp_path)
 

@@ -23,7 +23,7 @@ def holder(ctx):
     """A plain process recorded as a running run on the CPU."""
     run_id = ctx.store.create(tiny_config(devices="cpu", run_name="holder"))
     run_dir = ctx.store.runs_dir / run_id
-    child = processes.launch([sys.executable, "-c", "import time; time.sleep(600)"], run_dir)
+    child = processes.launch_worker([sys.executable, "-c", "import time; time.sleep(600)"], run_dir)
     update_status(run_dir, state="running", pid=child.pid, pgid=child.pid,
                   create_time=processes.create_time(child.pid), started_at=time.time())
     yield run_id

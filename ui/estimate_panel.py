@@ -80,7 +80,7 @@ def start_probe(ctx: UIContext, config) -> tuple[object, object]:
     config_file = folder / f"{name}.yaml"
     config.save(config_file)
     progress, log = folder / f"{name}.json", folder / f"{name}.log"
-    jobs.launch("backend.training.speed_probe", ["--config", str(config_file), "--workspace", str(ctx.workspace.root)],
+    jobs.launch_job("backend.training.speed_probe", ["--config", str(config_file), "--workspace", str(ctx.workspace.root)],
                 log, progress)
     return progress, log
 

@@ -17,7 +17,7 @@ import gradio as gr
 from backend.learning.entries import load_report, report_path, side_by_side, summary_rows
 from backend.learning.table import source_lines, warnings
 from backend.messages import UserError, msg
-from backend.runs.jobs import RUNNING, launch, read_progress, stage_of
+from backend.runs.jobs import RUNNING, launch_job, read_progress, stage_of
 from ui.context import UIContext
 from ui.forms import _label as _
 from ui.i18n import localize
@@ -168,7 +168,7 @@ def start_learning(ctx: UIContext, lang, run_id) -> str:
     if read_progress(progress).get("state") == RUNNING:
         return localize(UserError(msg("evaluate.running", run=run_dir.name)), lang)
     progress.unlink(missing_ok=True)
-    pid = launch("backend.evaluate", ["--run", str(run_dir), "--learning"], run_dir / "eval" / LEARNING_LOG,
+    pid = launch_job("backend.evaluate", ["--run", str(run_dir), "--learning"], run_dir / "eval" / LEARNING_LOG,
                  progress)
     return ctx.msg(lang, "evaluate.learning.started", pid=pid)
 

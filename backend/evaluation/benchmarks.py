@@ -64,7 +64,7 @@ from backend.models.gguf_source import GGUFSourceError, find_gguf
 from backend.models.hub_cache import hub_id_of
 from backend.models.loading import load_tokenizer, quantization_config, resolve_model_path
 from backend.runs.files import CONFIG_FILE
-from backend.runs.jobs import RUNNING, launch, read_progress, write_progress
+from backend.runs.jobs import RUNNING, launch_job, read_progress, write_progress
 from backend.runs.workspace import Workspace
 from backend.storage.atomic_files import atomic_write_json, read_json
 from backend.storage.safe_names import clean_name
@@ -355,7 +355,7 @@ def start_benchmarks(run_dir: Path, tasks: list[str], checkpoints: list[str], li
     if not chat_template:
         args.append("--no-chat-template")
     benchmark_progress_path(run_dir).unlink(missing_ok=True)
-    return launch("backend.evaluate", args, run_dir / EVAL_DIR / "benchmarks.log", benchmark_progress_path(run_dir))
+    return launch_job("backend.evaluate", args, run_dir / EVAL_DIR / "benchmarks.log", benchmark_progress_path(run_dir))
 
 
 def summary_table(summary: dict) -> str:

@@ -25,7 +25,7 @@ from backend.evaluation.results import EVAL_DIR, PROGRESS_FILE, chosen_checkpoin
 from backend.evaluation.scoring import EvalError, ModelSet, answer_metrics, chosen_scorers, evaluation_rows, rows_hash
 from backend.messages import UserError, msg
 from backend.runs.files import CONFIG_FILE
-from backend.runs.jobs import RUNNING, launch, read_progress, write_progress
+from backend.runs.jobs import RUNNING, launch_job, read_progress, write_progress
 from backend.runs.workspace import Workspace
 from backend.storage.atomic_files import atomic_write_json, atomic_write_text
 
@@ -161,4 +161,4 @@ def start_evaluation(run_dir: Path, checkpoints: list[str], data: Path | None = 
     if max_samples:
         args += ["--max-samples", str(max_samples)]
     evaluation_progress_path(run_dir).unlink(missing_ok=True)
-    return launch("backend.evaluate", args, Path(run_dir) / EVAL_DIR / "eval.log", evaluation_progress_path(run_dir))
+    return launch_job("backend.evaluate", args, Path(run_dir) / EVAL_DIR / "eval.log", evaluation_progress_path(run_dir))

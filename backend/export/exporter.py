@@ -53,7 +53,7 @@ from backend.messages import message_of, msg
 from backend.models.chat_templates import resize_embeddings, set_stop_ids
 from backend.models.greedy import greedy_answers, greedy_token_ids, prompt_and_reference
 from backend.models.loading import load_model, load_tokenizer
-from backend.runs.jobs import is_running, launch, recent_jobs, write_progress
+from backend.runs.jobs import is_running, launch_job, recent_jobs, write_progress
 from backend.runs.workspace import Workspace
 from backend.storage.safe_names import UnsafeName, checked_name, path_inside
 
@@ -292,5 +292,5 @@ def start_export(workspace: Workspace, checkpoint: Path, name: str, *, merge: bo
     args += ["--base", base.strip()] if base and base.strip() else []
     args += ["--gguf", *gguf] if gguf else []
     args += ["--gguf-lora", gguf_lora] if gguf_lora else []
-    launch("backend.export", args, progress.with_suffix(".log"), progress)
+    launch_job("backend.export", args, progress.with_suffix(".log"), progress)
     return progress

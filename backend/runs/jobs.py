@@ -26,11 +26,11 @@ RUNNING, COMPLETED, FAILED = "running", "completed", "failed"
 T = TypeVar("T")
 
 
-def launch(module: str, args: list[str], log_path: Path, progress_path: Path) -> int:
+def launch_job(module: str, args: list[str], log_path: Path, progress_path: Path) -> int:
     """Start `python -m module args...` detached; returns its pid.
 
     The progress file is written right after the process starts, so a poll
-    after launch already sees the job (and a job that dies at import reads as lost)."""
+    after launch_job already sees the job (and a job that dies at import reads as lost)."""
     progress_path = Path(progress_path)
     progress_path.parent.mkdir(parents=True, exist_ok=True)
     process = spawn_module(module, [*args, "--progress", str(progress_path)], Path(log_path))

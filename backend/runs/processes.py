@@ -61,7 +61,7 @@ def worker_env(base: dict | None = None, devices: str = "auto") -> dict:
 def devices_setting(argv: list[str], run_dir: Path) -> str:
     """The `devices` of a run launched without its setting (by hand, by a test): config.yaml in
     the run folder, then any `--set devices=...` in argv (a resume may change it); "auto" when
-    unreadable. The run store knows the setting and passes it to launch instead."""
+    unreadable. The run store knows the setting and passes it to launch_worker instead."""
 
     setting = "auto"
     with contextlib.suppress(OSError, ValueError):
@@ -89,11 +89,11 @@ def spawn_module(module: str, args: list[str], log_path: Path) -> subprocess.Pop
     """`python -m module args` detached (spawn_detached) from the repository folder with repo_env:
     how the background jobs (jobs.py: evaluation, export, the speed probe, the API server) and the
     model's background build (backend/training/model_stage.py) start. A training worker starts
-    through launch, which pins its devices and keeps the caller's folder."""
+    through launch_worker, which pins its devices and keeps the caller's folder."""
     return spawn_detached([sys.executable, "-m", module, *args], log_path, repo_env(), cwd=REPO_ROOT)
 
 
-def launch(argv: list[str], run_dir: Path, env: dict | None = None, devices: str | None = None) -> subprocess.Popen:
+def launch_worker(argv: list[str], run_dir: Path, env: dict | None = None, devices: str | None = None) -> subprocess.Popen:
     """Start the worker command `argv` detached, logging to the run's train.log, pinned to
     `devices` (the run's RunConfig.devices setting; None: read from the run folder)."""
     setting = devices_setting(argv, run_dir) if devices is None else devices

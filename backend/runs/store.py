@@ -182,7 +182,7 @@ class RunStore:
         """Start `argv` for the run unless its devices are busy, or (`still`) its status.json,
         read again under the lock, no longer allows it: two stores (two app processes, the
         queue's schedulers) that saw the same run ready never both start it. `devices_setting`: the
-        run's RunConfig.devices, which its processes are pinned to (processes.launch)."""
+        run's RunConfig.devices, which its processes are pinned to (processes.launch_worker)."""
         run_dir = self._run_dir(run_id)
         # The lock makes check-then-launch atomic across threads and UI processes.
         with self.launch_lock():
@@ -198,7 +198,7 @@ class RunStore:
                           launcher_create_time=None, worker_pid=None, stop_requested_at=None, stop_note=None,
                           **fields)
             try:
-                child = processes.launch(argv, run_dir, self.env, devices=devices_setting)
+                child = processes.launch_worker(argv, run_dir, self.env, devices=devices_setting)
             except OSError as error:
                 said = msg("run.launch_failed", run_id=run_id, error=error)
                 update_status(run_dir, state="failed", ended_at=time.time(), **_said("error", said))

@@ -18,7 +18,7 @@ from pathlib import Path
 from backend.chat.local_targets import LOCAL, local_targets
 from backend.chat.targets import GGUF
 from backend.runs.files import list_run_ids
-from backend.runs.jobs import COMPLETED, RUNNING, launch, read_progress, write_progress
+from backend.runs.jobs import COMPLETED, RUNNING, launch_job, read_progress, write_progress
 from backend.runs.processes import kill_tree, wait_gone
 from backend.serve.names import served_name
 from backend.storage.file_lock import file_lock
@@ -97,7 +97,7 @@ def _launch(workspace, args: list[str], port: int, **progress) -> int:
     # Written before the launch (which merges its own fields in), never after: the server writes this file too.
     write_progress(server_progress_path(workspace), port=port, **progress)
     args = [*args, "--host", HOST, "--port", str(port), "--workspace", str(workspace.root)]
-    return launch("backend.serve", args, log_path(workspace), server_progress_path(workspace))
+    return launch_job("backend.serve", args, log_path(workspace), server_progress_path(workspace))
 
 
 def stop(workspace, grace_s: float = STOP_GRACE_S) -> bool:
