@@ -12,7 +12,7 @@ import pytest
 
 from backend.evaluation.benchmark_specs import BenchmarkError
 from backend.evaluation.benchmark_tasks import FACTS_CHOICE
-from backend.evaluation.benchmarks import load_benchmarks, local_targets, run_benchmarks
+from backend.evaluation.benchmarks import load_benchmarks, local_benchmark_targets, run_benchmarks
 from backend.export.exporter import export_checkpoint
 from backend.models.gguf_source import SOURCE_FILE
 from backend.models.loading import gguf_model_name
@@ -112,7 +112,7 @@ def test_evaluate_lists_what_transformers_can_load_and_refuses_what_is_no_model(
     assert [value for _, value in listed] == [str(snapshot), str(blob)]
     assert listed[1][0] == "smollm2:135m · Ollama · 98 MB"
     # A GGUF file is named by its own metadata (general.name), not its blob digest.
-    assert [name for name, _ in local_targets([str(snapshot), str(blob), str(snapshot)])] == [
+    assert [name for name, _ in local_benchmark_targets([str(snapshot), str(blob), str(snapshot)])] == [
         "local-FineTuneStudio--demo-tiny", "local-Smollm2-135M-8k-Lc100K-Mix1-Ep2", "local-FineTuneStudio--demo-tiny-2"]
     nothing = tmp_path / "empty"
     nothing.mkdir()

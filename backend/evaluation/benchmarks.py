@@ -95,7 +95,7 @@ def base_model_path(run_dir: Path, config: RunConfig, workspace: Workspace | Non
     return path
 
 
-def local_targets(paths: list[str] | None) -> list[tuple[str, str]]:
+def local_benchmark_targets(paths: list[str] | None) -> list[tuple[str, str]]:
     """(name under eval/, path) of each model on this machine to benchmark beside the run: a folder with
     a config.json or a GGUF file (the job converts it once into the workspace). Refused with a sentence
     when a path is neither; nothing is loaded or converted here. Names start with LOCAL_PREFIX, so they
@@ -265,7 +265,7 @@ def run_benchmarks(run_dir: Path, tasks: list[str], checkpoints: list[str] | Non
         raise BenchmarkError(msg("evaluate.not_run", path=run_dir, config=CONFIG_FILE))
     if not any(t.strip() for t in tasks):
         raise BenchmarkError(msg("benchmark.choose_task", alternatives=local_alternatives()))
-    local = local_targets(local_models)
+    local = local_benchmark_targets(local_models)
     checkpoints = chosen_checkpoints(run_dir, checkpoints, BenchmarkError) if checkpoints or not local else []
     config = RunConfig.load(run_dir / CONFIG_FILE)
     workspace = workspace or Workspace.for_run_dir(run_dir)
@@ -339,7 +339,7 @@ def start_benchmarks(run_dir: Path, tasks: list[str], checkpoints: list[str], li
     run_dir = Path(run_dir)
     if read_progress(benchmark_progress_path(run_dir)).get("state") == RUNNING:
         raise BenchmarkError(msg("benchmark.running", run=run_dir.name))
-    local = [path for _, path in local_targets(local_models)]  # a path that is no model is said at once
+    local = [path for _, path in local_benchmark_targets(local_models)]  # a path that is no model is said at once
     if not checkpoints and not local:
         raise BenchmarkError(msg("evaluate.choose"))
     if not any(t.strip() for t in tasks):
