@@ -15,7 +15,7 @@ from functools import partial
 from backend.chat.catalog import local_choices
 from backend.runs.files import list_run_ids
 from backend.runs.jobs import COMPLETED, FAILED, RUNNING
-from backend.serve.server_job import ServeJobError, log_path, start, start_local, status, stop
+from backend.serve.server_job import ServeJobError, server_log_path, start, start_local, status, stop
 from ui.run_choice import run_dropdown
 
 POLL_EVERY_S = 2.0
@@ -94,7 +94,7 @@ def view(workspace, lang: str | None) -> tuple[str, str, str, str]:
     if state == RUNNING:
         line = _msg(lang, "serve.msg_loading", models=", ".join(models) or "…", pid=progress.get("pid"))
     elif state == FAILED:
-        line = "⚠️ " + _msg(lang, "serve.msg_failed", error=progress.get("error") or "?", log=log_path(workspace))
+        line = "⚠️ " + _msg(lang, "serve.msg_failed", error=progress.get("error") or "?", log=server_log_path(workspace))
     elif state == COMPLETED:
         line = _msg(lang, "serve.msg_stopped")
     else:

@@ -48,7 +48,7 @@ def speed_key(config: RunConfig) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def log_path(workspace_root: Path) -> Path:
+def speed_log_path(workspace_root: Path) -> Path:
     return Path(workspace_root) / SPEED_FILE
 
 
@@ -112,7 +112,7 @@ def record_speed(workspace_root: Path, config: RunConfig, *, source: str, second
               "tokens_per_second": round(float(tokens_per_second), 1) if tokens_per_second else None,
               "run_id": run_id, "load": round(os.getloadavg()[0], 2),
               "profile": {k: (round(v, 5) if isinstance(v, float) else v) for k, v in profile.items()} if profile else None}
-    path = log_path(workspace_root)
+    path = speed_log_path(workspace_root)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(record) + "\n")
@@ -122,7 +122,7 @@ def record_speed(workspace_root: Path, config: RunConfig, *, source: str, second
 def matching_records(workspace_root: Path, config: RunConfig, source: str | None = None) -> list[dict]:
     """Measurements of this config's key, oldest first; a line that does not parse is skipped."""
     key, found = speed_key(config), []
-    for record in read_lines(log_path(workspace_root)):
+    for record in read_lines(speed_log_path(workspace_root)):
         if record.get("key") == key and (source is None or record.get("source") == source) \
                 and isinstance(record.get("seconds_per_step"), (int, float)) and record["seconds_per_step"] > 0:
             found.append(record)

@@ -36,7 +36,7 @@ def server_progress_path(workspace) -> Path:
     return Path(workspace.root) / SERVE_DIR / "serve.json"
 
 
-def log_path(workspace) -> Path:
+def server_log_path(workspace) -> Path:
     return Path(workspace.root) / SERVE_DIR / "serve.log"
 
 
@@ -97,7 +97,7 @@ def _launch(workspace, args: list[str], port: int, **progress) -> int:
     # Written before the launch (which merges its own fields in), never after: the server writes this file too.
     write_progress(server_progress_path(workspace), port=port, **progress)
     args = [*args, "--host", HOST, "--port", str(port), "--workspace", str(workspace.root)]
-    return launch_job("backend.serve", args, log_path(workspace), server_progress_path(workspace))
+    return launch_job("backend.serve", args, server_log_path(workspace), server_progress_path(workspace))
 
 
 def stop(workspace, grace_s: float = STOP_GRACE_S) -> bool:
