@@ -35,7 +35,7 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from backend.chat.engine import ChatEngine, memory_now, weights_bytes  # noqa: E402
+from backend.chat.engine import ChatEngine, process_memory_mib, weights_bytes  # noqa: E402
 from backend.chat.generation import (  # noqa: E402
     GenerationSettings,
     Reply,
@@ -225,7 +225,7 @@ def bench_model(name: str, model_dir: Path, work: Path, switch_repeats: int, rel
     engine = ChatEngine()
     switch = statistics.median(time_engine_switch(engine, targets, switch_repeats))
     generation = time_generation(engine, model_dir, targets[0], new_tokens, gen_repeats)
-    before = memory_now("cpu")["rss_mib"]
+    before = process_memory_mib("cpu")["rss_mib"]
     report = engine.unload("cpu")
     reload = statistics.median(time_reload_switch(model_dir, adapters, reload_repeats))
     params = weights_bytes(model_dir, torch.float32) // 4   # fp32: 4 bytes per parameter

@@ -85,7 +85,7 @@ def _prod(shape) -> int:
     return total
 
 
-def memory_now(device: str) -> dict:
+def process_memory_mib(device: str) -> dict:
     """Process RSS (MiB) and, on a GPU, CUDA memory allocated / reserved (MiB)."""
 
     report = {"rss_mib": round(psutil.Process().memory_info().rss / MIB, 1)}
@@ -382,7 +382,7 @@ class ChatEngine:
     def unload(self, device: str = "cpu") -> dict:
         """Drop every model, free the memory, and measure it (MiB before / after)."""
         with self._lock:
-            before = memory_now(device)
+            before = process_memory_mib(device)
             count = len(self._bases) + len(self._full) + len(self._gguf)
             self._bases.clear()
             self._full.clear()
@@ -390,7 +390,7 @@ class ChatEngine:
                 entry.model.close()   # llama.cpp's memory is its own: the garbage collector does not see it
             self._gguf.clear()
             _release_freed_memory()
-            return {"models": count, "before": before, "after": memory_now(device)}
+            return {"models": count, "before": before, "after": process_memory_mib(device)}
 
 
 def _answer(target: ChatTarget):

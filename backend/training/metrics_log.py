@@ -52,7 +52,8 @@ PREFERENCE_KEYS = ("rewards/", "logps/", "logits/", "kl", "nll_loss", "log_odds_
                    "reward", "completions/", "format_share", "frac_reward_zero_std", "entropy", "clip_ratio/")
 
 
-def memory_now() -> dict:
+def memory_record_gb() -> dict:
+    """The system record's memory fields (GiB): process RSS and, on a GPU, CUDA memory allocated / reserved."""
     gb = 2**30
     record = {"memory_rss_gb": round(psutil.Process().memory_info().rss / gb, 3)}
     if torch.cuda.is_available():
@@ -158,7 +159,7 @@ class MetricsCallback(TrainerCallback):
         fields.update({k: v for k, v in logs.items() if k.startswith(PREFERENCE_KEYS) and isinstance(v, (int, float))})
         fields["tokens_per_second"] = round(tokens / elapsed, 1)
         fields["tokens_seen"] = int(state.num_input_tokens_seen)
-        fields.update(memory_now())
+        fields.update(memory_record_gb())
         if self.grad_norms is not None:
             fields["grad_norms"] = self._unclipped(logs.get("grad_norm"))
             self.grad_norms = None
