@@ -351,12 +351,12 @@ def train(session: Session, stop: StopRequest) -> str:
     _system_record(session, "resume" if resume else "start")
     if job.is_main and not job.resuming:
         record_estimate(session)
-    if job.is_main and (warning := steps_warning(planned_steps(session), job.config)):
+    if job.is_main and (warning := steps_warning(trainer_total_steps(session), job.config)):
         log.warning(warning)  # an absurd plan (num_train_epochs=1e30): said before any time is spent
         update_status(job.run_dir, plan_warning=warning)
     if stop.requested:
         return "stopped"
-    if resume and state.global_step >= planned_steps(session):
+    if resume and state.global_step >= trainer_total_steps(session):
         # The plan was done; only final/ or the summary was missing (a kill or a full disk
         # while they were written). The Trainer would train one more step here when the
         # last step ends mid-epoch, so load the checkpoint and finish instead.
@@ -369,7 +369,7 @@ def train(session: Session, stop: StopRequest) -> str:
     return "completed" if done else "stopped"
 
 
-def planned_steps(session: Session) -> int:
+def trainer_total_steps(session: Session) -> int:
     """Optimizer steps of the (possibly changed) plan, as the Trainer computes them."""
 
     return derived_numbers(session.job.config, session.counts.train, session.job.world_size)["total_steps"]
@@ -388,7 +388,7 @@ def record_estimate(session: Session) -> None:
     if not is_listed_run(job):
         return
     try:
-        estimate = estimate_run_seconds(job.config, job.workspace, planned_steps(session),
+        estimate = estimate_run_seconds(job.config, job.workspace, trainer_total_steps(session),
                                         training_devices(job.config.devices))
     except Exception as error:  # noqa: BLE001 - an estimate is advice, the run goes on without it
         log.info("time estimate: none (%s)", error)
