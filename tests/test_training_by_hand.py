@@ -10,7 +10,7 @@ import re
 import psutil
 
 from backend.runs.files import update_status
-from backend.training.cli import create_run_dir, parse_args, prepare, shared_devices_warning
+from backend.training.cli import create_run_dir, parse_args, prepare_job, shared_devices_warning
 
 
 def by_hand(workspace, *sets: str):
@@ -18,7 +18,7 @@ def by_hand(workspace, *sets: str):
     argv = ["--workspace", str(workspace.root), "--recipe", "demo-tiny"]
     for item in sets:
         argv += ["--set", item]
-    job = prepare(parse_args(argv))
+    job = prepare_job(parse_args(argv))
     create_run_dir(job)
     return job
 

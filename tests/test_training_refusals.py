@@ -1,4 +1,4 @@
-"""Runs refused before training, in this process: the worker's own checks (backend.training.cli.prepare) and
+"""Runs refused before training, in this process: the worker's own checks (backend.training.cli.prepare_job) and
 its one line on stderr (errors.fail), as `python -m backend.train` takes them. Every refusal here happens
 before a model loads and before torch is imported in a worker; test_training_worker.py keeps one real
 subprocess case for the exit code and the clean stderr."""
@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from backend.config_recipes import tiny_config
-from backend.training.cli import parse_args, prepare
+from backend.training.cli import parse_args, prepare_job
 from backend.training.errors import EXIT_CONFIG, fail
 
 CASES = [
@@ -37,7 +37,7 @@ def refuse(workspace, setting: str, capsys) -> tuple[int, list[str]]:
     args = parse_args(["--workspace", str(workspace.root), "--config", str(config), "--run-dir", str(run_dir),
                        "--set", setting])
     with pytest.raises(Exception) as refused:
-        prepare(args)
+        prepare_job(args)
     code = fail(None, refused.value, run_dir)
     assert not run_dir.exists(), "a refused run leaves no run folder"
     return code, capsys.readouterr().err.splitlines()

@@ -104,7 +104,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def prepare(args: argparse.Namespace) -> Job:
+def prepare_job(args: argparse.Namespace) -> Job:
     """Config + run folder. Raises ConfigError (or DatasetNotFound) for anything
     the user must fix first, before torch is imported."""
     job = _prepare_resume(args) if args.resume else _prepare_new(args)

@@ -8,14 +8,14 @@ import sys
 from backend.config_policy import ConfigError
 from backend.messages import msg
 from backend.models.hardware import training_devices
-from backend.training.cli import prepare
+from backend.training.cli import prepare_job
 from backend.training.errors import fail
 from backend.training.estimate import estimate_run_seconds, planned_steps
 
 
 def dry_run(args) -> int:
     try:
-        job = prepare(args)
+        job = prepare_job(args)
         steps = planned_steps(job.config, job.workspace)
     except Exception as error:  # the same sentence and exit code a real start would give
         return fail(None, error, None)

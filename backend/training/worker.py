@@ -18,7 +18,7 @@ from backend.messages import Message, msg
 from backend.runs.files import read_status, update_status
 from backend.runs.model_builds import BuildStopped
 from backend.runs.notify import announce_end
-from backend.training.cli import StoppedBeforeFirstStep, StopRequest, create_run_dir, prepare, setup_logging
+from backend.training.cli import StoppedBeforeFirstStep, StopRequest, create_run_dir, prepare_job, setup_logging
 from backend.training.errors import fail
 from backend.training.library_logs import hold_library_logs
 from backend.training.model_stage import stopped_during_build
@@ -31,7 +31,7 @@ def run_worker(args: argparse.Namespace) -> int:
     hold_library_logs()  # until the run folder is known: then debug.log, not train.log
     job = None
     try:
-        job = prepare(args)
+        job = prepare_job(args)
         create_run_dir(job)
         setup_logging(job)
         mark_running(job)
