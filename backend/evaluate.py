@@ -4,7 +4,7 @@ package never imports the judge, which reads the Chat tab's votes."""
 
 import sys
 
-from backend.evaluation.cli import build_parser, run
+from backend.evaluation.cli import build_parser, evaluate_main
 from backend.judge.cli import add_judge_arguments, judge_main, wants_judge
 from backend.runs.workspace import Workspace
 
@@ -16,7 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     args.workspace = Workspace(args.workspace) if args.workspace else None
     if wants_judge(args):  # the judge reads answers the run holds: no model is loaded
         return judge_main(args)
-    return run(args)
+    return evaluate_main(args)
 
 
 if __name__ == "__main__":

@@ -40,9 +40,9 @@ def test_the_calls_are_counted_before_and_after_a_judgement(tmp_path):
     with ChatServer(name_judge) as server:
         assert judge_panel.count_calls(ctx, "en", "r1", *values(server.url)) == (
             "6 judge calls to make (0 of 6 prompts from the cache, 3 rows).")
-        runner.run(runner.prepare(judge_panel.judgement(ctx, "r1", *values(server.url))))
+        runner.run_judgement(runner.prepare_judgement(judge_panel.judgement(ctx, "r1", *values(server.url))))
         graded = judge_panel.judgement(ctx, "r1", *values(server.url, "graded", names="base final"))
-        runner.run(runner.prepare(graded))
+        runner.run_judgement(runner.prepare_judgement(graded))
         assert judge_panel.count_calls(ctx, "zh", "r1", *values(server.url)).startswith("需要调用评判模型 0 次")
     stage, table, figure, seen = judge_panel.poll(ctx, "en", "r1")
     assert judge_panel.poll(ctx, "en", "r1", seen)[1:] == (SKIP, SKIP, seen)  # nothing new: nothing redrawn
@@ -98,11 +98,11 @@ def test_the_prompt_and_rubric_boxes_are_what_the_judge_is_asked(tmp_path):
     scale = "1: bad\n2: weak\n3: fair\n4: good\n5: EDITED-TOP"
     with ChatServer(name_judge) as server:
         judgement = judge_panel.judgement(ctx, "r1", *values(server.url), edited, "")
-        runner.run(runner.prepare(judgement))
+        runner.run_judgement(runner.prepare_judgement(judgement))
         assert server.prompts and all(p.startswith("PREFER-SHORT ") for p in server.prompts)
         graded = judge_panel.judgement(ctx, "r1", *values(server.url, "graded", names="final"), "", scale)
         asked = len(server.prompts)
-        runner.run(runner.prepare(graded))
+        runner.run_judgement(runner.prepare_judgement(graded))
         assert all("5: EDITED-TOP" in p for p in server.prompts[asked:]) and len(server.prompts) > asked
         said = judge_panel.count_calls(ctx, "en", "r1", *values(server.url), "Which is better?", "")
         assert said.startswith("Cannot judge:") and "{prompt} {answer_a} {answer_b}" in said, said

@@ -94,7 +94,7 @@ TEXT: dict[str, dict[str, str]] = {
 def judgement(ctx: UIContext, run_id, url, model, key, mode, a, b, names, source, rubric_kind, limit,
               template="", rubric=""):
     """The Judgement the form describes; an empty template or rubric box is the default (checked later by
-    runner.prepare, which turns a template without its blanks or a rubric without its scale into a sentence)."""
+    runner.prepare_judgement, which turns a template without its blanks or a rubric without its scale into a sentence)."""
     chosen = [a, b] if mode == "pairwise" else str(names or "").split() if mode == "graded" else []
     return Judgement(ctx.workspace.runs_dir / run_id, JudgeEndpoint(str(url or "").strip(), str(model or "").strip(),
                                                                     str(key or "") or None),
@@ -119,7 +119,7 @@ def count_calls(ctx: UIContext, lang, run_id, *values) -> str:
     if not run_id:
         return ctx.msg(lang, "jpanel.msg_pick_run")
     try:
-        return ctx.msg(lang, "jpanel.msg_plan", **runner.plan(runner.prepare(judgement(ctx, run_id, *values))))
+        return ctx.msg(lang, "jpanel.msg_plan", **runner.plan(runner.prepare_judgement(judgement(ctx, run_id, *values))))
     except UserError as error:
         return ctx.msg(lang, "jpanel.msg_error", error=localize(error, lang))
 

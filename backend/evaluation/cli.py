@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run(args: argparse.Namespace) -> int:
+def evaluate_main(args: argparse.Namespace) -> int:
     """The evaluation `args` ask for; their workspace is a Workspace, or None for the run's own."""
     if args.local_model and not args.benchmark:
         print(msg("benchmark.local_alone"), file=sys.stderr)

@@ -15,7 +15,7 @@ user's blind votes from the Chat tab.
     calibration.py  agreement with the user's votes, and choosing the better template
     evalset.py      an eval set written by the judge from a one-line description
     judgement_file.py RUN/eval/judge/<name>.json
-    runner.py       one judgement: prepare (every refusal before a call), plan (the calls to make), run
+    runner.py       one judgement: prepare_judgement (every refusal before a call), plan (the calls to make), run_judgement
     background.py   a judgement as a background job (the Evaluate tab), its key in the environment
     cli.py          `python -m backend.evaluate --run R --judge URL --judge-model NAME ...`
 """

@@ -1,5 +1,5 @@
 """A judgement as a background job, for the Evaluate tab: checked here first
-(runner.prepare: a bad URL, rows, template or rubric is a sentence before
+(runner.prepare_judgement: a bad URL, rows, template or rubric is a sentence before
 anything starts), then `python -m backend.evaluate --judge ...` detached,
 reporting through RUN/eval/judge/progress.json like the other jobs
 (backend/runs/jobs.py). The API key travels in the job's environment
@@ -46,7 +46,7 @@ def start_judgement(judgement: runner.Judgement) -> int:
     run_dir = Path(judgement.run_dir)
     if read_progress(judgement_progress_path(run_dir)).get("state") == RUNNING:
         raise UserError(msg("judge.running", run=run_dir.name))
-    runner.prepare(judgement)  # every refusal now, as a sentence, not in a log later
+    runner.prepare_judgement(judgement)  # every refusal now, as a sentence, not in a log later
     path = judgement_progress_path(run_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)

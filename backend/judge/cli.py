@@ -88,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
     template = (templates.check_template(templates.read_text(args.judge_prompt), kind, str(args.judge_prompt))
                 if args.judge_prompt else None)
     rubric = templates.rubric_for(path=args.rubric) if args.rubric and mode == "graded" else None
-    prepared = runner.prepare(runner.Judgement(
+    prepared = runner.prepare_judgement(runner.Judgement(
         args.run, endpoint, mode, list(args.pairwise or args.checkpoint or []), args.judge_source, args.judge_data,
         template, rubric, args.rubric_kind, args.max_samples, args.judge_name, workspace))
     if args.tune_prompts:
@@ -99,7 +99,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(json.dumps({"plan": plan, "mode": mode}, indent=2))
         return 0
-    result, path = runner.run(prepared)
+    result, path = runner.run_judgement(prepared)
     write_progress(args.progress, done=prepared.asker.calls, result=str(path))
     asker = prepared.asker
     if asker.unparsed:

@@ -54,7 +54,7 @@ class Prepared:
         return head_to_head.planned_prompts(self.rows, self.names[0], self.names[1], self.template)
 
 
-def prepare(judgement: Judgement) -> Prepared:
+def prepare_judgement(judgement: Judgement) -> Prepared:
     """The rows, names, template and rubric of `judgement`; a UserError (a sentence) for anything unusable."""
     j = judgement
     workspace = j.workspace or Workspace.for_run_dir(j.run_dir)
@@ -82,7 +82,7 @@ def plan(prepared: Prepared) -> dict:
     return {**plan_calls(prepared.asker.client, prepared.asker.cache, prepared.prompts), "rows": len(prepared.rows)}
 
 
-def run(prepared: Prepared) -> tuple[dict, Path]:
+def run_judgement(prepared: Prepared) -> tuple[dict, Path]:
     """(the result, the file it was written to)."""
     j, asker = prepared.judgement, prepared.asker
     planned = plan(prepared)
