@@ -10,7 +10,7 @@ import pytest
 
 from backend.data.checks import check_file
 from backend.data.errors import DataError
-from backend.data.load import load_file_rows, open_source, read_rows
+from backend.data.load import load_file_rows, open_source, read_rows_at
 
 ROWS = [
     {"instruction": "Say hi", "input": "", "output": "Hi"},
@@ -53,14 +53,14 @@ def test_json_lines_in_a_json_file_and_row_lines(tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
     source = open_source(path)
     assert source.file_type == "json"
-    rows = read_rows(path, [2, 0])
+    rows = read_rows_at(path, [2, 0])
     assert sorted(rows) == [0, 2] and rows[2].line == 3 and rows[2].raw == ROWS[2]
 
 
 def test_json_array_rows_know_their_line(tmp_path):
     path = tmp_path / "pretty.json"
     path.write_text(json.dumps(ROWS, indent=2), encoding="utf-8")
-    rows = read_rows(path, [0, 1])
+    rows = read_rows_at(path, [0, 1])
     text = path.read_text(encoding="utf-8").split("\n")
     assert text[rows[1].line - 1].strip() == "{"
     assert '"Add"' in text[rows[1].line]

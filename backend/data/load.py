@@ -323,8 +323,8 @@ def problem_text(where: str, message: str | Message) -> str | Message:
     return msg("row.at", where=where, problem=message) if isinstance(message, Message) else f"{where} {message}"
 
 
-def read_rows(path: str | Path, indices, mapping: dict[str, str] | None = None,
-              dataset: str | None = None) -> dict[int, SourceRow]:
+def read_rows_at(path: str | Path, indices, mapping: dict[str, str] | None = None,
+                 dataset: str | None = None) -> dict[int, SourceRow]:
     """The given rows (0-based row numbers) with their canonical form and problems,
     for showing the rows behind a check; reads only up to the last one asked for."""
     wanted = set(indices)

@@ -41,7 +41,7 @@ def prompt_rows(rows: list[dict]) -> list[dict]:
     return out
 
 
-def read_rows(dataset: str, workspace: Workspace, dataset_name: str | None = None, counts: RowCounts | None = None):
+def read_rows_or_prompts(dataset: str, workspace: Workspace, dataset_name: str | None = None, counts: RowCounts | None = None):
     """(canonical rows, the data's own eval rows or None) of any instruction data or a file of prompts alone."""
     source = resolve_dataset(dataset, workspace)
     try:
@@ -57,7 +57,7 @@ def read_rows(dataset: str, workspace: Workspace, dataset_name: str | None = Non
 
 def load_prompts(config, workspace: Workspace, counts: RowCounts | None = None):
     """(train prompt rows, eval prompt rows or None) before the cutoff filter."""
-    rows, eval_rows = run_split(*read_rows(config.dataset, workspace, config.dataset_name, counts), config,
+    rows, eval_rows = run_split(*read_rows_or_prompts(config.dataset, workspace, config.dataset_name, counts), config,
                                 config.dataset)
     return prompt_rows(rows), (prompt_rows(eval_rows) if eval_rows else None)
 
@@ -137,7 +137,7 @@ def measure_prompts(dataset: str, workspace: Workspace, tokenizer=None,
     """For the Train tab's Plan: ([tokens as TRL feeds the prompt (None without a tokenizer), has a
     reference answer] per row, in the order the worker splits them; whether the data has its own eval
     rows). The Plan applies the run's split (split_rows) and prompt_findings to them."""
-    rows, eval_rows = read_rows(dataset, workspace, dataset_name)
+    rows, eval_rows = read_rows_or_prompts(dataset, workspace, dataset_name)
     measured = [[prompt_tokens(tokenizer, row["prompt"]) if tokenizer is not None else None,
                  row[ANSWER_COLUMN] is not None] for row in prompt_rows(rows)]
     return measured, eval_rows is not None
