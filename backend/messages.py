@@ -904,7 +904,7 @@ class Message:
     args: dict[str, Any] = field(default_factory=dict)
 
     def __str__(self) -> str:
-        return render(self, CATALOGUE)
+        return render_message(self, CATALOGUE)
 
     def to_dict(self) -> dict:
         """For status.json: {"id": ..., "args": {...}}, nested messages as dicts too."""
@@ -924,7 +924,7 @@ def msg(message_id: str, **args: Any) -> Message:
     return Message(message_id, args)
 
 
-def render(message: Message, table: dict[str, str]) -> str:
+def render_message(message: Message, table: dict[str, str]) -> str:
     """`message` in the language of `table` (id -> template); English where the table has no entry.
     Arguments that are messages themselves are rendered with the same table."""
     return (table.get(message.id) or CATALOGUE[message.id]).format(**{k: _rendered(v, table)
@@ -933,9 +933,9 @@ def render(message: Message, table: dict[str, str]) -> str:
 
 def _rendered(value: Any, table: dict[str, str]) -> Any:
     if isinstance(value, Message):
-        return render(value, table)
+        return render_message(value, table)
     if isinstance(value, list) and value and all(isinstance(v, Message) for v in value):
-        return "; ".join(render(v, table) for v in value)  # e.g. the steps of an advice
+        return "; ".join(render_message(v, table) for v in value)  # e.g. the steps of an advice
     return value
 
 

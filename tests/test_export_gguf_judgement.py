@@ -12,7 +12,7 @@ from backend.export.gguf_export import _write_modelfile
 from backend.export.gguf_judgement import LEVEL_MAX_KL, judge_level, levels_summary, modelfile_level
 from backend.export.model_card import gguf_lines
 from backend.export.modelfile import FAMILIES, TemplateMatch, build_modelfile, modelfile_context
-from backend.messages import CATALOGUE, Message, render
+from backend.messages import CATALOGUE, Message, render_message
 from backend.runs.workspace import Workspace
 from ui.context import UIContext
 from ui.i18n import merge_texts
@@ -47,7 +47,7 @@ def test_each_level_passes_or_fails_by_its_answers_and_its_kl():
     levels = judged(STARTER)
     assert [name for name, entry in levels.items() if entry["passed"]] == ["f16", "q8_0", "q6_k"]
     # q5_k_m: 5 of 10 answers and KL 0.25, both said with the bound it missed
-    q5 = [render(Message.from_dict(f), CATALOGUE) for f in levels["q5_k_m"]["failures"]]
+    q5 = [render_message(Message.from_dict(f), CATALOGUE) for f in levels["q5_k_m"]["failures"]]
     assert q5 == ["q5_k_m: 5 of 10 greedy answers agree with the adapter's over their first 8 tokens; a level passes "
                   "with 8 or more.",
                   f"q5_k_m: mean KL divergence from f16 of 0.251 per token, above the {LEVEL_MAX_KL} a level passes with."]
@@ -69,7 +69,7 @@ def test_the_modelfile_runs_the_smallest_level_that_passed(tmp_path):
     assert chosen == "q6_k"  # q4_k_m and q5_k_m are smaller, and failed
     text = modelfile.read_text(encoding="utf-8")
     assert text.startswith("FROM ./mine-q6_k.gguf\n") and "PARAMETER num_ctx 8192\n" in text
-    summary = render(Message.from_dict(checks["levels_summary"]), CATALOGUE)
+    summary = render_message(Message.from_dict(checks["levels_summary"]), CATALOGUE)
     assert summary.startswith("q4_k_m, q5_k_m did not pass") and "The Modelfile runs q6_k" in summary
     assert modelfile_level(checks["levels"], {k: v.stat().st_size for k, v in files.items()}, ["q8_0", "f16"]) == "q8_0"
 

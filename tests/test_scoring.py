@@ -11,7 +11,7 @@ from rouge_score import rouge_scorer
 
 from backend.config import RunConfig
 from backend.config_policy import ConfigError
-from backend.messages import render
+from backend.messages import render_message
 from backend.scoring.answer_rule import judge_answer
 from backend.scoring.errors import ScorerError
 from backend.scoring.items import Item
@@ -193,7 +193,7 @@ def test_a_bad_spec_is_one_sentence_in_english_and_chinese(spec, sentence):
     with pytest.raises(ScorerError) as caught:
         parse_scorer(spec)
     assert sentence in str(caught.value)
-    chinese = render(caught.value.catalogued, ZH)
+    chinese = render_message(caught.value.catalogued, ZH)
     assert "第 1 个评分器" in chinese and chinese != str(caught.value)
 
 
@@ -262,7 +262,7 @@ def test_grpo_presets_are_checked_by_the_scorer_library():
         with pytest.raises(ConfigError) as caught:
             RunConfig().with_overrides(["stage=grpo", setting])
         assert sentence in str(caught.value), str(caught.value)
-        assert "rewards 第" in render(caught.value.catalogued, ZH)
+        assert "rewards 第" in render_message(caught.value.catalogued, ZH)
 
 
 def test_a_reward_without_a_reference_scores_zero():

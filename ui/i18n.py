@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from backend.messages import CATALOGUE, message_of, render
+from backend.messages import CATALOGUE, message_of, render_message
 from ui.message_texts import ZH
 
 LANGUAGES = ("en", "zh")
@@ -86,8 +86,8 @@ def localize(value: Any, lang: str | None) -> str:
     table = ZH if normalise_language(lang) == "zh" else CATALOGUE
     localized = getattr(value, "localized", None)  # a DataError: file, where, problem and hint
     if callable(localized):
-        return localized(lambda part: part if isinstance(part, str) else render(part, table))
+        return localized(lambda part: part if isinstance(part, str) else render_message(part, table))
     message = message_of(value)
     if message is None:
         return str(value) if value is not None else ""
-    return render(message, table)
+    return render_message(message, table)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from backend.messages import CATALOGUE, Message, render
+from backend.messages import CATALOGUE, Message, render_message
 from backend.runs.files import CONFIG_FILE
 from backend.runs.workspace import Workspace
 from backend.storage.atomic_files import read_json
@@ -155,24 +155,24 @@ def gguf_lines(gguf: dict) -> list[str]:
 
     levels = gguf["checks"]["levels"]
     lines = [f"GGUF ({'check passed' if gguf['passed'] else 'CHECK FAILED: the files are kept for inspection'}): "
-             + render(Message.from_dict(gguf["checks"]["summary"]), CATALOGUE)]
+             + render_message(Message.from_dict(gguf["checks"]["summary"]), CATALOGUE)]
     for name, info in gguf["files"].items():
         level = levels.get(name, {})
         quality = ""
         if level.get("mean_kl") is not None:
             quality = f", mean KL vs f16 {level['mean_kl']:.4g}, top-1 agreement {level['top1_agreement']:.1%}"
         verdict = "" if "failures" not in level else " - passed" if level["passed"] else " - FAILED: " + " ".join(
-            render(Message.from_dict(f), CATALOGUE) for f in level["failures"])
+            render_message(Message.from_dict(f), CATALOGUE) for f in level["failures"])
         lines.append(f"  {info['file']}: {info['bytes'] / 1e6:.1f} MB, {level.get('equal', 0)}/{level.get('total', 0)} "
                      f"greedy answers equal to the adapter's, {level.get('agree_first_8', 0)} agree over the first "
                      f"8 tokens{quality}{verdict}")
     if gguf["checks"].get("levels_summary"):  # reports written before each level was judged have none
-        lines.append(render(Message.from_dict(gguf["checks"]["levels_summary"]), CATALOGUE))
+        lines.append(render_message(Message.from_dict(gguf["checks"]["levels_summary"]), CATALOGUE))
     if gguf.get("lora"):
         lines.append(f"  {gguf['lora']['file']}: the adapter alone ({gguf['lora']['outtype']})")
     lines.append(f"Ollama: {gguf['ollama']}")
     if gguf.get("template_note"):
-        lines.append(render(Message.from_dict(gguf["template_note"]), CATALOGUE))
+        lines.append(render_message(Message.from_dict(gguf["template_note"]), CATALOGUE))
     return lines
 
 
