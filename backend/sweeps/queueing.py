@@ -34,14 +34,15 @@ def sweep_file(workspace: Workspace, sweep_id: str) -> Path:
     return workspace.root / SWEEPS_DIR / f"{sweep_id}.json"
 
 
-def run_label(base: RunConfig, index: int) -> str:
+def sweep_run_name(base: RunConfig, index: int) -> str:
+    """The run_name of the sweep's `index`-th run (from 1): <run_name or sweep>-<index>."""
     return f"{base.run_name or 'sweep'}-{index}"
 
 
 def planned_configs(sweep: Sweep, base: RunConfig) -> list[RunConfig]:
     """The sweep's runs as RunConfigs, labelled <run_name or sweep>-<n>; raises SweepError for a refused one."""
     configs = sweep_configs(sweep, base)
-    return [RunConfig.from_dict({**c.to_dict(), "run_name": run_label(base, i)}) for i, c in enumerate(configs, 1)]
+    return [RunConfig.from_dict({**c.to_dict(), "run_name": sweep_run_name(base, i)}) for i, c in enumerate(configs, 1)]
 
 
 def queue_sweep(store: RunStore, sweep: Sweep, base: RunConfig, estimates: list[dict] | None = None) -> dict:
