@@ -8,7 +8,7 @@ import json
 from backend.config import RunConfig
 from backend.data.general_prompts import HELD_OUT_QUESTIONS_ZH, REPLAY_PROMPTS
 from backend.data.identity_rows import MAKER_PROMPTS
-from backend.learning.entries import side_by_side, summary_rows
+from backend.learning.entries import answers_beside_base, summary_rows
 from backend.learning.questions import HELD_OUT, MAX_LEARNED, TRAINING_ROWS, learning_set
 from backend.learning.table import report_table
 from backend.runs.workspace import Workspace
@@ -117,7 +117,7 @@ def test_side_by_side_pairs_the_base_with_a_checkpoint():
                 "examples": [{"kind": "learned", "prompt": "Who are you?", "reference": "Orion", "answer": answer,
                               "right": right, "ended": True}]}
     report = {"checkpoints": [entry("base", 0, "I am SmolLM.", False), entry("final", 9, "I am Orion.", True)]}
-    assert side_by_side(report, "final") == [{"kind": "learned", "prompt": "Who are you?", "reference": "Orion",
+    assert answers_beside_base(report, "final") == [{"kind": "learned", "prompt": "Who are you?", "reference": "Orion",
                                               "base": "I am SmolLM.", "base_right": False,
                                               "answer": "I am Orion.", "right": True, "ended": True}]
     assert [r["learned"] for r in summary_rows(report)] == [0.0, 1.0]

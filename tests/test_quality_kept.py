@@ -164,7 +164,7 @@ def _ui(lineage):
 def test_benchmarks_are_paired_only_where_both_ran_the_task_alike(tmp_path):
     """The comparison function alone: benchmarks.json files in lm-eval's shape written here (the
     benchmark runs themselves are tests/test_benchmarks*)."""
-    from backend.evaluation.quality_drops import benchmark_pairs, side_by_side
+    from backend.evaluation.quality_drops import benchmark_pairs, metrics_beside_parent
 
     def write(run: Path, tasks: dict) -> None:
         (run / "eval" / "final").mkdir(parents=True)
@@ -179,7 +179,7 @@ def test_benchmarks_are_paired_only_where_both_ran_the_task_alike(tmp_path):
             "num_samples": 27, "settings": {}, "checkpoints": {"final": {"step": 104, "exact_match": 40.0}}}
     pairs = benchmark_pairs(tmp_path / "dpo", kept)
     assert pairs == {"facts": (80.0, 65.0)}
-    columns, rows = side_by_side(kept, pairs)
+    columns, rows = metrics_beside_parent(kept, pairs)
     assert columns == ["metric", "parent (sft/final)", "final"] and ["benchmark:facts", 80.0, 65.0] in rows
     assert [str(m) for m in drops(kept, benchmarks=pairs)] == [
         "Benchmark facts fell from 80.0 (sft/final) to 65.0 (final): try a lower learning_rate or fewer steps, "

@@ -17,7 +17,7 @@ import gradio as gr
 
 from backend.config import RunConfig
 from backend.config_policy import ConfigError
-from backend.evaluation.quality_drops import benchmark_pairs, drops, run_drops, side_by_side
+from backend.evaluation.quality_drops import benchmark_pairs, drops, metrics_beside_parent, run_drops
 from backend.evaluation.quality_kept import load_kept, parent_of
 from backend.messages import UserError, msg
 from ui.context import UIContext
@@ -80,7 +80,7 @@ def kept_view(ctx: UIContext, lang, run_id):
     if not kept:
         return gr.update(value=ctx.msg(lang, "evaluate.kept.none"), visible=True), gr.update(visible=False)
     benchmarks = benchmark_pairs(run_dir, kept)
-    columns, rows = side_by_side(kept, benchmarks)
+    columns, rows = metrics_beside_parent(kept, benchmarks)
     columns = [ctx.msg(lang, "evaluate.kept.metric"), ctx.msg(lang, "evaluate.kept.parent",
                                                               label=kept["parent"]["label"]), *columns[2:]]
     frame = pd.DataFrame([[row[0], *(f"{v:.4g}" if isinstance(v, (int, float)) else "–" for v in row[1:])]

@@ -14,7 +14,7 @@ from functools import partial
 
 import gradio as gr
 
-from backend.learning.entries import load_report, report_path, side_by_side, summary_rows
+from backend.learning.entries import answers_beside_base, load_report, report_path, summary_rows
 from backend.learning.table import source_lines, warnings
 from backend.messages import UserError, msg
 from backend.runs.jobs import RUNNING, launch_job, read_progress, stage_of
@@ -190,7 +190,7 @@ def report_rows(ctx: UIContext, lang, runs, checkpoint, only_changed: bool):
     if report is None:
         note = localize(msg("learning.none", run=run_dir.name), lang) if run_dir else ctx.msg(lang, "chat.report.no_run")
         return note, gr.update(visible=False)
-    rows = side_by_side(report, checkpoint) if checkpoint else []
+    rows = answers_beside_base(report, checkpoint) if checkpoint else []
     if only_changed:
         rows = [r for r in rows if r["base_right"] != r["right"]]
 

@@ -76,7 +76,7 @@ COMPARED = ("exact_match", "bleu", "rouge1", "rouge2", "rougeL", "eval_loss", "e
             "logp_accuracy")
 
 
-def side_by_side(kept: dict, benchmarks: dict | None = None) -> tuple[list[str], list[list]]:
+def metrics_beside_parent(kept: dict, benchmarks: dict | None = None) -> tuple[list[str], list[list]]:
     """(column names, rows): one row per metric with the parent's value, then each compared
     checkpoint's by step; benchmark tasks as rows "benchmark:<task>" (parent, newest checkpoint)."""
     checkpoints = sorted(kept.get("checkpoints") or {}, key=lambda n: (kept["checkpoints"][n].get("step", 0),
@@ -135,7 +135,7 @@ def _primary_scores(path: Path) -> dict[str, tuple[float, tuple]]:
 def kept_lines(kept: dict, run_dir: Path) -> list[str]:
     """The comparison as text for the command line: the side-by-side table, then the drops."""
     benchmarks = benchmark_pairs(run_dir, kept)
-    columns, rows = side_by_side(kept, benchmarks)
+    columns, rows = metrics_beside_parent(kept, benchmarks)
     width = max(14, *(len(c) + 2 for c in columns[1:]))
     first = max(22, *(len(row[0]) + 2 for row in rows)) if rows else 22
     out = ["", f"Beside the run it continues ({kept['parent']['label']}): {kept['num_samples']} rows of "

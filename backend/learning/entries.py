@@ -278,7 +278,7 @@ def summary_rows(report: dict) -> list[dict]:
     return rows
 
 
-def side_by_side(report: dict, checkpoint: str) -> list[dict]:
+def answers_beside_base(report: dict, checkpoint: str) -> list[dict]:
     """Each prompt with the base's and `checkpoint`'s answers, and whether each is right."""
     base = base_entry(report) or {"examples": []}
     other = next((e for e in report.get("checkpoints", []) if e["checkpoint"] == checkpoint), None)
