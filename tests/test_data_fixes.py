@@ -19,7 +19,7 @@ from backend.data.saved_datasets import (
     list_workspace_datasets,
     load_dataset_rows,
     save_dataset,
-    split_rows,
+    split_positions,
     validate_name,
 )
 
@@ -166,9 +166,9 @@ def test_save_and_load_workspace_dataset(tmp_path, shared_data):
                              "train_file": "data.jsonl", "eval_file": "eval.jsonl"}
     train, held = load_dataset_rows(folder), load_dataset_rows(folder, split="eval")
     assert len(train) == 900 and len(held) == 100
-    train_pos, eval_pos = split_rows(len(loaded.rows), 0.1, 7)
+    train_pos, eval_pos = split_positions(len(loaded.rows), 0.1, 7)
     assert train == [loaded.rows[i] for i in train_pos] and held == [loaded.rows[i] for i in eval_pos]
-    assert split_rows(1000, 0.1, 7) == (train_pos, eval_pos) != split_rows(1000, 0.1, 8)
+    assert split_positions(1000, 0.1, 7) == (train_pos, eval_pos) != split_positions(1000, 0.1, 8)
     assert load_dataset_rows(path) == loaded.rows
     assert check_file(folder).rows == 900  # a workspace dataset folder checks its train rows
     listed = list_workspace_datasets(tmp_path / "datasets")

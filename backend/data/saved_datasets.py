@@ -52,7 +52,7 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def split_rows(count: int, eval_ratio: float, seed: int) -> tuple[list[int], list[int]]:
+def split_positions(count: int, eval_ratio: float, seed: int) -> tuple[list[int], list[int]]:
     """Positions of the train and eval rows: a seeded shuffle, each part kept in file order."""
     if not 0 <= eval_ratio < 1:
         raise DatasetRefused(msg("data.eval_ratio", value=eval_ratio))
@@ -86,7 +86,7 @@ def save_dataset(
     target = datasets_dir / name
     if target.exists() and not overwrite:
         raise DatasetExists(msg("data.exists", name=name, folder=datasets_dir))
-    train, held_out = split_rows(len(rows), eval_ratio, seed)
+    train, held_out = split_positions(len(rows), eval_ratio, seed)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=datasets_dir))
     try:
         _write_jsonl(staging / TRAIN_FILE, (rows[i] for i in train))
