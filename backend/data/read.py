@@ -125,7 +125,7 @@ def _refuse_top_level_object(path: Path, encoding: str) -> None:
     raise DataError(path, msg("data.top_level_object", keys=keys), hint, line=1)
 
 
-def too_large(row: int) -> str:
+def row_too_large_message(row: int) -> str:
     return str(msg("data.row_too_large", row=row, limit=f"{MAX_ROW_CHARS >> 20} MiB"))
 
 
@@ -152,7 +152,7 @@ def _iter_jsonl(path: Path, encoding: str) -> Iterator[RawRecord]:
         for lineno, line in bounded_lines(f):
             last_line = lineno
             if line is None:
-                yield RawRecord(index, lineno, None, f"{too_large(index)} (line {lineno})")
+                yield RawRecord(index, lineno, None, f"{row_too_large_message(index)} (line {lineno})")
                 index += 1
                 continue
             if not line.strip():

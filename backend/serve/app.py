@@ -71,7 +71,7 @@ class Guard:
             if not length.isdigit():
                 return ApiError(400, "The Content-Length header is not a number.", param="body")
             if int(length) > self.settings.max_body:
-                return too_large(self.settings.max_body)
+                return request_too_large(self.settings.max_body)
         return None
 
 
@@ -87,7 +87,7 @@ def host_refusal(status: int, reason: str, value: str) -> JSONResponse:
                                    param="origin", code="cross_origin"))
 
 
-def too_large(limit: int) -> ApiError:
+def request_too_large(limit: int) -> ApiError:
     return ApiError(413, f"The request body is larger than this server's limit of {limit:,} bytes: send a "
                          "shorter prompt.", param="body", code="request_too_large")
 
@@ -98,7 +98,7 @@ async def read_body(request: Request, limit: int) -> bytes:
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise too_large(limit)
+            raise request_too_large(limit)
         chunks.append(chunk)
     return b"".join(chunks)
 
