@@ -61,7 +61,8 @@ def limit_for(longest: int) -> int:
     return max(MIN_NEW_TOKENS, min(MAX_NEW_TOKENS, round(1.5 * longest) + 16))
 
 
-def share(values: list[bool]) -> dict:
+def share_of(values: list[bool]) -> dict:
+    """{"share": the true values' share (None for no values), "n": how many values}."""
     return {"share": (sum(values) / len(values)) if values else None, "n": len(values)}
 
 
@@ -211,10 +212,10 @@ def score_model(model, tokenizer, prompts: LearningSet, checkpoint: str, step: i
     # Ended: of the answers to the data's prompts, whose length the references tell; a general answer
     # may rightly run past a limit set by short references.
     ended_all = [e["ended"] for e in examples if e["kind"] == "learned"]
-    entry = {"checkpoint": checkpoint, "step": step, "learned": share(learned),
-             "kept": share(right) if base_right is not None else {"share": None, "n": sum(right),
+    entry = {"checkpoint": checkpoint, "step": step, "learned": share_of(learned),
+             "kept": share_of(right) if base_right is not None else {"share": None, "n": sum(right),
                                                                     "of": len(right)},
-             "ended": share(ended_all), "rouge_l": (sum(rouge) / len(rouge)) if rouge else None,
+             "ended": share_of(ended_all), "rouge_l": (sum(rouge) / len(rouge)) if rouge else None,
              "seconds": round(time.monotonic() - started, 2), "generated": total, "examples": examples}
     if base_right is None:
         entry["right_questions"] = [q for q, ok in zip(questions, right) if ok]
