@@ -111,7 +111,7 @@ def run_case(model_path: Path, settings: dict, data: Path, root: Path, n: int, d
 def plan_tokens(config: RunConfig, root: Path) -> float | None:
     """The tokens a row of a step takes as the Train tab's Plan measures them (its dataset_rows, then
     the estimate's plan_row_tokens), in the bench's workspace: after the run, so with its replay cache."""
-    from ui.train_summary import dataset_rows, plan_row_tokens
+    from ui.views.train_summary import dataset_rows, plan_row_tokens
 
     workspace = Workspace(root)
     rows = dataset_rows(config.dataset, workspace, config.dataset_name, config.model_name_or_path,

@@ -18,9 +18,10 @@ from backend.config_policy import code_fields, code_settings
 from backend.config_recipes import tiny_config
 from backend.evaluation.benchmark_specs import refuse_task_files
 from backend.sweeps.grid import FIELDS, SweepError, parse_sweep
-from ui import benchmark_panel, estimate_panel, forms, sweep_panel
+from ui import forms
 from ui.context import UIContext
 from ui.i18n import merge_texts
+from ui.panels import benchmark_panel, estimate_panel, sweep_panel
 from ui.tabs import evaluate, runs, train
 
 NO_SWEEP = ["", "", "", "", "", "", "eval_loss", "auto", 16, 0, 0]  # the sweep section left empty

@@ -12,7 +12,7 @@ import pytest
 from backend.runs.files import read_status, update_status
 from backend.runs.info import InfoReader
 from backend.runs.model_builds import prepare_demo_model
-from ui import run_view
+from ui.views import run_view
 
 
 class StatusAtEachLine(logging.Handler):

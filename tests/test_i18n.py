@@ -22,12 +22,13 @@ from backend.messages import CATALOGUE, Message, message_of, msg
 from backend.runs.files import read_status, update_status
 from backend.runs.info import InfoReader
 from backend.training.errors import explain, oom_advice
-from ui import forms, run_view
+from ui import forms
 from ui.config_help import HELP_ZH
 from ui.context import UIContext
 from ui.i18n import localize, merge_texts
 from ui.message_texts import ZH
 from ui.tabs import runs, train
+from ui.views import run_view
 
 REPO = Path(__file__).resolve().parents[1]
 # Modules whose user-facing errors all go through backend/messages.py.

@@ -100,7 +100,27 @@ FLOORS = (
     "backend.serve",           # the OpenAI-compatible server
     "backend.train",           # `python -m` entry points
     "backend.evaluate",
-    "ui",                      # the gradio shell: wires, never computes
+    # ui/ (docs/ARCHITECTURE.md's ui tree): texts, then what every tab and panel stands on, then the
+    # views, the panels, the tabs and the shell that places them
+    "ui.message_texts",        # every UI string, English and Chinese
+    "ui.data_texts",
+    "ui.config_help",
+    "ui.i18n",                 # the language rule: localize, the page's language switch
+    "ui.warmup",               # heavy imports, once, under a lock
+    "ui.settings",             # the app's own settings file
+    "ui.data_session",         # the Data tab's open files between events
+    "ui.chat_session",         # one browser session of the Chat tab
+    "ui.run_choice",           # the run dropdowns' one rule
+    "ui.local_model_choices",  # the models on this machine as choices, from the scan's cache
+    "ui.context",              # what every tab and panel gets
+    "ui.grpo_form",            # the Train form: RunConfig's fields as widgets and back
+    "ui.forms",
+    "ui.run_actions",          # Stop and Resume, shared by two tabs
+    "ui.views",                # pure functions from data to a figure, HTML or Markdown
+    "ui.panels",               # a tab's parts: components and their handlers
+    "ui.tabs",                 # one module per tab
+    "ui.shell",                # the window
+    "ui",                      # the package itself: a module on no floor above lands here
     "app",
 )
 # (importer, imported): why this import may run against the floors. Keep it empty where you can.

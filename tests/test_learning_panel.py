@@ -1,4 +1,4 @@
-"""The learning report in the app (ui/learning_panel.py, the Train tab's Plan): a report scored
+"""The learning report in the app (ui/panels/learning_panel.py, the Train tab's Plan): a report scored
 in this process by the real reporter on the tiny demo model (no worker), then read by the
 Runs, Chat and Evaluate handlers, in English and Chinese."""
 
@@ -10,10 +10,11 @@ from backend.config import RunConfig
 from backend.config_recipes import tiny_config
 from backend.learning.entries import load_report
 from backend.learning.reporter import LearningReporter
-from ui import learning_panel, train_summary
 from ui.context import UIContext
 from ui.i18n import merge_texts
+from ui.panels import learning_panel
 from ui.tabs import chat, evaluate, runs, train
+from ui.views import train_summary
 
 
 @pytest.fixture

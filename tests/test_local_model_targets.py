@@ -20,10 +20,10 @@ from backend.models.local.scan import scan_into_cache
 from backend.runs.workspace import Workspace
 from tests.eval_export_runs import cached_run, link_demo_model, one_torch_thread
 from tests.local_model_stores import CPU_64, hub_snapshot, ollama_store, smollm2_gguf
-from ui import benchmark_panel
-from ui import local_models_panel as panel
 from ui.context import UIContext
 from ui.i18n import merge_texts
+from ui.panels import benchmark_panel
+from ui.panels import local_models_panel as panel
 from ui.tabs import evaluate, export
 
 _ = one_torch_thread  # the fixture, imported for pytest to find

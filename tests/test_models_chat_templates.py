@@ -133,7 +133,7 @@ def test_the_model_check_warns_when_the_eos_never_ends_an_answer(demo_model_dir,
 def test_the_train_tab_names_the_template_and_refuses_a_misfit(gemma_model_dir, workspace):
     from backend.config import RunConfig
     from backend.config_policy import ConfigError
-    from ui import train_summary
+    from ui.views import train_summary
 
     text = train_summary.model_text(lambda key, **kw: key, str(gemma_model_dir), workspace)
     assert "cannot be trained" not in text and "Chat template: gemma" in text

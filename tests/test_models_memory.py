@@ -258,7 +258,7 @@ def test_the_plan_sizes_the_default_runs_step_by_its_rows(workspace):
     and template size a packed step (their mean a row) and a padded one (the longest row); with the
     replay cache the replay rows the run picks count too (the bench's row_tokens, measured above)."""
     from backend.models.hardware import Device
-    from ui.train_summary import dataset_rows, estimate_text, plan_row_tokens
+    from ui.views.train_summary import dataset_rows, estimate_text, plan_row_tokens
 
     def msg(key, **values):
         return key + " " + " ".join(f"{k}={v}" for k, v in sorted(values.items()))

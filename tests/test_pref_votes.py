@@ -1,7 +1,7 @@
 """The Chat tab's blind votes as a preference dataset: pairs from votes (ties
 and single-column votes skipped), provenance in meta.json, the dataset read
 back by the data backend, and the "Train on these votes" form values; through
-the tab's module-level handlers (ui/vote_panel.py)."""
+the tab's module-level handlers (ui/panels/vote_panel.py)."""
 
 from __future__ import annotations
 
@@ -121,8 +121,8 @@ def test_train_on_votes_prefills_a_cutoff_that_fits_the_votes(workspace):
 
 def test_handlers_save_and_prefill(voted_run):
     from ui.context import UIContext
+    from ui.panels.vote_panel import save_votes, train_on_votes, train_outputs
     from ui.tabs import chat
-    from ui.vote_panel import save_votes, train_on_votes, train_outputs
 
     ws, run = voted_run
     ctx = UIContext(workspace=ws, texts=chat.TEXT, i18n=None)
@@ -218,8 +218,8 @@ def test_train_form_stage_switch_and_prefill():
 def test_vote_panel_says_its_refusals_in_chinese(voted_run):
     """No pairs yet, or a name that is not a plain folder name: the user's language, not the backend's English."""
     from ui.context import UIContext
+    from ui.panels.vote_panel import save_votes, train_on_votes
     from ui.tabs import chat
-    from ui.vote_panel import save_votes, train_on_votes
 
     ws, _ = voted_run
     ctx = UIContext(workspace=ws, texts=chat.TEXT, i18n=None)
@@ -239,8 +239,8 @@ def test_default_votes_name_fits_the_dataset_name_limit_for_long_run_ids(tmp_pat
     from backend.chat.vote_data import default_dataset_name
     from backend.data.saved_datasets import validate_name
     from ui.context import UIContext
+    from ui.panels.vote_panel import save_votes
     from ui.tabs import chat
-    from ui.vote_panel import save_votes
 
     ws = Workspace(tmp_path / "ws").ensure()
     long_id = "20260101-120000-" + "a-very-long-run-label-that-fills-forty-c" + "-999"

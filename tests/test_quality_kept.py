@@ -96,7 +96,7 @@ def test_a_continued_run_is_scored_beside_its_parent(lineage, compared):
 
 
 def test_an_aggressive_dpo_run_is_flagged_with_its_sentence(lineage, compared):
-    from ui import kept_panel
+    from ui.panels import kept_panel
 
     kept = load_kept(lineage["aggressive"])
     parent, child = kept["parent"]["metrics"], kept["checkpoints"]["final"]

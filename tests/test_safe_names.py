@@ -138,7 +138,8 @@ def test_chinese_run_name_keeps_its_folder_and_is_found(workspace):
 def test_unicode_dataset_and_export_names_round_trip(workspace):
     from backend.data.saved_datasets import list_workspace_datasets
     from backend.export.exporter import export_folder
-    from ui import data_session, vote_panel
+    from ui import data_session
+    from ui.panels import vote_panel
 
     folder = save_dataset(workspace.datasets_dir, "中文测试", [{"messages": [{"role": "user", "content": "你好"},
                                                                           {"role": "assistant", "content": "你好！"}]}],

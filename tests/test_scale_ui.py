@@ -10,8 +10,8 @@ from backend.models.hardware import Device, as_dicts
 from backend.models.memory import Architecture, config_estimate_kwargs, estimate_memory, shard
 from backend.models.presets import PRESETS
 from tests.test_ui_train import browser_values
-from ui import scale_view
 from ui.tabs import train
+from ui.views import scale_view
 
 QWEN_7B = "Qwen/Qwen2.5-7B-Instruct"
 GPUS = [Device(f"cuda:{i}", "NVIDIA H100", 79.6, True, True) for i in range(8)] + \

@@ -16,9 +16,10 @@ from backend.runs.files import read_status
 from backend.sweeps.grid import TARGETS, SweepError, parse_sweep
 from backend.train import main as train_main
 from tests.conftest import REPO
-from ui import forms, sweep_panel, sweep_view
+from ui import forms
 from ui.context import UIContext
 from ui.i18n import merge_texts
+from ui.panels import sweep_panel, sweep_results_panel
 from ui.tabs import runs, train
 
 pytestmark = pytest.mark.timeout(1800)
@@ -124,8 +125,8 @@ def test_a_2x2_sweep_completes_four_runs_and_the_table_picks_the_best(workspace,
     best = min(losses, key=losses.get)
     assert f"best by eval_loss (min): {best}" in result.stdout
     ctx = UIContext(workspace=workspace, texts=merge_texts(train.TEXT, runs.TEXT), i18n=None)
-    assert sweep_view.sweep_choices(ctx)[0][1] == sweep_id
-    note, table, figure, best_run = sweep_view.show(ctx, "en", sweep_id)
+    assert sweep_results_panel.sweep_choices(ctx)[0][1] == sweep_id
+    note, table, figure, best_run = sweep_results_panel.show(ctx, "en", sweep_id)
     assert best_run == best and f"**{best}**" in note
     assert table["headers"][2:5] == ["learning_rate", "lora_r", "eval_loss"] and len(table["data"]) == 4
     starred = [row for row in table["data"] if row[0] == "★"]
@@ -133,5 +134,5 @@ def test_a_2x2_sweep_completes_four_runs_and_the_table_picks_the_best(workspace,
     assert {(row[2], row[3]) for row in table["data"]} == {(1e-3, 4), (1e-3, 16), (3e-3, 4), (3e-3, 16)}
     assert all(row[6] and row[7] and row[8] for row in table["data"])  # time, tokens/s, peak memory
     assert len(figure.data) == 2  # the target against each swept setting
-    shared, tabs = sweep_view.open_in("evaluate", best_run)
+    shared, tabs = sweep_results_panel.open_in("evaluate", best_run)
     assert shared == best and tabs.selected == "evaluate"

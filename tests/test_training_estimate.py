@@ -20,9 +20,10 @@ from backend.runs.workspace import Workspace
 from backend.storage.atomic_files import read_json
 from backend.train import main as train_main
 from backend.training.estimate import DEVICE_RATE_FILE, estimate_run_seconds
-from ui import estimate_panel, forms
+from ui import forms
 from ui.context import UIContext
 from ui.i18n import localize, merge_texts
+from ui.panels import estimate_panel
 from ui.tabs import runs, train
 
 pytestmark = pytest.mark.timeout(1800)

@@ -12,9 +12,9 @@ from backend.config_recipes import tiny_config
 from backend.runs.files import read_status, update_status
 from backend.runs.info import InfoReader
 from backend.training.grpo_signal import NO_SIGNAL_STEPS, GroupSignalCheck
-from ui import run_view
 from ui.i18n import merge_texts
 from ui.tabs import runs
+from ui.views import run_view
 
 
 def _step(check, args, state, step: int, alike: float, reward: float = 0.0) -> None:

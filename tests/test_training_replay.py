@@ -79,7 +79,7 @@ def test_the_identity_dataset_is_filled_and_mixed_with_replay(workspace):
 
 
 def test_the_plan_names_replay_and_counts_its_rows():
-    from ui.train_summary import derived_text
+    from ui.views.train_summary import derived_text
 
     def msg(key, **values):
         return key + " " + " ".join(f"{k}={v}" for k, v in sorted(values.items()))
@@ -95,7 +95,7 @@ def test_the_plan_names_replay_and_counts_its_rows():
 def test_the_plan_counts_replay_exactly_once_its_cache_holds_the_answers(workspace):
     """The Plan and planned_steps (dry run, time estimate) count the replay rows the run will mix in,
     from a real cache file under the worker's own key, by the picking replay_rows does."""
-    from ui.train_summary import dataset_rows, derived_text
+    from ui.views.train_summary import dataset_rows, derived_text
 
     def msg(key, **values):
         return key + " " + " ".join(f"{k}={v}" for k, v in sorted(values.items()))
@@ -152,7 +152,7 @@ def test_a_short_lora_on_the_starter_learns_the_new_name(starter_short_run, star
 
 def test_the_plan_says_the_epochs_are_a_ceiling_when_the_learned_stop_is_on():
     from backend.config import RunConfig
-    from ui.train_summary import derived_text
+    from ui.views.train_summary import derived_text
 
     def msg(key, **values):
         return key + " " + " ".join(f"{k}={v}" for k, v in sorted(values.items()))

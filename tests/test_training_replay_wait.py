@@ -20,7 +20,8 @@ from backend.training.replay import CACHE_DIR, model_cache_key
 from backend.training.replay_lock import holder_file, replay_lock
 from backend.training.session import _replay_source
 from tests.polling import wait_for
-from ui import estimate_panel, run_view
+from ui.panels import estimate_panel
+from ui.views import run_view
 
 
 def test_a_run_waiting_for_the_replay_answers_says_whose_they_are_and_how_far(ctx, demo_model_dir):

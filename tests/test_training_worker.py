@@ -327,7 +327,7 @@ def test_command_line_run_holds_its_devices_and_a_resume_records_its_settings(wo
     resumed by hand with other settings: the warnings are logged and config.yaml says what
     the run now trains with."""
     from backend.runs.store import RunError, RunStore
-    from ui import run_view
+    from ui.views import run_view
 
     run = workspace.runs_dir / "by-hand"
     run.mkdir(parents=True)
@@ -429,7 +429,7 @@ def test_a_diverging_run_stops_as_failed_naming_the_step_and_learning_rate(works
     """learning_rate 1e30: the loss turns NaN within steps; the run must not train on and end `completed`.
     The Plan warned before the start."""
     from ui.tabs.train import TEXT
-    from ui.train_summary import derived_text
+    from ui.views.train_summary import derived_text
 
     def plain(key, **values):
         return TEXT[key]["en"].format(**values)

@@ -10,7 +10,7 @@ import yaml
 
 from tests.eval_export_runs import copy_run, evaluate_tab_context
 from tests.polling import wait_for
-from ui import benchmark_panel
+from ui.panels import benchmark_panel
 
 SKIP = {"__type__": "update"}
 

@@ -18,10 +18,10 @@ from backend.models.local.scan import scan_into_cache
 from backend.runs.workspace import Workspace
 from tests.local_model_stores import CPU_64, hub_snapshot, lmstudio_folder, ollama_store, smollm2_gguf
 from tests.test_chat_support import single_thread  # noqa: F401 (fixture)
-from ui import local_models_panel
 from ui.chat_session import ChatSession
 from ui.context import UIContext
 from ui.i18n import merge_texts
+from ui.panels import local_models_panel
 from ui.tabs import chat
 
 pytestmark = pytest.mark.usefixtures("single_thread")

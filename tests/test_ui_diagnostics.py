@@ -9,9 +9,9 @@ import zipfile
 import pytest
 
 from backend.runs.workspace import Workspace
-from ui import diagnostics_panel
 from ui.context import UIContext
 from ui.i18n import merge_texts
+from ui.panels import diagnostics_panel
 from ui.tabs import runs
 
 RUN = "20250101-120000-diag"

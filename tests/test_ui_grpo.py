@@ -13,8 +13,9 @@ import time
 
 import pytest
 
-from ui import grpo_charts, grpo_panel
+from ui.panels import grpo_panel
 from ui.tabs import train
+from ui.views import grpo_charts
 
 
 def _train_record(step: int, custom: float | None = 0.5) -> dict:
@@ -182,7 +183,8 @@ def test_grpo_settings_the_run_cannot_take_are_sentences_in_the_plan(ctx):
 
 def test_switching_to_grpo_ticks_its_default_rewards_and_keeps_a_users_own(ctx):
     from backend.config_recipes import tiny_config
-    from ui import forms, grpo_section
+    from ui import forms
+    from ui.panels import grpo_section
 
     values = forms.form_values(tiny_config())
     values[forms.NAMES.index("stage")] = "grpo"

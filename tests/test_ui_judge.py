@@ -15,9 +15,9 @@ from backend.runs.workspace import Workspace
 from tests.browser.harness import free_port
 from tests.judge_server import ChatServer
 from tests.test_judge_http import _run_folder, name_judge
-from ui import evalset_panel, judge_panel
 from ui.context import UIContext
 from ui.i18n import merge_texts
+from ui.panels import evalset_panel, judge_panel
 from ui.tabs import evaluate
 
 SKIP = {"__type__": "update"}

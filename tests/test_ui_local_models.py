@@ -1,5 +1,5 @@
-"""Models on this machine in the UI (ui/local_models_panel.py beside the Train tab's picker,
-ui/model_folders_panel.py in Settings): the handlers called with the values a browser sends, over a
+"""Models on this machine in the UI (ui/panels/local_models_panel.py beside the Train tab's picker,
+ui/panels/model_folders_panel.py in Settings): the handlers called with the values a browser sends, over a
 real Ollama store and an added folder, in English and Chinese."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from backend.models.local.scan import LOCK_FILE, PROGRESS_FILE, scan_cache_dir, 
 from backend.runs.workspace import Workspace
 from backend.storage.file_lock import file_lock, try_file_lock
 from tests.local_model_stores import CPU_64, ollama_store, own_home, smollm2_gguf
-from ui import local_models_panel as panel
-from ui import model_folders_panel
 from ui.context import UIContext
 from ui.i18n import merge_texts
+from ui.panels import local_models_panel as panel
+from ui.panels import model_folders_panel
 from ui.tabs import settings
 
 BASE = [("Tiny demo model (2M, tests) · demo", "demo")]

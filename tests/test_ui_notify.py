@@ -1,5 +1,5 @@
-"""The run-end notice's handlers without a browser (ui/run_notice.py: the page title and the
-Notification's texts; ui/notify_panel.py: the webhook URL saved or refused, the test message, the
+"""The run-end notice's handlers without a browser (ui/panels/run_notice.py: the page title and the
+Notification's texts; ui/panels/notify_panel.py: the webhook URL saved or refused, the test message, the
 permission sentence), in English and Chinese, on real run folders and a real local HTTP server."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from backend.messages import msg
 from backend.runs.files import update_status
 from backend.runs.workspace import Workspace
 from tests.webhook_server import WebhookServer
-from ui import notify_panel, run_notice
 from ui.context import UIContext
 from ui.i18n import merge_texts
+from ui.panels import notify_panel, run_notice
 from ui.settings import load_settings
 
 

@@ -1,4 +1,4 @@
-"""The queue in the UI (ui/queue_panel.py, the Train tab's Start): a Start on a busy device says
+"""The queue in the UI (ui/panels/queue_panel.py, the Train tab's Start): a Start on a busy device says
 which run it waits behind, the Runs tab lists the queue in order with estimated times, and
 Cancel / Up / Down / Start now act on it, in English and Chinese. The device is held by a real
 process recorded as a run, so nothing queued here ever starts."""
@@ -14,7 +14,8 @@ from backend.config_recipes import tiny_config
 from backend.runs import processes
 from backend.runs.files import update_status
 from backend.runs.queue import waiting_runs
-from ui import forms, queue_panel, run_actions
+from ui import forms, run_actions
+from ui.panels import queue_panel
 from ui.tabs import train
 
 

@@ -17,8 +17,9 @@ from backend.config_recipes import tiny_config
 from backend.runs import queue
 from backend.runs.files import METRICS_FILE, list_checkpoints, read_status
 from tests.polling import wait_for
-from ui import charts, forms, run_actions, run_view
+from ui import forms, run_actions
 from ui.tabs import runs, train
+from ui.views import charts, run_view
 
 # [watch, alert, progress, resume visible, log, *figures]
 WATCH, ALERT, PROGRESS, RESUME, LOG, FIGS = 0, 1, 2, 3, 4, 5

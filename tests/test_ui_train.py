@@ -91,7 +91,7 @@ def test_plan_counts_pairs_as_the_worker_trains_them(ctx, devices, tmp_path):
 def test_plan_warns_about_an_absurd_number_of_steps(ctx, devices, tmp_path):
     from backend.runs.files import read_status, update_status
     from backend.runs.info import InfoReader
-    from ui import run_view
+    from ui.views import run_view
 
     rows = {"rows": 268}
     sane, _ = train.plan(ctx, "en", "demo", "demo", rows, devices, *browser_values(tiny_config(devices="cpu")))

@@ -1,5 +1,6 @@
-"""The models on this machine as choices of the Export and Evaluate tabs, read from the scan's cache
-(ui/local_models_panel.py starts the background scan; nothing here scans or converts).
+"""The models on this machine as choices, read from the scan's cache: the Train and Chat pickers'
+(ui/panels/local_models_panel.py, which starts the background scan), the Export and Evaluate tabs'.
+Nothing here scans or converts.
 
 Export merges into transformers weights, so its base offers the Hugging Face folders and, of the
 GGUF files, only those the conversion already made a folder of in this workspace (that folder is
@@ -13,7 +14,22 @@ from pathlib import Path
 
 from backend.models.gguf_source import converted_is_current
 from backend.models.loading import gguf_folder
-from ui.local_models_panel import found, label
+from backend.models.local.cli import human_size
+from backend.models.local.places import SOURCE_LABELS, all_places, saved_folders
+from backend.models.local.scan import ScanResult, cached_result
+
+
+def places_of(root: Path):
+    return all_places(saved_folders(root))
+
+
+def found(root: Path) -> ScanResult | None:
+    """The cached scan of this workspace's places, None before the first one ends."""
+    return cached_result(root, places_of(root))
+
+
+def label(model) -> str:
+    return f"{model.name} · {SOURCE_LABELS.get(model.source, model.source)} · {human_size(model.size)}"
 
 
 def merge_bases(root: Path, models_dir: Path) -> tuple[list[tuple[str, str]], int]:

@@ -19,13 +19,13 @@ import gradio as gr  # noqa: E402
 from backend.runs.scheduler import QueueScheduler  # noqa: E402
 from backend.runs.store import RunStore  # noqa: E402
 from backend.runs.workspace import Workspace  # noqa: E402
-from ui import run_notice  # noqa: E402
-from ui.components import CHAT_CSS  # noqa: E402
 from ui.context import UIContext  # noqa: E402
 from ui.i18n import APPLY_LANGUAGE_JS, BROWSER_LANGUAGE_JS, build_i18n, merge_texts, normalise_language  # noqa: E402
+from ui.panels import run_notice  # noqa: E402
 from ui.settings import load_settings, save_settings  # noqa: E402
 from ui.tabs import chat, data, evaluate, export, runs, train  # noqa: E402
 from ui.tabs import settings as settings_tab  # noqa: E402
+from ui.views.data_view import CHAT_CSS  # noqa: E402
 from ui.warmup import start_in_background
 
 # The tabs in display order: each module exposes TEXT and build(ctx) (ui/context.py). Imported here,

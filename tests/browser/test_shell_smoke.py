@@ -1,6 +1,6 @@
 """The shell in a real browser: the first look, and the language switch translates labels, help texts,
 table headers and tab names, and is remembered; then (the same app) the page title follows a run and
-Chromium shows a Notification when it ends (ui/run_notice.py)."""
+Chromium shows a Notification when it ends (ui/panels/run_notice.py)."""
 
 import os
 import time

@@ -1,4 +1,4 @@
-"""Serving a model on this machine (ui/serve_panel.py → backend/serve/server_job.start_local →
+"""Serving a model on this machine (ui/panels/serve_panel.py → backend/serve/server_job.start_local →
 `python -m backend.serve --gguf FILE | --folder DIR --name NAME`): the panel lists the scan's cached
 models, a name made safe from the one the scan gives, the refusals in a sentence, a hub-cache folder
 answering in-process as the demo model does, and one real server for an Ollama blob asked over HTTP."""
@@ -20,7 +20,7 @@ from backend.serve.protocol import ApiError
 from tests.browser.harness import free_port
 from tests.local_model_stores import CPU_64, hub_snapshot, ollama_store, smollm2_gguf
 from tests.polling import wait_for
-from ui import serve_panel
+from ui.panels import serve_panel
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 from tests.browser.harness import free_port
 from tests.polling import wait_for
 from tests.serve.support import NAMES, RUN_ID
-from ui import serve_panel
+from ui.panels import serve_panel
 
 
 def servers_on(port: int) -> list[psutil.Process]:

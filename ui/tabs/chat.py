@@ -30,10 +30,10 @@ from backend.export.exporter import exports_dir
 from backend.models.hardware import detect_devices
 from backend.models.loading import DEMO_MODEL, resolve_model_path
 from backend.runs.files import list_run_ids
-from ui import learning_panel, local_models_panel, serve_panel, vote_panel
 from ui.chat_session import ChatSession, Say, column_notes, column_views, vote_answers
 from ui.context import UIContext
 from ui.i18n import localize
+from ui.panels import learning_panel, local_models_panel, serve_panel, vote_panel
 from ui.warmup import import_heavy_libraries
 
 if TYPE_CHECKING:   # for the annotations only: importing the engine imports torch, which start-up leaves out

@@ -33,11 +33,11 @@ from backend.runs.files import BASE, list_run_ids
 from backend.runs.jobs import COMPLETED, FAILED, RUNNING, read_progress, stage_of
 from backend.scoring.errors import ScorerError
 from backend.scoring.scorer_specs import specs_from_text
-from ui import benchmark_panel, judge_panel, learning_panel
 from ui.context import UIContext
 from ui.i18n import localize
-from ui.kept_panel import EVALUATE_TEXT as KEPT_TEXT
-from ui.kept_panel import build_evaluate as build_kept
+from ui.panels import benchmark_panel, judge_panel, learning_panel
+from ui.panels.kept_panel import EVALUATE_TEXT as KEPT_TEXT
+from ui.panels.kept_panel import build_evaluate as build_kept
 from ui.run_choice import refreshed_checkpoints, run_dropdown
 
 POLL_EVERY_S = 2.0
@@ -48,7 +48,7 @@ METRIC_LABELS = {"eval_loss": "eval loss", "perplexity": "perplexity", "bleu": "
                  "logp_accuracy": "log-prob accuracy"}
 
 TEXT: dict[str, dict[str, str]] = {
-    **KEPT_TEXT,  # the side-by-side with the run this one continues (ui/kept_panel.py)
+    **KEPT_TEXT,  # the side-by-side with the run this one continues (ui/panels/kept_panel.py)
     **learning_panel.EVALUATE_TEXT,
     "evaluate.run": {"en": "Run", "zh": "训练运行"},
     "evaluate.refresh": {"en": "Refresh", "zh": "刷新"},

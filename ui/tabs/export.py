@@ -26,6 +26,7 @@ from backend.runs.files import list_run_ids
 from backend.runs.jobs import COMPLETED, FAILED, read_progress, stage_of
 from ui.context import UIContext
 from ui.i18n import localize
+from ui.local_model_choices import merge_bases
 from ui.run_choice import refreshed_checkpoints, run_dropdown
 
 POLL_EVERY_S = 2.0
@@ -168,8 +169,6 @@ def describe(ctx: UIContext, lang, current, ckpt, export_kind, gguf_levels=()):
 def base_choices(ctx: UIContext, lang, trained_on: str) -> tuple[list[tuple[str, str]], int]:
     """The base dropdown's choices: "" (where the run loaded it), then the bases found on this machine
     (read from the scan's cache); and how many GGUF models were left out, not converted yet."""
-    from ui.local_model_choices import merge_bases
-
     found, left_out = merge_bases(ctx.workspace.root, ctx.workspace.models_dir)
     own = (ctx.msg(lang, "export.base_run", name=trained_on or "?"), "")
     return [own, *[(shown, path) for shown, path in found if path != trained_on]], left_out

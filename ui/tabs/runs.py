@@ -16,14 +16,15 @@ import gradio as gr
 from backend.runs.files import LOG_FILE, MetricsTail, tail_text
 from backend.runs.store import RunError
 from backend.training.estimate import planned_steps
-from ui import diagnostics_panel, grpo_panel, learning_panel, queue_panel, run_view, sweep_view
 from ui.context import UIContext
 from ui.forms import _label as _
 from ui.i18n import localize
-from ui.kept_panel import RUNS_TEXT as KEPT_TEXT
-from ui.kept_panel import build_runs as build_kept
+from ui.panels import diagnostics_panel, grpo_panel, learning_panel, queue_panel, sweep_results_panel
+from ui.panels.kept_panel import RUNS_TEXT as KEPT_TEXT
+from ui.panels.kept_panel import build_runs as build_kept
 from ui.run_actions import resume, stop
 from ui.run_choice import chosen_run, run_dropdown
+from ui.views import charts, run_view
 
 TICK_S = 2.0
 TABLE_TICK_S = 5.0
@@ -34,9 +35,9 @@ TEXT: dict[str, dict[str, str]] = {
     **grpo_panel.TEXT,
     **diagnostics_panel.TEXT,
     **queue_panel.TEXT,
-    **sweep_view.TEXT,
+    **sweep_results_panel.TEXT,
     "runs.table": _("Runs", "运行列表"),
-    **KEPT_TEXT,  # drops against the run this one continues (ui/kept_panel.py)
+    **KEPT_TEXT,  # drops against the run this one continues (ui/panels/kept_panel.py)
     **learning_panel.RUNS_TEXT,
     "runs.refresh": _("Refresh", "刷新"),
     "runs.select": _("Watch run", "查看运行"),
@@ -100,7 +101,7 @@ TEXT: dict[str, dict[str, str]] = {
     "runs.col.duration": _("duration", "用时"),
     "runs.col.setting": _("setting", "设置"),
     "runs.col.preference_accuracy": _("preference accuracy", "偏好准确率"),
-    # Legend and axis words of the charts (ui/charts.py WORDS).
+    # Legend and axis words of the charts (ui/views/charts.py WORDS).
     "runs.word.step": _("step", "步数"),
     "runs.word.loss": _("loss", "损失"),
     "runs.word.train_loss": _("train loss", "训练损失"),
@@ -161,8 +162,6 @@ def list_runs(ctx: UIContext, selected: str | None = None, known: list[str] | No
 
 
 def figures(ctx: UIContext, lang: str | None, records: list[dict]) -> list:
-    from ui import charts  # plotly: imported on the first tick, not at page build
-
     msg = _msg(ctx, lang)
     empty, words = msg("runs.chart.empty"), chart_words(msg)
     title = {k: msg(f"runs.chart.{k}") for k in CHART_KEYS}
@@ -235,8 +234,6 @@ def train_view(ctx: UIContext, lang: str | None, monitor: list) -> str:
 
 def compare(ctx: UIContext, lang: str | None, run_ids: list[str] | None) -> tuple:
     """(message, figure, config-difference table) for two or more runs."""
-    from ui import charts
-
     msg = _msg(ctx, lang)
     if not run_ids or len(run_ids) < 2:
         return msg("runs.compare.need_two"), None, None
@@ -288,7 +285,7 @@ def build(ctx: UIContext) -> None:
         c["compare_note"] = gr.Markdown()
         c["compare_plot"] = gr.Plot(elem_id="runs-compare-chart")
         c["compare_table"] = gr.Dataframe(interactive=False, elem_id="runs-compare-table")
-        sweep_view.build(ctx)  # a sweep's runs by its target, the best opened in Chat / Evaluate / Export
+        sweep_results_panel.build(ctx)  # a sweep's runs by its target, the best opened in Chat / Evaluate / Export
     diagnostics_panel.build(ctx, c["select"])  # the run's diagnostics zip, secrets removed, for a bug report
     c["watch"] = gr.State(None)  # a run_view.Watch per session
     _wire(ctx, c, plots)

@@ -10,9 +10,9 @@ from types import ModuleType
 
 import gradio as gr
 
-from ui import model_folders_panel, notify_panel
 from ui.context import UIContext
 from ui.i18n import merge_texts
+from ui.panels import model_folders_panel, notify_panel
 
 # The panels shown here, in order: each exposes TEXT and build(ctx).
 SECTIONS: tuple[ModuleType, ...] = (notify_panel, model_folders_panel)

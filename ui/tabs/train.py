@@ -28,20 +28,13 @@ from backend.models.presets import PRESETS
 from backend.runs import queue
 from backend.runs.store import RunError
 from backend.storage.safe_names import UnsafeName, clean_name, path_inside
-from ui import (
-    estimate_panel,
-    forms,
-    grpo_form,
-    grpo_plan,
-    grpo_section,
-    local_models_panel,
-    scale_view,
-    sweep_panel,
-)
-from ui import train_summary as summary
+from ui import forms, grpo_form
 from ui.context import UIContext
 from ui.i18n import localize
+from ui.panels import estimate_panel, grpo_section, local_models_panel, sweep_panel
 from ui.run_actions import resume, stop
+from ui.views import grpo_plan, scale_view
+from ui.views import train_summary as summary
 from ui.warmup import import_heavy_libraries
 
 _ = forms._label

@@ -11,9 +11,9 @@ import gradio as gr
 
 from backend.models.local.places import FOLDERS_KEY, parse_folders, saved_folders
 from backend.models.local.scan import start_background_scan
-from ui import local_models_panel
 from ui.context import UIContext
 from ui.i18n import localize
+from ui.panels import local_models_panel
 
 
 def _(en: str, zh: str) -> dict[str, str]:

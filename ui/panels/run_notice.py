@@ -4,7 +4,7 @@ The shell places this once, beside the tabs: its own timer asks `notice` for the
 (plain values, as JSON in a hidden box), and a small script in the page sets document.title to
 the state of the running run ("▶ step 12/40 · FineTune Studio", "✓ completed · ...") and, when
 a run the page saw unfinished reaches an end state, shows a browser Notification, if the user
-allowed them (the Settings panel's "Notify me when a run ends": ui/notify_panel.py). The page
+allowed them (the Settings panel's "Notify me when a run ends": ui/panels/notify_panel.py). The page
 remembers what it saw in `window`, so each open page notifies once per run end; the Notification's
 tag (run id + state) lets the browser fold the same end shown by two open pages into one.
 """

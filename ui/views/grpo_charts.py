@@ -1,7 +1,7 @@
 """A GRPO run's figures and sample table, from its metrics.jsonl records and
 completions.jsonl samples.
 
-Pure functions of plain lists, like ui/charts.py: the Runs tab's GRPO panel
+Pure functions of plain lists, like ui/views/charts.py: the Runs tab's GRPO panel
 keeps what it has tailed and rebuilds these from it. The metric names are
 TRL's GRPOTrainer's as logged (`reward`, `rewards/<name>/mean`,
 `completions/mean_length`, `kl`) plus the worker's `format_share`; a reward's
@@ -15,7 +15,7 @@ import math
 
 import plotly.graph_objects as go
 
-from ui.charts import _empty, _layout, _mode, series
+from ui.views.charts import _empty, _layout, _mode, series
 
 REWARD_PREFIX, REWARD_SUFFIX = "rewards/", "/mean"
 WEIGHTED_SUM = "reward"  # TRL's name for the weighted sum of the rewards

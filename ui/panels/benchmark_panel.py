@@ -29,6 +29,7 @@ from backend.evaluation.benchmarks import (
 from backend.runs.jobs import COMPLETED, FAILED, RUNNING, read_progress, stage_of
 from ui.context import UIContext
 from ui.i18n import localize
+from ui.local_model_choices import loadable
 
 POLL_EVERY_S = 2.0
 
@@ -87,8 +88,6 @@ def relabel(ctx: UIContext, lang):
 
 def local_choices(ctx: UIContext):
     """The models on this machine transformers can load, from the scan's cache (never a scan here)."""
-    from ui.local_model_choices import loadable
-
     return gr.update(choices=loadable(ctx.workspace.root))
 
 

@@ -1,6 +1,6 @@
 """Settings panel "When a run ends": the workspace's webhook URL (settings.json "webhook_url",
 read by backend/runs/notify.py when a run ends), a test message, and the browser's permission
-for the notification ui/run_notice.py shows."""
+for the notification ui/panels/run_notice.py shows."""
 
 from __future__ import annotations
 

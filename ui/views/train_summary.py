@@ -41,9 +41,9 @@ from backend.runs.workspace import Workspace
 from backend.training.estimate import memory_row_tokens, row_lengths
 from backend.training.replay import planned_replay, replay_applies, workspace_answers
 from backend.training.threads import choose_threads
-from ui.grpo_plan import grpo_rows
 from ui.i18n import localize
-from ui.scale_view import world_size
+from ui.views.grpo_plan import grpo_rows
+from ui.views.scale_view import world_size
 
 Msg = Callable[..., str]
 

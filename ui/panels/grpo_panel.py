@@ -4,7 +4,7 @@ KL of a GRPO run, and a table of its sample completions at each logging step.
 Shown only while the watched run's stage is grpo. Its own timer tails the
 run's metrics.jsonl and completions.jsonl incrementally (one GrpoWatch per
 browser session, in gr.State); the figures and the table come from
-ui/grpo_charts.py. Handlers are plain functions (tests/test_ui_grpo.py).
+ui/views/grpo_charts.py. Handlers are plain functions (tests/test_ui_grpo.py).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from functools import partial
 from backend.runs.files import METRICS_FILE, MetricsTail
 from backend.runs.store import RunError
 from ui.context import UIContext
-from ui.grpo_charts import keep_newest, sample_steps, sample_table
+from ui.views import grpo_charts
+from ui.views.grpo_charts import keep_newest, sample_steps, sample_table
 
 COMPLETIONS_FILE = "completions.jsonl"  # backend/training/grpo.py writes it (not imported here: it loads torch)
 TICK_S = 2.0
@@ -42,7 +43,7 @@ TEXT: dict[str, dict[str, str]] = {
                               "还没有生成样例：每个记录步都会写入。"),
     "runs.grpo.samples_of": _("{count} completions of step {step} (newest: step {newest}).",
                               "第 {step} 步的 {count} 条生成（最新：第 {newest} 步）。"),
-    # Legend, axis and column words (ui/grpo_charts.py).
+    # Legend, axis and column words (ui/views/grpo_charts.py).
     "runs.grpo.word.step": _("step", "步数"),
     "runs.grpo.word.reward": _("reward", "奖励"),
     "runs.grpo.word.weighted_sum": _("weighted sum", "加权和"),
@@ -98,8 +99,6 @@ def words(ctx: UIContext, lang: str | None) -> dict[str, str]:
 
 
 def figures(ctx: UIContext, lang: str | None, records: list[dict]) -> list:
-    from ui import grpo_charts  # plotly: on the first tick, not at page build
-
     def say(key: str) -> str:
         return ctx.msg(lang, f"runs.grpo.chart.{key}")
 

@@ -28,8 +28,8 @@ from backend.training.speed_probe import PROBE_STEPS
 from ui import forms
 from ui.context import UIContext
 from ui.i18n import localize
-from ui.run_view import duration, stage_text
-from ui.train_summary import devices_from_state
+from ui.views.run_view import duration, stage_text
+from ui.views.train_summary import devices_from_state
 
 _ = forms._label
 TEXT: dict[str, dict[str, str]] = {

@@ -22,6 +22,7 @@ from ui.context import UIContext
 from ui.forms import _label as _
 from ui.i18n import localize
 from ui.run_choice import run_folder
+from ui.views import charts
 
 TICK_S = 3.0
 LEARNING_LOG = "learning.log"
@@ -99,8 +100,6 @@ def about_lines(ctx: UIContext, lang, report: dict) -> list[str]:
 
 
 def figure(ctx: UIContext, lang, report: dict | None):
-    from ui import charts
-
     words = {k: ctx.msg(lang, f"runs.learning.{k}") for k in ("learned", "kept", "ended")}
     words["step"] = ctx.msg(lang, "runs.word.step")
     return charts.learning_figure(summary_rows(report) if report else [], ctx.msg(lang, "runs.learning.chart"),

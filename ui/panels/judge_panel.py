@@ -27,9 +27,9 @@ from backend.judge.runner import Judgement
 from backend.judge.templates import DEFAULT_KIND, GRADED_TEMPLATE, PAIRWISE_TEMPLATE, RUBRICS
 from backend.messages import UserError
 from backend.runs.jobs import FAILED, read_progress, stage_of
-from ui import evalset_panel
 from ui.context import UIContext
 from ui.i18n import localize
+from ui.panels import evalset_panel
 
 POLL_EVERY_S = 3.0
 MODES = ("pairwise", "graded", "calibration")

@@ -15,10 +15,11 @@ from pathlib import Path
 import gradio as gr
 
 from backend.models.local.cli import human_count, human_size
-from backend.models.local.places import SOURCE_LABELS, all_places, saved_folders
-from backend.models.local.scan import ScanResult, cached_result, scanning, start_background_scan
+from backend.models.local.places import SOURCE_LABELS
+from backend.models.local.scan import ScanResult, scanning, start_background_scan
 from ui.context import UIContext
 from ui.i18n import localize
+from ui.local_model_choices import found, label, places_of
 
 TICK_S = 1.0
 SKIPPED_SHOWN = 20  # the rest are counted; `python -m backend.models list` prints all of them
@@ -63,25 +64,12 @@ def say(lang: str, key: str, **values) -> str:
     return text.format(**values) if values else text
 
 
-def places_of(root: Path):
-    return all_places(saved_folders(root))
-
-
-def found(root: Path) -> ScanResult | None:
-    """The cached scan of this workspace's places, None before the first one ends."""
-    return cached_result(root, places_of(root))
-
-
 def choices(root: Path, base: list) -> list:
     """The picker's choices: its own, then each trainable model found, as (label, path)."""
     result = found(root)
     models = result.models if result else []
     own = {value for _, value in base}
     return [*base, *[(label(m), m.path) for m in models if m.trainable and m.path not in own]]
-
-
-def label(model) -> str:
-    return f"{model.name} · {SOURCE_LABELS.get(model.source, model.source)} · {human_size(model.size)}"
 
 
 def view(root: Path, lang: str) -> tuple[str, str, bool]:
