@@ -3,7 +3,7 @@
 A `Message("config.range", {"name": "val_size", ...})` renders in English
 through CATALOGUE (`str(message)`: what the command line prints and what
 train.log holds), and the UI renders the same id in the user's language from
-its own table (ui/message_texts.py). The backend never learns about
+its own table (ui/texts/message_texts.py). The backend never learns about
 languages or gradio; an id never changes meaning once shipped, so a
 status.json written today is still translated by tomorrow's UI.
 

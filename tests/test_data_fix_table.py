@@ -13,8 +13,8 @@ from backend.data.checks import specs as spec_module
 from backend.data.cli import build_parser
 from backend.data.fix_table import FILL, FIXES, Fix, fixes_for, plan_values
 from backend.data.fixes import FixPlan
-from ui.data_texts import TEXT
 from ui.tabs import data
+from ui.texts.data_texts import TEXT
 
 NO_CHECK = {"normalize"}  # fixes with nothing to count: no check looks for unnormalised text
 PLAN_FIELDS = {f.name: f for f in dataclasses.fields(FixPlan)}

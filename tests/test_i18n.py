@@ -23,11 +23,11 @@ from backend.runs.files import read_status, update_status
 from backend.runs.info import InfoReader
 from backend.training.errors import explain, oom_advice
 from ui import forms
-from ui.config_help import HELP_ZH
 from ui.context import UIContext
 from ui.i18n import localize, merge_texts
-from ui.message_texts import ZH
 from ui.tabs import runs, train
+from ui.texts.config_help import HELP_ZH
+from ui.texts.message_texts import ZH
 from ui.views import run_view
 
 REPO = Path(__file__).resolve().parents[1]
@@ -56,10 +56,10 @@ def _fields(template: str) -> set[str]:
 
 def test_every_backend_message_has_chinese_with_the_same_placeholders():
     missing = sorted(set(CATALOGUE) - set(ZH))
-    assert not missing, ("backend/messages.py ids without Chinese: add them to ZH in ui/message_texts.py:\n"
+    assert not missing, ("backend/messages.py ids without Chinese: add them to ZH in ui/texts/message_texts.py:\n"
                          + "\n".join(f'    "{k}": "",  # {CATALOGUE[k]}' for k in missing))
     stale = sorted(set(ZH) - set(CATALOGUE))
-    assert not stale, f"ui/message_texts.py translates ids that backend/messages.py no longer has: {stale}"
+    assert not stale, f"ui/texts/message_texts.py translates ids that backend/messages.py no longer has: {stale}"
     differ = [k for k in CATALOGUE if _fields(CATALOGUE[k]) != _fields(ZH[k])]
     assert not differ, "placeholders differ between English and Chinese: " + ", ".join(differ)
     for template in ZH.values():  # every template renders
@@ -69,10 +69,10 @@ def test_every_backend_message_has_chinese_with_the_same_placeholders():
 def test_every_runconfig_field_has_chinese_help():
     fields = {f.name: f.metadata["help"] for f in dataclasses.fields(RunConfig)}
     missing = [name for name in fields if not HELP_ZH.get(name)]
-    assert not missing, ("RunConfig fields without Chinese help: add them to HELP_ZH in ui/config_help.py:\n"
+    assert not missing, ("RunConfig fields without Chinese help: add them to HELP_ZH in ui/texts/config_help.py:\n"
                          + "\n".join(f'    "{n}": "",  # {fields[n]}' for n in missing))
     stale = sorted(set(HELP_ZH) - set(fields))
-    assert not stale, f"ui/config_help.py has help for fields RunConfig no longer has: {stale}"
+    assert not stale, f"ui/texts/config_help.py has help for fields RunConfig no longer has: {stale}"
     for name in forms.FIELD_NAMES:  # what the form shows under each field (and under the GRPO rewards' widgets)
         assert forms.HELP_TEXT[f"train.help.{name}"]["zh"] != forms.HELP_TEXT[f"train.help.{name}"]["en"], name
     assert all(text["zh"] != text["en"] for text in forms.HELP_TEXT.values())
@@ -92,7 +92,7 @@ def _plain_user_errors(path: Path) -> list[str]:
 def test_user_errors_of_catalogued_modules_have_message_ids():
     plain = [hit for module in CATALOGUED_MODULES for hit in _plain_user_errors(REPO / module)]
     assert not plain, ("user errors raised with plain text (give them an id in backend/messages.py, Chinese in "
-                       "ui/message_texts.py, and raise ConfigError(msg(id, ...))): " + ", ".join(plain))
+                       "ui/texts/message_texts.py, and raise ConfigError(msg(id, ...))): " + ", ".join(plain))
 
 
 def test_errors_render_in_english_for_the_cli_and_in_chinese_for_the_ui():
@@ -209,10 +209,10 @@ def test_train_plan_says_why_there_is_no_estimate_in_chinese(tmp_path):
 
 def test_every_data_check_has_a_chinese_title():
     from backend.data.checks.specs import PAIR_SPECS, SPECS
-    from ui.data_texts import TEXT as DATA_TEXT
+    from ui.texts.data_texts import TEXT as DATA_TEXT
 
     missing = sorted({s.id for s in [*SPECS, *PAIR_SPECS]} - {k.removeprefix("data.check.") for k in DATA_TEXT})
-    assert not missing, ("data checks without a title in ui/data_texts.py (add "
+    assert not missing, ("data checks without a title in ui/texts/data_texts.py (add "
                          + ", ".join(f'"data.check.{m}": {{"en": ..., "zh": ...}}' for m in missing) + ")")
 
 
@@ -262,8 +262,8 @@ def test_unsafe_names_refused_in_chinese(workspace):
     from backend.data.saved_datasets import validate_name
     from backend.export.exporter import ExportError, export_folder
     from backend.storage.safe_names import UnsafeName, path_inside
-    from ui.data_texts import TEXT as DATA_TEXT
     from ui.tabs import data
+    from ui.texts.data_texts import TEXT as DATA_TEXT
 
     with pytest.raises(UnsafeName) as info:
         validate_name("../x")
@@ -310,8 +310,8 @@ def test_a_stopped_run_explains_its_stop_in_chinese(tmp_path):
 
 
 def test_row_problems_of_the_schema_check_in_chinese(workspace, tmp_path):
-    from ui.data_texts import TEXT as DATA_TEXT
     from ui.tabs import data
+    from ui.texts.data_texts import TEXT as DATA_TEXT
 
     ctx = UIContext(workspace=workspace, texts=merge_texts(DATA_TEXT), i18n=None)
     path = tmp_path / "rows.jsonl"
@@ -403,8 +403,8 @@ def test_export_says_the_gguf_tools_are_missing_before_start(workspace, tmp_path
 
 
 def test_data_drill_down_heading_in_chinese(workspace, tmp_path):
-    from ui.data_texts import TEXT as DATA_TEXT
     from ui.tabs import data
+    from ui.texts.data_texts import TEXT as DATA_TEXT
 
     ctx = UIContext(workspace=workspace, texts=merge_texts(DATA_TEXT), i18n=None)
     path = tmp_path / "rows.jsonl"

@@ -102,9 +102,7 @@ FLOORS = (
     "backend.evaluate",
     # ui/ (docs/ARCHITECTURE.md's ui tree): texts, then what every tab and panel stands on, then the
     # views, the panels, the tabs and the shell that places them
-    "ui.message_texts",        # every UI string, English and Chinese
-    "ui.data_texts",
-    "ui.config_help",
+    "ui.texts",                # the UI's strings, English and Chinese
     "ui.i18n",                 # the language rule: localize, the page's language switch
     "ui.warmup",               # heavy imports, once, under a lock
     "ui.settings",             # the app's own settings file

@@ -18,7 +18,7 @@ from backend.scoring.items import Item
 from backend.scoring.scorer_specs import parse_scorer, parse_scorers, specs_from_argument, specs_from_text
 from backend.scoring.tally import score_rows, summarise
 from backend.training.rewards import build_preset, reward_functions
-from ui.message_texts import ZH
+from ui.texts.message_texts import ZH
 
 
 def passes(spec: dict, text: str, reference: str | None = None, **item) -> bool:

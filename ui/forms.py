@@ -18,7 +18,7 @@ from backend.config_policy import FORM_GROUPS, Bounds, ConfigError, hint_is_numb
 from backend.config_recipes import recipe_config
 from backend.models.memory import LINEAR_NAMES
 from ui import grpo_form
-from ui.config_help import help_zh
+from ui.texts.config_help import help_zh
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ assert all(s.minimum is not None and s.maximum is not None for s in ALL_FIELDS i
 
 
 def help_text(name: str, lang: str = "en") -> str:
-    """The field's help from RunConfig (English) or ui/config_help.py (Chinese)."""
+    """The field's help from RunConfig (English) or ui/texts/config_help.py (Chinese)."""
 
     def one(field: str) -> str:
         english = RunConfig.help_for(field)

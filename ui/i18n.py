@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from backend.messages import CATALOGUE, message_of, render_message
-from ui.message_texts import ZH
+from ui.texts.message_texts import ZH
 
 LANGUAGES = ("en", "zh")
 
@@ -80,7 +80,7 @@ def localize(value: Any, lang: str | None) -> str:
     """A backend Message, an error carrying one, or plain text, in `lang`.
 
     Catalogued messages (backend/messages.py) are rendered from
-    ui/message_texts.py in Chinese; plain text (a library's own words) stays
+    ui/texts/message_texts.py in Chinese; plain text (a library's own words) stays
     as it is."""
 
     table = ZH if normalise_language(lang) == "zh" else CATALOGUE

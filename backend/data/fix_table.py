@@ -28,7 +28,7 @@ class Fix:
     value: Any  # what it sets the field to: True, a mode string, or FILL
     flag: str  # the `fix` command's flag for the option
     checks: tuple[str, ...]  # check ids it answers; the first one's count shows on its button ( () = none)
-    text_key: str  # the button's text in ui/data_texts.py
+    text_key: str  # the button's text in ui/texts/data_texts.py
     help: str  # what it does, for `fix --help`
 
     @property

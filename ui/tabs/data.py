@@ -29,8 +29,8 @@ from backend.storage.safe_names import clean_name
 from ui import data_session as ds
 from ui import forms
 from ui.context import UIContext
-from ui.data_texts import TEXT  # noqa: F401  (TEXT is this tab's contract with the shell)
 from ui.i18n import localize
+from ui.texts.data_texts import TEXT  # noqa: F401  (TEXT is this tab's contract with the shell)
 from ui.views.data_view import conversations_html, template_preview_html, token_histogram
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
