@@ -2,6 +2,7 @@
 
 Each tab module `ui/tabs/<name>.py` exposes:
   TEXT: dict[str, dict[str, str]]   key -> {"en": ..., "zh": ...}; keys prefixed with the tab name
+                                    (the table lives in ui/texts/<name>_texts.py: ui/texts/__init__.py)
   build(ctx: UIContext) -> None     builds the tab's components inside the shell's gr.Tab
 
 Handlers are module-level functions over the context and the plain values a

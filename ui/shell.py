@@ -25,6 +25,7 @@ from ui.panels import run_notice  # noqa: E402
 from ui.settings import load_settings, save_settings  # noqa: E402
 from ui.tabs import chat, data, evaluate, export, runs, train  # noqa: E402
 from ui.tabs import settings as settings_tab  # noqa: E402
+from ui.texts.shell_texts import TEXT  # noqa: F401  (read here by the shell and the tabs)
 from ui.views.data_view import CHAT_CSS  # noqa: E402
 from ui.warmup import start_in_background
 
@@ -32,22 +33,6 @@ from ui.warmup import start_in_background
 # so a tab that is missing or renamed fails the app's start instead of vanishing from the page.
 TABS: dict[str, ModuleType] = {"data": data, "train": train, "runs": runs, "chat": chat, "evaluate": evaluate,
                                "export": export, "settings": settings_tab}
-
-TEXT: dict[str, dict[str, str]] = {
-    # One I18n value per component: gradio translates a whole value, not pieces of a string.
-    "shell.title": {
-        "en": "## FineTune Studio\nFine-tune language models on your own data, locally.",
-        "zh": "## FineTune Studio 微调工作室\n在本机用你自己的数据微调语言模型。",
-    },
-    "shell.language": {"en": "Language", "zh": "语言"},
-    "shell.tab.data": {"en": "Data", "zh": "数据"},
-    "shell.tab.train": {"en": "Train", "zh": "训练"},
-    "shell.tab.runs": {"en": "Runs", "zh": "运行"},
-    "shell.tab.chat": {"en": "Chat", "zh": "对话"},
-    "shell.tab.evaluate": {"en": "Evaluate", "zh": "评估"},
-    "shell.tab.export": {"en": "Export", "zh": "导出"},
-    "shell.tab.settings": {"en": "Settings", "zh": "设置"},
-}
 
 CSS = """
 #shell-header { align-items: center; }

@@ -28,17 +28,11 @@ from backend.training.speed_probe import PROBE_STEPS
 from ui import forms
 from ui.context import UIContext
 from ui.i18n import localize
+from ui.texts.estimate_panel_texts import TEXT  # noqa: F401  (read here by the shell and the tabs)
 from ui.views.run_view import duration, stage_text
 from ui.views.train_summary import devices_from_state
 
 _ = forms._label
-TEXT: dict[str, dict[str, str]] = {
-    "train.time.header": _("**Time**", "**时间**"),
-    "train.time.measure": _("Measure speed (a few real steps)", "测速（真实训练几步）"),
-    "train.time.probe_stage": _("⏳ Measuring speed, before its first step: {stage}", "⏳ 测速中，第一步之前：{stage}"),
-    "train.time.probe_step": _("⏳ Measuring speed: step {step} of {steps} · elapsed {elapsed}",
-                               "⏳ 测速中：第 {step} / {steps} 步 · 已用 {elapsed}"),
-}
 POLL_S = 1.0
 PROBE_LIMIT_S = 600  # the handler stops polling after this; the job still ends on its own
 

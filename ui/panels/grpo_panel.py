@@ -15,6 +15,7 @@ from functools import partial
 from backend.runs.files import METRICS_FILE, MetricsTail
 from backend.runs.store import RunError
 from ui.context import UIContext
+from ui.texts.grpo_panel_texts import TEXT  # noqa: F401  (read here by the shell and the tabs)
 from ui.views import grpo_charts
 from ui.views.grpo_charts import keep_newest, sample_steps, sample_table
 
@@ -23,44 +24,6 @@ TICK_S = 2.0
 CHART_KEYS = ("rewards", "length", "format", "kl")
 
 
-def _(en: str, zh: str) -> dict[str, str]:
-    return {"en": en, "zh": zh}
-
-
-TEXT: dict[str, dict[str, str]] = {
-    "runs.grpo.title": _("GRPO: rewards and what the model writes", "GRPO：奖励与模型现在的输出"),
-    "runs.grpo.chart.rewards": _("Rewards: each on its own and their weighted sum", "奖励：各项奖励及其加权和"),
-    "runs.grpo.chart.length": _("Completion length (tokens)", "生成长度（token）"),
-    "runs.grpo.chart.format": _("Share of completions in the format", "符合格式的生成比例"),
-    "runs.grpo.chart.kl": _("KL to the reference model", "与参考模型的 KL"),
-    "runs.grpo.chart.empty": _("Waiting for the first logged step…", "等待第一个记录的步骤…"),
-    "runs.grpo.chart.no_kl": _("No KL: beta is 0 (no reference model)", "无 KL：beta 为 0（没有参考模型）"),
-    "runs.grpo.chart.no_format": _("No format reward in this run", "此运行没有格式奖励"),
-    "runs.grpo.samples": _("Sample completions", "生成样例"),
-    "runs.grpo.step": _("Logging step", "记录步"),
-    "runs.grpo.step.info": _("Empty: the newest step.", "留空：最新一步。"),
-    "runs.grpo.no_samples": _("No sample completions yet: they are written at each logging step.",
-                              "还没有生成样例：每个记录步都会写入。"),
-    "runs.grpo.samples_of": _("{count} completions of step {step} (newest: step {newest}).",
-                              "第 {step} 步的 {count} 条生成（最新：第 {newest} 步）。"),
-    # Legend, axis and column words (ui/views/grpo_charts.py).
-    "runs.grpo.word.step": _("step", "步数"),
-    "runs.grpo.word.reward": _("reward", "奖励"),
-    "runs.grpo.word.weighted_sum": _("weighted sum", "加权和"),
-    "runs.grpo.word.eval": _("eval", "验证"),
-    "runs.grpo.word.exact_match": _("exact match", "完全匹配"),
-    "runs.grpo.word.format": _("format", "格式"),
-    "runs.grpo.word.length": _("length", "长度"),
-    "runs.grpo.word.contains": _("contains", "包含"),
-    "runs.grpo.word.not_contains": _("does not contain", "不包含"),
-    "runs.grpo.word.tokens": _("tokens", "token"),
-    "runs.grpo.word.mean_length": _("mean", "平均"),
-    "runs.grpo.word.min_length": _("shortest", "最短"),
-    "runs.grpo.word.max_length": _("longest", "最长"),
-    "runs.grpo.word.format_share": _("in the format", "符合格式"),
-    "runs.grpo.word.prompt": _("prompt", "提示"),
-    "runs.grpo.word.completion": _("completion", "生成"),
-}
 WORD_KEYS = tuple(k.removeprefix("runs.grpo.word.") for k in TEXT if k.startswith("runs.grpo.word."))
 
 

@@ -21,22 +21,12 @@ from backend.runs.info import RunError
 from backend.runs.notify import END_STATES
 from ui.context import UIContext
 from ui.i18n import localize
+from ui.texts.run_notice_texts import TEXT  # noqa: F401  (read here by the shell and the tabs)
 
 TICK_S = 3.0             # how often the page asks (seconds)
 RECENT_S = 24 * 3600     # ended runs the page is told about: the last day's (seconds)
 APP = "FineTune Studio"
 MARKS = {"running": "▶", "queued": "▶", "completed": "✓", "failed": "✗", "lost": "✗", "stopped": "■"}
-
-TEXT: dict[str, dict[str, str]] = {
-    "notice.step": {"en": "step {step}/{total}", "zh": "第 {step}/{total} 步"},
-    "notice.step_only": {"en": "step {step}", "zh": "第 {step} 步"},
-    "notice.starting": {"en": "starting", "zh": "正在启动"},
-    "notice.state.completed": {"en": "completed", "zh": "已完成"},
-    "notice.state.failed": {"en": "failed", "zh": "失败"},
-    "notice.state.stopped": {"en": "stopped", "zh": "已停止"},
-    "notice.state.lost": {"en": "lost", "zh": "已丢失"},
-    "notice.ended": {"en": "Run {run_id} {state}", "zh": "运行 {run_id} {state}"},
-}
 
 # Runs in the page with the hidden box's JSON; sets the title, notifies on a new end. It observes the
 # states it was told and keeps them in window.__ftsRunStates (a page reload starts afresh: no notice

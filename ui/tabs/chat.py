@@ -34,6 +34,7 @@ from ui.chat_session import ChatSession, Say, column_notes, column_views, vote_a
 from ui.context import UIContext
 from ui.i18n import localize
 from ui.panels import learning_panel, local_models_panel, serve_panel, vote_panel
+from ui.texts.chat_texts import TEXT  # noqa: F401  (read here by the shell and the tabs)
 from ui.warmup import import_heavy_libraries
 
 if TYPE_CHECKING:   # for the annotations only: importing the engine imports torch, which start-up leaves out
@@ -42,67 +43,6 @@ if TYPE_CHECKING:   # for the annotations only: importing the engine imports tor
 # Seconds between UI updates while streaming: fast enough to look live, few enough messages.
 STREAM_INTERVAL_S = 0.1
 REFRESH_EVERY_S = 5.0
-
-TEXT: dict[str, dict[str, str]] = {
-    "chat.runs": {"en": "Runs", "zh": "训练运行"},
-    "chat.checkpoints": {"en": "Base, checkpoints and models on this machine (up to 5 columns)",
-                         "zh": "基座、检查点与本机已有的模型（最多 5 列）"},
-    "chat.refresh": {"en": "Refresh", "zh": "刷新"},
-    "chat.device": {"en": "Device", "zh": "设备"},
-    "chat.prompt": {"en": "Your message", "zh": "你的消息"},
-    "chat.prompt_placeholder": {"en": "Type once; every column answers.", "zh": "输入一次，每一列都会回答。"},
-    "chat.send": {"en": "Send", "zh": "发送"},
-    "chat.stop": {"en": "Stop", "zh": "停止"},
-    "chat.clear": {"en": "Clear", "zh": "清空"},
-    "chat.use_cpu": {"en": "Use the CPU instead", "zh": "改用 CPU"},
-    "chat.unload": {"en": "Unload models", "zh": "卸载模型"},
-    "chat.settings": {"en": "Generation settings", "zh": "生成设置"},
-    "chat.system": {"en": "System prompt", "zh": "系统提示词"},
-    "chat.greedy": {"en": "Greedy (deterministic)", "zh": "贪心解码（确定性）"},
-    "chat.temperature": {"en": "Temperature", "zh": "温度"},
-    "chat.top_p": {"en": "Top-p", "zh": "Top-p"},
-    "chat.top_k": {"en": "Top-k (0 = off)", "zh": "Top-k（0 为关闭）"},
-    "chat.repetition_penalty": {"en": "Repetition penalty (1 = none)", "zh": "重复惩罚（1 为不惩罚）"},
-    "chat.max_new_tokens": {"en": "Max new tokens", "zh": "最大新生成 token 数"},
-    "chat.seed": {"en": "Seed (sampling)", "zh": "随机种子（采样时）"},
-    "chat.blind": {"en": "Blind mode: hide which column is which", "zh": "盲评模式：隐藏每列对应的模型"},
-    "chat.vote": {"en": "Which answer is better?", "zh": "哪个回答更好？"},
-    "chat.vote_button": {"en": "Record vote", "zh": "记录投票"},
-    "chat.tally": {"en": "Preference tally", "zh": "偏好统计"},
-    # Messages made by handlers (ctx.msg).
-    "chat.msg_cpu_shared": {"en": "Training run {run} also uses the CPU: answers come slower until it ends.",
-                            "zh": "训练运行 {run} 也在使用 CPU：在它结束前回答会慢一些。"},
-    "chat.msg_no_runs": {"en": "No runs yet: train one in the Train tab; its checkpoints appear here as they are saved.",
-                         "zh": "还没有训练运行：请在“训练”页开始训练，检查点保存后会出现在这里。"},
-    "chat.msg_pick": {"en": "Pick the base and/or checkpoints to chat with first.", "zh": "请先选择要对话的基座和/或检查点。"},
-    "chat.msg_too_many": {"en": "At most {n} columns: keep the base and up to four checkpoints.",
-                          "zh": "最多 {n} 列：基座加最多四个检查点。"},
-    "chat.msg_empty": {"en": "Type a message first.", "zh": "请先输入消息。"},
-    "chat.msg_gone": {"en": "{what} is no longer on disk (deleted or its run removed); refresh and pick again.",
-                      "zh": "{what} 已不在磁盘上（被删除或运行已移除）；请刷新后重新选择。"},
-    "chat.msg_loading": {"en": "Loading models …", "zh": "正在加载模型……"},
-    "chat.msg_loading_column": {"en": "Loading the model of column {k} of {n} …", "zh": "正在加载第 {k} / {n} 列的模型……"},
-    "chat.msg_generating_all": {"en": "{n} column(s) answering together …", "zh": "{n} 列正在同时回答……"},
-    "chat.msg_done": {"en": "Done.", "zh": "完成。"},
-    "chat.msg_stopped": {"en": "Stopped.", "zh": "已停止。"},
-    "chat.msg_vote_first": {"en": "Send a prompt in blind mode, then pick the better answer.",
-                            "zh": "请先在盲评模式下发送消息，再选出更好的回答。"},
-    "chat.msg_voted": {"en": "Vote recorded for answer {letter}: it was {label}.",
-                       "zh": "已记录对回答 {letter} 的投票：它是 {label}。"},
-    "chat.msg_already_voted": {"en": "This prompt already has a vote; send the next prompt.",
-                               "zh": "这条消息已经投过票；请发送下一条。"},
-    "chat.msg_unloaded": {"en": "Unloaded {models} model(s): process memory {before} → {after} MiB.",
-                          "zh": "已卸载 {models} 个模型：进程内存 {before} → {after} MiB。"},
-    "chat.answer": {"en": "Answer {letter}", "zh": "回答 {letter}"},
-    "chat.msg_empty_answer": {"en": "(empty answer: the model ended at once)", "zh": "（空回答：模型立即结束了）"},
-    "chat.msg_speed": {"en": "{label}: {tokens} tokens in {seconds} s ({rate} tokens/s)",
-                       "zh": "{label}：{tokens} 个 token，用时 {seconds} 秒（每秒 {rate} 个）"},
-    "chat.msg_error": {"en": "{label}: {error}", "zh": "{label}：{error}"},
-    **serve_panel.TEXT,
-    **vote_panel.TEXT,
-    **learning_panel.CHAT_TEXT,
-}
-
 
 class _EngineHolder:
     """The tab's one engine, created on first use (imports torch then, not at start-up)."""

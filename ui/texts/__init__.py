@@ -1,9 +1,15 @@
-"""The UI's strings, English and Chinese, as plain tables that import nothing of the UI.
+"""The UI's strings, English and Chinese, as plain tables that import nothing but each other.
 
-The rule: a table of texts keyed `<tab>.<what>` -> {"en": ..., "zh": ...} that a module passes to
-the shell as its TEXT lives here as `<owner>_texts.py` once it has outgrown its owner (the Data
-tab's: data_texts.py, which tabs/data.py imports as its TEXT); the Chinese of what other parts
-already say in English sits here beside them, keyed as they are: message_texts.py (ZH: every
-message id of backend/messages.py) and config_help.py (HELP_ZH: every RunConfig field's help).
-tests/test_i18n.py fails on a key without both languages or a placeholder that differs.
+The rule: the texts of module `ui/<group>/<owner>.py` (or `ui/<owner>.py`) are the table
+`ui/texts/<owner>_texts.py`, keyed `<tab>.<what>` -> {"en": ..., "zh": ...}; the owner imports it as
+its TEXT (a panel placed in several tabs: one table per tab, RUNS_TEXT, EVALUATE_TEXT, ...), the
+shell merges the tabs' tables, and a tab's table spreads those of the panels it places. The data
+tab's is data_texts.py. The Chinese of what other parts already say in English sits here too,
+keyed as they are: message_texts.py (ZH: every message id of backend/messages.py) and
+config_help.py (HELP_ZH: every RunConfig field's help). tests/test_i18n.py fails on a key without
+both languages or with placeholders that differ.
+
+Not here yet: the Train tab's TEXT (ui/tabs/train.py, which spreads the form's tables) and the
+form's labels (ui/forms.py's `_label` tables, ui/grpo_form.py's reward texts), the Settings tab's
+intro, the chart words (ui/views/charts.py WORDS) and the Evaluate tab's metric labels.
 """
