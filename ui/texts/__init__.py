@@ -9,7 +9,8 @@ keyed as they are: message_texts.py (ZH: every message id of backend/messages.py
 config_help.py (HELP_ZH: every RunConfig field's help). tests/test_i18n.py fails on a key without
 both languages or with placeholders that differ.
 
-Not here yet: the Train tab's TEXT (ui/tabs/train.py, which spreads the form's tables) and the
-form's labels (ui/forms.py's `_label` tables, ui/grpo_form.py's reward texts), the Settings tab's
-intro, the chart words (ui/views/charts.py WORDS) and the Evaluate tab's metric labels.
+Not here yet: the Train form's labels (ui/forms.py's `_label` tables, checked there against the
+form's fields, and ui/grpo_form.py's reward texts; the Train tab's TEXT spreads them before
+train_texts), the Settings tab's intro, the chart words (ui/views/charts.py WORDS) and the Evaluate
+tab's metric labels.
 """
