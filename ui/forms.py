@@ -19,6 +19,7 @@ from backend.config_recipes import recipe_config
 from backend.models.memory import LINEAR_NAMES
 from ui import grpo_form
 from ui.texts.config_help import help_zh
+from ui.texts.forms_texts import CHOICE_TEXT, FIELD_LABELS, PLACEHOLDERS  # noqa: F401  (CHOICE_TEXT: read by the Train tab)
 
 
 @dataclass(frozen=True)
@@ -35,16 +36,6 @@ METHOD_CHOICES = {"lora": ("lora", None), "qlora4": ("qlora", 4), "qlora8": ("ql
 JOINED = {"method": "method_choice", "quantization_bits": "method_choice"}
 # gradient_checkpointing is "auto" | True | False; the form shows auto / on / off.
 CHECKPOINTING_CHOICES = {True: "on", False: "off", "auto": "auto"}
-# What the two radios show for their values, in both languages (translated in the browser).
-CHOICE_TEXT: dict[str, dict[str, str]] = {
-    "train.choice.method_choice.lora": {"en": "LoRA", "zh": "LoRA"},
-    "train.choice.method_choice.qlora4": {"en": "QLoRA 4-bit", "zh": "QLoRA 4 位"},
-    "train.choice.method_choice.qlora8": {"en": "QLoRA 8-bit", "zh": "QLoRA 8 位"},
-    "train.choice.method_choice.full": {"en": "Full", "zh": "全参数"},
-    "train.choice.gradient_checkpointing.auto": {"en": "auto", "zh": "自动"},
-    "train.choice.gradient_checkpointing.on": {"en": "on", "zh": "开"},
-    "train.choice.gradient_checkpointing.off": {"en": "off", "zh": "关"},
-}
 # How a field looks, where its type and bounds leave a choice: a few choices read best as a row of
 # radio buttons (else a dropdown); a share of something in [0, 1) as a slider (else a number box).
 RADIOS = {"method_choice", "precision", "gradient_checkpointing", "stage", "overflow"}
@@ -248,99 +239,11 @@ def _choices(name: str, t) -> list:
     return [c for c in RunConfig.choices_for(name) if c is not None]
 
 
-def _label(en: str, zh: str) -> dict[str, str]:
-    return {"en": en, "zh": zh}
-
-
-# Labels of the form's fields (help texts come from RunConfig, in English).
-FIELD_TEXT: dict[str, dict[str, str]] = {f"train.field.{name}": text for name, text in {
-    "trust_remote_code": _label("Trust this model's remote code", "信任此模型的远程代码"),
-    "chat_template": _label("Chat template", "对话模板"),
-    "dataset_name": _label("Dataset in the folder (LLaMA-Factory)", "文件夹中的数据集（LLaMA-Factory）"),
-    "method_choice": _label("Method", "方法"),
-    "precision": _label("Precision", "精度"),
-    "lora_r": _label("LoRA rank r", "LoRA 秩 r"),
-    "lora_alpha": _label("LoRA alpha", "LoRA alpha"),
-    "lora_dropout": _label("LoRA dropout", "LoRA dropout"),
-    "lora_target": _label("Target modules", "目标模块"),
-    "use_rslora": _label("rsLoRA", "rsLoRA"),
-    "use_dora": _label("DoRA", "DoRA"),
-    "learning_rate": _label("Learning rate", "学习率"),
-    "num_train_epochs": _label("Epochs", "训练轮数"),
-    "max_steps": _label("Max steps (-1: use epochs)", "最大步数（-1：按轮数）"),
-    "per_device_train_batch_size": _label("Batch size per device", "每设备批大小"),
-    "gradient_accumulation_steps": _label("Gradient accumulation", "梯度累积"),
-    "cutoff_len": _label("Cutoff length (tokens)", "截断长度（token）"),
-    "lr_scheduler_type": _label("LR scheduler", "学习率调度器"),
-    "warmup_ratio": _label("Warmup ratio", "预热比例"),
-    "val_size": _label("Eval split", "验证集比例"),
-    "eval_steps": _label("Eval every N steps", "每 N 步评估"),
-    "save_steps": _label("Save every N steps", "每 N 步保存"),
-    "save_total_limit": _label("Keep at most N checkpoints", "最多保留 N 个检查点"),
-    "gradient_checkpointing": _label("Gradient checkpointing", "梯度检查点"),
-    "train_on_prompt": _label("Train on prompt", "在提示词上训练"),
-    "identity_name": _label("Name for {{name}}", "{{name}} 填入的名字"),
-    "identity_author": _label("Maker for {{author}}", "{{author}} 填入的开发者"),
-    "replay": _label("Replay (keep what the model knew)", "回放（保留模型原有能力）"),
-    "replay_share": _label("Replay share of the rows", "回放数据占比"),
-    "devices": _label("Devices", "设备"),
-    "stage": _label("Stage", "训练阶段"),
-    "init_adapter": _label("Start from adapter (SFT run's final/ or checkpoint)", "从适配器继续（SFT 运行的 final/ 或检查点）"),
-    "beta": _label("beta", "beta"),
-    "loss_type": _label("Loss type", "损失类型"),
-    "label_smoothing": _label("Label smoothing", "标签平滑"),
-    "rpo_alpha": _label("SFT term weight (rpo_alpha)", "SFT 项权重（rpo_alpha）"),
-    "simpo_gamma": _label("SimPO gamma", "SimPO gamma"),
-    "desirable_weight": _label("KTO desirable weight", "KTO 正例权重"),
-    "undesirable_weight": _label("KTO undesirable weight", "KTO 负例权重"),
-    "precompute_ref_log_probs": _label("Precompute reference log-probs", "预先计算参考模型对数概率"),
-    "num_generations": _label("Completions per prompt (num_generations)", "每个提示的回答数（num_generations）"),
-    "max_completion_length": _label("Max completion tokens", "回答最大 token 数"),
-    "temperature": _label("Sampling temperature", "采样温度"),
-    "use_vllm": _label("Generate with vLLM (GPU)", "用 vLLM 生成（GPU）"),
-    "num_processes": _label("Processes", "进程数"),
-    "weight_decay": _label("Weight decay", "权重衰减"),
-    "max_grad_norm": _label("Gradient clipping", "梯度裁剪"),
-    "early_stopping_patience": _label("Early stopping patience", "早停耐心"),
-    "early_stopping_threshold": _label("Early stopping threshold", "早停阈值"),
-    "stop_when_learned": _label("Stop once it knows your rows", "学会你的数据后停止"),
-    "learning_report": _label("Learning report (learned / kept per checkpoint)", "学习报告（每个检查点的学到 / 保留）"),
-    "neftune_noise_alpha": _label("NEFTune noise alpha", "NEFTune 噪声 alpha"),
-    "seed": _label("Seed", "随机种子"),
-    "optim": _label("Optimizer", "优化器"),
-    "per_device_eval_batch_size": _label("Eval batch size per device", "每设备评估批大小"),
-    "logging_steps": _label("Log every N steps", "每 N 步记录"),
-    "overflow": _label("Longer than cutoff", "超过截断长度时"),
-    "group_by_length": _label("Group by length", "按长度分组"),
-    "packing": _label("Padding-free packing", "无填充打包"),
-    "torch_compile": _label("torch.compile", "torch.compile 编译"),
-    "use_liger_kernel": _label("Liger kernels (CUDA)", "Liger 内核（CUDA）"),
-    "dataloader_num_workers": _label("Data loader workers", "数据加载进程"),
-    "report_to": _label("Also report to", "同时记录到"),
-    "run_name": _label("Run name", "运行名称"),
-    "distributed": _label("Parallelism", "并行方式"),
-    "cpu_offload": _label("Offload to CPU memory (ZeRO)", "卸载到 CPU 内存（ZeRO）"),
-    "deepspeed": _label("Own DeepSpeed JSON (optional)", "自定义 DeepSpeed JSON（可选）"),
-    "nnodes": _label("Machines (nodes)", "机器数（节点）"),
-    "node_rank": _label("This machine's node rank", "本机节点序号"),
-    "master_addr": _label("Node 0 address", "0 号节点地址"),
-    "master_port": _label("Node 0 port", "0 号节点端口"),
-    "node_join_timeout": _label("Node join timeout (s)", "节点加入超时（秒）"),
-    "ray_address": _label("Ray address (empty: no Ray)", "Ray 地址（留空：不用 Ray）"),
-    "ray_num_workers": _label("Ray workers", "Ray 工作进程数"),
-    "ray_use_gpu": _label("One GPU per Ray worker", "每个 Ray 工作进程一块 GPU"),
-    "ray_cpus_per_worker": _label("CPUs per Ray worker", "每个 Ray 工作进程的 CPU 数"),
-}.items()}
+FIELD_TEXT: dict[str, dict[str, str]] = {f"train.field.{name}": text for name, text in FIELD_LABELS.items()}
 assert set(FIELD_TEXT) == {f"train.field.{n}" for n in FIELD_NAMES}
 FIELD_TEXT |= grpo_form.FIELD_TEXT
-# What an empty optional number means, shown inside the empty box.
-PLACEHOLDER_TEXT: dict[str, dict[str, str]] = {f"train.placeholder.{name}": text for name, text in {
-    "eval_steps": _label("empty: at each save", "留空：每次保存时"),
-    "save_total_limit": _label("empty: keep all", "留空：全部保留"),
-    "early_stopping_patience": _label("empty: off", "留空：关闭"),
-    "num_processes": _label("empty: one per device", "留空：每个设备一个"),
-    "neftune_noise_alpha": _label("empty: off", "留空：关闭"),
-}.items()}
+PLACEHOLDER_TEXT: dict[str, dict[str, str]] = {f"train.placeholder.{name}": text
+                                               for name, text in PLACEHOLDERS.items()}
 assert set(PLACEHOLDER_TEXT) == {f"train.placeholder.{n}" for n in OPTIONAL_NUMBERS}
 # Help under each field, in both languages (translated in the browser like the labels).
 HELP_TEXT: dict[str, dict[str, str]] = {f"train.help.{n}": {"en": help_text(n), "zh": help_text(n, "zh")}

@@ -32,7 +32,6 @@ from ui.texts.estimate_panel_texts import TEXT  # noqa: F401  (read here by the 
 from ui.views.run_view import duration, stage_text
 from ui.views.train_summary import devices_from_state
 
-_ = forms._label
 POLL_S = 1.0
 PROBE_LIMIT_S = 600  # the handler stops polling after this; the job still ends on its own
 

@@ -22,8 +22,6 @@ from ui.context import UIContext
 from ui.i18n import localize
 from ui.texts.sweep_panel_texts import TEXT  # noqa: F401  (read here by the shell and the tabs)
 
-_ = forms._label
-
 
 def sweep_data(fields: list, values: list, target: str, direction: str, max_runs, sample, seed) -> dict:
     """The sweep file's mapping from the section's widgets (empty rows left out)."""

@@ -13,11 +13,9 @@ from plotly.subplots import make_subplots
 
 from backend.sweeps.queueing import list_sweeps
 from backend.sweeps.sweep_table import SweepTable, sweep_table
-from ui import forms
 from ui.context import UIContext
 from ui.texts.sweep_results_panel_texts import TEXT  # noqa: F401  (read here by the shell and the tabs)
 
-_ = forms._label
 OPEN_TABS = ("chat", "evaluate", "export")
 
 

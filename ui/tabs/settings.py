@@ -13,13 +13,13 @@ import gradio as gr
 from ui.context import UIContext
 from ui.i18n import merge_texts
 from ui.panels import model_folders_panel, notify_panel
+from ui.texts import settings_texts
 
 # The panels shown here, in order: each exposes TEXT and build(ctx).
 SECTIONS: tuple[ModuleType, ...] = (notify_panel, model_folders_panel)
 
 TEXT: dict[str, dict[str, str]] = merge_texts(
-    {"settings.intro": {"en": "Settings of this workspace, kept in its settings.json.",
-                        "zh": "本工作区的设置，保存在其 settings.json 中。"}},
+    settings_texts.TEXT,
     *(section.TEXT for section in SECTIONS),
 )
 

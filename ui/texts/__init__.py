@@ -9,8 +9,11 @@ keyed as they are: message_texts.py (ZH: every message id of backend/messages.py
 config_help.py (HELP_ZH: every RunConfig field's help). tests/test_i18n.py fails on a key without
 both languages or with placeholders that differ.
 
-Not here yet: the Train form's labels (ui/forms.py's `_label` tables, checked there against the
-form's fields, and ui/grpo_form.py's reward texts; the Train tab's TEXT spreads them before
-train_texts), the Settings tab's intro, the chart words (ui/views/charts.py WORDS) and the Evaluate
-tab's metric labels.
+The Train form's texts follow the same rule: forms_texts.py (labels by field name, placeholders,
+the radios' choices) and grpo_form_texts.py (the rewards'), which ui/forms.py and ui/grpo_form.py
+check against the form's fields and key as the browser looks them up.
+
+Words outside: the English defaults a view falls back on when its caller passes no words
+(ui/views/charts.py WORDS) and the Evaluate table's metric columns (ui/tabs/evaluate.py
+METRIC_LABELS), which name data columns rather than speak to the user in a language.
 """
