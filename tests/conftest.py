@@ -140,6 +140,27 @@ def devices():
     return detect_devices()
 
 
+@pytest.fixture(scope="module")
+def device_dicts():
+    """The devices as the Train tab's page holds them (plain dicts), detected once a module."""
+    from backend.models.hardware import as_dicts, detect_devices
+
+    return as_dicts(detect_devices())
+
+
+@pytest.fixture
+def lora_demo(workspace):
+    """(a LoRA r4 over the demo model, its tokenizer, its folder), in this process."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from backend.models.loading import load_model, load_tokenizer
+
+    path = workspace.models_dir / "demo"
+    model = get_peft_model(load_model(path, dtype=torch.float32), LoraConfig(r=4, target_modules="all-linear"))
+    return model, load_tokenizer(path), path
+
+
 @pytest.fixture
 def ctx(workspace):
     """A UI context of the Train and Runs tabs' texts, for handlers called without a browser; a module

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from transformers import TrainerControl, TrainerState
 
 from backend.config_recipes import tiny_config
@@ -17,24 +16,12 @@ from backend.training.cli import Job
 from backend.training.learned_stop import PROBE_BATCH, PROBE_ROWS, LearnedStop
 
 
-@pytest.fixture
-def lora_demo(workspace):
-    import torch
-    from peft import LoraConfig, get_peft_model
-
-    from backend.models.loading import load_model, load_tokenizer
-
-    path = workspace.models_dir / "demo"
-    model = get_peft_model(load_model(path, dtype=torch.float32), LoraConfig(r=4, target_modules="all-linear"))
-    return model, load_tokenizer(path)
-
-
 def _stop(workspace, lora_demo):
     run_dir = workspace.runs_dir / "r"
     run_dir.mkdir()
     config = tiny_config(stop_when_learned=True)
     config.save(run_dir / "config.yaml")
-    model, tokenizer = lora_demo
+    model, tokenizer, _ = lora_demo
     return LearnedStop(Job(config, run_dir, workspace), tokenizer), model, run_dir
 
 

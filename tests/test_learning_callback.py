@@ -16,18 +16,6 @@ from backend.training.cli import Job
 from backend.training.learning_callback import LearningReport
 
 
-@pytest.fixture
-def lora_demo(workspace):
-    import torch
-    from peft import LoraConfig, get_peft_model
-
-    from backend.models.loading import load_model, load_tokenizer
-
-    path = workspace.models_dir / "demo"
-    model = get_peft_model(load_model(path, dtype=torch.float32), LoraConfig(r=4, target_modules="all-linear"))
-    return model, load_tokenizer(path), path
-
-
 def _callback(workspace, lora_demo, name="r"):
     run_dir = workspace.runs_dir / name
     run_dir.mkdir()

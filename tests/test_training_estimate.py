@@ -13,7 +13,6 @@ import pytest
 
 from backend.config import RunConfig
 from backend.config_recipes import tiny_config
-from backend.models.hardware import as_dicts, detect_devices
 from backend.runs.files import update_status
 from backend.runs.speed_log import matching_records, profile_seconds
 from backend.runs.workspace import Workspace
@@ -29,11 +28,6 @@ from ui.tabs import runs, train
 pytestmark = pytest.mark.timeout(1800)
 
 
-@pytest.fixture(scope="module")
-def devices():
-    return as_dicts(detect_devices())
-
-
 def ctx_for(workspace: Workspace) -> UIContext:
     return UIContext(workspace=workspace, texts=merge_texts(train.TEXT, runs.TEXT), i18n=None)
 
@@ -44,7 +38,7 @@ def browser_values(config: RunConfig) -> list:
             for n, v in zip(forms.NAMES, forms.form_values(config))]
 
 
-def test_the_plan_estimates_from_the_machines_own_run_of_these_settings(short_demo_run, devices):
+def test_the_plan_estimates_from_the_machines_own_run_of_these_settings(short_demo_run, device_dicts):
     """(a): the run recorded its speed at its end; the Plan for the same settings (another learning rate
     and length) says so, and for the run's own steps the estimate gives back the run's own seconds."""
     workspace = Workspace(short_demo_run.parent.parent)
@@ -62,7 +56,7 @@ def test_the_plan_estimates_from_the_machines_own_run_of_these_settings(short_de
     assert summary["estimate"]["error"] == pytest.approx(summary["estimate"]["seconds_mid"] / summary["wall_time_s"] - 1,
                                                          abs=1e-3)
     longer = RunConfig.from_dict({**config.to_dict(), "max_steps": 48, "learning_rate": 1e-3})
-    text = estimate_panel.time_text(ctx_for(workspace), "en", "demo", "demo", devices, *browser_values(longer))
+    text = estimate_panel.time_text(ctx_for(workspace), "en", "demo", "demo", device_dicts, *browser_values(longer))
     assert "48 steps" in text and "run(s) of these settings measured on this machine" in text
     assert profile_seconds(record["profile"], longer, 48, True) > summary["wall_time_s"]  # twice the steps
     other = RunConfig.from_dict({**config.to_dict(), "lora_r": config.lora_r * 2})  # another step shape
@@ -70,15 +64,15 @@ def test_the_plan_estimates_from_the_machines_own_run_of_these_settings(short_de
 
 
 @pytest.mark.usefixtures("starts_processes")
-def test_fresh_workspace_flops_guess_then_measure_speed_gives_the_probe(workspace, devices):
+def test_fresh_workspace_flops_guess_then_measure_speed_gives_the_probe(workspace, device_dicts):
     """(c) on a workspace that measured nothing, in both languages; Measure speed runs the real probe in
     its own process (a background job) and the Plan then shows (b) with the probe's time."""
     ctx = ctx_for(workspace)
     values = browser_values(tiny_config(max_steps=12, devices="cpu"))
-    text = estimate_panel.time_text(ctx, "en", "demo", "demo", devices, *values)
+    text = estimate_panel.time_text(ctx, "en", "demo", "demo", device_dicts, *values)
     assert "Roughly" in text and "GFLOPs a token" in text and "Measure speed" in text and "12 steps" in text
-    assert "粗略" in estimate_panel.time_text(ctx, "zh", "demo", "demo", devices, *values)
-    said = list(estimate_panel.measure(ctx, "en", "demo", "demo", devices, *values))
+    assert "粗略" in estimate_panel.time_text(ctx, "zh", "demo", "demo", device_dicts, *values)
+    said = list(estimate_panel.measure(ctx, "en", "demo", "demo", device_dicts, *values))
     assert "in a separate process" in said[0][0]
     message, time_text = said[-1]
     assert message.startswith("Speed probe:"), message
@@ -89,14 +83,14 @@ def test_fresh_workspace_flops_guess_then_measure_speed_gives_the_probe(workspac
     assert not list((workspace.root / "speed" / "probes").glob("*/"))  # its scratch folder is gone
 
 
-def test_measure_speed_is_refused_while_a_run_holds_the_devices(workspace, devices):
+def test_measure_speed_is_refused_while_a_run_holds_the_devices(workspace, device_dicts):
     held = workspace.runs_dir / "20260101-000000-busy"
     held.mkdir()
     me = psutil.Process()  # a live process: this one stands for the running worker
     update_status(held, state="running", run_id=held.name, pid=os.getpid(), create_time=me.create_time(),
                   launcher_create_time=me.create_time(), devices=["cpu"], command=["x"])
     ctx = ctx_for(workspace)
-    said = list(estimate_panel.measure(ctx, "en", "demo", "demo", devices,
+    said = list(estimate_panel.measure(ctx, "en", "demo", "demo", device_dicts,
                                        *browser_values(tiny_config(devices="cpu"))))
     assert len(said) == 1 and "cpu is busy with run 20260101-000000-busy" in said[0][0]
     assert not (workspace.root / "speed" / "jobs").exists()  # nothing was started

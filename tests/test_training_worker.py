@@ -363,13 +363,6 @@ def test_command_line_run_holds_its_devices_and_a_resume_records_its_settings(wo
     assert [w["args"]["name"] for w in status["resume_warnings"]] == ["gradient_accumulation_steps", "seed"]
 
 
-@pytest.fixture(scope="module")
-def devices():
-    from backend.models.hardware import detect_devices
-
-    return detect_devices()
-
-
 # ---------------------------------------------------------------- data through the data backend
 
 def test_trains_from_a_sharegpt_file(workspace, subprocess_env):

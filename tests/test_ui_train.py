@@ -7,22 +7,16 @@ from __future__ import annotations
 import math
 import shlex
 
-import pytest
 import yaml
 
 from backend.config import RunConfig
 from backend.config_recipes import tiny_config
 from backend.models.demo_facts import build_demo_rows
-from backend.models.hardware import Device, as_dicts, detect_devices
+from backend.models.hardware import Device, as_dicts
 from ui import forms
 from ui.tabs import train
 
 H100 = Device("cuda:0", "NVIDIA H100", 80.0, True, True)
-
-
-@pytest.fixture(scope="module")
-def devices():
-    return as_dicts(detect_devices())
 
 
 def browser_values(config: RunConfig) -> list:
@@ -46,14 +40,14 @@ def test_form_values_round_trip_through_runconfig():
     assert config.lora_target == "all-linear" and config.method == "full" and config.quantization_bits is None
 
 
-def test_plan_shows_derived_numbers_and_a_fitting_estimate(ctx, devices):
+def test_plan_shows_derived_numbers_and_a_fitting_estimate(ctx, device_dicts):
     rows = train.count_rows(ctx, "demo")
     lengths = rows.pop("lengths")  # each row's tokens, as the worker encodes it: the memory estimate sizes a step by them
     assert rows == {"rows": len(build_demo_rows()), "has_eval": False} and len(lengths["rows"]) == rows["rows"]
     rows["lengths"] = lengths
     config = tiny_config(per_device_train_batch_size=4, gradient_accumulation_steps=2, num_train_epochs=3,
                        val_size=0.1, warmup_ratio=0.1, devices="cpu")
-    derived, estimate = train.plan(ctx, "en", "demo", "demo", rows, devices, *browser_values(config))
+    derived, estimate = train.plan(ctx, "en", "demo", "demo", rows, device_dicts, *browser_values(config))
     n_train = rows["rows"] - round(rows["rows"] * 0.1)
     per_epoch = math.ceil(math.ceil(n_train / 4) / 2)  # the Trainer rounds a partial accumulation up
     assert f"**{n_train}** training rows" in derived
@@ -63,7 +57,7 @@ def test_plan_shows_derived_numbers_and_a_fitting_estimate(ctx, devices):
     assert "computing in fp32" in estimate  # the CPU trains in fp32
 
 
-def test_plan_counts_pairs_as_the_worker_trains_them(ctx, devices, tmp_path):
+def test_plan_counts_pairs_as_the_worker_trains_them(ctx, device_dicts, tmp_path):
     """kto trains a row per answer, and pairs whose prompt fills cutoff_len are left out: the Plan
     counts both with the demo model's tokenizer; a model not on disk gives an upper bound that says so."""
     import json
@@ -77,30 +71,30 @@ def test_plan_counts_pairs_as_the_worker_trains_them(ctx, devices, tmp_path):
     for stage, trained in (("dpo", 6), ("kto", 12)):
         rows = train.count_rows(ctx, str(path), "", "demo", "auto", stage)
         config = tiny_config(stage=stage, **plan)
-        derived, _ = train.plan(ctx, "en", "demo", str(path), rows, devices, *browser_values(config))
+        derived, _ = train.plan(ctx, "en", "demo", str(path), rows, device_dicts, *browser_values(config))
         assert f"**{trained}** training rows" in derived and f"**{trained}** steps in all" in derived
         assert f"**{trained // 2}** rows are left out" in derived and "most steps" not in derived
     assert "9 pairs are 18 rows" in derived
     (ctx.workspace.models_dir / "smollm2-135m-instruct").unlink()  # the workspace fixture's cached conversion
     rows = train.count_rows(ctx, str(path), "", "smollm2-135m-instruct", "auto", "kto")  # not converted here
     config = tiny_config(stage="kto", model_name_or_path="smollm2-135m-instruct", **plan)
-    derived, _ = train.plan(ctx, "en", "smollm2-135m-instruct", str(path), rows, devices, *browser_values(config))
+    derived, _ = train.plan(ctx, "en", "smollm2-135m-instruct", str(path), rows, device_dicts, *browser_values(config))
     assert "**18** steps in all" in derived and "These are the most steps the run can make" in derived
 
 
-def test_plan_warns_about_an_absurd_number_of_steps(ctx, devices, tmp_path):
+def test_plan_warns_about_an_absurd_number_of_steps(ctx, device_dicts, tmp_path):
     from backend.runs.files import read_status, update_status
     from backend.runs.info import InfoReader
     from ui.views import run_view
 
     rows = {"rows": 268}
-    sane, _ = train.plan(ctx, "en", "demo", "demo", rows, devices, *browser_values(tiny_config(devices="cpu")))
+    sane, _ = train.plan(ctx, "en", "demo", "demo", rows, device_dicts, *browser_values(tiny_config(devices="cpu")))
     assert "⚠" not in sane
     absurd = tiny_config(max_steps=10**12, devices="cpu")
     for lang, words in (("en", "Lower max_steps"), ("zh", "请调低 max_steps")):
-        derived, _ = train.plan(ctx, lang, "demo", "demo", rows, devices, *browser_values(absurd))
+        derived, _ = train.plan(ctx, lang, "demo", "demo", rows, device_dicts, *browser_values(absurd))
         assert "1,000,000,000,000" in derived and words in derived
-    epochs, _ = train.plan(ctx, "en", "demo", "demo", rows, devices,
+    epochs, _ = train.plan(ctx, "en", "demo", "demo", rows, device_dicts,
                            *browser_values(tiny_config(num_train_epochs=1e30, devices="cpu")))
     assert "Lower num_train_epochs" in epochs
     # The worker's own warning (written after its first step) is shown above a running run's charts.
@@ -112,9 +106,9 @@ def test_plan_warns_about_an_absurd_number_of_steps(ctx, devices, tmp_path):
     assert run_view.alert_text(lambda k, **v: k, info) == "⚠ the remaining steps would take about 3.1e+06 years"
 
 
-def test_verdict_says_what_does_not_fit(ctx, devices):
+def test_verdict_says_what_does_not_fit(ctx, device_dicts):
     big = tiny_config(method="full", per_device_train_batch_size=8, cutoff_len=2048, devices="cpu")
-    _, estimate = train.plan(ctx, "en", "Qwen/Qwen2.5-7B-Instruct", "demo", {"rows": 10}, devices,
+    _, estimate = train.plan(ctx, "en", "Qwen/Qwen2.5-7B-Instruct", "demo", {"rows": 10}, device_dicts,
                              *browser_values(big))
     assert estimate.startswith("❌ Does not fit on CPU") and "gradient checkpointing" in estimate
     small = tiny_config(method="qlora", gradient_checkpointing=True, per_device_train_batch_size=2, cutoff_len=1024)
@@ -139,10 +133,10 @@ def test_the_hint_names_only_settings_not_on_that_make_it_fit(ctx):
         assert verdict.count("GiB") == 4, verdict  # the verdict's two, and one per suggestion
 
 
-def test_invalid_settings_show_the_config_sentence(ctx, devices):
+def test_invalid_settings_show_the_config_sentence(ctx, device_dicts):
     values = dict(zip(forms.NAMES, browser_values(tiny_config())))
     values.update(val_size=0.0, early_stopping_patience=2.0)
-    derived, estimate = train.plan(ctx, "en", "demo", "demo", {"rows": 10}, devices, *values.values())
+    derived, estimate = train.plan(ctx, "en", "demo", "demo", {"rows": 10}, device_dicts, *values.values())
     assert "early_stopping_patience needs an eval split" in derived and estimate == ""
     message, run_id = train.start(ctx, "en", "demo", "demo", *values.values())
     assert run_id is None and "needs an eval split" in message
