@@ -110,6 +110,7 @@ CATALOGUE: dict[str, str] = {
     "train.grpo_too_few": "{prompts} prompt(s) x num_generations {generations} = {completions} completions, fewer than one step's effective batch of {batch}: nothing would train; give at least {needed} prompts, or a smaller per_device_train_batch_size.",
     "train.grpo_some_reference": "{missing} of {total} prompts have no reference answer: {rewards} score(s) them 0.",
     "train.grpo_no_signal": "steps {first}-{last}: every group of {generations} completions scored alike (mean reward {reward}), so those steps trained nothing (GRPO learns only from differences inside a group; loss and grad_norm stay 0). Give rewards that tell completions apart: partial credit (rouge_l against the reference, a length range the completions straddle, a function of your own that grades), a task the model can already do some of the time, or more num_generations and a higher temperature.",
+    "train.grpo_signal_back": "by step {last}, {steps} steps since the warning had groups that scored apart (mean reward now {reward}): the run learns after all, and the warning about steps {warned} is withdrawn.",
     "config.dora_8bit_cpu": "DoRA on an 8-bit base fails on the CPU after the first step; choose quantization_bits 4, or turn use_dora off.",
     # --- runs (backend/runs/store.py, backend/runs/info.py) -----------------------------------------
     "train.no_config": "Give --config run.yaml, --recipe starter (or demo-tiny), or --resume RUN_DIR; --print-default-config shows a starting point.",

@@ -76,6 +76,36 @@ def test_a_step_whose_groups_differ_starts_the_count_again(tmp_path, caplog):
     assert run_view.alert_text(lambda k, **v: k, InfoReader().read(run_dir, read_status(run_dir))) == ""
 
 
+def test_a_run_that_finds_its_spread_after_the_warning_withdraws_it(tmp_path, caplog):
+    """The documented quick command's steps as one run logged them (frac_reward_zero_std 1 or 0 for steps
+    1-24): alike at 1 and 3-7, then apart at 8, 11, 12, 14, 15 and most steps after, its reward up to 0.35.
+    The warning at step 7 is withdrawn at step 15; a streak after that would warn again."""
+    run_dir = _run_dir(tmp_path)
+    args, state = TrainingArguments(output_dir=str(tmp_path / "out"), report_to=[]), TrainerState()
+    check = GroupSignalCheck(run_dir, num_generations=8)
+    check.on_train_begin(args, state, TrainerControl())
+    alike_steps = {1, 3, 4, 5, 6, 7, 9, 10, 13, 16, 17, 21}
+    with caplog.at_level(logging.INFO, logger="backend.train"):
+        for step in range(1, 15):
+            _step(check, args, state, step, 1.0 if step in alike_steps else 0.0, reward=0.1)
+        assert read_status(run_dir)["train_warning"]["args"] == {"first": 3, "last": 7, "generations": 8,
+                                                                  "reward": 0.1}
+        _step(check, args, state, 15, 0.0, reward=0.05)  # the fifth step with a spread since the warning
+        assert read_status(run_dir)["train_warning"] is None
+        for step in range(16, 25):
+            _step(check, args, state, step, 1.0 if step in alike_steps else 0.0, reward=0.2)
+    assert read_status(run_dir)["train_warning"] is None
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 2 and said[1] == ("by step 15, 5 steps since the warning had groups that scored apart (mean "
+                                          "reward now 0.05): the run learns after all, and the warning about steps "
+                                          "3-7 is withdrawn.")
+    update_status(run_dir, state="completed")
+    assert run_view.alert_text(lambda k, **v: k, InfoReader().read(run_dir, read_status(run_dir))) == ""
+    for step in range(25, 25 + NO_SIGNAL_STEPS):  # dead again: a new warning
+        _step(check, args, state, step, 1.0)
+    assert read_status(run_dir)["train_warning"]["args"]["first"] == 25
+
+
 def test_logging_every_few_steps_counts_the_steps_each_line_covers(tmp_path, caplog):
     """logging_steps 2: TRL averages frac_reward_zero_std over the two steps; 1.0 means both were alike."""
     run_dir = _run_dir(tmp_path)

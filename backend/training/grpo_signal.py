@@ -7,6 +7,12 @@ grad_norm (the KL term is 0 too while the adapter is still the reference): the s
 nothing, and the run would end `completed` all the same. After NO_SIGNAL_STEPS such steps in a
 row the worker writes one warning to train.log and to status.json (`train_warning`, a catalogued
 message the Runs tab shows in the user's language), naming what to change.
+
+A tiny model often starts so: no completion of a group overlaps the reference until one does by
+chance (docs/PREFERENCE.md's quick command had steps 3-7 alike, then a reward that rose to 0.35).
+Once NO_SIGNAL_STEPS steps since the warning have had a spread again, in a row or not, the warning
+is withdrawn (a line in train.log; status.json's `train_warning` cleared), and a later streak warns
+again: the status says what holds at the run's end, train.log what happened on the way.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ class GroupSignalCheck(TrainerCallback):
         self.first: int | None = None  # first step of the current streak
         self.last_logged = 0
         self.warning = None
+        self.spread_since_warning = 0  # steps with a spread since the warning
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.last_logged = state.global_step  # a resumed run counts from its checkpoint
@@ -49,9 +56,13 @@ class GroupSignalCheck(TrainerCallback):
             self.first = self.last_logged + 1 if self.first is None else self.first
         else:
             self.first = None
+            if self.warning is not None:
+                self.spread_since_warning += state.global_step - self.last_logged
         self.last_logged = state.global_step
         if self.first is not None and self.warning is None and state.global_step - self.first + 1 >= self.steps:
             self._warn(state, logs)
+        elif self.warning is not None and self.spread_since_warning >= self.steps:
+            self._withdraw(state, logs)
         return control
 
     def _warn(self, state, logs: dict) -> None:
@@ -60,3 +71,11 @@ class GroupSignalCheck(TrainerCallback):
         log.warning("%s", self.warning)
         if self.run_dir is not None and state.is_world_process_zero:
             update_status(self.run_dir, train_warning=self.warning.to_dict())
+
+    def _withdraw(self, state, logs: dict) -> None:
+        log.info("%s", msg("train.grpo_signal_back", steps=self.spread_since_warning, last=state.global_step,
+                           warned=f"{self.warning.args['first']}-{self.warning.args['last']}",
+                           reward=round(float(logs.get("reward") or 0.0), 3)))
+        self.warning, self.spread_since_warning = None, 0
+        if self.run_dir is not None and state.is_world_process_zero:
+            update_status(self.run_dir, train_warning=None)

@@ -87,6 +87,7 @@ ZH: dict[str, str] = {
     "train.grpo_too_few": "{prompts} 个提示 × num_generations {generations} = {completions} 个回答，少于一步的有效批大小 {batch}：什么都不会训练；请至少提供 {needed} 个提示，或减小 per_device_train_batch_size。",
     "train.grpo_some_reference": "{total} 个提示中有 {missing} 个没有参考答案：{rewards} 对它们记 0 分。",
     "train.grpo_no_signal": "第 {first}-{last} 步：每组 {generations} 个回答得分都相同（平均奖励 {reward}），这些步什么都没有学到（GRPO 只从同一组回答之间的差别中学习；loss 和 grad_norm 保持为 0）。请使用能区分回答的奖励：给部分分（与参考答案比较的 rouge_l、回答长度跨越的长度范围、自己写的打分函数），选择模型已经能偶尔做对的任务，或增加 num_generations、提高 temperature。",
+    "train.grpo_signal_back": "到第 {last} 步，警告之后已有 {steps} 步的同组回答得分不同（当前平均奖励 {reward}）：这次运行还是在学习，关于第 {warned} 步的警告撤回。",
     "config.dora_8bit_cpu": "在 CPU 上，8 位基础模型配 DoRA 会在第一步之后失败；请选择 quantization_bits 4，或关闭 use_dora。",
     # --- runs --------------------------------------------------------------------------------------
     "train.no_config": "请给出 --config run.yaml、--recipe starter（或 demo-tiny），或 --resume RUN_DIR；--print-default-config 会打印一个起点配置。",
