@@ -176,29 +176,3 @@ def test_watch_run_follows_a_run_started_after_the_one_it_shows(ctx):
     # Once listed, the user's own pick holds: an older run stays watched.
     assert runs.list_runs(ctx, stopped, known=ids)[2] == stopped
 
-
-def test_the_train_tabs_view_shows_the_plans_total_and_the_loss_line(ctx):
-    """A queued run (its worker knows no total yet) shows the Plan's step total, not "step 0 / ?", in
-    the Runs tab and in the Train tab's view, which the same tick draws; logged steps become its line."""
-    from backend.runs.files import update_status
-    from backend.training.estimate import planned_steps
-
-    config = tiny_config(devices="cpu", max_steps=-1, num_train_epochs=2.0)  # epochs: the worker counts the steps
-    run_id = ctx.store.create(config)  # queued, as Start leaves it
-    total = planned_steps(config, ctx.workspace)
-    monitor = runs.tick(ctx, "en", None, run_id)
-    assert f"step 0 / {total} ·" in monitor[PROGRESS] and "/ ?" not in monitor[PROGRESS]
-    view = runs.train_view(ctx, "en", monitor)
-    assert f"Run <b>{run_id}</b>" in view and monitor[PROGRESS] in view and "<svg" not in view  # no steps yet
-
-    run_dir = ctx.store.runs_dir / run_id
-    update_status(run_dir, state="running", pid=os.getpid(), global_step=3, max_steps=total)
-    with open(run_dir / METRICS_FILE, "a", encoding="utf-8") as handle:
-        for step, loss in ((1, 2.5), (2, 2.0), (3, float("nan")), (4, 1.5)):
-            handle.write(json.dumps({"time": time.time(), "step": step, "kind": "train", "loss": loss}) + "\n")
-    monitor = runs.tick(ctx, "zh", monitor[WATCH], run_id)
-    view = runs.train_view(ctx, "zh", monitor)
-    assert f"运行 <b>{run_id}</b>" in view and f"第 3 / {total} 步" in view
-    points = view.split('points="')[1].split('"')[0].split()
-    assert len(points) == 3 and "2.5 → 1.5" in view  # the NaN step is no point
-    assert runs.train_view(ctx, "en", runs.tick(ctx, "en", None, None)) == ""

@@ -9,13 +9,10 @@ restart shows a running run again with its whole history.
 
 from __future__ import annotations
 
-import dataclasses
-
 import gradio as gr
 
 from backend.runs.files import LOG_FILE, MetricsTail, tail_text
 from backend.runs.store import RunError
-from backend.training.estimate import planned_steps
 from ui.context import UIContext
 from ui.i18n import localize
 from ui.panels import diagnostics_panel, grpo_panel, learning_panel, queue_panel, sweep_results_panel
@@ -103,35 +100,11 @@ def tick(ctx: UIContext, lang: str | None, watch: run_view.Watch | None, run_id:
         return [watch, msg("runs.msg.error", error=localize(error, lang)), "", gr.update(visible=False), "",
                 *[gr.skip()] * len(CHART_KEYS)]
     switched = watch.follow(run_id, info.run_dir)
-    info = _with_planned_total(ctx, watch, info)
     new = watch.read_new()
     charts = figures(ctx, lang, watch.records) if (new or switched) else [gr.skip()] * len(CHART_KEYS)
     charts[-2:] = _preference_plots(info, charts[-2:])
     return [watch, run_view.alert_text(msg, info, lang), run_view.progress_html(msg, info, watch.records),
             gr.update(visible=run_view.can_resume(info)), tail_text(info.run_dir / LOG_FILE, LOG_BYTES), *charts]
-
-
-def _with_planned_total(ctx: UIContext, watch: run_view.Watch, info):
-    """A run before its worker knows its step total (loading, replay answers, the queue) shows the
-    Plan's, counted once a watch, instead of "step 0 / ?"."""
-    if info.max_steps or info.state not in ("queued", "running") or info.config is None:
-        return info
-    if watch.planned_steps is None:
-        try:
-            watch.planned_steps = planned_steps(info.config, ctx.workspace)
-        except Exception:  # noqa: BLE001 - a dataset that cannot be read: the worker's own total comes later
-            watch.planned_steps = 0
-    return dataclasses.replace(info, max_steps=watch.planned_steps) if watch.planned_steps else info
-
-
-def train_view(ctx: UIContext, lang: str | None, monitor: list) -> str:
-    """The Train tab's view of the watched run (after Start: the run just started), from one monitor
-    tick's values: its bar, with the Plan's step total, and a small line of its train loss."""
-    watch = monitor[0]
-    if not watch.run_id:
-        return ""
-    title = _msg(ctx, lang)("runs.train_view", run=watch.run_id)
-    return f'<div id="train-progress-run">{title}</div>{monitor[2]}{run_view.loss_sparkline(watch.records)}'
 
 
 def compare(ctx: UIContext, lang: str | None, run_ids: list[str] | None) -> tuple:
@@ -232,16 +205,9 @@ def _wire(ctx: UIContext, c: dict, plots: list) -> None:
         shared_run.change(remember, shared_run, None, **private)
 
     monitor_outputs = [c["watch"], c["alert"], c["progress"], c["resume"], c["log"], *plots]
-    train_progress = ctx.shared.get("train_progress")  # the Train tab's view (ui/tabs/train.py), if built
-
-    def do_monitor(lang, watching, run_id):
-        monitor = tick(ctx, lang, watching, run_id)
-        return [*monitor, train_view(ctx, lang, monitor)] if train_progress is not None else monitor
-
-    timer = gr.Timer(TICK_S)  # the one timer of a watched run: the Train tab's view rides on it
+    timer = gr.Timer(TICK_S)
     for trigger in (timer.tick, c["select"].change):
-        trigger(do_monitor, [lang, c["watch"], c["select"]],
-                monitor_outputs + ([train_progress] if train_progress is not None else []),
+        trigger(lambda lang, w, r: tick(ctx, lang, w, r), [lang, c["watch"], c["select"]], monitor_outputs,
                 show_progress="hidden", trigger_mode="always_last", **private)
     c["stop"].click(lambda lang, r: stop(ctx, lang, r), [lang, c["select"]], c["message"], **private)
     c["resume"].click(lambda lang, r: resume(ctx, lang, r), [lang, c["select"]], c["message"], **private)

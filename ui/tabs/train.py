@@ -290,8 +290,6 @@ def build(ctx: UIContext) -> None:
             c[key] = gr.Button(t(f"train.{key}"), variant=variant, elem_id=f"train-{key.replace('_', '-')}")
         c["load_yaml"] = gr.UploadButton(t("train.load_yaml"), file_types=[".yaml", ".yml"], elem_id="train-load-yaml")
     c["message"] = gr.Markdown(elem_id="train-message")
-    # The watched run's bar and loss line, drawn by the Runs tab's one timer (ui/tabs/runs.py:train_view).
-    ctx.shared["train_progress"] = gr.HTML(elem_id="train-progress")
     c["saved_file"] = gr.File(visible=False, interactive=False, height=60, show_label=False)
     c["command"] = gr.Code(language="shell", label=t("train.command"), interactive=False, visible=False)
     c["yaml"] = gr.Code(language="yaml", label=t("train.yaml"), interactive=False, visible=False)

@@ -30,7 +30,6 @@ TEXT: dict[str, dict[str, str]] = {
     "runs.resume": _("Resume", "继续"),
     "runs.none": _("No run selected. Start one in the Train tab, or pick one above.",
                    "未选择运行。请在“训练”页开始一个，或在上方选择。"),
-    "runs.train_view": _("Run <b>{run}</b> (watched in the Runs tab)", "运行 <b>{run}</b>（在“运行”页查看）"),
     "runs.progress": _("step {step} / {max_steps} · elapsed {elapsed} · ETA {eta}",
                        "第 {step} / {max_steps} 步 · 已用 {elapsed} · 预计剩余 {eta}"),
     "runs.stage.demo_model": _("building the demo model (first use in this workspace, once): pre-training step "

@@ -27,13 +27,12 @@ class Watch:
     run_id: str | None = None
     tail: MetricsTail | None = None
     records: list[dict] = field(default_factory=list)
-    planned_steps: int | None = None  # the Plan's step total, counted once, until the worker writes its own
 
     def follow(self, run_id: str | None, run_dir) -> bool:
         """Switch to `run_id` (from its first record) when it changed; True when it did."""
         if run_id == self.run_id:
             return False
-        self.run_id, self.records, self.planned_steps = run_id, [], None
+        self.run_id, self.records = run_id, []
         self.tail = MetricsTail(run_dir) if run_id else None
         return True
 
@@ -100,23 +99,6 @@ def progress_html(msg: Msg, info: RunInfo, records: list[dict]) -> str:
                elapsed=duration(run_seconds(info)) or "-", eta=duration(eta) or "-")
     return (f'<div class="run-progress"><progress value="{percent}" max="100" style="width:100%"></progress>'
             f"<div>{percent}% · {text}</div></div>")
-
-
-def loss_sparkline(records: list[dict], width: int = 360, height: int = 56) -> str:
-    """The train loss as a small inline SVG line (no plotly: the Train tab redraws it on the Runs
-    tab's tick without a chart library's cost), or "" before two logged steps."""
-    points = [(r["step"], r["loss"]) for r in records if r.get("kind") == "train" and isinstance(r.get("loss"), (int, float))
-              and r["loss"] == r["loss"]]  # a NaN loss is no point
-    if len(points) < 2:
-        return ""
-    (first, _), (last, _) = points[0], points[-1]
-    low, high = min(y for _, y in points), max(y for _, y in points)
-    x_span, y_span = max(last - first, 1), max(high - low, 1e-9)
-    line = " ".join(f"{(x - first) / x_span * (width - 4) + 2:.1f},{(high - y) / y_span * (height - 4) + 2:.1f}"
-                    for x, y in points)
-    return (f'<svg class="run-sparkline" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-            f'role="img"><polyline fill="none" stroke="currentColor" stroke-width="1.5" points="{line}"/></svg>'
-            f'<div class="run-sparkline-range">{high:.3g} → {points[-1][1]:.3g}</div>')
 
 
 def stage_text(msg: Msg, stage: dict, elapsed: str) -> str:
