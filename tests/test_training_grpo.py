@@ -129,7 +129,9 @@ def test_grpo_stop_then_resume(workspace, subprocess_env, sums):
 
 def test_the_documented_quick_command_learns(workspace, subprocess_env):
     """docs/PREFERENCE.md's quick command, as written: its rewards differ within groups, so steps have a
-    gradient, and the run finds nothing to warn about (the default rewards scored every completion 0)."""
+    gradient, and the run ends with nothing to warn about (the default rewards scored every completion 0).
+    A streak of alike steps before the first reward (steps 3-7 on this machine) may warn on the way, and the
+    warning is then withdrawn in train.log once the groups score apart."""
     line = next(line.strip() for line in (REPO / "docs" / "PREFERENCE.md").read_text(encoding="utf-8").splitlines()
                 if line.strip().startswith("python -m backend.train --recipe demo-tiny --set stage=grpo"))
     words = shlex.split(line)
@@ -143,7 +145,8 @@ def test_the_documented_quick_command_learns(workspace, subprocess_env):
     assert len(differed) >= len(train) // 2, [(r["step"], r["reward"], r["frac_reward_zero_std"]) for r in train]
     assert all(r["grad_norm"] > 0 for r in differed) and sum(r["reward"] for r in train) > 0
     assert status.get("train_warning") is None
-    assert "scored alike" not in (run / "train.log").read_text(encoding="utf-8")
+    log = (run / "train.log").read_text(encoding="utf-8")
+    assert log.count("scored alike") == log.count("is withdrawn"), log[-3000:]  # each warning withdrawn
 
 
 def _safe_train(run: Path) -> list[dict]:
