@@ -17,3 +17,10 @@ Words outside: the English defaults a view falls back on when its caller passes 
 (ui/views/charts.py WORDS) and the Evaluate table's metric columns (ui/tabs/evaluate.py
 METRIC_LABELS), which name data columns rather than speak to the user in a language.
 """
+
+from __future__ import annotations
+
+
+def both(en: str, zh: str) -> dict[str, str]:
+    """One text in both languages, as every table here keys it."""
+    return {"en": en, "zh": zh}

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-
-def _(en: str, zh: str) -> dict[str, str]:
-    return {"en": en, "zh": zh}
-
+from ui.texts import both as _
 
 TEXT: dict[str, dict[str, str]] = {
     "runs.diag.title": _("Diagnostics", "诊断信息"),

@@ -5,10 +5,7 @@ fields' help comes from RunConfig (English) and config_help.py (Chinese)."""
 
 from __future__ import annotations
 
-
-def _(en: str, zh: str) -> dict[str, str]:
-    return {"en": en, "zh": zh}
-
+from ui.texts import both as _
 
 # What the two radios show for their values, in both languages (translated in the browser).
 CHOICE_TEXT: dict[str, dict[str, str]] = {

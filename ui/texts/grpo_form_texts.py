@@ -3,10 +3,7 @@ label and help, its settings' and the own functions' box; ui/grpo_form.py keys t
 
 from __future__ import annotations
 
-
-def _(en: str, zh: str) -> dict[str, str]:
-    return {"en": en, "zh": zh}
-
+from ui.texts import both as _
 
 KIND_LABELS = {"exact_match": _("Exact match with the reference answer", "与参考答案完全一致"),
                "format": _("Format (regular expression)", "格式（正则表达式）"),

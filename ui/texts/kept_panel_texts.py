@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-
-def _(en: str, zh: str) -> dict[str, str]:
-    return {"en": en, "zh": zh}
-
+from ui.texts import both as _
 
 EVALUATE_TEXT: dict[str, dict[str, str]] = {
     "evaluate.kept.title": _("Beside the run it continues", "与所继续的父运行并排对比"),

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-
-def _(en: str, zh: str) -> dict[str, str]:
-    return {"en": en, "zh": zh}
-
+from ui.texts import both as _
 
 RUNS_TEXT: dict[str, dict[str, str]] = {
     "runs.learning.chart": _("Learning report: learned, kept, ended (%)", "学习报告：学到、保留、正常结束（%）"),

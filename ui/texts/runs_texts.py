@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ui.texts import both as _
 from ui.texts import (
     diagnostics_panel_texts,
     grpo_panel_texts,
@@ -10,11 +11,6 @@ from ui.texts import (
     sweep_results_panel_texts,
 )
 from ui.texts.kept_panel_texts import RUNS_TEXT as KEPT_TEXT
-
-
-def _(en: str, zh: str) -> dict[str, str]:
-    return {"en": en, "zh": zh}
-
 
 TEXT: dict[str, dict[str, str]] = {
     **grpo_panel_texts.TEXT,

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-
-def _(en: str, zh: str) -> dict[str, str]:
-    return {"en": en, "zh": zh}
-
+from ui.texts import both as _
 
 TEXT: dict[str, dict[str, str]] = {
     "train.sweep.section": _("Sweep: several runs over a grid of settings", "扫描：在设置网格上运行多次"),

@@ -3,10 +3,7 @@ puts the form's and its panels' tables before them."""
 
 from __future__ import annotations
 
-
-def _(en: str, zh: str) -> dict[str, str]:
-    return {"en": en, "zh": zh}
-
+from ui.texts import both as _
 
 TEXT: dict[str, dict[str, str]] = {
     "train.model": _("Model", "模型"),
