@@ -25,6 +25,8 @@ Shared components (`ctx.shared`), created by the shell before any tab is built:
                                    once either changes (None before: forms.form_defaults); the
                                    Data tab checks {{name}} / {{author}} filled with them.
   "tabs"     gr.Tabs               output gr.Tabs(selected="train") to switch tabs.
+A tab that must react to the others' selection appends to `ctx.after_tabs` a function of
+{name: gr.Tab}; the shell calls it once every tab is built.
 "dataset" and "run_id" start from the last used values in settings.json.
 
 Services (one per app, shared by every tab; tests pass their own or get one):
@@ -54,6 +56,7 @@ import is lazy (0.04 s), so it sits at the top; its figures are built in handler
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,6 +83,9 @@ class UIContext:
     # Whether the browser may set what runs code here: False on an app open to other computers
     # unless it was started with --allow-remote-code (app.py).
     accepts_code: bool = True
+    # Wiring that needs every tab, called by the shell once all are built with {name: gr.Tab}
+    # (the Train tab's view ticks only while its tab is shown: ui/panels/train_watch_panel.py).
+    after_tabs: list[Callable[[dict[str, Any]], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.store is None:

@@ -74,6 +74,8 @@ def build_app(workspace: Workspace, recipe: str = "starter", accepts_code: bool 
                 with gr.Tab(tab_label(name, lang.value), id=name, elem_id=f"tab-{name}") as tab:
                     module.build(ctx)
                 tabs.append((name, tab))
+        for wire in ctx.after_tabs:
+            wire(dict(tabs))
         run_notice.build(ctx)  # the page title and a notification when a run ends, whichever tab is open
         _wire_language(demo, ctx, tabs)
         # A browser opened the page: import torch & co. now, in the background,

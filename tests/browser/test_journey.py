@@ -87,6 +87,12 @@ def test_newcomer_journey(app, page, shared_data):
     screenshot(page, "train", also_to=DOCS / "train.png")
     page.locator("#train-start").click()
     page.locator("#train-message").get_by_text("Started run").wait_for(timeout=60_000)
+    # The Train tab follows the run it started: its bar with the step total, then its loss line,
+    # drawn by a timer that ticks only while this tab shows; the page still answers a click meanwhile.
+    page.locator("#train-watch").get_by_text(re.compile(rf"step \d+ / {STEPS}")).wait_for(timeout=120_000)
+    page.locator("#train-watch-loss polyline").wait_for(timeout=180_000)
+    page.locator("#train-show-command").click()
+    page.locator("#train-command").get_by_text("backend.train").first.wait_for(timeout=60_000)
 
     tab(page, "Runs")
     before = wait_until(lambda: (n := chart_points(page, "runs-chart-loss")) >= 2 and n, "loss points on the chart", 180)

@@ -31,7 +31,7 @@ from backend.storage.safe_names import UnsafeName, clean_name, path_inside
 from ui import forms, grpo_form
 from ui.context import UIContext
 from ui.i18n import localize
-from ui.panels import estimate_panel, grpo_section, local_models_panel, sweep_panel
+from ui.panels import estimate_panel, grpo_section, local_models_panel, sweep_panel, train_watch_panel
 from ui.run_actions import resume, stop
 from ui.texts import train_texts
 from ui.views import grpo_plan, scale_view
@@ -48,6 +48,7 @@ TEXT: dict[str, dict[str, str]] = {
     **sweep_panel.TEXT,
     **grpo_form.TEXT,
     **grpo_plan.TEXT,
+    **train_watch_panel.TEXT,
     **train_texts.TEXT,
 }
 
@@ -290,8 +291,10 @@ def build(ctx: UIContext) -> None:
             c[key] = gr.Button(t(f"train.{key}"), variant=variant, elem_id=f"train-{key.replace('_', '-')}")
         c["load_yaml"] = gr.UploadButton(t("train.load_yaml"), file_types=[".yaml", ".yml"], elem_id="train-load-yaml")
     c["message"] = gr.Markdown(elem_id="train-message")
+    c["watch"] = train_watch_panel.build(ctx)  # the started run's bar and loss line
     c["saved_file"] = gr.File(visible=False, interactive=False, height=60, show_label=False)
-    c["command"] = gr.Code(language="shell", label=t("train.command"), interactive=False, visible=False)
+    c["command"] = gr.Code(language="shell", label=t("train.command"), interactive=False, visible=False,
+                           elem_id="train-command")
     c["yaml"] = gr.Code(language="yaml", label=t("train.yaml"), interactive=False, visible=False)
     c["devices"], c["rows"] = gr.State(None), gr.State(None)
     c["trust"], c["dataset_name"] = inputs["trust_remote_code"], inputs["dataset_name"]
@@ -419,7 +422,7 @@ def _wire_actions(ctx: UIContext, c: dict, form: list) -> None:
 
     def do_start(*values):
         text, run_id = start(ctx, *values)
-        return text, run_id or gr.update()  # a refused start keeps the selected run
+        return text, run_id or gr.update(), run_id or gr.update()  # a refused start keeps the selected run
 
     def do_command(*values):
         text, command, yaml_text = show_command(ctx, *values)
@@ -429,7 +432,8 @@ def _wire_actions(ctx: UIContext, c: dict, form: list) -> None:
         text, path = save_yaml(ctx, *values)
         return text, gr.update(value=path, visible=bool(path))
 
-    c["start"].click(do_start, [*head, *form], [c["message"], run_target], **private)
+    started = c["start"].click(do_start, [*head, *form], [c["message"], run_target, c["watch"]["run"]], **private)
+    train_watch_panel.follow(ctx, c["watch"], started)
     c["stop"].click(lambda lang, r: stop(ctx, lang, r), [lang, run_target], c["message"], **private)
     c["resume"].click(lambda lang, r: resume(ctx, lang, r), [lang, run_target], c["message"], **private)
     c["show_command"].click(do_command, [*head, *form], [c["message"], c["command"], c["yaml"]], **private)
