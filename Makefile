@@ -79,11 +79,19 @@ browser:
 		else sudo apt-get update -q && sudo apt-get install -y -q chromium; fi; }
 
 # The whole suite, with the wall time of each stage (set-up, lint, pytest) and pytest's 25 slowest tests.
+# Two pytest-xdist workers: most tests wait on one single-threaded process (a worker with OMP_NUM_THREADS=1,
+# an app, a browser), so two keep both cores busy. tests/conftest.py groups the tests that share a costly
+# session fixture onto one worker. `make test PARALLEL=` runs them in one process. The in-process tests
+# (test-fast) run in one: two workers were slower there (323 s against 247 s).
+TEST_WORKERS ?= 2
+PARALLEL ?= -n $(TEST_WORKERS) --dist loadgroup
+
 test:
 	@start=$$(date +%s); $(MAKE) --no-print-directory $(STAMP) $(GGUF_STAMP) $(VLLM_STAMP) browser && \
 	echo "stage set-up: $$(( $$(date +%s) - start )) s"
 	@start=$$(date +%s); $(PY) -m ruff check . && echo "stage lint: $$(( $$(date +%s) - start )) s"
-	@start=$$(date +%s); $(PY) -m pytest; code=$$?; echo "stage pytest: $$(( $$(date +%s) - start )) s"; exit $$code
+	@start=$$(date +%s); $(PY) -m pytest $(PARALLEL); code=$$?; echo "stage pytest: $$(( $$(date +%s) - start )) s"; \
+	exit $$code
 
 # The in-process tests (no worker, server, app or browser: conftest.py's PROCESS_FIXTURES mark those slow;
 # some read GGUF files through the llama_cpp bindings, installed from the cached wheel),

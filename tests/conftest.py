@@ -3,6 +3,7 @@ a fresh workspace per test that links to it."""
 
 from __future__ import annotations
 
+import collections
 import os
 import sys
 from pathlib import Path
@@ -44,12 +45,65 @@ def _note_spawn(event: str, args: tuple) -> None:
 sys.addaudithook(_note_spawn)  # an audit hook cannot be removed; it only appends to a list
 
 
+# The session fixtures too costly to build twice (a trained run, an export). `make test` runs the suite on two
+# pytest-xdist workers with --dist loadgroup: the tests that share one of these, and every test of their module
+# (or of tests/serve/, whose server is package-scoped), form one group that one worker runs, so each is built once.
+SHARED_ONCE = frozenset({
+    "trained_demo_run", "short_demo_run", "starter_short_run", "gguf_model_dir", "gguf_run", "gguf_export",
+    "serve_workspace", "chat_lora_run",
+})
+PACKAGE_GROUPS = ("serve",)  # packages whose fixtures are package-scoped
+
+
+def _group_key(item) -> str:
+    folder = item.path.parent
+    return folder.name if folder.name in PACKAGE_GROUPS else str(item.path.relative_to(REPO))
+
+
+def worker_groups(items) -> dict[str, str]:
+    """{nodeid: group}: the connected parts of the graph whose nodes are modules (or packages) and SHARED_ONCE
+    fixtures, linked by the tests that use them."""
+    parent: dict[str, str] = {}
+
+    def root(node: str) -> str:
+        while parent.setdefault(node, node) != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    for item in items:
+        key = _group_key(item)
+        for fixture in SHARED_ONCE & set(getattr(item, "fixturenames", ())):
+            parent[root(fixture)] = root(key)
+    return {item.nodeid: root(_group_key(item)) for item in items}
+
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput"):
+        import torch
+
+        # Two workers on two cores: one thread each for the in-process tests (two threads each made them
+        # thrash, 323 s against 247 s in one process). The processes a test starts choose their own.
+        torch.set_num_threads(1)
+
+
 def pytest_collection_modifyitems(config, items):
     import torch
 
+    groups = worker_groups(items)
     for item in items:
         if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+        item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
+    if hasattr(config, "workerinput"):
+        # A worker is handed groups in collection order: the costliest go first, so the longest is not the last
+        # one started. A slow test counts 1 and a browser test, a whole journey through the app, 10. Every
+        # worker sorts alike (xdist checks that they collect alike).
+        cost = collections.Counter()
+        for item in items:
+            browser = item.path.parent.name == "browser"
+            cost[groups[item.nodeid]] += 10 if browser else 1 if "slow" in item.keywords else 0
+        items.sort(key=lambda item: -cost[groups[item.nodeid]])
     if torch.cuda.is_available():
         return
     skip_gpu = pytest.mark.skip(reason="needs a CUDA device; none here")
