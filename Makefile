@@ -84,7 +84,7 @@ browser:
 # session fixture onto one worker. `make test PARALLEL=` runs them in one process. The in-process tests
 # (test-fast) run in one: two workers were slower there (323 s against 247 s).
 TEST_WORKERS ?= 2
-PARALLEL ?= -n $(TEST_WORKERS) --dist loadgroup
+PARALLEL ?= -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 test:
 	@start=$$(date +%s); $(MAKE) --no-print-directory $(STAMP) $(GGUF_STAMP) $(VLLM_STAMP) browser && \

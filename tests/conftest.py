@@ -87,6 +87,9 @@ def pytest_configure(config):
         torch.set_num_threads(1)
 
 
+# tryfirst: xdist's own hook on a worker turns the xdist_group marks into the node ids' @group suffix, which
+# --dist loadgroup schedules by; the marks must be there before it runs.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     import torch
 
@@ -110,6 +113,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)
+
+
+def pytest_xdist_node_collection_finished(node, ids):
+    """With --dist loadgroup, every node id a worker collected must carry its @group suffix: without it xdist hands
+    the tests out one by one and each worker builds every shared run again, with nothing failing (pytest 9.2 broke
+    the suffix for pytest-xdist 3.8: pytest-dev/pytest-xdist#1386)."""
+    ungrouped = [nodeid for nodeid in ids if "@" not in nodeid]
+    if node.config.getvalue("dist") == "loadgroup" and ungrouped:
+        raise pytest.UsageError(f"pytest-xdist did not group {len(ungrouped)} tests (first: {ungrouped[0]}): this "
+                                "pytest and pytest-xdist do not work together; use the versions requirements-dev.txt pins.")
 
 
 @pytest.hookimpl(tryfirst=True)
