@@ -46,23 +46,38 @@ sys.addaudithook(_note_spawn)  # an audit hook cannot be removed; it only append
 
 
 # The session fixtures too costly to build twice (a trained run, an export). `make test` runs the suite on two
-# pytest-xdist workers with --dist loadgroup: the tests that share one of these, and every test of their module
-# (or of tests/serve/, whose server is package-scoped), form one group that one worker runs, so each is built once.
+# pytest-xdist workers with --dist loadgroup: the tests that share one of these, or a module-, class- or
+# package-scoped fixture, form one group that one worker runs, so each is built once; every other test is a group
+# of its own, which either worker may take.
 SHARED_ONCE = frozenset({
     "trained_demo_run", "short_demo_run", "starter_short_run", "gguf_model_dir", "gguf_run", "gguf_export",
     "serve_workspace", "chat_lora_run",
 })
-PACKAGE_GROUPS = ("serve",)  # packages whose fixtures are package-scoped
 
 
-def _group_key(item) -> str:
-    folder = item.path.parent
-    return folder.name if folder.name in PACKAGE_GROUPS else str(item.path.relative_to(REPO))
+def _shared_instances(item) -> list[str]:
+    """The fixture instances this test shares with others: each SHARED_ONCE fixture it uses, however deep, and
+    each fixture of a wider scope than the test, named by the node it lives on (a module-scoped fixture has one
+    instance per module that uses it, a package-scoped one per package that defines it)."""
+    shared = []
+    name2fixturedefs = item._fixtureinfo.name2fixturedefs  # pytest's own record of the fixtures a test resolves
+    for name in item.fixturenames:
+        definitions = name2fixturedefs.get(name)
+        scope = definitions[-1].scope if definitions else "function"
+        if name in SHARED_ONCE:
+            shared.append(name)
+        elif scope == "module":
+            shared.append(f"{item.path.relative_to(REPO)}::{name}")
+        elif scope == "class" and item.cls is not None:
+            shared.append(f"{item.path.relative_to(REPO)}::{item.cls.__name__}::{name}")
+        elif scope == "package":
+            shared.append(f"{definitions[-1].baseid}::{name}")
+    return shared
 
 
 def worker_groups(items) -> dict[str, str]:
-    """{nodeid: group}: the connected parts of the graph whose nodes are modules (or packages) and SHARED_ONCE
-    fixtures, linked by the tests that use them."""
+    """{nodeid: group}: the connected parts of the graph whose nodes are tests and shared fixture instances,
+    linked where a test uses one."""
     parent: dict[str, str] = {}
 
     def root(node: str) -> str:
@@ -72,10 +87,14 @@ def worker_groups(items) -> dict[str, str]:
         return node
 
     for item in items:
-        key = _group_key(item)
-        for fixture in SHARED_ONCE & set(getattr(item, "fixturenames", ())):
-            parent[root(fixture)] = root(key)
-    return {item.nodeid: root(_group_key(item)) for item in items}
+        for instance in _shared_instances(item):
+            parent[root(instance)] = root(item.nodeid)
+    # Named by the first test's module and a count, in collection order, so every worker names them alike; no
+    # brackets or @, which xdist reads to find the group in a node id.
+    names: dict[str, str] = {}
+    for item in items:
+        names.setdefault(root(item.nodeid), f"{item.path.relative_to(REPO)}:{len(names)}")
+    return {item.nodeid: names[root(item.nodeid)] for item in items}
 
 
 def pytest_configure(config):
