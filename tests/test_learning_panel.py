@@ -32,6 +32,10 @@ def scored_run(workspace):
     tokenizer = load_tokenizer(model_path)
     model = load_model(model_path, dtype=torch.float32)
     reporter = LearningReporter(run_dir, config, workspace, tokenizer, model_path)
+    # The tiny model knows no general answer through the chat template (how many, if any, its noise
+    # happens to hold depends on its build), so its "kept" questions accept any answer: the panels
+    # need a base with right answers to draw a kept line, and the scores have their own tests.
+    reporter.prompts.kept = [(question, ("",)) for question, _ in reporter.prompts.kept[:4]]
     reporter.score(model, "base", 0)
     reporter.score(model, "final", 12)
     reporter.skip("checkpoint-6", 6, "over the budget")
