@@ -19,6 +19,8 @@ from backend.storage.user_cache import user_cache_dir  # noqa: E402  (after the 
 
 # Built models survive between sessions and clones here; ensure_demo_model rebuilds a stale one.
 CACHE = Path(os.environ.get("FINETUNE_STUDIO_TEST_CACHE", user_cache_dir() / "test-models"))
+# The demo's and the starter's answers to the learning report's general questions, beside the models (warm_answers).
+ANSWERS = CACHE / "answers"
 
 
 # The fixtures that start processes (a real worker, a command line, a server, the app, a browser), directly or
@@ -200,16 +202,43 @@ def _offline_model(name: str) -> Path:
 
 
 @pytest.fixture
-def workspace(tmp_path, demo_model_dir, starter_model_dir):
+def workspace(tmp_path, demo_model_dir, starter_model_dir, request):
     """A fresh workspace whose models/demo is the cached demo model and whose default model (the starter,
     SmolLM2-135M-Instruct) is the cached conversion: a fresh one would convert it again (20-30 s) the
-    first time a test reads the default model's tokenizer, as the Data tab does."""
+    first time a test reads the default model's tokenizer, as the Data tab does. A slow test's workspace
+    also holds the base models' answers to the general questions (warm_answers), as the app's start leaves
+    it; an in-process test's starts cold, so the tests of that cache see it made."""
     from backend.runs.workspace import Workspace
 
     ws = Workspace(tmp_path / "workspace").ensure()
     (ws.models_dir / "demo").symlink_to(demo_model_dir, target_is_directory=True)
     (ws.models_dir / starter_model_dir.name).symlink_to(starter_model_dir, target_is_directory=True)
+    if "slow" in request.node.keywords:
+        seed_answers(ws, request.getfixturevalue("warm_answers"))
     return ws
+
+
+@pytest.fixture(scope="session")
+def warm_answers(demo_model_dir, starter_model_dir) -> Path:
+    """The demo's and the starter's answers to the learning report's general questions, generated once per
+    machine (their file's key holds the model, its template and the questions, so a change answers anew).
+    Every worker run scores its base on them: copied into a slow test's workspace, they spare each run
+    what the app's start-up preparation spares a user's (4-8 s a demo run, 110 s the starter's)."""
+    from backend.learning.entries import warm_base_answers
+    from backend.models.loading import load_tokenizer
+    from backend.storage.file_lock import file_lock
+
+    with file_lock(ANSWERS / ".lock"):  # two xdist workers: one answers, the other reads its file
+        for model_dir in (demo_model_dir, starter_model_dir):
+            warm_base_answers(model_dir, load_tokenizer(model_dir), ANSWERS)
+    return ANSWERS / ".replay"
+
+
+def seed_answers(ws, answers: Path) -> None:
+    """Copies (never links: a test may write its own) the cached answers into `ws`'s datasets/.replay."""
+    import shutil
+
+    shutil.copytree(answers, ws.datasets_dir / ".replay", dirs_exist_ok=True)
 
 
 @pytest.fixture(scope="session")
@@ -270,7 +299,7 @@ def subprocess_env() -> dict:
 
 
 @pytest.fixture(scope="session")
-def trained_demo_run(tmp_path_factory, demo_model_dir) -> Path:
+def trained_demo_run(tmp_path_factory, demo_model_dir, warm_answers) -> Path:
     """The default demo config trained once per session through the real worker
     CLI (`python -m backend.train`); returns the run folder. The one full-length
     run of the suite: for the tests that prove the demo learns (its answers).
@@ -282,19 +311,20 @@ def trained_demo_run(tmp_path_factory, demo_model_dir) -> Path:
     config = tiny_config()
     train_rows, _ = split_sizes(len(build_demo_rows()), config.val_size)
     total = derived_numbers(config, train_rows)["total_steps"]
-    return _train_demo(tmp_path_factory, demo_model_dir, "demo-default", [f"save_steps={max(1, total // 3)}"])
+    return _train_demo(tmp_path_factory, demo_model_dir, warm_answers, "demo-default",
+                       [f"save_steps={max(1, total // 3)}"])
 
 
 @pytest.fixture(scope="session")
-def short_demo_run(tmp_path_factory, demo_model_dir) -> Path:
+def short_demo_run(tmp_path_factory, demo_model_dir, warm_answers) -> Path:
     """The default demo config cut to 24 steps (checkpoints 8, 16, 24 and final/):
     for tests that need a real run's files and a model that moved from the base
     (the contract, evaluation, export), not a finished demo."""
-    return _train_demo(tmp_path_factory, demo_model_dir, "demo-short", ["max_steps=24", "save_steps=8"])
+    return _train_demo(tmp_path_factory, demo_model_dir, warm_answers, "demo-short", ["max_steps=24", "save_steps=8"])
 
 
 @pytest.fixture(scope="session")
-def starter_short_run(tmp_path_factory, starter_model_dir) -> Path:
+def starter_short_run(tmp_path_factory, starter_model_dir, warm_answers) -> Path:
     """The real starter (SmolLM2-135M-Instruct, the identity dataset) trained seeded steps through
     the worker CLI, fast enough to learn the name: checkpoint-5, checkpoint-10, final/ and the
     learning report the worker writes as it trains. Five steps an epoch: the learned stop checks at
@@ -306,6 +336,7 @@ def starter_short_run(tmp_path_factory, starter_model_dir) -> Path:
 
     ws = Workspace(tmp_path_factory.mktemp("starter-short") / "workspace").ensure()
     (ws.models_dir / starter_model_dir.name).symlink_to(starter_model_dir, target_is_directory=True)
+    seed_answers(ws, warm_answers)
     run_dir = ws.runs_dir / "starter-short"
     sets = ["max_steps=15", "learning_rate=2e-3", "replay=off", "save_steps=5", "cutoff_len=96"]
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
@@ -317,7 +348,7 @@ def starter_short_run(tmp_path_factory, starter_model_dir) -> Path:
     return run_dir
 
 
-def _train_demo(tmp_path_factory, demo_model_dir, name: str, sets: list[str]) -> Path:
+def _train_demo(tmp_path_factory, demo_model_dir, answers: Path, name: str, sets: list[str]) -> Path:
     import subprocess
 
     from backend.config_recipes import tiny_config
@@ -326,6 +357,7 @@ def _train_demo(tmp_path_factory, demo_model_dir, name: str, sets: list[str]) ->
 
     ws = Workspace(tmp_path_factory.mktemp(name) / "workspace").ensure()
     (ws.models_dir / "demo").symlink_to(demo_model_dir, target_is_directory=True)
+    seed_answers(ws, answers)
     config_file = ws.root / "default.yaml"
     tiny_config().save(config_file)
     run_dir = ws.runs_dir / name

@@ -17,6 +17,7 @@ import pytest
 
 from backend.evaluation.quality_drops import THRESHOLDS, drops, run_drops
 from backend.evaluation.quality_kept import load_kept
+from tests.conftest import seed_answers
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -26,12 +27,13 @@ AGGRESSIVE = ["learning_rate=3e-3", "max_steps=60", "save_steps=60"]
 
 
 @pytest.fixture(scope="module")
-def lineage(tmp_path_factory, demo_model_dir, trained_demo_run) -> dict:
+def lineage(tmp_path_factory, demo_model_dir, trained_demo_run, warm_answers) -> dict:
     """A workspace holding a copy of the demo SFT run ("sft") and two DPO runs continuing it."""
     from backend.runs.workspace import Workspace
 
     ws = Workspace(tmp_path_factory.mktemp("kept") / "workspace").ensure()
     (ws.models_dir / "demo").symlink_to(demo_model_dir, target_is_directory=True)
+    seed_answers(ws, warm_answers)
     sft = ws.runs_dir / "sft"
     shutil.copytree(trained_demo_run, sft, ignore=shutil.ignore_patterns("eval"))
     runs = {"sft": sft}

@@ -81,7 +81,7 @@ def test_newcomer_journey(app, page, shared_data):
     dataset_box = page.locator("#train-dataset input").first
     wait_until(lambda: dataset_box.input_value() == dataset, "Train to pick up the saved dataset", 30)
     fill_number(page, "train-max-steps", STEPS)
-    fill_number(page, "train-save-steps", 10)
+    fill_number(page, "train-save-steps", 60)  # a checkpoint, its eval and its report every 10 steps took about 40% of the run here
     page.locator("#train-derived").get_by_text(re.compile(rf"{STEPS}\s+steps in all")).wait_for()
     page.locator("#train-estimate").get_by_text("Fits on CPU").wait_for(timeout=60_000)
     screenshot(page, "train", also_to=DOCS / "train.png")
