@@ -44,7 +44,8 @@ def train_lora(model_dir: Path, root: Path, env: dict, run_id: str = "gguf-run",
     """A short LoRA run through the real worker CLI on the demo data; returns the run folder."""
     workspace = Workspace(root / "workspace").ensure()
     config = tiny_config(model_name_or_path=str(model_dir), dataset="demo", val_size=0.2, max_steps=6,
-                         save_steps=6, learning_rate=2e-3, cutoff_len=128, replay="off")
+                         save_steps=6, learning_rate=2e-3, cutoff_len=128, replay="off",
+                         learning_report=False)  # what GGUF files are checked on is the run's adapter, not its report
     config_file = workspace.root / "gguf.yaml"
     config.save(config_file)
     run_dir = workspace.runs_dir / run_id

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -242,10 +243,11 @@ DATA = """[
 @pytest.mark.slow
 @pytest.mark.timeout(3600)  # every documented command in turn: 502 s at load 6 on 2 cores
 def test_documented_commands_run_as_written(tmp_path, subprocess_env, demo_model_dir, starter_model_dir,
-                                            gemma_model_dir):
+                                            gemma_model_dir, warm_answers):
     """Each command of RUNS in one workspace (./workspace, the default), in order: exit code 0."""
     workspace = tmp_path / "workspace"
     (workspace / "models").mkdir(parents=True)
+    shutil.copytree(warm_answers, workspace / "datasets" / ".replay")  # as the app's start leaves a workspace
     for name, folder in (("demo", demo_model_dir), ("smollm2-135m-instruct", starter_model_dir),
                          ("gemma-3-270m", gemma_model_dir)):
         (workspace / "models" / name).symlink_to(folder, target_is_directory=True)
