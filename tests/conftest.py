@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -236,8 +237,6 @@ def warm_answers(demo_model_dir, starter_model_dir) -> Path:
 
 def seed_answers(ws, answers: Path) -> None:
     """Copies (never links: a test may write its own) the cached answers into `ws`'s datasets/.replay."""
-    import shutil
-
     shutil.copytree(answers, ws.datasets_dir / ".replay", dirs_exist_ok=True)
 
 
