@@ -215,7 +215,7 @@ def workspace(tmp_path, demo_model_dir, starter_model_dir, request):
     (ws.models_dir / "demo").symlink_to(demo_model_dir, target_is_directory=True)
     (ws.models_dir / starter_model_dir.name).symlink_to(starter_model_dir, target_is_directory=True)
     if "slow" in request.node.keywords:
-        seed_answers(ws, request.getfixturevalue("warm_answers"))
+        seed_answers(ws.datasets_dir, request.getfixturevalue("warm_answers"))
     return ws
 
 
@@ -235,9 +235,9 @@ def warm_answers(demo_model_dir, starter_model_dir) -> Path:
     return ANSWERS / ".replay"
 
 
-def seed_answers(ws, answers: Path) -> None:
-    """Copies (never links: a test may write its own) the cached answers into `ws`'s datasets/.replay."""
-    shutil.copytree(answers, ws.datasets_dir / ".replay", dirs_exist_ok=True)
+def seed_answers(datasets_dir: Path, answers: Path) -> None:
+    """Copies (never links: a test may write its own) the cached answers into `datasets_dir`/.replay."""
+    shutil.copytree(answers, Path(datasets_dir) / ".replay", dirs_exist_ok=True)
 
 
 @pytest.fixture(scope="session")
@@ -335,7 +335,7 @@ def starter_short_run(tmp_path_factory, starter_model_dir, warm_answers) -> Path
 
     ws = Workspace(tmp_path_factory.mktemp("starter-short") / "workspace").ensure()
     (ws.models_dir / starter_model_dir.name).symlink_to(starter_model_dir, target_is_directory=True)
-    seed_answers(ws, warm_answers)
+    seed_answers(ws.datasets_dir, warm_answers)
     run_dir = ws.runs_dir / "starter-short"
     sets = ["max_steps=15", "learning_rate=2e-3", "replay=off", "save_steps=5", "cutoff_len=96"]
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
@@ -356,7 +356,7 @@ def _train_demo(tmp_path_factory, demo_model_dir, answers: Path, name: str, sets
 
     ws = Workspace(tmp_path_factory.mktemp(name) / "workspace").ensure()
     (ws.models_dir / "demo").symlink_to(demo_model_dir, target_is_directory=True)
-    seed_answers(ws, answers)
+    seed_answers(ws.datasets_dir, answers)
     config_file = ws.root / "default.yaml"
     tiny_config().save(config_file)
     run_dir = ws.runs_dir / name

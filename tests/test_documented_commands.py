@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import seed_answers
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -247,7 +248,7 @@ def test_documented_commands_run_as_written(tmp_path, subprocess_env, demo_model
     """Each command of RUNS in one workspace (./workspace, the default), in order: exit code 0."""
     workspace = tmp_path / "workspace"
     (workspace / "models").mkdir(parents=True)
-    shutil.copytree(warm_answers, workspace / "datasets" / ".replay")  # as the app's start leaves a workspace
+    seed_answers(workspace / "datasets", warm_answers)  # as the app's start leaves a workspace
     for name, folder in (("demo", demo_model_dir), ("smollm2-135m-instruct", starter_model_dir),
                          ("gemma-3-270m", gemma_model_dir)):
         (workspace / "models" / name).symlink_to(folder, target_is_directory=True)

@@ -33,7 +33,7 @@ def lineage(tmp_path_factory, demo_model_dir, trained_demo_run, warm_answers) ->
 
     ws = Workspace(tmp_path_factory.mktemp("kept") / "workspace").ensure()
     (ws.models_dir / "demo").symlink_to(demo_model_dir, target_is_directory=True)
-    seed_answers(ws, warm_answers)
+    seed_answers(ws.datasets_dir, warm_answers)
     sft = ws.runs_dir / "sft"
     shutil.copytree(trained_demo_run, sft, ignore=shutil.ignore_patterns("eval"))
     runs = {"sft": sft}
