@@ -25,6 +25,10 @@ Shared components (`ctx.shared`), created by the shell before any tab is built:
                                    once either changes (None before: forms.form_defaults); the
                                    Data tab checks {{name}} / {{author}} filled with them.
   "tabs"     gr.Tabs               output gr.Tabs(selected="train") to switch tabs.
+A tab polls with `ctx.timers.poll(seconds, fn, inputs, outputs)`, not a gr.Timer of its own: the
+shell gives each tab one timer, whose one event runs the tab's polls, and it ticks only while the
+tab is shown (ui/tab_timers.py); a handler that switches tabs registers its event with
+`ctx.timers.switched_by(event, tab, when)`.
 A tab that must react to the others' selection appends to `ctx.after_tabs` a function of
 {name: gr.Tab}; the shell calls it once every tab is built.
 "dataset" and "run_id" start from the last used values in settings.json.
@@ -65,6 +69,7 @@ from backend.runs.store import RunStore
 from backend.runs.workspace import Workspace
 from ui.data_session import DataSessions
 from ui.settings import load_settings, save_settings
+from ui.tab_timers import TabTimers
 
 
 @dataclass
@@ -86,6 +91,8 @@ class UIContext:
     # Wiring that needs every tab, called by the shell once all are built with {name: gr.Tab}
     # (the Train tab's view ticks only while its tab is shown: ui/panels/train_watch_panel.py).
     after_tabs: list[Callable[[dict[str, Any]], None]] = field(default_factory=list)
+    # The tabs' polls: one timer per tab, ticking only while its tab is shown (ui/tab_timers.py).
+    timers: TabTimers = field(default_factory=TabTimers)
 
     def __post_init__(self) -> None:
         if self.store is None:

@@ -70,12 +70,16 @@ def build_app(workspace: Workspace, recipe: str = "starter", accepts_code: bool 
         tabs = []
         with gr.Tabs(elem_id="shell-tabs") as tab_set:
             ctx.shared["tabs"] = tab_set  # a handler returning gr.Tabs(selected=name) switches tabs
+            ctx.timers.first_tab = next(iter(modules))
             for name, module in modules.items():
+                ctx.timers.building = name
                 with gr.Tab(tab_label(name, lang.value), id=name, elem_id=f"tab-{name}") as tab:
                     module.build(ctx)
                 tabs.append((name, tab))
+            ctx.timers.building = None
         for wire in ctx.after_tabs:
             wire(dict(tabs))
+        ctx.timers.wire(dict(tabs))
         run_notice.build(ctx)  # the page title and a notification when a run ends, whichever tab is open
         _wire_language(demo, ctx, tabs)
         # A browser opened the page: import torch & co. now, in the background,

@@ -178,5 +178,5 @@ def build(ctx: UIContext, run, checkpoints) -> None:
     run.change(partial(local_choices, ctx), None, local, **private)  # a scan that ended since the page opened
     outputs = [progress, table, chart, seen]
     run.change(forget_drawn, None, seen, **private)
-    gr.Timer(POLL_EVERY_S).tick(partial(poll, ctx), [ctx.lang, run, seen], outputs, show_progress="hidden", **private)
+    ctx.timers.poll(POLL_EVERY_S, partial(poll, ctx), [ctx.lang, run, seen], outputs)
     ctx.lang.change(partial(relabel, ctx), ctx.lang, bundled, **private)

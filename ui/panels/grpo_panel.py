@@ -141,8 +141,8 @@ def build(ctx: UIContext, selected) -> None:
                              elem_id="runs-grpo-samples")
     watch = gr.State(None)  # a GrpoWatch per session
     outputs = [watch, panel, *plots, step, note, table]
-    for trigger in (gr.Timer(TICK_S).tick, selected.change):
-        trigger(partial(tick, ctx), [ctx.lang, watch, selected, step], outputs, show_progress="hidden",
-                trigger_mode="always_last", **private)
+    inputs = [ctx.lang, watch, selected, step]
+    selected.change(partial(tick, ctx), inputs, outputs, show_progress="hidden", trigger_mode="always_last", **private)
+    ctx.timers.poll(TICK_S, partial(tick, ctx), inputs, outputs)
     step.input(partial(samples_view, ctx), [ctx.lang, watch, step], [note, table], **private)
     ctx.lang.change(partial(samples_view, ctx), [ctx.lang, watch, step], [note, table], **private)

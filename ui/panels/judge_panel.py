@@ -209,5 +209,4 @@ def build(ctx: UIContext, run) -> None:
     plan.click(partial(count_calls, ctx), inputs, status, **private)
     go.click(partial(start, ctx), inputs, status, **private)
     seen = gr.State("")
-    gr.Timer(POLL_EVERY_S).tick(partial(poll, ctx), [ctx.lang, run, seen], [progress, table, plot, seen],
-                                show_progress="hidden", **private)
+    ctx.timers.poll(POLL_EVERY_S, partial(poll, ctx), [ctx.lang, run, seen], [progress, table, plot, seen])

@@ -115,8 +115,8 @@ def build_evaluate(ctx: UIContext, run) -> None:
         table = gr.Dataframe(interactive=False, visible=False, elem_id="evaluate-kept-table")
     seen = gr.State("")
     poll = partial(kept_poll, ctx)
-    for trigger in (run.change, gr.Timer(TICK_S).tick):
-        trigger(poll, [ctx.lang, run, seen], [note, table, seen], show_progress="hidden", **private)
+    run.change(poll, [ctx.lang, run, seen], [note, table, seen], show_progress="hidden", **private)
+    ctx.timers.poll(TICK_S, poll, [ctx.lang, run, seen], [note, table, seen])
 
 
 def build_runs(ctx: UIContext, select) -> None:
@@ -125,4 +125,4 @@ def build_runs(ctx: UIContext, select) -> None:
     flags = gr.Markdown(elem_id="runs-kept")
     view = partial(run_flags, ctx)
     select.change(view, [ctx.lang, select], flags, **private)
-    gr.Timer(TICK_S).tick(view, [ctx.lang, select], flags, show_progress="hidden", **private)
+    ctx.timers.poll(TICK_S, view, [ctx.lang, select], flags)

@@ -165,8 +165,8 @@ def build_runs(ctx: UIContext, select) -> None:
         about = gr.Markdown(elem_id="runs-learning-about")
     seen = gr.State("")
     poll = partial(runs_poll, ctx)
-    for trigger in (select.change, gr.Timer(TICK_S).tick):
-        trigger(poll, [ctx.lang, select, seen], [about, chart, seen], show_progress="hidden", **private)
+    select.change(poll, [ctx.lang, select, seen], [about, chart, seen], show_progress="hidden", **private)
+    ctx.timers.poll(TICK_S, poll, [ctx.lang, select, seen], [about, chart, seen])
 
 
 def build_evaluate(ctx: UIContext, run) -> None:
@@ -178,8 +178,8 @@ def build_evaluate(ctx: UIContext, run) -> None:
         table = gr.Dataframe(interactive=False, visible=False, elem_id="evaluate-learning-table")
     seen = gr.State("")
     view = partial(evaluate_view, ctx)
-    for trigger in (run.change, gr.Timer(TICK_S).tick):
-        trigger(view, [ctx.lang, run, seen], [note, table, seen], show_progress="hidden", **private)
+    run.change(view, [ctx.lang, run, seen], [note, table, seen], show_progress="hidden", **private)
+    ctx.timers.poll(TICK_S, view, [ctx.lang, run, seen], [note, table, seen])
     start.click(partial(start_learning, ctx), [ctx.lang, run], status, **private)
 
 

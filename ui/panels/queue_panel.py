@@ -124,7 +124,7 @@ def build(ctx: UIContext) -> None:
 
     outputs = [summary, table, pick]
     gr.context.Context.root_block.load(refresh, [ctx.lang, pick], outputs, **private)
-    gr.Timer(TICK_S).tick(refresh, [ctx.lang, pick], outputs, show_progress="hidden", **private)
+    ctx.timers.poll(TICK_S, refresh, [ctx.lang, pick], outputs)
     ctx.lang.change(refresh, [ctx.lang, pick], outputs, **private)
     for action, button in buttons.items():
         button.click(lambda lang, run_id, devs, a=action: act(ctx, lang, a, run_id, devs),

@@ -130,7 +130,7 @@ def build(ctx) -> None:
     listing = {"fn": partial(refresh, workspace), "inputs": [ctx.lang, run], "outputs": [run, *shown], **private}
     show = {"fn": partial(view, workspace), "inputs": ctx.lang, "outputs": shown, **private}
     gr.context.Context.root_block.load(**listing)
-    gr.Timer(POLL_EVERY_S).tick(show_progress="hidden", **show)
+    ctx.timers.poll(POLL_EVERY_S, show["fn"], show["inputs"], show["outputs"])
     run.focus(**listing)
     locals_ = {"fn": partial(local_list, workspace), "inputs": [ctx.lang, local], "outputs": local, **private}
     gr.context.Context.root_block.load(**locals_)

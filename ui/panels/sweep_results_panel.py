@@ -110,4 +110,5 @@ def build(ctx: UIContext) -> None:
     shared_run, tabs = ctx.shared.get("run_id"), ctx.shared.get("tabs")
     if shared_run is not None and tabs is not None:
         for tab, button in buttons.items():
-            button.click(lambda b, tab=tab: open_in(tab, b), best, [shared_run, tabs], **private)
+            opened = button.click(lambda b, tab=tab: open_in(tab, b), best, [shared_run, tabs], **private)
+            ctx.timers.switched_by(opened, tab, when=best)  # open_in switches with a best run only

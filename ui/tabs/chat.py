@@ -370,9 +370,9 @@ def _wire(chat: ChatServices, c: dict) -> None:
     choice_io = dict(inputs=[lang, c["runs"], c["picks"], c["device"], c["known"]],
                      outputs=[c["runs"], c["picks"], c["device"], c["notice"], c["use_cpu"], c["known"]],
                      show_progress="hidden", **private)
-    for trigger in (c["refresh"].click, gr.Timer(REFRESH_EVERY_S).tick, gr.context.Context.root_block.load,
-                    c["runs"].input):
+    for trigger in (c["refresh"].click, gr.context.Context.root_block.load, c["runs"].input):
         trigger(partial(refresh_choices, chat), **choice_io)
+    chat.ctx.timers.poll(REFRESH_EVERY_S, partial(refresh_choices, chat), choice_io["inputs"], choice_io["outputs"])
     # The models on this machine come from the scan's cache: scanned in the background when none is
     # cached, and the lists' tick picks the result up.
     gr.context.Context.root_block.load(partial(start_local_scan, chat), **private)

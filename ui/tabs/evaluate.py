@@ -164,11 +164,10 @@ def build(ctx: UIContext) -> None:
     start.click(partial(start_eval, ctx), [ctx.lang, run, checkpoints, source, upload, max_samples, max_new, scorers],
                 status, **private)
     disagree.change(**view)
-    ticker = gr.Timer(POLL_EVERY_S)
-    ticker.tick(partial(poll, ctx), [ctx.lang, run, disagree, seen], outputs, show_progress="hidden", **private)
+    ctx.timers.poll(POLL_EVERY_S, partial(poll, ctx), [ctx.lang, run, disagree, seen], outputs)
     listed_seen = gr.State(None)  # the checkpoints (and default) the last look found
-    ticker.tick(partial(refresh_checkpoints, ctx), [run, checkpoints, listed_seen], [checkpoints, listed_seen],
-                show_progress="hidden", **private)
+    ctx.timers.poll(POLL_EVERY_S, partial(refresh_checkpoints, ctx), [run, checkpoints, listed_seen],
+                    [checkpoints, listed_seen])
     # The run chosen elsewhere (Runs tab) or last time.
     shared_run = ctx.shared.get("run_id")
     load_inputs = [ctx.lang, shared_run] if shared_run is not None else [ctx.lang, run]

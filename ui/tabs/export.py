@@ -196,11 +196,9 @@ def _wire(ctx: UIContext, c: dict) -> None:
             c["gguf"], c["gguf_lora"]]
     c["start"].click(partial(start_job, ctx), form, [c["status"], c["job"]], **private).then(**listing).then(**show)
     c["jobs"].input(partial(job_file, ctx), c["jobs"], c["job"], **private).then(**show)
-    ticker = gr.Timer(POLL_EVERY_S)
-    ticker.tick(show_progress="hidden", **show)
+    ctx.timers.poll(POLL_EVERY_S, show["fn"], show["inputs"], show["outputs"])
     seen = gr.State(None)  # the checkpoints (and default) the last look found
-    ticker.tick(partial(refresh_checkpoints, ctx), [*picked, seen], [c["checkpoint"], seen], show_progress="hidden",
-                **private)
+    ctx.timers.poll(POLL_EVERY_S, partial(refresh_checkpoints, ctx), [*picked, seen], [c["checkpoint"], seen])
     shared_run = ctx.shared.get("run_id")
     first = [shared_run, c["checkpoint"]] if shared_run is not None else picked
     Context.root_block.load(partial(refresh_runs, ctx), first, picked, **private).then(**describe_io)

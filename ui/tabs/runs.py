@@ -193,7 +193,7 @@ def _wire(ctx: UIContext, c: dict, plots: list) -> None:
         return row[0] if row else gr.update()  # the run id column
 
     c["table"].select(pick_row, None, c["select"], **private)
-    gr.Timer(TABLE_TICK_S).tick(do_tick, [lang, c["select"], known], list_outputs, show_progress="hidden", **private)
+    ctx.timers.poll(TABLE_TICK_S, do_tick, [lang, c["select"], known], list_outputs)
     if shared_run is not None:
         c["select"].change(lambda r: r, c["select"], shared_run, **private)
         # A run started in Train shows up here selected.
@@ -205,10 +205,10 @@ def _wire(ctx: UIContext, c: dict, plots: list) -> None:
         shared_run.change(remember, shared_run, None, **private)
 
     monitor_outputs = [c["watch"], c["alert"], c["progress"], c["resume"], c["log"], *plots]
-    timer = gr.Timer(TICK_S)
-    for trigger in (timer.tick, c["select"].change):
-        trigger(lambda lang, w, r: tick(ctx, lang, w, r), [lang, c["watch"], c["select"]], monitor_outputs,
-                show_progress="hidden", trigger_mode="always_last", **private)
+    monitor = {"fn": lambda lang, w, r: tick(ctx, lang, w, r), "inputs": [lang, c["watch"], c["select"]],
+               "outputs": monitor_outputs}
+    c["select"].change(**monitor, show_progress="hidden", trigger_mode="always_last", **private)
+    ctx.timers.poll(TICK_S, **monitor)
     c["stop"].click(lambda lang, r: stop(ctx, lang, r), [lang, c["select"]], c["message"], **private)
     c["resume"].click(lambda lang, r: resume(ctx, lang, r), [lang, c["select"]], c["message"], **private)
     c["go"].click(lambda lang, ids: compare(ctx, lang, ids), [lang, c["pick"]],
