@@ -5,6 +5,7 @@ gradient norms, and the error sentences."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import torch
@@ -198,6 +199,84 @@ def test_worker_takes_its_share_of_the_cores(subprocess_env):
                          text=True, timeout=300, check=True).stdout.split()
     threads, torch_threads, cpus = map(int, out)
     assert threads == torch_threads and 1 <= threads <= max(1, cpus // 2)
+
+
+def test_a_live_workers_claim_counts_and_an_ended_ones_is_removed(tmp_path, starts_processes):
+    import subprocess
+    import sys
+
+    import psutil
+
+    from backend.training.threads import choose_threads, claimed_by_others, usable_cpus
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        cpus = len(usable_cpus())
+        (tmp_path / str(sleeper.pid)).write_text(f"{psutil.Process(sleeper.pid).create_time()} {cpus}")
+        (tmp_path / "999999999").write_text("1.0 2")  # no such process
+        (tmp_path / str(os.getpid())).write_text(f"{psutil.Process().create_time()} 7")  # this process's own
+        assert claimed_by_others(tmp_path) == cpus
+        assert not (tmp_path / "999999999").exists()
+        choice = choose_threads(tmp_path)
+        assert choice.threads == 1 and choice.claimed == cpus
+        assert f"{cpus} taken by other runs" in str(choice)
+        # The same pid with another start time: a later process, not the worker that claimed.
+        (tmp_path / str(sleeper.pid)).write_text(f"{psutil.Process(sleeper.pid).create_time() - 100} {cpus}")
+        assert claimed_by_others(tmp_path) == 0
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_worker_gives_threads_back_while_others_claim_them_and_takes_them_again(tmp_path, monkeypatch,
+                                                                                   starts_processes):
+    import subprocess
+    import sys
+
+    import psutil
+    import torch
+
+    from backend.training.threads import ThreadRebalance, usable_cpus
+
+    cpus = len(usable_cpus())
+    if cpus < 2:
+        pytest.skip("one CPU: there is nothing to give back")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    before = torch.get_num_threads()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        torch.set_num_threads(cpus)
+        rebalance = ThreadRebalance(tmp_path, every_s=0.0)
+        assert rebalance.maybe() is None  # nobody else: the share stays
+        (tmp_path / str(sleeper.pid)).write_text(f"{psutil.Process(sleeper.pid).create_time()} {cpus - 1}")
+        assert rebalance.maybe() == 1 and torch.get_num_threads() == 1
+        assert (tmp_path / str(os.getpid())).read_text().split()[1] == "1"  # its own claim follows
+        sleeper.kill()
+        sleeper.wait()
+        assert rebalance.maybe() == cpus and torch.get_num_threads() == cpus  # the other ended
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        torch.set_num_threads(before)
+
+
+def test_two_workers_started_together_do_not_both_take_every_cpu(subprocess_env, tmp_path):
+    """Each records its threads under a lock, so the second counts the first's (they shared 2 cores
+    with 4 threads before: about 18 s a step against 3)."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in subprocess_env.items() if k != "OMP_NUM_THREADS"}
+    env["TMPDIR"] = str(tmp_path)  # their own claims folder
+    code = ("import time; from backend.training.threads import limit_threads, usable_cpus; "
+            "print(limit_threads(), len(usable_cpus()), flush=True); time.sleep(4)")
+    workers = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+               for _ in range(2)]
+    outputs = [worker.communicate(timeout=300)[0].split() for worker in workers]
+    threads = sorted(int(out[0]) for out in outputs)
+    cpus = int(outputs[0][1])
+    assert threads[0] <= max(1, cpus - threads[1]), f"{threads} threads on {cpus} CPUs"
+    assert not list(tmp_path.glob("finetune-studio-threads-*/[0-9]*"))  # claims removed at exit
 
 
 def test_an_absurd_plan_is_warned_with_its_estimated_time(tmp_path):

@@ -7,6 +7,8 @@ CheckpointCallback  after checkpoint-<step>/ is fully written: the completion
 DiskSpaceCallback   before each save: enough free disk for one more
                     checkpoint (1.5 x the last one), else fail cleanly.
 GracefulStop        SIGTERM -> at the next step boundary save and stop.
+ThreadShare         between steps, this worker's CPU threads follow the other
+                    live workers' claims (backend/training/threads.py).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from backend.messages import msg
 from backend.runs.files import checkpoint_step, list_checkpoints, mark_complete, sync_run_record, update_status
 from backend.training.disk import RESUME_ONLY, DiskFullError, folder_size, human_bytes
 from backend.training.errors import DivergedError
+from backend.training.threads import ThreadRebalance
 
 log = logging.getLogger("backend.train")
 
@@ -173,4 +176,15 @@ class GracefulStop(TrainerCallback):
                 log.info("stop requested: saving a checkpoint at step %d", state.global_step)
             control.should_save = True
             control.should_training_stop = True
+        return control
+
+
+class ThreadShare(TrainerCallback):
+    """Gives CPU threads back while other training processes claim them, and takes them again after."""
+
+    def __init__(self, rebalance: ThreadRebalance | None = None):
+        self.rebalance = rebalance or ThreadRebalance()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.rebalance.maybe()
         return control

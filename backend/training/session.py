@@ -31,7 +31,14 @@ from backend.runs.model_builds import BuildStopped, prepare_model
 from backend.runs.speed_log import read_lines, record_speed, speed_profile
 from backend.scale.engines import decoder_layer_classes
 from backend.training.arguments import RunFacts, argument_values
-from backend.training.callbacks import CheckpointCallback, DiskSpaceCallback, FiniteLoss, GracefulStop, _barrier
+from backend.training.callbacks import (
+    CheckpointCallback,
+    DiskSpaceCallback,
+    FiniteLoss,
+    GracefulStop,
+    ThreadShare,
+    _barrier,
+)
 from backend.training.cli import (
     Job,
     StoppedBeforeFirstStep,
@@ -269,7 +276,7 @@ def _make_callbacks(job: Job, stop: StopRequest, rows: _Rows, parameters: dict, 
     # Order matters: the stop flag and DefaultFlowCallback decide should_save before the disk check.
     clock = RunClock(job.run_dir, job.resume_from)  # before checkpoints: its file is in before the marker
     callbacks = [GracefulStop(stop, job.run_dir if job.is_main else None), disk, MetricsCallback(job.run_dir), clock,
-                 checkpoints, FiniteLoss()]
+                 checkpoints, FiniteLoss(), ThreadShare()]
     if config.early_stopping_patience:
         if rows.eval is None:
             raise ConfigError(msg("train.no_eval_rows"))
