@@ -110,6 +110,7 @@ FLOORS = (
     "ui.chat_session",         # one browser session of the Chat tab
     "ui.run_choice",           # the run dropdowns' one rule
     "ui.local_model_choices",  # the models on this machine as choices, from the scan's cache
+    "ui.tab_timers",           # a tab's polls on one timer, on while the tab shows
     "ui.context",              # what every tab and panel gets
     "ui.grpo_form",            # the Train form: RunConfig's fields as widgets and back
     "ui.forms",
