@@ -52,9 +52,9 @@ def claimed_by_others(folder: Path | None = None) -> int:
     folder = folder or claims_dir()
     total = 0
     for claim in folder.glob("[0-9]*"):
-        pid = int(claim.name)
-        if pid == os.getpid():
+        if not claim.name.isdigit() or int(claim.name) == os.getpid():
             continue
+        pid = int(claim.name)
         try:
             started, threads = claim.read_text().split()
             alive = abs(psutil.Process(pid).create_time() - float(started)) < 1.0
