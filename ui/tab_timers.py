@@ -8,8 +8,8 @@ the walk grows with every tab mounted. With each panel on its own gr.Timer, the 
 the panels of a tab register their polls here (`poll`), and the shell makes one timer per tab,
 at the shortest interval asked, whose one tick event runs them all. A tab's timer starts off unless
 it is the first tab; selecting a tab (a click, or a handler that switches to it: `switched_by`)
-turns its timer on and the others' off. Polls registered outside any tab (the run notice) tick
-on every tab.
+turns its timer on and the others' off. Polls registered outside any tab tick on every tab (the
+run notice keeps a gr.Timer of its own: it is built after the tabs are wired).
 """
 
 from __future__ import annotations
@@ -81,11 +81,16 @@ class TabTimers:
         if not self._timers:
             return
         gated = list(self._timers.values())
+        one = len(gated) == 1  # gradio takes a single output's value, not a list of one
+
+        def show(name: str | None):
+            updates = self.states(name) if name else [gr.skip()] * len(gated)
+            return updates[0] if one else updates
+
         for name, tab in tabs.items():
-            tab.select(lambda name=name: self.states(name), None, gated, **private)
+            tab.select(lambda name=name: show(name), None, gated, **private)
         for event, name, when in self._switches:
-            event.then(lambda value, name=name: self.states(name) if value else [gr.skip()] * len(gated),
-                       when, gated, **private)
+            event.then(lambda value, name=name: show(name if value else None), when, gated, **private)
 
     def states(self, shown: str) -> list:
         """gr.Timer updates for tab `shown` on screen: its timer on, every other tab's off."""
