@@ -566,6 +566,9 @@ CATALOGUE: dict[str, str] = {
     "learning.warn.ended": "{checkpoint} ended {ended} of {n} answers with the end of turn: it has not learned to "
                            "stop. Train more steps or at a higher learning_rate; the answers it trained on must end "
                            "with the template's end of turn (the Data tab's template preview shows it).",
+    "learning.kept_unmeasured": "kept is not measured: the base answers {right} of {asked} general questions "
+                                "right, fewer than {minimum} (a base model through a chat template it was not "
+                                "trained on rarely answers them); compare the answers in Chat instead",
     "learning.warn.kept": "{checkpoint} still answers {kept} of the {n} general questions the base got right: it "
                           "forgot. Turn replay on (replay on, replay_share 0.67), or lower learning_rate or the steps.",
     "learning.warn.learned": "{checkpoint} answers {learned} of {n} held-out prompts right, no more than the base "

@@ -9,7 +9,9 @@ import pytest
 from backend.config import RunConfig
 from backend.config_recipes import tiny_config
 from backend.learning.entries import load_report
+from backend.learning.questions import MIN_KEPT
 from backend.learning.reporter import LearningReporter
+from backend.learning.table import report_table, warnings
 from ui.context import UIContext
 from ui.i18n import merge_texts
 from ui.panels import learning_panel
@@ -17,14 +19,14 @@ from ui.tabs import chat, evaluate, runs, train
 from ui.views import train_summary
 
 
-@pytest.fixture
-def scored_run(workspace):
-    """A run folder whose learning.json holds the base and final/ (the demo model both times)."""
+def score_demo_run(workspace, name: str, right: int):
+    """A run folder whose learning.json holds the base and final/ (the demo model both times), the base
+    answering `right` general questions right."""
     import torch
 
     from backend.models.loading import load_model, load_tokenizer
 
-    run_dir = workspace.runs_dir / "demo-report"
+    run_dir = workspace.runs_dir / name
     run_dir.mkdir()
     config = tiny_config()
     config.save(run_dir / "config.yaml")
@@ -35,11 +37,17 @@ def scored_run(workspace):
     # The tiny model knows no general answer through the chat template (how many, if any, its noise
     # happens to hold depends on its build), so its "kept" questions accept any answer: the panels
     # need a base with right answers to draw a kept line, and the scores have their own tests.
-    reporter.prompts.kept = [(question, ("",)) for question, _ in reporter.prompts.kept[:4]]
+    reporter.prompts.kept = [(question, ("",)) for question, _ in reporter.prompts.kept[:right]]
     reporter.score(model, "base", 0)
     reporter.score(model, "final", 12)
+    return reporter
+
+
+@pytest.fixture
+def scored_run(workspace):
+    reporter = score_demo_run(workspace, "demo-report", MIN_KEPT + 1)
     reporter.skip("checkpoint-6", 6, "over the budget")
-    return run_dir
+    return reporter.run_dir
 
 
 @pytest.fixture
@@ -79,6 +87,22 @@ def test_the_evaluate_tab_shows_the_table_and_chat_the_answers_side_by_side(ctx,
     assert len(frame) == len(report["checkpoints"][1]["examples"])
     assert all(cell[0] in "✅❌" for cell in frame.iloc[:, 3]) and list(frame.columns)[-1] == "final"
     assert set(frame.iloc[:, 0]) <= {"学到", "保留"}
+
+
+def test_kept_is_not_measured_when_the_base_answers_too_few_general_questions(ctx, workspace):
+    """gemma-3-270m, a base model, answered 1 of 46 through its chat template: "kept 0 of 1" said nothing."""
+    run_dir = score_demo_run(workspace, "few-right", MIN_KEPT - 1).run_dir
+    report = load_report(run_dir)
+    base, final = report["checkpoints"]
+    assert base["kept"]["n"] == MIN_KEPT - 1 and final["kept"] == {"share": None, "n": 0}
+    assert not any(e["kind"] == "kept" for e in final["examples"])  # not asked: no time spent on them
+    for lang, said in (("en", "kept is not measured"), ("zh", "未测量保留")):
+        about, figure, _ = learning_panel.runs_poll(ctx, lang, run_dir.name, "")
+        assert said in about and f"{MIN_KEPT - 1} " in about
+        assert ctx.msg(lang, "runs.learning.kept") not in {trace.name for trace in figure.data}
+    assert learning_panel.evaluate_view(ctx, "en", run_dir.name, "")[1]["value"].iloc[1, 3] == "–"
+    assert "kept is not measured" in report_table(report)
+    assert "learning.warn.kept" not in [m.id for m in warnings(report)]
 
 
 def test_a_run_without_a_report_says_how_to_get_one(ctx, workspace):

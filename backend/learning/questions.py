@@ -30,6 +30,9 @@ MIN_HELD_OUT_ROWS = 20  # rows of data below which no split is worth scoring: th
 MAX_LEARNED = 24  # the user's rows asked (identity paraphrases come on top, at most MAX_IDENTITY)
 MAX_IDENTITY = 8
 MAX_KEPT = 16  # general questions a checkpoint is asked (of those the base answers right)
+# Fewer right base answers than this say nothing about forgetting: a base model through a chat
+# template it was never trained on (gemma-3-270m) answered 1 of 46 right, so "kept 0 of 1" warned.
+MIN_KEPT = 5
 KEPT_QUESTIONS = (*HELD_OUT_QUESTIONS, *HELD_OUT_QUESTIONS_ZH)
 HELD_OUT, TRAINING_ROWS = "held-out", "training"  # where the learned prompts came from
 

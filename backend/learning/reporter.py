@@ -21,7 +21,7 @@ from backend.learning.entries import (
     score_model,
     skip_entry,
 )
-from backend.learning.questions import MAX_KEPT, learning_set
+from backend.learning.questions import MAX_KEPT, MIN_KEPT, learning_set
 from backend.models.greedy import training_layout_kept
 from backend.runs.files import BASE
 from backend.runs.workspace import Workspace
@@ -53,7 +53,10 @@ class LearningReporter:
         return base_entry(self.report) is not None
 
     def base_right(self) -> list[str]:
-        return (base_entry(self.report) or {}).get("right_questions", [])
+        """The general questions every checkpoint is asked: those the base answers right, none when
+        it answers fewer than MIN_KEPT (the report then says kept was not measured, and why)."""
+        right = (base_entry(self.report) or {}).get("right_questions", [])
+        return right if len(right) >= MIN_KEPT else []
 
     def has(self, checkpoint: str) -> bool:
         return any(e["checkpoint"] == checkpoint for e in self.report["checkpoints"])

@@ -4,7 +4,7 @@ tables and charts): what each number was measured on, said beside it."""
 from __future__ import annotations
 
 from backend.learning.entries import summary_rows
-from backend.learning.questions import MIN_HELD_OUT_ROWS
+from backend.learning.questions import MIN_HELD_OUT_ROWS, MIN_KEPT
 from backend.messages import Message, msg
 
 
@@ -18,6 +18,10 @@ def source_lines(report: dict) -> list[Message]:
         name = next((e["reference"] for c in report.get("checkpoints", []) for e in c["examples"]
                      if e.get("source") == "identity"), "")
         lines.append(msg("learning.identity", count=report["identity_prompts"], name=name))
+    base = next((e for e in report.get("checkpoints", []) if e["checkpoint"] == "base"), None)
+    if base is not None and base["kept"]["n"] < MIN_KEPT:
+        lines.append(msg("learning.kept_unmeasured", right=base["kept"]["n"], asked=base["kept"].get("of", 0),
+                         minimum=MIN_KEPT))
     return lines
 
 
@@ -57,7 +61,8 @@ def report_table(report: dict) -> str:
     lines.append("  kept: general questions the base answers right, still right")
     lines.append(f"{'checkpoint':<18}{'step':>6}{'learned':>16}{'kept':>16}{'ended':>16}{'ROUGE-L':>10}")
     for row in summary_rows(report):
-        kept = fraction(row["kept"], row["kept_n"]) if row["kept"] is not None else f"({row['kept_n']} right)"
+        kept = (fraction(row["kept"], row["kept_n"]) if row["kept"] is not None
+                else f"({row['kept_n']} right)" if row["checkpoint"] == "base" else "-")
         rouge = "-" if row["rouge_l"] is None else f"{row['rouge_l']:.3f}"
         lines.append(f"{row['checkpoint']:<18}{row['step']:>6}{fraction(row['learned'], row['learned_n']):>16}"
                      f"{kept:>16}{fraction(row['ended'], row['ended_n']):>16}{rouge:>10}")

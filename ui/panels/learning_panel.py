@@ -79,8 +79,9 @@ def summary_frame(ctx: UIContext, lang, report: dict):
                                                               "rouge_l")]
     rows = []
     for entry, row in zip(report.get("checkpoints", []), summary_rows(report)):
-        kept = _percent(row["kept"], row["kept_n"]) if row["kept"] is not None else ctx.msg(
-            lang, "evaluate.learning.kept_base", n=entry["kept"]["n"], of=entry["kept"].get("of", "?"))
+        kept = (_percent(row["kept"], row["kept_n"]) if row["kept"] is not None
+                else "–" if "of" not in entry["kept"]  # a checkpoint when the base answered too few to ask
+                else ctx.msg(lang, "evaluate.learning.kept_base", n=entry["kept"]["n"], of=entry["kept"]["of"]))
         rows.append([row["checkpoint"], row["step"], _percent(row["learned"], row["learned_n"]), kept,
                      _percent(row["ended"], row["ended_n"]),
                      "–" if row["rouge_l"] is None else f"{row['rouge_l']:.3f}"])

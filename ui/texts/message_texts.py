@@ -531,6 +531,8 @@ ZH: dict[str, str] = {
     "learning.stage": "学习报告：正在为 {checkpoint} 打分",
     "learning.warn.ended": "{checkpoint} 的 {n} 个回答中只有 {ended} 个以结束符结束：它还没学会停止。请训练更多步数或提高 "
                            "learning_rate；训练的回答必须以模板的结束符结束（数据页的模板预览会显示）。",
+    "learning.kept_unmeasured": "未测量保留：基础模型在 {asked} 个通用问题中只答对 {right} 个，少于 {minimum} 个"
+                                "（未按该对话模板训练过的基础模型很少答对），请改在对话页比较回答",
     "learning.warn.kept": "基础模型答对的 {n} 个通用问题中，{checkpoint} 仍答对 {kept} 个：它遗忘了。请开启回放"
                           "（replay on，replay_share 0.67），或降低 learning_rate 或步数。",
     "learning.warn.learned": "{checkpoint} 在 {n} 个留出提示中答对 {learned} 个，不比基础模型（{base}）多："
