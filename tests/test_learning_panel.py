@@ -12,6 +12,7 @@ from backend.learning.entries import load_report
 from backend.learning.questions import MIN_KEPT
 from backend.learning.reporter import LearningReporter
 from backend.learning.table import report_table, warnings
+from backend.runs.workspace import Workspace
 from ui.context import UIContext
 from ui.i18n import merge_texts
 from ui.panels import learning_panel
@@ -43,16 +44,25 @@ def score_demo_run(workspace, name: str, right: int):
     return reporter
 
 
-@pytest.fixture
-def scored_run(workspace):
-    reporter = score_demo_run(workspace, "demo-report", MIN_KEPT + 1)
-    reporter.skip("checkpoint-6", 6, "over the budget")
-    return reporter.run_dir
+@pytest.fixture(scope="module")
+def scored_workspace(tmp_path_factory, demo_model_dir, starter_model_dir):
+    """One workspace for the module, its reports scored once: the panels only read them."""
+    ws = Workspace(tmp_path_factory.mktemp("learning-panel") / "workspace").ensure()
+    (ws.models_dir / "demo").symlink_to(demo_model_dir, target_is_directory=True)
+    (ws.models_dir / starter_model_dir.name).symlink_to(starter_model_dir, target_is_directory=True)
+    score_demo_run(ws, "demo-report", MIN_KEPT + 1).skip("checkpoint-6", 6, "over the budget")
+    score_demo_run(ws, "few-right", MIN_KEPT - 1)
+    return ws
 
 
 @pytest.fixture
-def ctx(workspace):
-    return UIContext(workspace=workspace, texts=merge_texts(runs.TEXT, chat.TEXT, evaluate.TEXT, train.TEXT),
+def scored_run(scored_workspace):
+    return scored_workspace.runs_dir / "demo-report"
+
+
+@pytest.fixture
+def ctx(scored_workspace):
+    return UIContext(workspace=scored_workspace, texts=merge_texts(runs.TEXT, chat.TEXT, evaluate.TEXT, train.TEXT),
                      i18n=None)
 
 
@@ -89,9 +99,9 @@ def test_the_evaluate_tab_shows_the_table_and_chat_the_answers_side_by_side(ctx,
     assert set(frame.iloc[:, 0]) <= {"学到", "保留"}
 
 
-def test_kept_is_not_measured_when_the_base_answers_too_few_general_questions(ctx, workspace):
+def test_kept_is_not_measured_when_the_base_answers_too_few_general_questions(ctx):
     """gemma-3-270m, a base model, answered 1 of 46 through its chat template: "kept 0 of 1" said nothing."""
-    run_dir = score_demo_run(workspace, "few-right", MIN_KEPT - 1).run_dir
+    run_dir = ctx.workspace.runs_dir / "few-right"
     report = load_report(run_dir)
     base, final = report["checkpoints"]
     assert base["kept"]["n"] == MIN_KEPT - 1 and final["kept"] == {"share": None, "n": 0}
@@ -105,8 +115,8 @@ def test_kept_is_not_measured_when_the_base_answers_too_few_general_questions(ct
     assert "learning.warn.kept" not in [m.id for m in warnings(report)]
 
 
-def test_a_run_without_a_report_says_how_to_get_one(ctx, workspace):
-    run_dir = workspace.runs_dir / "no-report"
+def test_a_run_without_a_report_says_how_to_get_one(ctx):
+    run_dir = ctx.workspace.runs_dir / "no-report"
     run_dir.mkdir()
     tiny_config().save(run_dir / "config.yaml")
     note, table, _ = learning_panel.evaluate_view(ctx, "en", "no-report", "")
