@@ -136,6 +136,9 @@ def test_the_report_says_what_to_change_when_a_checkpoint_does_not_stop_forgets_
     assert any("no more than the base" in s for s in said) and not any("forgot" in s for s in said)
     fine = {"checkpoints": [entry("base", 0.0, None, 0.4), entry("final", 0.95, 0.95, 0.97)]}
     assert warnings(fine) == []
+    looping = {"checkpoints": [entry("base", 0.0, None, 0.0), entry("final", 0.95, 0.95, 0.925)]}
+    said = [str(m) for m in warnings(looping)]  # 37 of 40: under the 95% goal
+    assert len(said) == 1 and "ended 37 of 40 answers" in said[0]
     forgot = {"checkpoints": [entry("base", 0.0, None, 0.4), entry("final", 0.95, 0.5, 0.97)]}
     assert [m.id for m in warnings(forgot)] == ["learning.warn.kept"]
 

@@ -25,7 +25,9 @@ def source_lines(report: dict) -> list[Message]:
     return lines
 
 
-ENDED_BELOW = KEPT_BELOW = 0.9  # the goals of docs/DEMO.md: below them the report says what to change
+# The goals of docs/DEMO.md: below them the report says what to change. gemma-3-270m on 200 alpaca rows
+# ended 22 of 24 (92%): two answers looped or listed to the limit, which a user should hear of.
+ENDED_BELOW, KEPT_BELOW = 0.95, 0.9
 
 
 def warnings(report: dict) -> list[Message]:
