@@ -806,7 +806,7 @@ CATALOGUE: dict[str, str] = {
     "template.no_own": "chat_template = own, but this model's tokenizer has no chat template: choose auto (a known template that fits, else ChatML with its tokens added) or one of gemma, llama3, chatml.",
     "template.misfit": "chat_template = {template} does not fit this tokenizer: its vocabulary lacks {tokens}. Choose auto (a template that fits), or chatml (its tokens are added and trained).",
     "template.plan.own": "Chat template: the model's own; each answer ends with {eos}.",
-    "template.plan.known": "Chat template: {template} ({why}); each answer ends with {eos}, set as the EOS and saved with every checkpoint.",
+    "template.plan.known": "Chat template: {template} ({why}); each answer ends with {eos}, set as the EOS and saved with every checkpoint. The model learns to stop there from your rows alone: gemma-3-270m on 200 alpaca rows ended 22 of 24 held-out answers at lr 5e-4 for 110 steps of 8 rows, 11 of 24 at lr 2e-4 for 60 steps of 4; the learning report counts the answers that end and says what to change.",
     "template.plan.added": "Chat template: {template} with {tokens} added to the vocabulary (the embeddings grow by as many rows, trained with the adapter); each answer ends with {eos}, set as the EOS and saved with every checkpoint.",
     "template.why.asked": "chosen in chat_template",
     "template.why.architecture": "the model has none; matched by its architecture",
