@@ -102,6 +102,8 @@ def test_default_run_writes_every_contract_file(short_demo_run):
     assert (run / summary["best_checkpoint"] / "COMPLETE").is_file()
     log = (run / "train.log").read_text()
     assert "completed at step" in log and log.count("completed at step") == 1
+    debug = run / "debug.log"  # a LoRA run does not import bitsandbytes (backend/training/unused_libraries.py)
+    assert "gemm_4bit" not in (debug.read_text() if debug.is_file() else "")
 
 
 def test_default_run_learns_and_leaves_the_base_alone(trained_demo_run, demo_model_dir):

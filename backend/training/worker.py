@@ -22,6 +22,7 @@ from backend.training.cli import StoppedBeforeFirstStep, StopRequest, create_run
 from backend.training.errors import fail
 from backend.training.library_logs import hold_library_logs
 from backend.training.model_stage import stopped_during_build
+from backend.training.unused_libraries import skip_bitsandbytes
 
 
 def run_worker(args: argparse.Namespace) -> int:
@@ -32,6 +33,7 @@ def run_worker(args: argparse.Namespace) -> int:
     job = None
     try:
         job = prepare_job(args)
+        skip_bitsandbytes(job.config)  # a process of its own, before peft is imported
         create_run_dir(job)
         setup_logging(job)
         mark_running(job)
