@@ -254,3 +254,20 @@ def test_an_ollama_blob_converts_into_a_folder_named_by_its_own_metadata(tmp_pat
     blob = ollama_store(tmp_path / "ollama", smollm2_gguf(tmp_path)) / "blobs" / OLLAMA_DIGEST.replace(":", "-")
     assert gguf_model_name(blob) == "Smollm2-135M-8k-Lc100K-Mix1-Ep2"
     assert gguf_model_name(smollm2_gguf(tmp_path)) == smollm2_gguf(tmp_path).stem
+
+
+def test_the_scan_imports_transformers_only_while_no_other_thread_does():
+    """The app's warm-up imports transformers in one thread while the scan starts in another: without the
+    shared lock, one of them met a half-built transformers.utils and every later import in the app failed
+    (the Train tab's hardware line showed an error)."""
+    import threading
+
+    from backend.models.import_lock import FIRST_IMPORT_LOCK
+    from backend.models.local.fit import supported_gguf_architectures
+
+    supported_gguf_architectures.cache_clear()
+    done = threading.Event()
+    with FIRST_IMPORT_LOCK:  # as the warm-up holds it while it imports
+        threading.Thread(target=lambda: (supported_gguf_architectures(), done.set()), daemon=True).start()
+        assert not done.wait(1.0)  # the scan waits for the lock
+    assert done.wait(60) and "llama" in supported_gguf_architectures()

@@ -6,15 +6,17 @@ and gradio runs handlers on a thread pool. So the UI process imports the
 heavy libraries in one place: in a background thread started when a browser
 loads the page (start-up stays fast), and again at the top of every handler that
 reaches torch / transformers / peft, which waits for the first import or
-returns at once when it is done. The lock and the event are process-wide
-state by nature: so is Python's module cache they guard.
+returns at once when it is done. The lock is backend/models/import_lock.py's, which
+the local-models scan takes too (the scan's import of transformers met the warm-up's and
+left a half-built transformers behind: every later import in the app failed).
 """
 
 from __future__ import annotations
 
 import threading
 
-_LOCK = threading.Lock()
+from backend.models.import_lock import FIRST_IMPORT_LOCK as _LOCK
+
 _READY = threading.Event()
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from backend.messages import Message, msg
 from backend.models.hardware import resolve_precision, training_devices
+from backend.models.import_lock import FIRST_IMPORT_LOCK
 from backend.models.memory import Architecture, EstimateUnavailable, choose_checkpointing, estimate_memory
 
 # RunConfig's defaults as estimate_memory's arguments (backend/config.py is a floor above this one;
@@ -28,7 +29,8 @@ FIT_SETTINGS = dict(method="lora", batch_size=8, cutoff_len=256, quantization_bi
 def supported_gguf_architectures() -> tuple[str, ...]:
     """The architectures transformers' GGUF loader reads: GGUF_SUPPORTED_ARCHITECTURES is this
     mapping's keys; imported from here it costs about a second and no torch."""
-    from transformers.integrations.ggml import GGUF_CONFIG_MAPPING
+    with FIRST_IMPORT_LOCK:  # the app's warm-up may be importing transformers in another thread
+        from transformers.integrations.ggml import GGUF_CONFIG_MAPPING
 
     return tuple(sorted(set(GGUF_CONFIG_MAPPING) - {"general", "tokenizer"}))
 
