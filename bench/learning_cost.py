@@ -89,7 +89,10 @@ def base_identity(entry: dict) -> str:
     return f"{named} of {len(answers)}"
 
 
-def spread(values: list[float]) -> str:
+def spread(values: list[float | None]) -> str:
+    values = [v for v in values if v is not None]  # kept is None where the base answers too few right
+    if not values:
+        return "not measured"
     return f"{statistics.mean(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
