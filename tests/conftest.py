@@ -220,18 +220,26 @@ def workspace(tmp_path, demo_model_dir, starter_model_dir, request):
 
 
 @pytest.fixture(scope="session")
-def warm_answers(demo_model_dir, starter_model_dir) -> Path:
-    """The demo's and the starter's answers to the learning report's general questions, generated once per
-    machine (their file's key holds the model, its template and the questions, so a change answers anew).
-    Every worker run scores its base on them: copied into a slow test's workspace, they spare each run
-    what the app's start-up preparation spares a user's (4-8 s a demo run, 110 s the starter's)."""
+def warm_answers(tmp_path_factory, demo_model_dir, starter_model_dir) -> Path:
+    """The demo's and the starter's answers to the learning report's general questions, and the starter's to
+    its default run's held-out identity prompts, generated once per machine (their file's key holds the model,
+    its template and the questions, so a change answers anew). Every worker run scores its base on them:
+    copied into a slow test's workspace, they spare each run what the app's start-up preparation spares a
+    user's (backend/training/replay.py:warm_cache; 4-8 s a demo run, 110 s the starter's, and 16-27 s more
+    the starter's held-out prompts)."""
+    from backend.config import RunConfig
     from backend.learning.entries import warm_base_answers
+    from backend.learning.questions import learning_set
     from backend.models.loading import load_tokenizer
+    from backend.runs.workspace import Workspace
     from backend.storage.file_lock import file_lock
 
+    # Read as a run reads them, in a workspace of their own (the identity rows are written into it).
+    scratch = Workspace(tmp_path_factory.mktemp("warm-answers") / "workspace")
+    starter_held_out = [item.prompt for item in learning_set(RunConfig(), scratch).learned]
     with file_lock(ANSWERS / ".lock"):  # two xdist workers: one answers, the other reads its file
-        for model_dir in (demo_model_dir, starter_model_dir):
-            warm_base_answers(model_dir, load_tokenizer(model_dir), ANSWERS)
+        for model_dir, prompts in ((demo_model_dir, ()), (starter_model_dir, starter_held_out)):
+            warm_base_answers(model_dir, load_tokenizer(model_dir), ANSWERS, prompts=prompts)
     return ANSWERS / ".replay"
 
 
@@ -337,7 +345,7 @@ def starter_short_run(tmp_path_factory, starter_model_dir, warm_answers) -> Path
     (ws.models_dir / starter_model_dir.name).symlink_to(starter_model_dir, target_is_directory=True)
     seed_answers(ws.datasets_dir, warm_answers)
     run_dir = ws.runs_dir / "starter-short"
-    sets = ["max_steps=15", "learning_rate=2e-3", "replay=off", "save_steps=5", "cutoff_len=96"]
+    sets = ["max_steps=15", "learning_rate=3e-3", "replay=off", "save_steps=5", "cutoff_len=96"]
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     result = subprocess.run([sys.executable, "-m", "backend.train", "--workspace", str(ws.root), "--run-dir",

@@ -41,6 +41,24 @@ def test_the_base_then_a_checkpoint_over_the_budget_then_final(workspace, lora_d
     assert [e["checkpoint"] for e in load_report(run_dir)["checkpoints"]] == ["base", "final"]
 
 
+def test_final_at_a_scored_checkpoints_step_is_that_entry_not_answered_again(workspace, lora_demo):
+    """The learned stop ends a run at an epoch's last step, just after that step's save was scored:
+    final/ holds the same weights, so its entry is the checkpoint's, named final."""
+    callback, model, run_dir = _callback(workspace, lora_demo)
+    state = TrainerState(global_step=0, max_steps=30)
+    callback.on_train_begin(None, state, TrainerControl(), model=model)
+    callback.started = time.monotonic() - 1000  # well within the budget
+    state.global_step = 10
+    callback.on_save(None, state, TrainerControl(), model=model)
+    callback.final(model, 10)
+    report = load_report(run_dir)
+    assert [e["checkpoint"] for e in report["checkpoints"]] == ["base", "checkpoint-10", "final"]
+    scored, final = report["checkpoints"][1], report["checkpoints"][2]
+    assert final["same_as"] == "checkpoint-10" and final["step"] == 10 and final["generated"] == 0
+    for key in ("learned", "kept", "ended", "rouge_l", "examples"):
+        assert final[key] == scored[key]
+
+
 def test_a_stopped_run_gets_its_last_checkpoint_scored(workspace, lora_demo):
     callback, model, run_dir = _callback(workspace, lora_demo)
     state, control = TrainerState(global_step=0, max_steps=30), TrainerControl()

@@ -92,6 +92,19 @@ class LearningReporter:
                  _share(entry["learned"]), _share(entry["kept"]), _share(entry["ended"]), entry["seconds"])
         return entry
 
+    def reuse(self, scored: str, checkpoint: str) -> dict | None:
+        """`checkpoint` holds the weights `scored` was scored on (final/ saved at that checkpoint's step):
+        its entry is `scored`'s, named `checkpoint`, without answering again. None: `scored` has none."""
+        entry = next((e for e in self.report["checkpoints"] if e["checkpoint"] == scored), None)
+        if entry is None:
+            return None
+        entry = {**entry, "checkpoint": checkpoint, "seconds": 0.0, "generated": 0, "same_as": scored}
+        self.report = put_entry(self.run_dir, self.report, entry)
+        log.info("learning report %s (step %d): the weights of %s, scored at its save: learned %s, kept %s, ended %s",
+                 checkpoint, entry["step"], scored, _share(entry["learned"]), _share(entry["kept"]),
+                 _share(entry["ended"]))
+        return entry
+
     def skip(self, checkpoint: str, step: int, reason: str) -> None:
         self.report = skip_entry(self.run_dir, self.report, checkpoint, step, reason)
         log.info("learning report %s (step %d): not scored, %s", checkpoint, step, reason)

@@ -129,8 +129,18 @@ class LearningReport(TrainerCallback):
 
     # ------------------------------------------------------------ the end (session.finish)
     def final(self, model, step: int) -> None:
-        """Score final/ (the weights finish() saved: the best ones after an early stop)."""
-        if self.scores:
+        """Score final/ (the weights finish() saved: the best ones after an early stop). Where they are a
+        checkpoint's that was scored at its save (the learned stop ends a run at an epoch's last step,
+        just after its save), that entry is final/'s too: the same weights answer the same."""
+        if not self.scores:
+            return
+        try:
+            reused = self._reporter().reuse(f"checkpoint-{step}", FINAL_DIR)
+        except Exception as error:  # noqa: BLE001 - the report is advice: score it instead
+            log.warning("learning report final: the checkpoint's entry not reused (%s: %s)", type(error).__name__,
+                        error)
+            reused = None
+        if reused is None:
             self._score_at_end(model, FINAL_DIR, step)
 
     def stopped_checkpoint(self, model, step: int) -> None:
