@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.harness import ARTIFACTS, AppProcess, launch_browser
+from tests.browser.harness import ARTIFACTS, AppProcess, launch_browser, screenshots_wanted
+
+FAILED = pytest.StashKey[bool]()
 
 
 def pytest_collection_modifyitems(config, items):
@@ -16,6 +18,15 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.browser)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Notes a failed set-up or call on the test, for `page` to keep its last screen."""
+    report = yield
+    if report.failed:
+        item.stash[FAILED] = True
+    return report
 
 
 @pytest.fixture
@@ -39,7 +50,8 @@ def chromium():
 
 @pytest.fixture
 def page(chromium, request):
-    """A fresh English page; a screenshot of its last state lands in test-artifacts/ when the test ends."""
+    """A fresh English page; a screenshot of its last state lands in test-artifacts/ when the test fails
+    (or every test, when step screenshots are asked for: tests/browser/harness.py)."""
     context = chromium.new_context(locale="en-US", viewport={"width": 1400, "height": 1000})
     context.set_default_timeout(30_000)
     # A page opened right after an app (re)start sometimes waited over 30 s for its "load" event on a
@@ -47,8 +59,9 @@ def page(chromium, request):
     context.set_default_navigation_timeout(120_000)
     page = context.new_page()
     yield page
-    ARTIFACTS.mkdir(exist_ok=True)
     try:
-        page.screenshot(path=str(ARTIFACTS / f"{request.node.name}-last.png"), full_page=True)
+        if request.node.stash.get(FAILED, False) or screenshots_wanted():
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / f"{request.node.name}-last.png"), full_page=True)
     finally:
         context.close()

@@ -145,11 +145,21 @@ def launch_browser(playwright):
 # `make screenshots` sets it: only then do the docs' screenshots get rewritten (a test run leaves
 # tracked files as they are).
 DOC_SCREENSHOTS_ENV = "FINETUNE_STUDIO_DOC_SCREENSHOTS"
+# Set (to anything) to keep each step's screenshot under test-artifacts/ in a plain test run. Off by default:
+# a full page took chromium 3-5 s of the 2 cores, and a run of the suite took about 30 of them for pictures
+# nobody looked at. A failing test's last page is kept either way (tests/browser/conftest.py).
+STEP_SCREENSHOTS_ENV = "FINETUNE_STUDIO_STEP_SCREENSHOTS"
 
 
-def screenshot(page, name: str, also_to: Path | None = None) -> Path:
-    """Save a full-page screenshot under test-artifacts/; `also_to` (a docs/ picture) gets a copy
-    under `make screenshots` only."""
+def screenshots_wanted() -> bool:
+    return bool(os.environ.get(DOC_SCREENSHOTS_ENV) or os.environ.get(STEP_SCREENSHOTS_ENV))
+
+
+def screenshot(page, name: str, also_to: Path | None = None) -> Path | None:
+    """A full-page screenshot under test-artifacts/, when asked for (screenshots_wanted); `also_to` (a
+    docs/ picture) gets a copy under `make screenshots` only."""
+    if not screenshots_wanted():
+        return None
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)

@@ -3,8 +3,8 @@ upload ../shared/data/identity.json, see that Train fills its placeholders and
 its conflicting-answer count, apply a fix and save; start a short demo run; see chart points
 appear; restart app.py in the middle of the run and see the chart keep its
 earlier points and grow; stop it; resume it to completion. Screenshots of
-every tab go to test-artifacts/ (`make screenshots` also copies the Train and
-Runs ones to docs/screenshots/)."""
+every tab go to test-artifacts/ when asked for (FINETUNE_STUDIO_STEP_SCREENSHOTS;
+`make screenshots` also copies the Train and Runs ones to docs/screenshots/)."""
 
 from __future__ import annotations
 
