@@ -25,7 +25,6 @@ from backend.evaluation.benchmarks import as_json, run_benchmarks, summary_table
 from backend.evaluation.evaluator import DEFAULT_BATCH_SIZE, DEFAULT_MAX_NEW_TOKENS, evaluate_run
 from backend.evaluation.learning_run import report_for_run
 from backend.evaluation.quality_drops import kept_lines, run_drops
-from backend.evaluation.scoring import EvalError
 from backend.learning.table import report_table
 from backend.messages import UserError, msg
 from backend.runs.jobs import COMPLETED, run_job, write_progress
@@ -77,7 +76,7 @@ def evaluate_main(args: argparse.Namespace) -> int:
     summary, refused = run_job(lambda: evaluate_run(args.run, args.checkpoint, args.data, args.max_samples,
                                                     args.max_new_tokens, args.batch_size, progress=args.progress,
                                                     workspace=args.workspace, scorers=args.scorers),
-                               args.progress, EvalError, "evaluation failed")
+                               args.progress, UserError, "evaluation failed")  # a moved base model too
     if refused:
         return refused
     write_progress(args.progress, state=COMPLETED, stage=msg("job.stage.done"))

@@ -11,6 +11,9 @@ quantize or for its 8-bit and paged optimizers, which keep it.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+
+from backend.config import ConfigError, RunConfig
 
 BITSANDBYTES = "bitsandbytes"
 BITSANDBYTES_OPTIMIZERS = ("8bit", "paged")  # adamw_8bit, paged_adamw_8bit, paged_adamw_32bit
@@ -27,3 +30,13 @@ def skip_bitsandbytes(config) -> bool:
         return False
     sys.modules[BITSANDBYTES] = None
     return True
+
+
+def skip_bitsandbytes_for_run(run_dir) -> bool:
+    """The same for a process that loads a run's checkpoints (`python -m backend.evaluate --run R`), by the
+    run's config.yaml; a folder without a readable one is left alone (the command refuses it later, saying why)."""
+    try:
+        config = RunConfig.load(Path(run_dir) / "config.yaml")
+    except (ConfigError, OSError):
+        return False
+    return skip_bitsandbytes(config)
