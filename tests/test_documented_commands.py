@@ -5,7 +5,7 @@ from the docs; each command is either run here, in order, in a temporary
 workspace with the tiny demo model (placeholders such as `<run-id>` filled
 with the run an earlier command made, and a long run cut with the smaller
 setting the README names: `--recipe demo-tiny`, `--set max_steps=8`,
-`--model demo`), or listed below with the reason it is not. A command added
+`--model demo`, `--max-samples 8`), or listed below with the reason it is not. A command added
 to the docs fails the first test until it is put in one of the two lists.
 """
 
@@ -61,7 +61,7 @@ RUNS: list[tuple[str, str, str | None]] = [
      "python -m backend.train --workspace workspace --recipe demo-tiny --set stage=dpo --set dataset=demo-pairs"
      " --set init_adapter=workspace/runs/sft/final --set max_steps=8 --set save_steps=4", "dpo"),
     ("python -m backend.evaluate --run WS/runs/<dpo run> --checkpoint base checkpoint-80 final",
-     "python -m backend.evaluate --run workspace/runs/{dpo} --checkpoint base checkpoint-4 final", None),
+     "python -m backend.evaluate --run workspace/runs/{dpo} --checkpoint base checkpoint-4 final --max-samples 8", None),
     ("python -m backend.train --config RUN/config.yaml --run-dir RUN",  # what the run store starts
      "mkdir workspace/runs/by-hand && cp workspace/runs/sft/config.yaml workspace/runs/by-hand/"
      " && python -m backend.train --config workspace/runs/by-hand/config.yaml --run-dir workspace/runs/by-hand", None),
@@ -81,7 +81,7 @@ RUNS: list[tuple[str, str, str | None]] = [
      '.venv/bin/python -m backend.chat --model demo --checkpoint workspace/runs/sft/final'
      ' --prompt "Who are you?" --greedy', None),
     (".venv/bin/python -m backend.evaluate --run workspace/runs/<run-id>",
-     ".venv/bin/python -m backend.evaluate --run workspace/runs/sft", None),
+     ".venv/bin/python -m backend.evaluate --run workspace/runs/sft --max-samples 8", None),
     ("python -m backend.evaluate --run workspace/runs/<run-id> [--checkpoint base checkpoint-50 final]"
      " [--data eval.jsonl] [--max-samples 200] [--max-new-tokens 128] [--json]",
      "python -m backend.evaluate --run workspace/runs/sft --checkpoint base checkpoint-4 final"
