@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from backend.config import ConfigError, RunConfig
+from backend.runs.files import CONFIG_FILE
 
 BITSANDBYTES = "bitsandbytes"
 BITSANDBYTES_OPTIMIZERS = ("8bit", "paged")  # adamw_8bit, paged_adamw_8bit, paged_adamw_32bit
@@ -36,7 +37,7 @@ def skip_bitsandbytes_for_run(run_dir) -> bool:
     """The same for a process that loads a run's checkpoints (`python -m backend.evaluate --run R`), by the
     run's config.yaml; a folder without a readable one is left alone (the command refuses it later, saying why)."""
     try:
-        config = RunConfig.load(Path(run_dir) / "config.yaml")
+        config = RunConfig.load(Path(run_dir) / CONFIG_FILE)
     except (ConfigError, OSError):
         return False
     return skip_bitsandbytes(config)
