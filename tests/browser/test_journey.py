@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from tests.browser.harness import REPO, screenshot
+from tests.browser.harness import REPO, screenshot, screenshots_wanted
 from tests.browser.test_data_tab import ANALYSIS_MS, expected_counts
 from tests.polling import wait_for as wait_until
 
@@ -116,6 +116,7 @@ def test_newcomer_journey(app, page, shared_data):
     page.locator("#runs-progress").get_by_text(f"step {STEPS} / {STEPS}").wait_for(timeout=30_000)
     wait_until(lambda: chart_points(page, "runs-chart-loss") > stopped_at, "the resumed run's points on the chart", 60)
     screenshot(page, "runs", also_to=DOCS / "runs.png")
-    for name in ("Chat", "Evaluate", "Export"):
-        tab(page, name)
-        screenshot(page, f"journey-{name.lower()}")
+    if screenshots_wanted():  # the last tabs' pictures; the tabs themselves are other tests' (2-5 s a click)
+        for name in ("Chat", "Evaluate", "Export"):
+            tab(page, name)
+            screenshot(page, f"journey-{name.lower()}")
