@@ -141,6 +141,84 @@ def test_recycled_pid_is_not_the_worker(store):
     assert store.busy_devices() == {}
 
 
+def test_a_start_time_read_a_second_off_is_still_the_same_process(store):
+    """psutil adds ticks since boot to the kernel's whole-second boot time, which steps by 1 as NTP slews
+    the clock: the same live worker then reads a second later than the store recorded it."""
+    run_id = store.create(cpu_config())
+    update_status(store.runs_dir / run_id, state="running", pid=os.getpid(),
+                  create_time=psutil.Process().create_time() - 1.0)
+    assert store.get(run_id).state == "running"
+
+
+def started_as_a_worker(run_dir, code: str) -> subprocess.Popen:
+    """`code` started as the store starts a worker (a session of its own), recorded as the run's worker."""
+    child = processes.launch_worker([sys.executable, "-c", code], run_dir)
+    update_status(run_dir, state="running", pid=child.pid, pgid=child.pid,
+                  create_time=processes.create_time(child.pid), started_at=time.time())
+    return child
+
+
+# Starts `sleep` in its own process group, says its pid, and (unless told to wait) ends.
+LEAVES_A_SLEEP = ("import subprocess, sys, time; print(subprocess.Popen(['sleep', '120']).pid, flush=True); "
+                  "time.sleep(120 if sys.argv[1:] else 0)")
+
+
+def sleep_of(run_dir) -> psutil.Process:
+    return psutil.Process(int(wait_for(lambda: (run_dir / "train.log").read_text().split(), "the sleep's pid")[0]))
+
+
+def alive(process: psutil.Process) -> bool:
+    return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+
+
+@pytest.mark.usefixtures("starts_processes")
+def test_a_vanished_workers_leftovers_go_with_it(store):
+    run_id = store.create(cpu_config())
+    run_dir = store.runs_dir / run_id
+    started_as_a_worker(run_dir, LEAVES_A_SLEEP).wait()
+    sleeper = sleep_of(run_dir)
+    assert store.get(run_id).state == "lost"
+    sleeper.wait(timeout=30)
+
+
+@pytest.mark.usefixtures("starts_processes")
+def test_a_group_id_the_kernel_gave_to_another_program_is_left_alone(store):
+    """The run's worker (its pid its group's id) vanished long ago and the kernel has given that id to a
+    new program, which leads a group of it: cleaning up the vanished worker's leftovers kills none of it.
+    (Under the suite, a resumed worker with an earlier run's pid was killed so.)"""
+    run_id = store.create(cpu_config())
+    run_dir = store.runs_dir / run_id
+    program = started_as_a_worker(run_dir, LEAVES_A_SLEEP.replace("sys.argv[1:]", "True"))
+    sleeper = sleep_of(run_dir)
+    update_status(run_dir, create_time=processes.create_time(program.pid) - 100)  # the vanished worker's start
+    try:
+        assert store.get(run_id).state == "lost"
+        assert alive(psutil.Process(program.pid)) and alive(sleeper)
+    finally:
+        os.killpg(program.pid, 9)
+        program.wait()
+
+
+@pytest.mark.usefixtures("starts_processes")
+def test_a_worker_that_did_not_lead_its_group_leaves_the_groups_other_programs_alone(store):
+    """A worker typed into a shell script shares the script's group: what the script starts after the
+    worker ends is the script's, not the worker's leftovers."""
+    run_id = store.create(cpu_config())
+    run_dir = store.runs_dir / run_id
+    worker = subprocess.Popen([sys.executable, "-c", "pass"])
+    worker_started = processes.create_time(worker.pid)
+    worker.wait()
+    script = started_as_a_worker(run_dir, LEAVES_A_SLEEP.replace("sys.argv[1:]", "True"))
+    sleeper = sleep_of(run_dir)
+    update_status(run_dir, pid=worker.pid, create_time=worker_started, pgid=script.pid)
+    try:
+        assert store.get(run_id).state == "lost"
+        assert alive(psutil.Process(script.pid)) and alive(sleeper)
+    finally:
+        os.killpg(script.pid, 9)
+        script.wait()
+
+
 @pytest.mark.usefixtures("starts_processes")
 def test_a_worker_starts_in_the_callers_folder(tmp_path, monkeypatch):
     # A relative path typed in the form (a dataset file) means what it meant to the app.

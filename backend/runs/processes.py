@@ -26,9 +26,13 @@ from backend.models.hardware import launch_env
 from backend.runs.files import CONFIG_FILE, LOG_FILE
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# Two create_time readings of one process agree to the clock tick (10 ms);
-# a recycled pid was started at another time.
-SAME_PROCESS_TOLERANCE_S = 0.05
+# Two create_time readings of one process can differ by a whole second: psutil adds the ticks since boot
+# to the kernel's boot time, a whole second (/proc/stat btime) that the kernel derives from the wall clock,
+# so it steps by 1 when NTP's slewing carries the clock across a second. A reading against 0.05 s then
+# took a live worker for a vanished one, and its leftovers' cleanup killed it (docs/LIBRARY_TRAPS.md).
+# A recycled pid was started at another time: the kernel hands pids out in turn, and a pid comes round
+# again only after all the others (32768 on many systems) were given out, never within a second.
+SAME_PROCESS_TOLERANCE_S = 1.5
 
 
 def repo_env(base: dict | None = None) -> dict:
@@ -171,13 +175,20 @@ def kill_tree(pid: int) -> None:
             process.kill()
 
 
-def kill_leftovers(pgid: int | None, since: float | None) -> int:
+def kill_leftovers(pgid: int | None, since: float | None, leader: int | None) -> int:
     """SIGKILL what is left of a vanished worker's process group: helpers that
-    outlived it (a local Ray instance's agents, DataLoader workers). Only
-    processes started after the worker (`since`), so a recycled group id never
-    takes another program with it. Returns how many were killed."""
-    if not pgid or since is None or pgid == os.getpgrp():
+    outlived it (a local Ray instance's agents, DataLoader workers). Only a group
+    the worker `leader` led (the store starts it in a session of its own; a worker
+    typed into a shell script shares the script's group, whose other commands are
+    not ours), only while its id still is the worker's (once a group's last process
+    is gone, the kernel may give the id to a new process, which then leads a group
+    of that id), and only processes started after the worker (`since`). Returns
+    how many were killed."""
+    if not pgid or since is None or pgid == os.getpgrp() or pgid != leader:
         return 0
+    holder = create_time(pgid)
+    if holder is not None and abs(holder - since) > SAME_PROCESS_TOLERANCE_S:
+        return 0  # the id leads another program's group now
     killed = 0
     for process in psutil.process_iter(["create_time"]):
         with contextlib.suppress(psutil.NoSuchProcess, ProcessLookupError, PermissionError):

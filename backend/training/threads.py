@@ -33,6 +33,7 @@ from pathlib import Path
 
 import psutil
 
+from backend.runs.processes import SAME_PROCESS_TOLERANCE_S
 from backend.storage.file_lock import file_lock
 
 log = logging.getLogger("backend.train")
@@ -57,7 +58,7 @@ def claimed_by_others(folder: Path | None = None) -> int:
         pid = int(claim.name)
         try:
             started, threads = claim.read_text().split()
-            alive = abs(psutil.Process(pid).create_time() - float(started)) < 1.0
+            alive = abs(psutil.Process(pid).create_time() - float(started)) <= SAME_PROCESS_TOLERANCE_S
         except (OSError, ValueError, psutil.Error):
             alive = False
         if alive:
