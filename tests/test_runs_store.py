@@ -158,9 +158,9 @@ def started_as_a_worker(run_dir, code: str) -> subprocess.Popen:
     return child
 
 
-# Starts `sleep` in its own process group, says its pid, and (unless told to wait) ends.
-LEAVES_A_SLEEP = ("import subprocess, sys, time; print(subprocess.Popen(['sleep', '120']).pid, flush=True); "
-                  "time.sleep(120 if sys.argv[1:] else 0)")
+# Start `sleep` in the program's own process group and say its pid; then end, or stay beside it.
+STARTS_A_SLEEP = "import subprocess; print(subprocess.Popen(['sleep', '120']).pid, flush=True)"
+STAYS_WITH_A_SLEEP = STARTS_A_SLEEP + "; import time; time.sleep(120)"
 
 
 def sleep_of(run_dir) -> psutil.Process:
@@ -171,11 +171,21 @@ def alive(process: psutil.Process) -> bool:
     return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
 
 
+def assert_lost_leaving_the_group(store, run_id: str, leader: subprocess.Popen, sleeper: psutil.Process) -> None:
+    """The run is lost, and the group of `leader` (not the run's: `sleeper` is in it) still lives."""
+    try:
+        assert store.get(run_id).state == "lost"
+        assert alive(psutil.Process(leader.pid)) and alive(sleeper)
+    finally:
+        os.killpg(leader.pid, 9)
+        leader.wait()
+
+
 @pytest.mark.usefixtures("starts_processes")
 def test_a_vanished_workers_leftovers_go_with_it(store):
     run_id = store.create(cpu_config())
     run_dir = store.runs_dir / run_id
-    started_as_a_worker(run_dir, LEAVES_A_SLEEP).wait()
+    started_as_a_worker(run_dir, STARTS_A_SLEEP).wait()
     sleeper = sleep_of(run_dir)
     assert store.get(run_id).state == "lost"
     sleeper.wait(timeout=30)
@@ -188,15 +198,10 @@ def test_a_group_id_the_kernel_gave_to_another_program_is_left_alone(store):
     (Under the suite, a resumed worker with an earlier run's pid was killed so.)"""
     run_id = store.create(cpu_config())
     run_dir = store.runs_dir / run_id
-    program = started_as_a_worker(run_dir, LEAVES_A_SLEEP.replace("sys.argv[1:]", "True"))
+    program = started_as_a_worker(run_dir, STAYS_WITH_A_SLEEP)
     sleeper = sleep_of(run_dir)
     update_status(run_dir, create_time=processes.create_time(program.pid) - 100)  # the vanished worker's start
-    try:
-        assert store.get(run_id).state == "lost"
-        assert alive(psutil.Process(program.pid)) and alive(sleeper)
-    finally:
-        os.killpg(program.pid, 9)
-        program.wait()
+    assert_lost_leaving_the_group(store, run_id, program, sleeper)
 
 
 @pytest.mark.usefixtures("starts_processes")
@@ -208,15 +213,10 @@ def test_a_worker_that_did_not_lead_its_group_leaves_the_groups_other_programs_a
     worker = subprocess.Popen([sys.executable, "-c", "pass"])
     worker_started = processes.create_time(worker.pid)
     worker.wait()
-    script = started_as_a_worker(run_dir, LEAVES_A_SLEEP.replace("sys.argv[1:]", "True"))
+    script = started_as_a_worker(run_dir, STAYS_WITH_A_SLEEP)
     sleeper = sleep_of(run_dir)
     update_status(run_dir, pid=worker.pid, create_time=worker_started, pgid=script.pid)
-    try:
-        assert store.get(run_id).state == "lost"
-        assert alive(psutil.Process(script.pid)) and alive(sleeper)
-    finally:
-        os.killpg(script.pid, 9)
-        script.wait()
+    assert_lost_leaving_the_group(store, run_id, script, sleeper)
 
 
 @pytest.mark.usefixtures("starts_processes")
