@@ -192,6 +192,22 @@ def test_a_vanished_workers_leftovers_go_with_it(store):
 
 
 @pytest.mark.usefixtures("starts_processes")
+def test_a_vanished_rank_0s_leftovers_go_with_it_under_torchrun(store):
+    """Under torchrun, rank 0 leads a group of its own, not the launcher's: it is the run's worker_pid."""
+    run_id = store.create(cpu_config())
+    run_dir = store.runs_dir / run_id
+    launcher = subprocess.Popen([sys.executable, "-c", "pass"])
+    launcher_started = processes.create_time(launcher.pid)
+    launcher.wait()
+    rank_0 = started_as_a_worker(run_dir, STARTS_A_SLEEP)
+    update_status(run_dir, pid=launcher.pid, launcher_create_time=launcher_started, worker_pid=rank_0.pid)
+    rank_0.wait()
+    sleeper = sleep_of(run_dir)
+    assert store.get(run_id).state == "lost"
+    sleeper.wait(timeout=30)
+
+
+@pytest.mark.usefixtures("starts_processes")
 def test_a_group_id_the_kernel_gave_to_another_program_is_left_alone(store):
     """The run's worker (its pid its group's id) vanished long ago and the kernel has given that id to a
     new program, which leads a group of it: cleaning up the vanished worker's leftovers kills none of it.

@@ -175,19 +175,19 @@ def kill_tree(pid: int) -> None:
             process.kill()
 
 
-def kill_leftovers(pgid: int | None, since: float | None, leader: int | None) -> int:
+def kill_leftovers(pgid: int | None, since: float | None, leader_started: float | None) -> int:
     """SIGKILL what is left of a vanished worker's process group: helpers that
     outlived it (a local Ray instance's agents, DataLoader workers). Only a group
-    the worker `leader` led (the store starts it in a session of its own; a worker
-    typed into a shell script shares the script's group, whose other commands are
-    not ours), only while its id still is the worker's (once a group's last process
-    is gone, the kernel may give the id to a new process, which then leads a group
-    of that id), and only processes started after the worker (`since`). Returns
-    how many were killed."""
-    if not pgid or since is None or pgid == os.getpgrp() or pgid != leader:
+    one of the run's processes led, started at `leader_started` (None: none did; a
+    worker typed into a shell script shares the script's group, whose other
+    commands are not ours), only while its id still is that process's (once a
+    group's last process is gone, the kernel may give the id to a new process,
+    which then leads a group of that id), and only processes started after the
+    run's first (`since`). Returns how many were killed."""
+    if not pgid or since is None or leader_started is None or pgid == os.getpgrp():
         return 0
     holder = create_time(pgid)
-    if holder is not None and abs(holder - since) > SAME_PROCESS_TOLERANCE_S:
+    if holder is not None and abs(holder - leader_started) > SAME_PROCESS_TOLERANCE_S:
         return 0  # the id leads another program's group now
     killed = 0
     for process in psutil.process_iter(["create_time"]):

@@ -273,8 +273,11 @@ class RunStore:
             last = _last_line(run_dir / LOG_FILE)
             return self._record_end(run_dir, status, state="failed", exit_code=exit_code, ended_at=time.time(),
                                     **_said("error", last or msg("run.exited", code=exit_code)))
+        # The group's leader: the launcher the store started, or under torchrun rank 0 (in a session of its own).
+        leaders = {status.get("pid"): status.get("launcher_create_time") or status.get("create_time"),
+                   status.get("worker_pid"): status.get("create_time")}
         processes.kill_leftovers(status.get("pgid"), status.get("launcher_create_time") or status.get("create_time"),
-                                 status.get("pid"))
+                                 leaders.get(status.get("pgid")))
         hint = self._resume_hint(run_dir)
         if exit_code == -signal.SIGKILL:  # unasked (a stop is handled above): most often the kernel's OOM killer
             return self._record_end(run_dir, status, state="lost", exit_code=exit_code, ended_at=time.time(),
