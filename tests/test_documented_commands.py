@@ -115,7 +115,7 @@ RUNS: list[tuple[str, str, str | None]] = [
 SERVER = "starts a server that runs until stopped; tests/serve/ start and query it"
 NOT_RUN = {
     "make run": "sets up and opens the app, a server that runs until stopped (tests/test_app_startup.py starts it)",
-    "make test": "the whole test suite (over 30 minutes), of which this test is a part",
+    "make test": "the whole test suite (18-28 minutes on this host), of which this test is a part",
     ".venv/bin/python -m backend.serve --run workspace/runs/<run-id> --port 8000": SERVER,
     ".venv/bin/python -m backend.serve --run workspace/runs/<run-id> [--port 8000]": SERVER,
     "python -m torch.distributed.run --standalone --nproc-per-node=N -m backend.train ...":
