@@ -167,6 +167,14 @@ def sleep_of(run_dir) -> psutil.Process:
     return psutil.Process(int(wait_for(lambda: (run_dir / "train.log").read_text().split(), "the sleep's pid")[0]))
 
 
+def an_ended_process() -> tuple[int, float]:
+    """(pid, start time) of a process that ran and ended: a run's vanished launcher or worker."""
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    started = processes.create_time(process.pid)
+    process.wait()
+    return process.pid, started
+
+
 def alive(process: psutil.Process) -> bool:
     return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
 
@@ -196,11 +204,9 @@ def test_a_vanished_rank_0s_leftovers_go_with_it_under_torchrun(store):
     """Under torchrun, rank 0 leads a group of its own, not the launcher's: it is the run's worker_pid."""
     run_id = store.create(cpu_config())
     run_dir = store.runs_dir / run_id
-    launcher = subprocess.Popen([sys.executable, "-c", "pass"])
-    launcher_started = processes.create_time(launcher.pid)
-    launcher.wait()
+    launcher, launcher_started = an_ended_process()
     rank_0 = started_as_a_worker(run_dir, STARTS_A_SLEEP)
-    update_status(run_dir, pid=launcher.pid, launcher_create_time=launcher_started, worker_pid=rank_0.pid)
+    update_status(run_dir, pid=launcher, launcher_create_time=launcher_started, worker_pid=rank_0.pid)
     rank_0.wait()
     sleeper = sleep_of(run_dir)
     assert store.get(run_id).state == "lost"
@@ -226,12 +232,10 @@ def test_a_worker_that_did_not_lead_its_group_leaves_the_groups_other_programs_a
     worker ends is the script's, not the worker's leftovers."""
     run_id = store.create(cpu_config())
     run_dir = store.runs_dir / run_id
-    worker = subprocess.Popen([sys.executable, "-c", "pass"])
-    worker_started = processes.create_time(worker.pid)
-    worker.wait()
+    worker, worker_started = an_ended_process()
     script = started_as_a_worker(run_dir, STAYS_WITH_A_SLEEP)
     sleeper = sleep_of(run_dir)
-    update_status(run_dir, pid=worker.pid, create_time=worker_started, pgid=script.pid)
+    update_status(run_dir, pid=worker, create_time=worker_started, pgid=script.pid)
     assert_lost_leaving_the_group(store, run_id, script, sleeper)
 
 
